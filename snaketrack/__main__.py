@@ -1,0 +1,5 @@
+import sys
+
+from snaketrack.cli import main
+
+sys.exit(main())

@@ -1,0 +1,73 @@
+"""The one command: ``snaketrack <subcommand> ...``.
+
+Subcommands live in :mod:`snaketrack.commands` (one module per capability,
+each with a ``COMMANDS`` list). Any :class:`~snaketrack.errors.SnaketrackError`
+becomes one line on stderr and exit status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import pkgutil
+import sys
+from typing import Optional, Sequence
+
+from snaketrack.errors import SnaketrackError
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
+
+
+def _commands():
+    import snaketrack.commands as pkg
+
+    out = []
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{pkg.__name__}.{info.name}")
+        out.extend(getattr(module, "COMMANDS", []))
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser, with every discovered subcommand."""
+    parser = argparse.ArgumentParser(prog="snaketrack", description=__doc__.splitlines()[0])
+    top = parser.add_subparsers(dest="command", metavar="COMMAND")
+    groups: dict[str, argparse._SubParsersAction] = {}
+    for cmd in _commands():
+        words = cmd.name.split()
+        sub = top
+        for depth, word in enumerate(words[:-1]):
+            key = " ".join(words[: depth + 1])
+            if key not in groups:
+                group_parser = sub.add_parser(word, help=f"{word} subcommands")
+                groups[key] = group_parser.add_subparsers(dest=f"sub_{depth}", metavar="SUBCOMMAND")
+                group_parser.set_defaults(_group_parser=group_parser)
+            sub = groups[key]
+        p = sub.add_parser(words[-1], help=cmd.help, description=cmd.help)
+        cmd.add_arguments(p)
+        p.set_defaults(_run=cmd.run)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point of the ``snaketrack`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    run = getattr(args, "_run", None)
+    if run is None:
+        (getattr(args, "_group_parser", None) or parser).print_help()
+        return 2
+    try:
+        status = run(args)
+    except SnaketrackError as e:
+        print(f"snaketrack: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("snaketrack: interrupted; finished outputs are kept", file=sys.stderr)
+        return 130
+    return int(status or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""datasets room; see DESIGN.md."""

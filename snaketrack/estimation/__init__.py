@@ -1,0 +1,1 @@
+"""estimation room; see DESIGN.md."""

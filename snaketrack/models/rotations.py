@@ -1,0 +1,102 @@
+"""Rotations in torch: axis-angle (tangent), quaternions (w, x, y, z) and matrices.
+
+All functions are batched over leading dimensions and differentiable,
+float32 or float64. Quaternions are stored scalar-first, as in DESIGN.md.
+"""
+from __future__ import annotations
+
+import torch
+
+_AXES = {"x": 0, "y": 1, "z": 2}
+
+
+def axis_rotation(axis: str, angle: torch.Tensor) -> torch.Tensor:
+    """Rotation by ``angle`` (rad, shape ``(...)``) about a coordinate axis: ``(..., 3, 3)``.
+
+    >>> import math
+    >>> R = axis_rotation("z", torch.tensor(math.pi / 2))
+    >>> [round(v, 6) + 0.0 for v in (R @ torch.tensor([1.0, 0, 0])).tolist()]
+    [0.0, 1.0, 0.0]
+    """
+    if axis not in _AXES:
+        from snaketrack.errors import InputError
+
+        raise InputError(f"joint axis {axis!r}; expected one of 'x', 'y', 'z'")
+    c, s = torch.cos(angle), torch.sin(angle)
+    one, zero = torch.ones_like(angle), torch.zeros_like(angle)
+    if axis == "x":
+        rows = [[one, zero, zero], [zero, c, -s], [zero, s, c]]
+    elif axis == "y":
+        rows = [[c, zero, s], [zero, one, zero], [-s, zero, c]]
+    else:
+        rows = [[c, -s, zero], [s, c, zero], [zero, zero, one]]
+    return torch.stack([torch.stack(r, dim=-1) for r in rows], dim=-2)
+
+
+def hat(v: torch.Tensor) -> torch.Tensor:
+    """Skew-symmetric matrix of ``v`` (..., 3): ``hat(v) @ w == cross(v, w)``."""
+    x, y, z = v.unbind(-1)
+    zero = torch.zeros_like(x)
+    return torch.stack(
+        [torch.stack([zero, -z, y], -1), torch.stack([z, zero, -x], -1), torch.stack([-y, x, zero], -1)],
+        dim=-2,
+    )
+
+
+def axis_angle_to_matrix(v: torch.Tensor) -> torch.Tensor:
+    """Rodrigues' formula: rotation vector ``v`` (..., 3) [rad] to matrix (..., 3, 3).
+
+    Smooth at ``v = 0`` (Taylor series there), so gradients are finite.
+    """
+    theta2 = (v * v).sum(-1, keepdim=True).unsqueeze(-1)  # (..., 1, 1)
+    small = theta2 < 1e-8
+    safe = torch.where(small, torch.ones_like(theta2), theta2)
+    theta = torch.sqrt(safe)
+    a = torch.where(small, 1 - theta2 / 6, torch.sin(theta) / theta)
+    b = torch.where(small, 0.5 - theta2 / 24, (1 - torch.cos(theta)) / safe)
+    K = hat(v)
+    eye = torch.eye(3, dtype=v.dtype, device=v.device).expand(K.shape)
+    return eye + a * K + b * (K @ K)
+
+
+def quat_to_matrix(q: torch.Tensor) -> torch.Tensor:
+    """Unit quaternion (..., 4) as (w, x, y, z) to rotation matrix (..., 3, 3). Normalises first."""
+    q = q / q.norm(dim=-1, keepdim=True)
+    w, x, y, z = q.unbind(-1)
+    rows = [
+        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+    ]
+    return torch.stack([torch.stack(r, dim=-1) for r in rows], dim=-2)
+
+
+def matrix_to_quat(R: torch.Tensor) -> torch.Tensor:
+    """Rotation matrix (..., 3, 3) to unit quaternion (..., 4) (w, x, y, z) with w >= 0."""
+    m = R
+    t = m[..., 0, 0] + m[..., 1, 1] + m[..., 2, 2]
+    cands = torch.stack(
+        [
+            torch.stack([1 + t, m[..., 2, 1] - m[..., 1, 2], m[..., 0, 2] - m[..., 2, 0], m[..., 1, 0] - m[..., 0, 1]], -1),
+            torch.stack([m[..., 2, 1] - m[..., 1, 2], 1 + 2 * m[..., 0, 0] - t, m[..., 0, 1] + m[..., 1, 0], m[..., 0, 2] + m[..., 2, 0]], -1),
+            torch.stack([m[..., 0, 2] - m[..., 2, 0], m[..., 0, 1] + m[..., 1, 0], 1 + 2 * m[..., 1, 1] - t, m[..., 1, 2] + m[..., 2, 1]], -1),
+            torch.stack([m[..., 1, 0] - m[..., 0, 1], m[..., 0, 2] + m[..., 2, 0], m[..., 1, 2] + m[..., 2, 1], 1 + 2 * m[..., 2, 2] - t], -1),
+        ],
+        dim=-2,
+    )  # (..., 4, 4): each row proportional to q, best-conditioned has the largest norm
+    norms = cands.norm(dim=-1)
+    idx = norms.argmax(dim=-1, keepdim=True)
+    q = torch.gather(cands, -2, idx.unsqueeze(-1).expand(*idx.shape, 4)).squeeze(-2)
+    q = q / q.norm(dim=-1, keepdim=True)
+    return torch.where(q[..., :1] < 0, -q, q)
+
+
+def matrix_to_axis_angle(R: torch.Tensor) -> torch.Tensor:
+    """Rotation matrix (..., 3, 3) to rotation vector (..., 3) [rad], angle in [0, pi]."""
+    q = matrix_to_quat(R)
+    w = q[..., :1].clamp(-1, 1)
+    xyz = q[..., 1:]
+    s = xyz.norm(dim=-1, keepdim=True)
+    angle = 2 * torch.atan2(s, w)
+    scale = torch.where(s > 1e-12, angle / s.clamp_min(1e-12), 2 / w.clamp_min(1e-12))
+    return xyz * scale

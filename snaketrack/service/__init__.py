@@ -1,0 +1,1 @@
+"""service room; see DESIGN.md."""

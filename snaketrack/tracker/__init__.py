@@ -1,0 +1,1 @@
+"""tracker room; see DESIGN.md."""

@@ -1,0 +1,1 @@
+"""training room; see DESIGN.md."""

@@ -1,0 +1,50 @@
+"""The CLI: discovery of subcommands, one-line errors with exit status 2."""
+import subprocess
+import sys
+
+import pytest
+
+from snaketrack import cli
+from snaketrack.commands import Command
+from snaketrack.errors import InputError
+
+
+def test_help_lists_commands(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "COMMAND" in out
+
+
+def test_no_command_prints_help_and_fails(capsys):
+    assert cli.main([]) == 2
+    assert "usage" in capsys.readouterr().out
+
+
+def test_project_error_becomes_one_line_exit_2(monkeypatch, capsys):
+    def boom(args):
+        raise InputError("robot.yaml: links[0].radius = -1; expected a positive number")
+
+    fake = Command("boom", "raises", lambda p: None, boom)
+    monkeypatch.setattr(cli, "_commands", lambda: [fake])
+    assert cli.main(["boom"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == ["snaketrack: error: robot.yaml: links[0].radius = -1; expected a positive number"]
+
+
+def test_nested_command_names(monkeypatch):
+    seen = {}
+
+    def run(a):
+        seen["x"] = a.x
+
+    fake = Command("sim thing", "nested", lambda p: p.add_argument("--x", type=int), run)
+    monkeypatch.setattr(cli, "_commands", lambda: [fake])
+    assert cli.main(["sim", "thing", "--x", "3"]) == 0
+    assert seen["x"] == 3
+
+
+def test_console_entry_point_runs():
+    r = subprocess.run([sys.executable, "-m", "snaketrack", "--help"], capture_output=True, text=True)
+    assert r.returncode == 0 and "snaketrack" in r.stdout

@@ -14,8 +14,13 @@ saturates the joints, see shared/notes/oal-in-mujoco.md).
 
 Contacts (tuned, see docs/oal.md): free-joint root (the ground carries the
 weight), elliptic friction cone (isotropic Coulomb friction on the ground),
-floor μ = 1.0, snake and obstacle μ = 0.1; MuJoCo takes the larger of two
-geoms' friction, so snake–floor contacts see 1.0 and snake–obstacle 0.1.
+floor μ = 0.5, snake and obstacle μ = 0.1; MuJoCo takes the larger of two
+geoms' friction, so snake–floor contacts see 0.5 and snake–obstacle 0.1.
+(The notes' floor μ = 1.0 was measured here too: it advances as far among the
+obstacles but drifts 0.44 m (18 %) without them and jams after a halt with
+``resume="reference"``; μ = 0.5 drifts 0.14–0.18 m (6–7 %). Sweep in docs/oal.md.)
+Keep dt ≤ 1/240 s: the PD law is explicit (one step of delay) and goes
+unstable at 1/120 s with kp = 20.
 
 Recorded per step n = 0..T−1 at t = n·dt (the state *before* that step's
 integration, i.e. the state the controller saw): joint angles φ and speeds φ̇
@@ -24,7 +29,7 @@ position and velocity in the world frame, and MuJoCo's full ``qpos``.
 
 >>> res = simulate_oal(OALConfig(duration=0.05))
 >>> res.phi.shape, res.theta.shape, res.head_xy.shape, res.qpos.shape
-((12, 10), (12, 11), (12, 2), (12, 18))
+((12, 10), (12, 11), (12, 2), (12, 17))
 """
 from __future__ import annotations
 
@@ -67,7 +72,8 @@ class OALConfig:
     pitch_amplitude: [rad] pitch wave on 2-DOF robots (0 = planar undulation).
     kp: [N·m/rad] joint stiffness. kd: [N·m·s/rad] gain on (φ̇_d − φ̇).
     torque_limit: [N·m] per joint coordinate.
-    floor_friction, snake_friction, obstacle_friction: sliding μ (max of a pair is used).
+    floor_friction, snake_friction, obstacle_friction: sliding μ (max of a pair is used);
+        floor 0.5 is the tuned value (module doc).
     cone: ``"elliptic"`` (isotropic) or ``"pyramidal"`` friction cone.
     obstacle_radius, obstacle_height: [m].
     init_noise: std [rad] of the seeded Gaussian perturbation of the initial
@@ -90,7 +96,7 @@ class OALConfig:
     kp: float = 20.0
     kd: float = 0.33
     torque_limit: float = 5.0
-    floor_friction: float = 1.0
+    floor_friction: float = 0.5
     snake_friction: float = 0.1
     obstacle_friction: float = 0.1
     cone: str = "elliptic"

@@ -673,8 +673,9 @@ def solve_statics(
             best, since_best = math.inf, 0
             if omega < config.min_omega:
                 raise ConvergenceError(
-                    f"statics did not converge: no equilibrium with |theta| < 90 deg found "
-                    f"(omega halved below min_omega = {config.min_omega}); check tensions, mass and gravity"
+                    f"statics did not converge: the Gauss-Seidel sweep found no root of eq. (16) with "
+                    f"|theta| < 90 deg (omega halved below min_omega = {config.min_omega}); "
+                    "expected lighter links or larger tensions"
                 )
             continue
         theta = relaxed

@@ -444,25 +444,6 @@ class _Geometry:
         self.tip_z = -0.5 * L
 
 
-def _root_half_angle(A: float, B: float, C: float, prev: float) -> Optional[float]:
-    """Root x of A·sin x + B·cos x + C = 0 with |x| < π/4 nearest ``prev`` (None if none)."""
-    rho = math.hypot(A, B)
-    if rho == 0.0:
-        return None
-    q = -C / rho
-    if q > 1.0 or q < -1.0:
-        return None
-    psi = math.atan2(B, A)
-    s = math.asin(q)
-    best = None
-    for x in (s - psi, math.pi - s - psi):
-        # wrap to (−π, π]
-        x = math.remainder(x, 2.0 * math.pi)
-        if -_QUARTER_PI < x < _QUARTER_PI and (best is None or abs(x - prev) < abs(best - prev)):
-            best = x
-    return best
-
-
 class _NoRoot(Exception):
     def __init__(self, link: int):
         self.link = link
@@ -473,30 +454,31 @@ def _sweep(geo: _Geometry, grav: Optional[list], prev: list) -> list:
 
     grav: per link i (index i−1) the weight vector G_i in {i} [N], or None.
     prev: previous angles, for choosing the root of eq. (16).
+    Raises _NoRoot when eq. (16) has no root with |θ| < π/2.
     """
     n = geo.n
     R, h = geo.R, geo.h
+    S_, Cx_, Cy_, Ht_, Hb_, ca_, sa_ = geo.S, geo.Cx, geo.Cy, geo.Ht, geo.Hb, geo.ca, geo.sa
+    sqrt, atan2, asin, sin, cos, rem = math.sqrt, math.atan2, math.asin, math.sin, math.cos, math.remainder
+    pi, two_pi, qpi = math.pi, 2.0 * math.pi, _QUARTER_PI
     theta = [0.0] * (n - 1)
     # Bottom loads of the current link (all zero on the distal link).
     Fx = Fy = Fz = 0.0
     Mx = My = Mz = 0.0
     shs = 0.0  # sin(s/2), s = bottom angle in the link's own convention (= −θ_i)
     chs = 1.0
+    Gx = Gy = Gz = 0.0
     for i in range(n, 1, -1):
         p = (i - 1) & 1  # 0 for odd i, 1 for even i
-        S = geo.S[p]
-        Cx, Cy, Ht = geo.Cx[p], geo.Cy[p], geo.Ht[p]
+        S, Cx, Cy, Ht = S_[p], Cx_[p], Cy_[p], Ht_[p]
         if grav is not None:
             Gx, Gy, Gz = grav[i - 1]
-        else:
-            Gx = Gy = Gz = 0.0
         if i == n:
             # Distal link: no bottom cables, contact force or moment.
             Kx, Ky, Kz = Gx, Gy, Gz
             Mbx = Mby = Mbz = 0.0
         else:
-            ca, sa = geo.ca[p], geo.sa[p]
-            Hb = geo.Hb[p]
+            ca, sa, Hb = ca_[p], sa_[p], Hb_[p]
             # eq. (1): bottom cable direction u_b
             ubx, uby, ubz = -shs * ca, shs * sa, -chs
             Kx = S * ubx + Fx + Gx
@@ -504,37 +486,52 @@ def _sweep(geo: _Geometry, grav: Optional[list], prev: list) -> list:
             Kz = S * ubz + Fz + Gz
             # eq. (6): bottom contact point
             lx, ly, lz = R * ubx, R * uby, -h - R * chs
-            # (Cx, Cy, Hb) × S-weighted u_b (cables, eq. 2) + l_cb × F_cb + M_cb
+            # cables (eq. 2): (Cx, Cy, Hb) × u_b; contact: l_cb × F_cb + M_cb
             Mbx = Cy * ubz - Hb * uby + ly * Fz - lz * Fy + Mx
             Mby = Hb * ubx - Cx * ubz + lz * Fx - lx * Fz + My
             Mbz = Cx * uby - Cy * ubx + lx * Fy - ly * Fx + Mz
-        # eq. (16): y-moment balance, A sin(θ/2) + B cos(θ/2) + C = 0
+        # eq. (16): y-moment balance, A sin(θ/2) + B cos(θ/2) + C = 0, solved in
+        # closed form as rho sin(x + psi) = −C; keep |x| < π/4 nearest prev/2.
         A = Ht - h * S + R * Kz
         B = -Cx - R * Kx
         C = Mby - h * Kx
-        x = _root_half_angle(A, B, C, 0.5 * prev[i - 2])
-        if x is None:
+        rho = sqrt(A * A + B * B)
+        if rho == 0.0 or abs(C) > rho:
+            raise _NoRoot(i)
+        psi = atan2(B, A)
+        q = asin(-C / rho)
+        x1 = rem(q - psi, two_pi)
+        x2 = rem(pi - q - psi, two_pi)
+        ok1 = -qpi < x1 < qpi
+        ok2 = -qpi < x2 < qpi
+        if ok1 and ok2:
+            ref = 0.5 * prev[i - 2]
+            x = x1 if abs(x1 - ref) <= abs(x2 - ref) else x2
+        elif ok1:
+            x = x1
+        elif ok2:
+            x = x2
+        else:
             raise _NoRoot(i)
         theta[i - 2] = 2.0 * x
-        sx, cx = math.sin(x), math.cos(x)
-        # Top contact force (eq. 13) and moment (eq. 14) on link i.
+        if i == 2:
+            break
+        sx, cx = sin(x), cos(x)
+        # Top contact force (eq. 13) and moment (eq. 14) on link i; M_ty = 0.
         Ftx = -(S * sx + Kx)
         Fty = -Ky
         Ftz = -(S * cx + Kz)
-        ltx, ltz = R * sx, h + R * cx
-        Mtx = -((Cy * cx) + Mbx + (-ltz * Fty))
-        Mtz = -((-Cy * sx) + Mbz + (ltx * Fty))
-        # (My component is zero by construction.)
-        if i > 2:
-            # eq. (17): hand over to link i−1: F_cb = −Rz(α_i) Ry(−θ) F_ct.
-            ct, st = 2.0 * cx * cx - 1.0, 2.0 * sx * cx
-            ca_i, sa_i = geo.ca[p], geo.sa[p]
-            wx, wz = ct * Ftx - st * Ftz, st * Ftx + ct * Ftz
-            Fx, Fy, Fz = -(ca_i * wx - sa_i * Fty), -(sa_i * wx + ca_i * Fty), -wz
-            wx, wz = ct * Mtx - st * Mtz, st * Mtx + ct * Mtz
-            Mx, My, Mz = -(ca_i * wx), -(sa_i * wx), -wz
-            # link i−1's bottom angle is −θ_{i−1}: sin(−x), cos(−x)
-            shs, chs = -sx, cx
+        Mtx = -(Cy * cx + Mbx - (h + R * cx) * Fty)
+        Mtz = -(Mbz - Cy * sx + R * sx * Fty)
+        # eq. (17): hand over to link i−1: F_cb = −Rz(α_i) Ry(−θ) F_ct, same for M.
+        ct, st = cx * cx - sx * sx, 2.0 * sx * cx
+        ca, sa = ca_[p], sa_[p]
+        wx, wz = ct * Ftx - st * Ftz, st * Ftx + ct * Ftz
+        Fx, Fy, Fz = sa * Fty - ca * wx, -(sa * wx + ca * Fty), -wz
+        wx, wz = ct * Mtx - st * Mtz, st * Mtx + ct * Mtz
+        Mx, My, Mz = -ca * wx, -sa * wx, -wz
+        # link i−1's bottom angle is −θ_{i−1}: sin(−x), cos(−x)
+        shs, chs = -sx, cx
     return theta
 
 
@@ -568,21 +565,22 @@ def _world_from_link1(alpha: float):
 def _tip(geo: _Geometry, theta: list, rw1) -> tuple[float, float, float]:
     """Algorithm 3 / eqs. (18)–(20): tip position in the world frame [m]."""
     R, hL = geo.R, 0.5 * geo.L
+    ca_, sa_ = geo.ca, geo.sa
+    cos, sin = math.cos, math.sin
     vx, vy, vz = 0.0, 0.0, geo.tip_z
     for i in range(geo.n, 1, -1):
         p = (i - 1) & 1
-        t = theta[i - 2]
-        half = 0.5 * t
-        ch, sh = math.cos(half), math.sin(half)
-        # eq. (19): l = L/2 − R(1 − cos(θ/2)) + m R sin(θ/2), m = tan(θ/2)
-        l = hL - R + R / ch
+        half = 0.5 * theta[i - 2]
+        ch, sh = cos(half), sin(half)
+        ct, st = ch * ch - sh * sh, 2.0 * sh * ch
+        # eq. (19): l = L/2 − R(1 − cos(θ/2)) + m R sin(θ/2), m = tan(θ/2), i.e. L/2 − R + R / cos(θ/2);
         # T_l(x0, 0, z0) with x0 = −l sin θ, z0 = −l (1 + cos θ)
-        ct, st = math.cos(t), math.sin(t)
-        vx += -l * st
-        vz += -l * (1.0 + ct)
+        l = hL - R + R / ch
+        vx -= l * st
+        vz -= l * (1.0 + ct)
         # Rz(α_i) Ry(−θ)
         wx, wz = ct * vx - st * vz, st * vx + ct * vz
-        ca, sa = geo.ca[p], geo.sa[p]
+        ca, sa = ca_[p], sa_[p]
         vx, vy, vz = ca * wx - sa * vy, sa * wx + ca * vy, wz
     # eq. (18): world = Tl(0, 0, L/2) Rz(α−π) Ry(π) v
     (a, b, c), (d, e, f), (g, hh, k) = rw1

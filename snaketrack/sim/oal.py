@@ -298,7 +298,7 @@ def simulate_oal(config: OALConfig = OALConfig(), progress: bool = False) -> OAL
     qpos = np.empty((T, model.nq))
     head = np.empty((T, 3))
     head_v = np.empty((T, 3))
-    yaw = np.empty((T, robot.n_links))
+    xmat = np.empty((T, robot.n_links, 9))
     vel6 = np.zeros(6)
     kp, kd, lim = config.kp, config.kd, config.torque_limit
     ctrl = data.ctrl
@@ -313,7 +313,7 @@ def simulate_oal(config: OALConfig = OALConfig(), progress: bool = False) -> OAL
         q = data.qpos[qadr]
         qd = data.qvel[vadr]
         u = kp * (phi_ref[n] - q) + kd * (phidot_ref[n] - qd)
-        np.clip(u, -lim, lim, out=u)
+        np.minimum(np.maximum(u, -lim, out=u), lim, out=u)
         ctrl[:] = u
         qpos[n] = data.qpos
         phi[n] = q
@@ -322,10 +322,10 @@ def simulate_oal(config: OALConfig = OALConfig(), progress: bool = False) -> OAL
         head[n] = data.site_xpos[head_id]
         mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_SITE, head_id, vel6, 0)
         head_v[n] = vel6[3:]
-        yaw[n] = _yaw_of_x_axis(data.xmat[link_ids])
+        xmat[n] = data.xmat[link_ids]
         mujoco.mj_step2(model, data)
 
-    yaw = np.unwrap(yaw, axis=0)
+    yaw = np.unwrap(_yaw_of_x_axis(xmat), axis=0)
     if robot.is_planar:
         theta = planar_link_angles(robot, phi, yaw[:, 0])
     else:

@@ -1,0 +1,66 @@
+"""Speed of the OAL world: simulate_oal (MuJoCo + the Python PD law + recording) vs MuJoCo alone.
+
+The reference, measured in the same process on the same model, is MuJoCo
+alone on the same trajectory: each step loads the run's recorded state
+(qpos, and qvel recovered from consecutive qpos with ``mj_differentiatePos``)
+and torque and calls ``mj_step`` once, with no Python controller and no
+recording. ``overhead_x`` = simulate_oal time / reference time. Prints one JSON
+object as the last line.
+
+    .venv/bin/python scripts/bench_oal.py [--duration 10] [--repeats 3]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import mujoco
+import numpy as np
+
+from snaketrack.sim.oal import OALConfig, oal_model, simulate_oal
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--duration", type=float, default=10.0)
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    out = {}
+    for label, obstacles in (("obstacles", True), ("no_obstacles", False)):
+        cfg = OALConfig(duration=args.duration, obstacles=obstacles)
+        simulate_oal(OALConfig(duration=0.1, obstacles=obstacles))  # warm-up
+        best, result = np.inf, None
+        for _ in range(args.repeats):
+            t0 = time.perf_counter()
+            result = simulate_oal(cfg)
+            best = min(best, time.perf_counter() - t0)
+        model, _ = oal_model(cfg)
+        data = mujoco.MjData(model)
+        qpos = result.qpos
+        qvel = np.zeros((len(qpos), model.nv))
+        for n in range(1, len(qpos)):
+            mujoco.mj_differentiatePos(model, qvel[n], cfg.dt, qpos[n - 1], qpos[n])
+        ref = np.inf
+        for _ in range(args.repeats):
+            mujoco.mj_resetData(model, data)
+            t0 = time.perf_counter()
+            for n in range(len(qpos)):
+                data.qpos[:] = qpos[n]
+                data.qvel[:] = qvel[n]
+                data.ctrl[:] = result.torque[n]
+                mujoco.mj_step(model, data)
+            ref = min(ref, time.perf_counter() - t0)
+        steps = cfg.steps
+        out[f"{label}_sim_steps_per_s"] = round(steps / best, 1)
+        out[f"{label}_mujoco_only_steps_per_s"] = round(steps / ref, 1)
+        out[f"{label}_step_us"] = round(1e6 * best / steps, 2)
+        out[f"{label}_mujoco_only_step_us"] = round(1e6 * ref / steps, 2)
+        out[f"{label}_overhead_x"] = round(best / ref, 3)
+        out[f"{label}_run_10s_ms"] = round(1e3 * best * 10.0 / args.duration, 1)
+    out["sim_steps_per_s"] = out["obstacles_sim_steps_per_s"]
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

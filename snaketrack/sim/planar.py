@@ -473,6 +473,7 @@ def run_scenario(
     out_dir: str | Path,
     animation: Optional[str] = "gif",
     progress: Optional[Callable[[float], None]] = None,
+    n_frames: int = 120,
 ) -> dict:
     """Simulate and write summary.json, trajectory.csv, plots and the animation; returns the summary."""
     out = Path(out_dir)
@@ -484,7 +485,7 @@ def run_scenario(
     plot_joint_angles(result, out / "joint_angles.png")
     plot_reach_times([summary], out / "reach_times.png")
     if animation:
-        write_animation(result, out / f"animation.{animation}")
+        write_animation(result, out / f"animation.{animation}", n_frames=n_frames)
         summary["animation"] = f"animation.{animation}"
     write_json(out / "summary.json", summary)
     return summary

@@ -1,0 +1,108 @@
+"""Planar snake scenarios: short runs checked against bounds, their own trajectories and the file formats."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from snaketrack.cli import main
+from snaketrack.errors import InputError
+from snaketrack.io import read_csv_columns, read_json
+from snaketrack.models.planar_dynamics import PlanarSnakeModel
+from snaketrack.sim.control import ControllerConfig
+from snaketrack.sim.planar import PlanarScenario, parse_broken, run_scenario, simulate
+
+FIRST = np.array([1.0, 1.0])
+
+
+def _first_reach(track, coupling, broken=(), t_end=100.0, **kw):
+    scn = PlanarScenario(
+        track=track,
+        controller=ControllerConfig(coupling=coupling, broken_joints=broken),
+        t_end_s=t_end,
+        targets=((1.0, 1.0),),
+        **kw,
+    )
+    return simulate(scn)
+
+
+@pytest.mark.parametrize("track", ["com", "head"])
+def test_short_scenario_reaches_first_target_within_bounds(track):
+    r = _first_reach(track, "sjc")
+    t_reach = r.reach_times_s[0]
+    assert t_reach is not None
+    # cannot beat the body wave: wavelength 360°/δ = 12 links of 2l, one period 2π/ω
+    wave_speed = 12 * 0.14 / (2 * np.pi / np.radians(50))
+    assert (np.hypot(1, 1) - 0.05) / wave_speed < t_reach < 100.0
+    # the tracked point (the model's own p) is farther than 5 cm before the event and at 5 cm at it
+    d = np.hypot(*(r.q[:, -2:] - FIRST).T)
+    before = r.t < t_reach - 1e-9
+    assert d[before].min() > 0.05 - 1e-6
+    assert d[-1] == pytest.approx(0.05, abs=1e-6)
+    assert r.t[-1] == pytest.approx(t_reach)
+    # the tracked point is the one the model says: head-link centre or mean of link centres
+    model = PlanarSnakeModel(r.scenario.params, track)
+    xy = model.link_positions(r.q[-1])
+    point = xy[-1] if track == "head" else xy.mean(axis=0)
+    np.testing.assert_allclose(point, r.q[-1, -2:], atol=1e-12)
+
+
+def test_broken_joints_keep_their_initial_angle():
+    r = _first_reach("com", "cc", broken=(3, 5, 6), t_end=30.0)
+    k = r.scenario.params.n_links - 1
+    for j in (3, 5, 6):
+        assert np.abs(r.q[:, j - 1]).max() == 0.0
+        assert np.abs(r.qd[:, j - 1]).max() == 0.0
+    working = [j for j in range(k) if j + 1 not in (3, 5, 6)]
+    assert np.abs(r.q[:, working]).max(axis=0).min() > np.radians(3)
+
+
+def test_coupled_control_is_faster_than_single_joint_with_broken_joints():
+    sjc = _first_reach("com", "sjc", broken=(3, 5, 8), t_end=150.0)
+    cc = _first_reach("com", "cc", broken=(3, 5, 8), t_end=150.0)
+    assert cc.reach_times_s[0] is not None and sjc.reach_times_s[0] is not None
+    assert cc.reach_times_s[0] < sjc.reach_times_s[0]
+
+
+def test_reach_time_is_insensitive_to_the_solver_on_a_short_run():
+    a = _first_reach("com", "sjc", t_end=100.0)
+    b = _first_reach("com", "sjc", t_end=100.0, method="DOP853", rtol=1e-9, atol=1e-11)
+    assert abs(a.reach_times_s[0] - b.reach_times_s[0]) < 0.5
+
+
+def test_run_scenario_writes_outputs_in_design_convention(tmp_path):
+    scn = PlanarScenario(track="head", controller=ControllerConfig(coupling="sjc", broken_joints=(3,)), t_end_s=20.0)
+    summary = run_scenario(scn, tmp_path, animation="gif", n_frames=4)
+    for name in ("summary.json", "trajectory.csv", "path.png", "joint_angles.png", "reach_times.png", "animation.gif"):
+        assert (tmp_path / name).is_file(), name
+    s = read_json(tmp_path / "summary.json")
+    assert s["reach_times_s"] == summary["reach_times_s"]
+    assert len(s["reach_times_s"]) == 5 and s["reach_times_s"][-1] is None
+    assert 0.0 <= s["beyond_limit_fraction"] <= 1.0
+    d = read_csv_columns(tmp_path / "trajectory.csv")
+    th = np.column_stack([d[f"theta_{i}"] for i in range(1, 11)])
+    phi = np.column_stack([d[f"phi_{i}"] for i in range(1, 10)])
+    np.testing.assert_allclose(phi, th[:, 1:] - th[:, :-1], atol=1e-7)  # φ_i = θ_{i+1} − θ_i
+    assert np.all(d["phi_3"] == 0.0)
+    assert np.all(np.diff(d["t"]) > 0) and d["t"][-1] == pytest.approx(20.0)
+    # head point starts at the origin, the centre of mass 4.5 links behind it
+    assert (d["head_x"][0], d["head_y"][0]) == (0.0, 0.0)
+    assert d["com_x"][0] == pytest.approx(-4.5 * 0.14)
+
+
+def test_cli_sim_planar(tmp_path, capsys):
+    out = tmp_path / "run"
+    rc = main(["sim", "planar", "--track", "com", "--control", "cc", "--broken", "3,5,6", "--t-end", "5",
+               "--animation", "none", "--out", str(out)])
+    assert rc == 0
+    s = read_json(out / "summary.json")
+    assert s["broken_joints"] == [3, 5, 6] and s["control"] == "cc" and s["track"] == "com"
+    assert main(["sim", "planar", "--broken", "0", "--out", str(out)]) == 2
+    assert main(["sim", "planar", "--method", "Euler", "--out", str(out)]) == 2
+    assert "error" in capsys.readouterr().err
+
+
+def test_parse_broken():
+    assert parse_broken("6,3,5") == (3, 5, 6)
+    assert parse_broken("") == ()
+    with pytest.raises(InputError):
+        parse_broken("3;5")

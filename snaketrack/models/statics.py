@@ -78,7 +78,7 @@ Units: metres, radians, newtons, kilograms, m/s².
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional, Sequence, Union
 
@@ -391,17 +391,6 @@ def load_statics_robot(
         link_mass=mass,
         name=str(data.get("name", p.stem)),
     )
-
-
-def statics_robot_materials(name_or_path: Union[str, Path]) -> dict[str, float]:
-    """The ``materials`` map (name → density [kg/m³]) of a statics robot file."""
-    p = Path(name_or_path)
-    if p.suffix not in (".yaml", ".yml") and not p.exists():
-        p = STATICS_ROBOTS_DIR / f"{name_or_path}.yaml"
-    if not p.is_file():
-        raise MissingFileError(f"{p}: no such file")
-    data = yaml.safe_load(p.read_text()) or {}
-    return {str(k): float(v) for k, v in (data.get("materials") or {}).items()}
 
 
 # ----------------------------------------------------------------------------

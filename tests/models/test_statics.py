@@ -275,6 +275,11 @@ def test_halving_converges_from_a_hard_start():
     np.testing.assert_allclose(joint_residuals(robot, PLANAR_T, res.bending_angles, g), 0.0, atol=1e-11)
     slow = solve_statics(robot, PLANAR_T, g, StaticsConfig(omega=0.1))
     np.testing.assert_allclose(res.bending_angles, slow.bending_angles, atol=1e-9)
+    # a zig-zag start far from the answer, relaxed from there at omega = 0.5
+    zig = solve_statics(robot, PLANAR_T, g, StaticsConfig(omega=0.5),
+                        initial_angles=np.radians([80.0, -80.0, 80.0, -80.0, 80.0]))
+    assert zig.halvings >= 1
+    np.testing.assert_allclose(zig.bending_angles, slow.bending_angles, atol=1e-9)
 
 
 @pytest.mark.parametrize("omega", [1.0, 0.5, 0.1])

@@ -152,6 +152,54 @@ def test_solution_is_an_equilibrium_of_the_whole_chain(alpha_deg, tensions, moun
     assert np.abs(joint_residuals(robot, tensions, bent, g)).max() > 1e-5
 
 
+@pytest.mark.parametrize("alpha_deg,mount", [(90.0, "ground"), (30.0, "ceiling"), (0.0, "ground")])
+def test_solution_satisfies_the_printed_eq16_on_intermediate_links(alpha_deg, mount):
+    """The paper's printed a, b, c of eq. (16) hold on links 2..n−1, with the bottom
+    loads F_cb, M_cb found here from the whole chain beyond the link (world frame)."""
+    robot = _planar_robot("steel").with_alpha(math.radians(alpha_deg))
+    T = (3.7, 2.4, 1.8, 5.1)
+    g = mount_gravity(mount)
+    th = solve_statics(robot, T, g).bending_angles
+    Ts = link_transforms(robot, th)
+    L, R, r = robot.length, robot.contact_radius, robot.cable_distance
+    h = L / 2 - R
+    gw = robot.link_mass * np.asarray(g)
+    for i in range(2, robot.n_links):  # intermediate links
+        # loads on the chain beyond joint i (links i+1..n): cable pulls at the cut + weights
+        Rc, pcw = Ts[i][:3, :3], Ts[i][:3, 3]
+        ti = th[i - 1]
+        pc = Rc @ [R * math.sin(ti / 2), 0, h + R * math.cos(ti / 2)] + pcw
+        u = Rc @ [math.sin(ti / 2), 0, math.cos(ti / 2)]
+        F, M = np.zeros(3), np.zeros(3)
+        for phi, Tj in _cables(i + 1, robot.alpha, T):
+            x = r * math.cos(phi)
+            e = Rc @ [x, r * math.sin(phi), h + math.sqrt(R * R - x * x)] + pcw
+            F += Tj * u
+            M += np.cross(e - pc, Tj * u)
+        for k in range(i + 1, robot.n_links + 1):
+            F += gw
+            M += np.cross(Ts[k - 1][:3, 3] - pc, gw)
+        Ri = Ts[i - 1][:3, :3]
+        Fb, Mb, Gi = Ri.T @ F, Ri.T @ M, Ri.T @ gw  # in frame {i}
+        a_i = robot.alpha if i % 2 == 1 else -robot.alpha
+        cab = _cables(i, robot.alpha, T)
+        sT = sum(t for _, t in cab)
+        sTcos = sum(t * math.cos(p) for p, t in cab)
+        s = -th[i - 1]  # the paper's theta_i on link i's bottom (Sec. 3.2.2)
+        a = R * (math.cos(s / 2) * sT - Fb[2] - Gi[2]) - sum(
+            t * math.sqrt(R**2 - (r * math.cos(p)) ** 2) for p, t in cab)
+        b = r * sTcos + R * (-math.sin(s / 2) * math.cos(a_i) * sT + Fb[0] + Gi[0])
+        c = (math.cos(s / 2) * (R * Fb[0] - r * sTcos)
+             - math.sin(s / 2) * math.cos(a_i) * (
+                 2 * h * sT + sum(t * math.sqrt(R**2 - (r * math.cos(p + a_i)) ** 2) for p, t in cab) + R * Fb[2])
+             + 2 * h * Fb[0] + h * Gi[0] - Mb[1])
+        x = th[i - 2] / 2  # theta_{i-1}
+        scale = abs(a) + abs(b) + abs(c)
+        assert abs(a * math.sin(x) + b * math.cos(x) + c) < 1e-10 * scale
+        # a wrong angle does not satisfy it
+        assert abs(a * math.sin(x + 0.01) + b * math.cos(x + 0.01) + c) > 1e-4 * scale
+
+
 def test_any_gravity_direction_is_an_equilibrium():
     robot = _planar_robot("steel").with_alpha(math.radians(60.0))
     g = (5.0, -3.0, -7.4)  # sideways gravity, m/s^2

@@ -29,7 +29,7 @@ would touch the border, so every frame shows the whole robot.
 All randomness comes from ``seed``; the same seed gives the same path.
 
 >>> K = intrinsics(640, 360, np.deg2rad(60.0))
->>> K[0, 2], K[1, 2], round(K[1, 1], 3)
+>>> float(K[0, 2]), float(K[1, 2]), round(float(K[1, 1]), 3)
 (319.5, 179.5, 311.769)
 """
 from __future__ import annotations

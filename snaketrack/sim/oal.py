@@ -7,18 +7,26 @@ tiny seeded perturbation), and follows the gait of :mod:`snaketrack.sim.gait`
 (eq. 9, wave sign for tail-to-head numbering) under a joint PD law run in
 Python every step:
 
-    τ = clip(kp (φ_d − φ) + kd (φ̇_d − φ̇), ±torque_limit)
+    τ = kp (φ_d − φ) + kd (φ̇_d − φ̇),   clipped to the motor's torque–speed limits
 
 (torque motors; no MuJoCo ``kv``, whose damping of the actual joint speed
-saturates the joints, see shared/notes/oal-in-mujoco.md).
+saturates the joints, see shared/notes/oal-in-mujoco.md). The clip is a
+DC-motor line with stall torque ``torque_limit`` = 5 N·m and no-load speed
+``motor_speed`` = 10 rad/s (a hobby servo's "0.10 s/60°"): the gait needs at
+most A·ω = 4.2 rad/s and ≤ 1.5 N·m (99th percentile), so normal locomotion is
+unaffected, but when ``resume="reference"`` makes the references jump the
+joints no longer whip round at 40–65 rad/s, which bucked the light chain off
+the floor (tail 7–44 cm up) and threw it out of the obstacle channel in about
+one run in three.
 
 Contacts (tuned, see docs/oal.md): free-joint root (the ground carries the
 weight), elliptic friction cone (isotropic Coulomb friction on the ground),
 floor μ = 0.5, snake and obstacle μ = 0.1; MuJoCo takes the larger of two
 geoms' friction, so snake–floor contacts see 0.5 and snake–obstacle 0.1.
 (The notes' floor μ = 1.0 was measured here too: it advances as far among the
-obstacles but drifts 0.44 m (18 %) without them and jams after a halt with
-``resume="reference"``; μ = 0.5 drifts 0.14–0.18 m (6–7 %). Sweep in docs/oal.md.)
+obstacles but drifts 0.44 m (18 %) without them, and after a halt with
+``resume="reference"`` it leaves the channel in most seeds; μ = 0.5 drifts
+0.14–0.18 m (6–7 %). Sweep in docs/oal.md.)
 Keep dt ≤ 1/240 s: the PD law is explicit (one step of delay) and goes
 unstable at 1/120 s with kp = 20.
 
@@ -71,7 +79,11 @@ class OALConfig:
     ramp_time: [s] amplitude smoothstep ramp at the start (0 = none).
     pitch_amplitude: [rad] pitch wave on 2-DOF robots (0 = planar undulation).
     kp: [N·m/rad] joint stiffness. kd: [N·m·s/rad] gain on (φ̇_d − φ̇).
-    torque_limit: [N·m] per joint coordinate.
+    torque_limit: [N·m] per joint coordinate (the motor's stall torque τ_s).
+    motor_speed: [rad/s] no-load speed ω_0 of a DC-motor torque–speed line:
+        the torque is limited to [max(−τ_s, −τ_s(1 + φ̇/ω_0)), min(τ_s, τ_s(1 − φ̇/ω_0))],
+        so a joint cannot be driven faster than ω_0 (braking stays available).
+        ``inf`` = a plain ±torque_limit clip.
     floor_friction, snake_friction, obstacle_friction: sliding μ (max of a pair is used);
         floor 0.5 is the tuned value (module doc).
     cone: ``"elliptic"`` (isotropic) or ``"pyramidal"`` friction cone.
@@ -96,6 +108,7 @@ class OALConfig:
     kp: float = 20.0
     kd: float = 0.33
     torque_limit: float = 5.0
+    motor_speed: float = 10.0
     floor_friction: float = 0.5
     snake_friction: float = 0.1
     obstacle_friction: float = 0.1
@@ -114,6 +127,8 @@ class OALConfig:
         for name in ("duration", "dt", "omega", "torque_limit", "floor_friction", "snake_friction",
                      "obstacle_friction", "obstacle_radius", "obstacle_height"):
             pos(name)
+        if not (isinstance(self.motor_speed, (int, float)) and self.motor_speed > 0):
+            raise InputError(f"OALConfig.motor_speed = {self.motor_speed!r}; expected a positive number [rad/s] or inf")
         for name in ("amplitude", "ramp_time", "pitch_amplitude", "kp", "kd", "init_noise"):
             pos(name, allow_zero=True)
         if self.dt > self.duration:
@@ -301,6 +316,8 @@ def simulate_oal(config: OALConfig = OALConfig(), progress: bool = False) -> OAL
     xmat = np.empty((T, robot.n_links, 9))
     vel6 = np.zeros(6)
     kp, kd, lim = config.kp, config.kd, config.torque_limit
+    speed_limited = math.isfinite(config.motor_speed)
+    lim_w = lim / config.motor_speed if speed_limited else 0.0
     ctrl = data.ctrl
     it = range(T)
     if progress:
@@ -313,7 +330,12 @@ def simulate_oal(config: OALConfig = OALConfig(), progress: bool = False) -> OAL
         q = data.qpos[qadr]
         qd = data.qvel[vadr]
         u = kp * (phi_ref[n] - q) + kd * (phidot_ref[n] - qd)
-        np.minimum(np.maximum(u, -lim, out=u), lim, out=u)
+        if speed_limited:
+            # DC-motor torque–speed line: τ ∈ [−τ_s(1 + φ̇/ω_0), τ_s(1 − φ̇/ω_0)] ∩ [−τ_s, τ_s]
+            np.minimum(u, np.minimum(lim, lim - lim_w * qd), out=u)
+            np.maximum(u, np.maximum(-lim, -lim - lim_w * qd), out=u)
+        else:
+            np.minimum(np.maximum(u, -lim, out=u), lim, out=u)
         ctrl[:] = u
         qpos[n] = data.qpos
         phi[n] = q

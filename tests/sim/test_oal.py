@@ -248,6 +248,18 @@ def test_halt_stops_the_joints_and_resumes(runs):
     assert np.abs(r.phidot[after]).mean() > 0.5 * moving
     x = r.head_xy[:, 0]
     assert x[-1] - x[np.searchsorted(r.t, 7.0)] > 0.2  # advances again after the halt
+    # the reference jump at the resume neither bucks the snake off the floor nor throws it out of the channel
+    assert r.qpos[:, 2].max() < 0.06 and np.abs(r.head_xy[:, 1]).max() < 0.15
+
+
+def test_torques_respect_the_motor_torque_speed_line(runs):
+    r = runs["halt"]
+    ts, w0 = r.config.torque_limit, r.config.motor_speed
+    # the torque applied at step n used the speed measured at step n
+    hi = np.minimum(ts, ts * (1 - r.phidot / w0))
+    lo = np.maximum(-ts, -ts * (1 + r.phidot / w0))
+    assert np.all(r.torque <= hi + 1e-12) and np.all(r.torque >= lo - 1e-12)
+    assert np.any(np.isclose(r.torque, hi)) or np.any(np.isclose(r.torque, lo))  # the limit was reached
 
 
 def test_same_seed_same_bytes_and_seed_matters(tmp_path):

@@ -438,19 +438,21 @@ class _NoRoot(Exception):
         self.link = link
 
 
-def _sweep(geo: _Geometry, grav: Optional[list], prev: list) -> list:
+def _sweep(geo: _Geometry, grav: Optional[list], prev: list) -> tuple[list, list, list]:
     """One backward sweep (Algorithm 2): the bending angles θ_1..θ_{n−1} [rad].
 
     grav: per link i (index i−1) the weight vector G_i in {i} [N], or None.
     prev: previous angles, for choosing the root of eq. (16).
+    Returns (theta, sin(theta/2), cos(theta/2)), three lists of n−1 floats.
     Raises _NoRoot when eq. (16) has no root with |θ| < π/2.
     """
     n = geo.n
     R, h = geo.R, geo.h
     S_, Cx_, Cy_, Ht_, Hb_, ca_, sa_ = geo.S, geo.Cx, geo.Cy, geo.Ht, geo.Hb, geo.ca, geo.sa
-    sqrt, atan2, asin, sin, cos, rem = math.sqrt, math.atan2, math.asin, math.sin, math.cos, math.remainder
-    pi, two_pi, qpi = math.pi, 2.0 * math.pi, _QUARTER_PI
+    sqrt, atan2 = math.sqrt, math.atan2
     theta = [0.0] * (n - 1)
+    hsin = [0.0] * (n - 1)
+    hcos = [1.0] * (n - 1)
     # Bottom loads of the current link (all zero on the distal link).
     Fx = Fy = Fz = 0.0
     Mx = My = Mz = 0.0
@@ -480,32 +482,39 @@ def _sweep(geo: _Geometry, grav: Optional[list], prev: list) -> list:
             Mby = Hb * ubx - Cx * ubz + lz * Fx - lx * Fz + My
             Mbz = Cx * uby - Cy * ubx + lx * Fy - ly * Fx + Mz
         # eq. (16): y-moment balance, A sin(θ/2) + B cos(θ/2) + C = 0, solved in
-        # closed form as rho sin(x + psi) = −C; keep |x| < π/4 nearest prev/2.
+        # closed form: with A = ρ cos ψ, B = ρ sin ψ it reads sin(x + ψ) = −C/ρ = sin q,
+        # so x = q − ψ or π − q − ψ. Keep |x| < π/4 (cos x > |sin x|) nearest prev/2.
         A = Ht - h * S + R * Kz
         B = -Cx - R * Kx
         C = Mby - h * Kx
         rho = sqrt(A * A + B * B)
         if rho == 0.0 or abs(C) > rho:
             raise _NoRoot(i)
-        psi = atan2(B, A)
-        q = asin(-C / rho)
-        x1 = rem(q - psi, two_pi)
-        x2 = rem(pi - q - psi, two_pi)
-        ok1 = -qpi < x1 < qpi
-        ok2 = -qpi < x2 < qpi
+        sq = -C / rho
+        cq = sqrt(1.0 - sq * sq)
+        cp, sp = A / rho, B / rho
+        s1, c1 = sq * cp - cq * sp, cq * cp + sq * sp  # x1 = q − ψ
+        s2, c2 = sq * cp + cq * sp, sq * sp - cq * cp  # x2 = π − q − ψ
+        ok1 = c1 > abs(s1)
+        ok2 = c2 > abs(s2)
         if ok1 and ok2:
             ref = 0.5 * prev[i - 2]
-            x = x1 if abs(x1 - ref) <= abs(x2 - ref) else x2
+            x1, x2 = atan2(s1, c1), atan2(s2, c2)
+            if abs(x1 - ref) <= abs(x2 - ref):
+                x, sx, cx = x1, s1, c1
+            else:
+                x, sx, cx = x2, s2, c2
         elif ok1:
-            x = x1
+            x, sx, cx = atan2(s1, c1), s1, c1
         elif ok2:
-            x = x2
+            x, sx, cx = atan2(s2, c2), s2, c2
         else:
             raise _NoRoot(i)
         theta[i - 2] = 2.0 * x
+        hsin[i - 2] = sx
+        hcos[i - 2] = cx
         if i == 2:
             break
-        sx, cx = sin(x), cos(x)
         # Top contact force (eq. 13) and moment (eq. 14) on link i; M_ty = 0.
         Ftx = -(S * sx + Kx)
         Fty = -Ky
@@ -521,27 +530,33 @@ def _sweep(geo: _Geometry, grav: Optional[list], prev: list) -> list:
         Mx, My, Mz = -ca * wx, -sa * wx, -wz
         # link i−1's bottom angle is −θ_{i−1}: sin(−x), cos(−x)
         shs, chs = -sx, cx
-    return theta
+    return theta, hsin, hcos
 
 
-def _gravity_vectors(geo: _Geometry, g1: tuple, theta: list) -> list:
+def _gravity_vectors_cs(geo: _Geometry, g1: tuple, cos_t: list, sin_t: list) -> list:
     """Algorithm 1 / eq. (15): each link's weight in its own frame [N].
 
-    g1: the weight m·g expressed in link frame {1}. Returns a list indexed by
-    link − 1 (entry 0, the base link, is unused).
+    g1: the weight m·g expressed in link frame {1}; cos_t, sin_t: cos and sin
+    of θ_1..θ_{n−1}. Returns a list indexed by link − 1 (entry 0, the base
+    link, is unused).
     """
     gx, gy, gz = g1
+    ca_, sa_ = geo.ca, geo.sa
     out = [g1] * geo.n
     for u in range(2, geo.n + 1):
         p = (u - 1) & 1
-        ca, sa = geo.ca[p], geo.sa[p]
+        ca, sa = ca_[p], sa_[p]
         # G(u) = Ry(θ_{u−1}) Rz(−α_u) G(u−1)
         wx, wy = ca * gx + sa * gy, -sa * gx + ca * gy
-        t = theta[u - 2]
-        ct, st = math.cos(t), math.sin(t)
+        ct, st = cos_t[u - 2], sin_t[u - 2]
         gx, gy, gz = ct * wx + st * gz, wy, -st * wx + ct * gz
         out[u - 1] = (gx, gy, gz)
     return out
+
+
+def _gravity_vectors(geo: _Geometry, g1: tuple, theta: list) -> list:
+    """:func:`_gravity_vectors_cs` for angles θ [rad]."""
+    return _gravity_vectors_cs(geo, g1, [math.cos(t) for t in theta], [math.sin(t) for t in theta])
 
 
 def _world_from_link1(alpha: float):
@@ -551,16 +566,17 @@ def _world_from_link1(alpha: float):
     return ((-c, -s, 0.0), (-s, c, 0.0), (0.0, 0.0, -1.0))
 
 
-def _tip(geo: _Geometry, theta: list, rw1) -> tuple[float, float, float]:
-    """Algorithm 3 / eqs. (18)–(20): tip position in the world frame [m]."""
+def _tip_cs(geo: _Geometry, hsin: list, hcos: list, rw1) -> tuple[float, float, float]:
+    """Algorithm 3 / eqs. (18)–(20): tip position in the world frame [m].
+
+    hsin, hcos: sin and cos of θ_1/2..θ_{n−1}/2.
+    """
     R, hL = geo.R, 0.5 * geo.L
     ca_, sa_ = geo.ca, geo.sa
-    cos, sin = math.cos, math.sin
     vx, vy, vz = 0.0, 0.0, geo.tip_z
     for i in range(geo.n, 1, -1):
         p = (i - 1) & 1
-        half = 0.5 * theta[i - 2]
-        ch, sh = cos(half), sin(half)
+        sh, ch = hsin[i - 2], hcos[i - 2]
         ct, st = ch * ch - sh * sh, 2.0 * sh * ch
         # eq. (19): l = L/2 − R(1 − cos(θ/2)) + m R sin(θ/2), m = tan(θ/2), i.e. L/2 − R + R / cos(θ/2);
         # T_l(x0, 0, z0) with x0 = −l sin θ, z0 = −l (1 + cos θ)
@@ -574,6 +590,11 @@ def _tip(geo: _Geometry, theta: list, rw1) -> tuple[float, float, float]:
     # eq. (18): world = Tl(0, 0, L/2) Rz(α−π) Ry(π) v
     (a, b, c), (d, e, f), (g, hh, k) = rw1
     return (a * vx + b * vy + c * vz, d * vx + e * vy + f * vz, g * vx + hh * vy + k * vz + hL)
+
+
+def _tip(geo: _Geometry, theta: list, rw1) -> tuple[float, float, float]:
+    """:func:`_tip_cs` for angles θ [rad]."""
+    return _tip_cs(geo, [math.sin(0.5 * t) for t in theta], [math.cos(0.5 * t) for t in theta], rw1)
 
 
 def _weight_in_link1(robot: StaticsRobot, gravity: tuple, rw1) -> tuple[float, float, float]:
@@ -627,13 +648,13 @@ def solve_statics(
     rw1 = _world_from_link1(robot.alpha)
     # Initialisation (Algorithm 4, lines 1-5): the sweep without gravity.
     try:
-        star = _sweep(geo, None, theta)
+        star, hsin, hcos = _sweep(geo, None, theta)
     except _NoRoot as e:
         raise ConvergenceError(
             f"tensions = {list(t)} N: no equilibrium of link {e.link} with |theta| < 90 deg even without gravity; "
             "expected smaller tension differences"
         ) from None
-    tip = _tip(geo, star, rw1)
+    tip = _tip_cs(geo, hsin, hcos, rw1)
     w1 = _weight_in_link1(robot, g, rw1)
     if w1 == (0.0, 0.0, 0.0):
         return StaticsResult(tuple(star), tip, 1, True, config.omega, 0, 0.0)
@@ -646,10 +667,18 @@ def solve_statics(
     step = math.inf
     for k in range(2, int(config.max_iterations) + 1):
         # eq. (23): relax, then Algorithm 1: gravity of the relaxed angles.
-        relaxed = [a + omega * (b - a) for a, b in zip(theta, star)]
-        grav = _gravity_vectors(geo, w1, relaxed)
+        if omega == 1.0:
+            # relaxed = star: reuse the sweep's half-angle sines and cosines
+            relaxed = star
+            cos_t = [c * c - s_ * s_ for s_, c in zip(hsin, hcos)]
+            sin_t = [2.0 * s_ * c for s_, c in zip(hsin, hcos)]
+        else:
+            relaxed = [a + omega * (b - a) for a, b in zip(theta, star)]
+            cos_t = [math.cos(a) for a in relaxed]
+            sin_t = [math.sin(a) for a in relaxed]
+        grav = _gravity_vectors_cs(geo, w1, cos_t, sin_t)
         try:
-            new_star = _sweep(geo, grav, star)
+            new_star, new_hsin, new_hcos = _sweep(geo, grav, star)
         except _NoRoot:
             new_star = None
         if new_star is None:
@@ -666,11 +695,11 @@ def solve_statics(
                 )
             continue
         theta = relaxed
-        new_tip = _tip(geo, new_star, rw1)
+        new_tip = _tip_cs(geo, new_hsin, new_hcos, rw1)
         step = math.sqrt(
             (new_tip[0] - tip[0]) ** 2 + (new_tip[1] - tip[1]) ** 2 + (new_tip[2] - tip[2]) ** 2
         )
-        star, tip = new_star, new_tip
+        star, hsin, hcos, tip = new_star, new_hsin, new_hcos, new_tip
         if step < tol:
             return StaticsResult(tuple(star), tip, k, True, omega, halvings, step)
         if step < best:

@@ -559,6 +559,22 @@ def _gravity_vectors(geo: _Geometry, g1: tuple, theta: list) -> list:
     return _gravity_vectors_cs(geo, g1, [math.cos(t) for t in theta], [math.sin(t) for t in theta])
 
 
+def _gravity_vectors_half(geo: _Geometry, g1: tuple, hsin: list, hcos: list) -> list:
+    """:func:`_gravity_vectors_cs` from sin and cos of the half angles θ/2."""
+    gx, gy, gz = g1
+    ca_, sa_ = geo.ca, geo.sa
+    out = [g1] * geo.n
+    for u in range(2, geo.n + 1):
+        p = (u - 1) & 1
+        ca, sa = ca_[p], sa_[p]
+        wx, wy = ca * gx + sa * gy, -sa * gx + ca * gy
+        sh, ch = hsin[u - 2], hcos[u - 2]
+        ct, st = ch * ch - sh * sh, 2.0 * sh * ch
+        gx, gy, gz = ct * wx + st * gz, wy, -st * wx + ct * gz
+        out[u - 1] = (gx, gy, gz)
+    return out
+
+
 def _world_from_link1(alpha: float):
     """Rotation of eq. (18), Rz(α − π)·Ry(π), as a 3×3 nested tuple."""
     c, s = math.cos(alpha - math.pi), math.sin(alpha - math.pi)
@@ -670,13 +686,10 @@ def solve_statics(
         if omega == 1.0:
             # relaxed = star: reuse the sweep's half-angle sines and cosines
             relaxed = star
-            cos_t = [c * c - s_ * s_ for s_, c in zip(hsin, hcos)]
-            sin_t = [2.0 * s_ * c for s_, c in zip(hsin, hcos)]
+            grav = _gravity_vectors_half(geo, w1, hsin, hcos)
         else:
             relaxed = [a + omega * (b - a) for a, b in zip(theta, star)]
-            cos_t = [math.cos(a) for a in relaxed]
-            sin_t = [math.sin(a) for a in relaxed]
-        grav = _gravity_vectors_cs(geo, w1, cos_t, sin_t)
+            grav = _gravity_vectors(geo, w1, relaxed)
         try:
             new_star, new_hsin, new_hcos = _sweep(geo, grav, star)
         except _NoRoot:

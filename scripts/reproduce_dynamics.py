@@ -70,10 +70,11 @@ SPREAD_SOLVERS = [
 ]
 
 
-def scenario(fault: str, track: str, control: str, solver, t_end: float) -> PlanarScenario:
+def scenario(fault: str, track: str, control: str, solver, t_end: float, sight_from: str = "tracked") -> PlanarScenario:
     method, rtol, atol = solver
     return PlanarScenario(
         track=track,
+        sight_from=sight_from,
         controller=ControllerConfig(coupling=control, broken_joints=FAULTS[fault]),
         t_end_s=t_end,
         method=method,
@@ -117,6 +118,8 @@ def main(argv=None) -> int:
     ap.add_argument("--t-end", type=float, default=2000.0, help="simulated time limit per scenario [s]")
     ap.add_argument("--spread", action="store_true", help="also run the other solvers/tolerances")
     ap.add_argument("--animation", choices=("gif", "mp4", "none"), default="none")
+    ap.add_argument("--no-sight-diagnostic", action="store_true",
+                    help="skip the head-tracking runs steered by the centre-of-mass line of sight")
     args = ap.parse_args(argv)
     out = Path(args.out)
     anim = None if args.animation == "none" else args.animation
@@ -130,6 +133,17 @@ def main(argv=None) -> int:
         how = "cached" if s["cached"] else f"{s['wall_s']:.1f} s wall"
         print(f"[{len(rows) + 1:2d}/16] {scn.name:18s} last={s['last_target_time_s']} ({how})", flush=True)
         rows.append({"fault": f, "track": tr, "control": c, "summary": s})
+
+    # diagnostic: head tracking with the line of sight drawn from the centre of mass
+    sight = {}
+    if not args.no_sight_diagnostic:
+        for f, tr, c in keys:
+            if tr != "head":
+                continue
+            scn = scenario(f, tr, c, DEFAULT_SOLVER, args.t_end, sight_from="com")
+            s = run_cached(scn, out / "sight_com" / scn.name, None, plots=False)
+            sight[(f, tr, c)] = s["last_target_time_s"]
+            print(f"  sight-from-com {scn.name:26s} last={s['last_target_time_s']}", flush=True)
 
     spread = {}
     if args.spread:
@@ -147,7 +161,7 @@ def main(argv=None) -> int:
 
     # table
     lines = []
-    hdr = f"{'faults':7s} {'track':5s} {'ctrl':4s} {'ours [s]':>9s} {'paper [s]':>9s} {'diff':>7s} {'beyond40':>8s} {'spread [s]':>15s}  paper figure"
+    hdr = f"{'faults':7s} {'track':5s} {'ctrl':4s} {'ours [s]':>9s} {'paper [s]':>9s} {'diff':>7s} {'beyond40':>8s} {'spread [s]':>15s} {'CoM-sight':>9s}  paper figure"
     lines.append(hdr)
     lines.append("-" * len(hdr))
     records = []
@@ -166,7 +180,8 @@ def main(argv=None) -> int:
             f"{'-' if paper is None else f'{paper:9d}':>9s} "
             f"{'-' if diff is None else f'{100 * diff:+6.1f}%':>7s} "
             f"{s['beyond_limit_fraction']:8.3f} "
-            f"{'-' if spr is None else f'{spr[0]:.0f}-{spr[1]:.0f}':>15s}  {note}"
+            f"{'-' if spr is None else f'{spr[0]:.0f}-{spr[1]:.0f}':>15s} "
+            f"{'-' if sight.get(key) is None else f'{sight[key]:9.1f}':>9s}  {note}"
         )
         records.append(
             {
@@ -181,6 +196,8 @@ def main(argv=None) -> int:
                 "beyond_limit_fraction": s["beyond_limit_fraction"],
                 "max_abs_joint_deg": max(s["max_abs_joint_deg"]),
                 "spread_s": spread.get(key),
+                "spread_range_s": list(spr) if spr else None,
+                "head_sight_from_com_last_s": sight.get(key),
             }
         )
     print("\n".join(lines))

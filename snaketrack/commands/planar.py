@@ -22,6 +22,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method", default=None, help="solve_ivp method (default RK45)")
     p.add_argument("--rtol", type=float, default=None, help="relative tolerance (default 1e-6)")
     p.add_argument("--atol", type=float, default=None, help="absolute tolerance (default 1e-8)")
+    p.add_argument("--sight-from", choices=("tracked", "head", "com"), default=None,
+                   help="point the line of sight to the target starts from (default: the tracked point, as in the seed)")
     p.add_argument("--animation", choices=("gif", "mp4", "none"), default="gif", help="animation format (default gif)")
 
 
@@ -34,7 +36,8 @@ def _run(args: argparse.Namespace) -> int:
 
     broken = parse_broken(args.broken)
     kw = {}
-    for flag, key in (("t_end", "t_end_s"), ("method", "method"), ("rtol", "rtol"), ("atol", "atol")):
+    for flag, key in (("t_end", "t_end_s"), ("method", "method"), ("rtol", "rtol"), ("atol", "atol"),
+                      ("sight_from", "sight_from")):
         v = getattr(args, flag)
         if v is not None:
             kw[key] = v

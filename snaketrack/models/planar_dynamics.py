@@ -294,6 +294,7 @@ class PlanarSnakeModel:
         qd: np.ndarray,
         tau: Optional[np.ndarray] = None,
         joint_acc: Optional[np.ndarray] = None,
+        fast: bool = True,
     ) -> np.ndarray:
         """q̈ (..., N+2) from the state and either joint torques or joint accelerations.
 
@@ -302,6 +303,9 @@ class PlanarSnakeModel:
         joint_acc: (..., N−1) commanded ``φ̈`` [rad/s²] (partial feedback
             linearisation): the joint rows are imposed and the 3 unactuated
             rows (θ_N, p_x, p_y) are solved, ``M_uu q̈_u = −n_u − M_ua φ̈``.
+        fast: for a single state with ``joint_acc``, use :meth:`_pfl_single`
+            (the same equations reduced by hand to O(N²) vector products);
+            ``False`` forces the generic block solve (tests compare the two).
         """
         if tau is not None and joint_acc is not None:
             raise InputError("accelerations: give tau or joint_acc, not both")
@@ -317,6 +321,8 @@ class PlanarSnakeModel:
         ja = np.asarray(joint_acc, dtype=float)
         if ja.shape[-1:] != (self.n_joints,):
             raise InputError(f"joint_acc has shape {ja.shape}; expected (..., {self.n_joints})")
+        if fast and ja.ndim == 1 and np.ndim(q) == 1 and np.ndim(qd) == 1:
+            return self._pfl_single(self._check_q(q, "q"), self._check_q(qd, "qd"), ja)
         k = self.n_joints
         Muu = M[..., k:, k:]
         Mua = M[..., k:, :k]
@@ -324,6 +330,49 @@ class PlanarSnakeModel:
         qu = np.linalg.solve(Muu, rhs[..., None])[..., 0]
         ja_b = np.broadcast_to(ja, qu.shape[:-1] + (k,))
         return np.concatenate([ja_b, qu], axis=-1)
+
+    def _pfl_single(self, q: np.ndarray, qd: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """PFL accelerations of one state, (N+2,), without forming M̄.
+
+        The θ_N row of eq. 24 is ``Hᵀ``'s last row, ``eᵀ``: the total angular
+        balance ``eᵀ(M_θ θ̈ + n_θ) = 0`` with ``θ̈ = H[u; 0] + e θ̈_N``, so
+        ``θ̈_N = −(r·θ̈_a + eᵀn_θ) / Σr`` with ``r = eᵀM_θ = J + m l²(c∘Vc + s∘Vs)``
+        (V symmetric). The translational rows then give p̈ directly:
+        com ``p̈ = eᵀf / (N m)``; head (eq. 19)
+        ``p̈_x = l V_P·(s∘θ̈ + c∘θ̇²) + G_P·f_x / m``,
+        ``p̈_y = l V_P·(−c∘θ̈ + s∘θ̇²) + G_P·f_y / m``.
+        """
+        n, m, l = self.n_links, self.m, self.l
+        th = np.cumsum(q[n - 1 :: -1])[::-1]  # θ = H φ̄
+        thd = np.cumsum(qd[n - 1 :: -1])[::-1]
+        s, c = np.sin(th), np.cos(th)
+        R = self.R
+        xd = l * (R @ (s * thd)) + qd[n]
+        yd = -l * (R @ (c * thd)) + qd[n + 1]
+        fx, fy = friction_forces(th, xd, yd, self.c_t, self.c_n)
+        V = self.V
+        Vc, Vs = V @ c, V @ s
+        mll = m * l * l
+        r = self.J + mll * (c * Vc + s * Vs)
+        t2 = thd * thd
+        # eᵀ n_θ = m l² [ (Vs)·(c θ̇²) − (Vc)·(s θ̇²) ] − l s·(K f_x) + l c·(K f_y)
+        en = mll * (Vs @ (c * t2) - Vc @ (s * t2)) - l * (s @ (self.K @ fx)) + l * (c @ (self.K @ fy))
+        tha = np.empty(n)
+        tha[:-1] = np.cumsum(u[::-1])[::-1]  # H [u; 0]
+        tha[-1] = 0.0
+        thNdd = -(r @ tha + en) / r.sum()
+        thdd = tha + thNdd
+        out = np.empty(n + 2)
+        out[: n - 1] = u
+        out[n - 1] = thNdd
+        if self.reference == "com":
+            out[n] = fx.sum() / (n * m)
+            out[n + 1] = fy.sum() / (n * m)
+        else:
+            vp = self.V_P
+            out[n] = l * (vp @ (s * thdd + c * t2)) + (self.G_P @ fx) / m
+            out[n + 1] = l * (vp @ (-c * thdd + s * t2)) + (self.G_P @ fy) / m
+        return out
 
     def joint_torques(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
         """Inverse dynamics: the torques τ (..., N−1) [N·m] that produce ``qdd``.

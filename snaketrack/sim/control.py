@@ -33,6 +33,7 @@ Pieces, each a plain function:
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
@@ -130,10 +131,12 @@ def heading_offset(
     >>> round(heading_offset(np.zeros(3), np.zeros(2), np.array([1.0, -0.1]), 1.0, 0.7), 6)
     0.099669
     """
-    d = np.asarray(target, dtype=float) - np.asarray(point, dtype=float)  # eq. 31
-    theta_ref = np.arctan2(d[1], d[0])  # eq. 36 (sign: see module docstring)
-    theta_bar = float(np.mean(theta))  # eq. 35
-    return float(np.clip(k_theta * wrap_angle(theta_bar - theta_ref), -limit_rad, limit_rad))
+    dx = float(target[0]) - float(point[0])  # eq. 31
+    dy = float(target[1]) - float(point[1])
+    theta_ref = math.atan2(dy, dx)  # eq. 36 (sign: see module docstring)
+    theta_bar = float(np.add.reduce(theta)) / len(theta)  # eq. 35
+    err = math.remainder(theta_bar - theta_ref, 2 * math.pi)  # wrapped to [−π, π]
+    return min(max(k_theta * err, -limit_rad), limit_rad)
 
 
 def single_joint_control(phi: np.ndarray, phi_dot: np.ndarray, phi_ref: np.ndarray, kp: float, kd: float) -> np.ndarray:

@@ -68,6 +68,12 @@ class PlanarScenario:
     targets: ((x, y), ...) [m]; reach_tolerance_m: 0.05 m.
     method, rtol, atol, max_step_s: passed to solve_ivp.
     sample_dt_s: output sampling step [s] (trajectory.csv and the limit bookkeeping).
+    sight_from: the point the line of sight to the target is drawn from in
+        eq. 36. ``"tracked"`` (the seed: the point being steered) is the
+        default; ``"com"`` with ``track="head"`` steers by the direction from
+        the centre of mass while still requiring the head to reach each
+        target (a diagnostic: the head's lateral sway then no longer enters
+        the heading reference; see docs/planar-dynamics.md).
     """
 
     track: str = "head"
@@ -81,10 +87,13 @@ class PlanarScenario:
     atol: float = 1e-8
     max_step_s: float = np.inf
     sample_dt_s: float = 0.1
+    sight_from: str = "tracked"
 
     def __post_init__(self) -> None:
         if self.track not in ("head", "com"):
             raise InputError(f"--track {self.track!r}; expected 'head' or 'com'")
+        if self.sight_from not in ("tracked", "head", "com"):
+            raise InputError(f"--sight-from {self.sight_from!r}; expected 'tracked', 'head' or 'com'")
         if self.method not in SOLVERS:
             raise InputError(f"--method {self.method!r}; expected one of {', '.join(SOLVERS)}")
         if not (self.t_end_s > 0):
@@ -99,7 +108,8 @@ class PlanarScenario:
         """Short label, e.g. ``head-cc-b3_5_6``."""
         b = self.controller.broken_joints
         tail = "none" if not b else "b" + "_".join(str(j) for j in b)
-        return f"{self.track}-{self.controller.coupling}-{tail}"
+        sight = "" if self.sight_from in ("tracked", self.track) else f"-sight{self.sight_from}"
+        return f"{self.track}-{self.controller.coupling}-{tail}{sight}"
 
 
 @dataclass(frozen=True)
@@ -168,8 +178,17 @@ def simulate(
     nq = model.n_q
     counter = [0, 0.0]
 
+    # line-of-sight point = p − l (w·cos θ, w·sin θ); w picks a link-centre combination
+    if scenario.sight_from in ("tracked", scenario.track):
+        w = None
+    else:
+        w = model.R.mean(axis=0) if scenario.sight_from == "com" else model.R[-1]
+    lw = None if w is None else model.l * w
+
     def offset(q: np.ndarray, target: np.ndarray) -> float:
-        return heading_offset(H @ q[:n], q[-2:], target, cfg.k_theta, cfg.offset_limit_rad)
+        th = H @ q[:n]
+        point = q[-2:] if lw is None else (q[-2] - lw @ np.cos(th), q[-1] - lw @ np.sin(th))
+        return heading_offset(th, point, target, cfg.k_theta, cfg.offset_limit_rad)
 
     def rhs(t: float, yy: np.ndarray, target: np.ndarray) -> np.ndarray:
         q, qd = yy[:nq], yy[nq:]
@@ -302,6 +321,7 @@ def summarize(result: PlanarResult) -> dict:
     return {
         "scenario": scn.name,
         "track": scn.track,
+        "sight_from": scn.sight_from,
         "control": scn.controller.coupling,
         "broken_joints": list(scn.controller.broken_joints),
         "reach_times_s": rt,

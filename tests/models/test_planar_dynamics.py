@@ -269,3 +269,16 @@ def test_bad_inputs_raise_input_error():
         model.accelerations(np.zeros(5), np.zeros(5))
     with pytest.raises(InputError):
         model.accelerations(np.zeros(12), np.zeros(12), joint_acc=np.zeros(3))
+
+
+@pytest.mark.parametrize("reference", ["com", "head"])
+def test_fast_pfl_path_equals_generic_block_solve(reference):
+    rng = np.random.default_rng(8)
+    model = PlanarSnakeModel(P, reference)
+    for _ in range(5):
+        q = rng.normal(size=model.n_q)
+        qd = rng.normal(size=model.n_q)
+        u = rng.normal(size=model.n_joints)
+        fast = model.accelerations(q, qd, joint_acc=u)
+        generic = model.accelerations(q, qd, joint_acc=u, fast=False)
+        np.testing.assert_allclose(fast, generic, rtol=1e-10, atol=1e-10)

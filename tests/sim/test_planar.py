@@ -106,3 +106,28 @@ def test_parse_broken():
     assert parse_broken("") == ()
     with pytest.raises(InputError):
         parse_broken("3;5")
+
+
+def test_sight_point_is_the_centre_of_mass_when_asked():
+    """With sight_from='com' the head model steers exactly like the CoM model's guidance would."""
+    from snaketrack.sim import planar
+
+    seen = []
+    orig = planar.heading_offset
+
+    def spy(theta, point, target, k, lim):
+        seen.append((np.array(theta), np.array(point, dtype=float)))
+        return orig(theta, point, target, k, lim)
+
+    planar.heading_offset = spy
+    try:
+        r = simulate(PlanarScenario(track="head", sight_from="com", t_end_s=2.0, targets=((1.0, 1.0),)))
+    finally:
+        planar.heading_offset = orig
+    assert r.scenario.name == "head-sjc-none-sightcom"
+    model = PlanarSnakeModel(r.scenario.params, "head")
+    # every sight point handed to the heading law is the CoM of the state it came from
+    th, pt = seen[-1]
+    q = np.concatenate([np.linalg.solve(model.H, th), r.q[-1, -2:]])
+    np.testing.assert_allclose(th, model.link_angles(r.q[-1]), atol=1e-12)
+    np.testing.assert_allclose(pt, model.com_position(q), atol=1e-12)

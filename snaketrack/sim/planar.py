@@ -476,15 +476,21 @@ def write_animation(result: PlanarResult, path: Path, n_frames: int = 120, fps: 
         ax.plot(xy[j, -1, 0], xy[j, -1, 1], "ko", ms=4)
         ax.set_title(f"{result.scenario.name}   t = {result.t[j]:7.1f} s")
         fig.canvas.draw()
-        frames.append(np.asarray(fig.canvas.buffer_rgba())[..., :3].copy())
+        img = np.asarray(fig.canvas.buffer_rgba())[..., :3]
+        h2, w2 = img.shape[0] // 2 * 2, img.shape[1] // 2 * 2  # even size for yuv420p video
+        frames.append(img[:h2, :w2].copy())
     plt.close(fig)
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp{path.suffix}")
-    if path.suffix == ".mp4":
-        imageio.mimsave(tmp, frames, fps=fps, macro_block_size=1)
-    else:
-        imageio.mimsave(tmp, frames, duration=1.0 / fps, loop=0)
-    tmp.replace(path)
+    try:
+        if path.suffix == ".mp4":
+            imageio.mimsave(tmp, frames, fps=fps, macro_block_size=1)
+        else:
+            imageio.mimsave(tmp, frames, duration=1.0 / fps, loop=0)
+        tmp.replace(path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
     return path
 
 

@@ -307,18 +307,28 @@ def simulate_oal(config: OALConfig = OALConfig(), progress: bool = False) -> OAL
         data.qpos[qadr] = np.clip(rng.normal(0.0, config.init_noise, J), robot.lower, robot.upper)
     mujoco.mj_forward(model, data)
 
-    phi = np.empty((T, J))
-    phidot = np.empty((T, J))
+    def _index(addr: np.ndarray):
+        """A slice (a view, cheap per step) when the addresses are contiguous."""
+        if len(addr) and np.array_equal(addr, np.arange(addr[0], addr[0] + len(addr))):
+            return slice(int(addr[0]), int(addr[0]) + len(addr))
+        return addr
+
+    qi, vi, li = _index(qadr), _index(vadr), _index(link_ids)
     torque = np.empty((T, J))
     qpos = np.empty((T, model.nq))
+    qvel = np.empty((T, model.nv))
     head = np.empty((T, 3))
-    head_v = np.empty((T, 3))
+    head_v = np.empty((T, 6))
     xmat = np.empty((T, robot.n_links, 9))
-    vel6 = np.zeros(6)
     kp, kd, lim = config.kp, config.kd, config.torque_limit
     speed_limited = math.isfinite(config.motor_speed)
     lim_w = lim / config.motor_speed if speed_limited else 0.0
+    feedforward = kp * phi_ref + kd * phidot_ref  # (T, J): the reference part of the PD law
     ctrl = data.ctrl
+    site_xpos, dxmat, dqpos, dqvel = data.site_xpos, data.xmat, data.qpos, data.qvel
+    step1, step2, object_velocity = mujoco.mj_step1, mujoco.mj_step2, mujoco.mj_objectVelocity
+    site = mujoco.mjtObj.mjOBJ_SITE
+    minimum, maximum = np.minimum, np.maximum
     it = range(T)
     if progress:
         from tqdm import tqdm
@@ -326,27 +336,27 @@ def simulate_oal(config: OALConfig = OALConfig(), progress: bool = False) -> OAL
         it = tqdm(it, desc="sim oal", unit="step", mininterval=0.5)
     for n in it:
         # state at t_n: positions, velocities and everything derived from them
-        mujoco.mj_step1(model, data)
-        q = data.qpos[qadr]
-        qd = data.qvel[vadr]
-        u = kp * (phi_ref[n] - q) + kd * (phidot_ref[n] - qd)
+        step1(model, data)
+        qd = dqvel[vi]
+        u = feedforward[n] - kp * dqpos[qi] - kd * qd
         if speed_limited:
             # DC-motor torque–speed line: τ ∈ [−τ_s(1 + φ̇/ω_0), τ_s(1 − φ̇/ω_0)] ∩ [−τ_s, τ_s]
-            np.minimum(u, np.minimum(lim, lim - lim_w * qd), out=u)
-            np.maximum(u, np.maximum(-lim, -lim - lim_w * qd), out=u)
+            w = lim_w * qd
+            minimum(u, minimum(lim - w, lim), out=u)
+            maximum(u, maximum(-lim - w, -lim), out=u)
         else:
-            np.minimum(np.maximum(u, -lim, out=u), lim, out=u)
+            minimum(maximum(u, -lim, out=u), lim, out=u)
         ctrl[:] = u
-        qpos[n] = data.qpos
-        phi[n] = q
-        phidot[n] = qd
         torque[n] = u
-        head[n] = data.site_xpos[head_id]
-        mujoco.mj_objectVelocity(model, data, mujoco.mjtObj.mjOBJ_SITE, head_id, vel6, 0)
-        head_v[n] = vel6[3:]
-        xmat[n] = data.xmat[link_ids]
-        mujoco.mj_step2(model, data)
+        qpos[n] = dqpos
+        qvel[n] = dqvel
+        head[n] = site_xpos[head_id]
+        xmat[n] = dxmat[li]
+        object_velocity(model, data, site, head_id, head_v[n], 0)
+        step2(model, data)
 
+    phi = qpos[:, qadr]
+    phidot = qvel[:, vadr]
     yaw = np.unwrap(_yaw_of_x_axis(xmat), axis=0)
     if robot.is_planar:
         theta = planar_link_angles(robot, phi, yaw[:, 0])
@@ -357,5 +367,5 @@ def simulate_oal(config: OALConfig = OALConfig(), progress: bool = False) -> OAL
 
         raise ConvergenceError(f"OAL simulation of {robot.name} became non-finite; reduce dt or torque_limit")
     return OALResult(t=t, phi=phi, phidot=phidot, phi_ref=phi_ref, phidot_ref=phidot_ref, theta=theta,
-                     head_xy=head[:, :2].copy(), head_vxy=head_v[:, :2].copy(), qpos=qpos, torque=torque,
+                     head_xy=head[:, :2].copy(), head_vxy=head_v[:, 3:5].copy(), qpos=qpos, torque=torque,
                      config=config, joint_names=robot.joint_names)

@@ -206,6 +206,8 @@ class OALResult:
     head_xy: (T, 2) head point (centre of the head link) in the world frame [m].
     head_vxy: (T, 2) its velocity in the world frame [m/s].
     qpos: (T, nq) MuJoCo's full qpos (free joint x y z qw qx qy qz, then joints).
+    qvel: (T, nv) MuJoCo's full qvel (free joint: linear [m/s] in the world frame,
+        angular [rad/s] in link 1's frame; then joint speeds).
     torque: (T, J) applied joint torques [N·m].
     config: the run's settings. joint_names: (J,). n_links: N.
     """
@@ -219,6 +221,7 @@ class OALResult:
     head_xy: np.ndarray
     head_vxy: np.ndarray
     qpos: np.ndarray
+    qvel: np.ndarray
     torque: np.ndarray
     config: OALConfig
     joint_names: tuple[str, ...] = field(default=())
@@ -367,5 +370,5 @@ def simulate_oal(config: OALConfig = OALConfig(), progress: bool = False) -> OAL
 
         raise ConvergenceError(f"OAL simulation of {robot.name} became non-finite; reduce dt or torque_limit")
     return OALResult(t=t, phi=phi, phidot=phidot, phi_ref=phi_ref, phidot_ref=phidot_ref, theta=theta,
-                     head_xy=head[:, :2].copy(), head_vxy=head_v[:, 3:5].copy(), qpos=qpos, torque=torque,
+                     head_xy=head[:, :2].copy(), head_vxy=head_v[:, 3:5].copy(), qpos=qpos, qvel=qvel, torque=torque,
                      config=config, joint_names=robot.joint_names)

@@ -21,6 +21,7 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -70,3 +71,50 @@ def synthetic_trajectory(duration: float = 10.0, dt: float = 1 / 240, n_joints: 
     v = np.einsum("tij,tj->ti", Jt, phidot)
     xy = np.cumsum(v, axis=0) * dt
     return SyntheticTrajectory(t=t, phi=phi, phidot=phidot, head_xy=xy, head_vxy=v, jacobian=Jt)
+
+
+def _write_table(path, columns, data) -> None:
+    lines = [",".join(columns)]
+    for row in data:
+        lines.append(",".join(v if isinstance(v, str) else repr(float(v)) for v in row))
+    Path(path).write_text("\n".join(lines) + "\n")
+
+
+def write_states_csv(path, s: SyntheticTrajectory, with_velocities: bool = True) -> None:
+    """Write ``s`` as DESIGN.md's states.csv (θ from φ with θ_1 = 0); without velocity columns if asked."""
+    J = s.phi.shape[1]
+    theta = np.cumsum(np.concatenate([np.zeros((s.t.size, 1)), s.phi], axis=1), axis=1)
+    cols = ["t"] + [f"phi_{j + 1}" for j in range(J)]
+    parts = [s.t[:, None], s.phi]
+    if with_velocities:
+        cols += [f"phidot_{j + 1}" for j in range(J)]
+        parts.append(s.phidot)
+    cols += [f"theta_{i + 1}" for i in range(J + 1)] + ["head_x", "head_y"]
+    parts += [theta, s.head_xy]
+    if with_velocities:
+        cols += ["head_vx", "head_vy"]
+        parts.append(s.head_vxy)
+    _write_table(path, cols, np.column_stack(parts))
+
+
+def write_track_csv(path, s: SyntheticTrajectory, plane: str = "xy", lost=()) -> None:
+    """Write ``s`` as DESIGN.md's track.csv: joint angles as q_*, the head path in ``plane`` of
+    the camera frame (the third coordinate 2 m), identity base pose; rows in ``lost`` get
+    status ``lost`` and empty joint and head values."""
+    T, J = s.phi.shape
+    head = np.zeros((T, 3))
+    idx = {"xy": (0, 1), "xz": (0, 2), "yz": (1, 2)}[plane]
+    head[:, idx[0]], head[:, idx[1]] = s.head_xy[:, 0], s.head_xy[:, 1]
+    other = ({0, 1, 2} - set(idx)).pop()
+    head[:, other] = 2.0
+    cols = (["frame", "t"] + [f"q_{j + 1}" for j in range(J)]
+            + ["base_x", "base_y", "base_z", "base_qw", "base_qx", "base_qy", "base_qz",
+               "head_x", "head_y", "head_z", "cov_trace", "iou", "status"])
+    rows = []
+    for n in range(T):
+        status = "lost" if n in lost else "tracked"
+        q = ["" if n in lost else repr(float(v)) for v in s.phi[n]]
+        h = ["" if n in lost else repr(float(v)) for v in head[n]]
+        rows.append([str(n), repr(float(s.t[n]))] + q + ["0.0", "0.0", "2.0", "1.0", "0.0", "0.0", "0.0"]
+                    + h + ["0.01", "0.9", status])
+    Path(path).write_text("\n".join([",".join(cols)] + [",".join(r) for r in rows]) + "\n")

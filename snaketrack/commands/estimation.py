@@ -1,0 +1,203 @@
+"""``snaketrack sim experiments`` and ``snaketrack estimate``: the Jacobian estimators at work.
+
+Flags left unset fall back to the library defaults (ExperimentsConfig,
+KFConfig, COConfig, SigmaConfig, SmoothingConfig), which live in one place.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from snaketrack.commands import Command
+from snaketrack.errors import InputError, MissingFileError
+
+
+def _filter_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("UKF / KF tuning (KFConfig)")
+    g.add_argument("--q", type=float, default=None, help="process noise variance per step on each entry of J [(m/rad)^2] (default 1e-3)")
+    g.add_argument("--r", type=float, default=None, help="measurement noise variance on each component of rdot [(m/s)^2] (default 1e-2)")
+    g.add_argument("--p0", type=float, default=None, help="initial variance of each entry of J [(m/rad)^2] (default 1)")
+    g.add_argument("--alpha", type=float, default=None, help="UKF sigma-point spread alpha (default 1)")
+    g = p.add_argument_group("CO options (COConfig; off by default, as in the paper)")
+    g.add_argument("--co-min-phidot", type=float, default=None, help="skip CO updates while |phidot| < this [rad/s] (default 0)")
+    g.add_argument("--co-reset", action="store_true", help="reset CO's J to zero when motion resumes after a halt")
+
+
+def _configs(args: argparse.Namespace):
+    from snaketrack.estimation.co import COConfig
+    from snaketrack.estimation.kf import KFConfig
+    from snaketrack.estimation.ukf import SigmaConfig
+
+    kf = {k: getattr(args, k) for k in ("q", "r", "p0") if getattr(args, k) is not None}
+    for k, v in kf.items():
+        if not v > 0:
+            raise InputError(f"--{k} = {v}; expected a positive variance")
+    co = {}
+    if args.co_min_phidot is not None:
+        co["min_phidot"] = args.co_min_phidot
+    if args.co_reset:
+        co["reset_after_halt"] = True
+    sigma = {"alpha": args.alpha} if args.alpha is not None else {}
+    return KFConfig(**kf), COConfig(**co), SigmaConfig(**sigma)
+
+
+# ---------------------------------------------------------------- sim experiments
+
+def _add_experiments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", default="experiments_out", help="output folder (default experiments_out)")
+    p.add_argument("--experiments", type=int, nargs="+", choices=(1, 2, 3), default=None,
+                   help="which experiments to run (default 1 2 3)")
+    p.add_argument("--duration", type=float, default=None, help="simulated time [s] (default 10)")
+    p.add_argument("--noise-std", type=float, default=None,
+                   help="std of white noise on measured rdot in experiments 1-2 [m/s] (default 0.001; 0 = clean)")
+    p.add_argument("--exp3-noise-var", type=float, default=None,
+                   help="variance of experiment 3's noise on rdot [(m/s)^2] (default 0.1)")
+    p.add_argument("--resume", choices=("reference", "phase"), default=None,
+                   help="how the gait resumes after experiment 2's halt (default reference: references jump to phi_d(t))")
+    p.add_argument("--seed", type=int, default=None, help="world and noise seed (default 0)")
+    p.add_argument("--no-obstacles", action="store_true", help="remove the obstacles (control run)")
+    p.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
+    _filter_flags(p)
+
+
+def _run_experiments(args: argparse.Namespace) -> int:
+    from snaketrack.estimation.experiments import ExperimentsConfig, run_experiments, write_outputs
+
+    kf, co, sigma = _configs(args)
+    over = {"kf": kf, "co": co, "sigma": sigma}
+    for flag, key in (("duration", "duration"), ("noise_std", "noise_std"), ("exp3_noise_var", "exp3_noise_var"),
+                      ("resume", "resume"), ("seed", "seed")):
+        v = getattr(args, flag)
+        if v is not None:
+            over[key] = v
+    if args.experiments:
+        over["experiments"] = tuple(args.experiments)
+    if args.no_obstacles:
+        over["obstacles"] = False
+    cfg = ExperimentsConfig(**over)
+    results, worlds = run_experiments(cfg, progress=True)
+    summary = write_outputs(results, worlds, args.out, cfg, figures=not args.no_figures)
+    for k in sorted(results):
+        e = summary[f"experiment_{k}"]
+        line = "  ".join(f"{n}: x {e[n]['mse_x']:.4g} y {e[n]['mse_y']:.4g}" for n in ("ukf", "co", "kf"))
+        print(f"experiment {k} MSE [(m/s)^2]  {line}")
+        if "recovery_s" in e:
+            print(f"experiment {k} recovery [s]  " + "  ".join(f"{n}: {v}" for n, v in e["recovery_s"].items()))
+    print(f"wrote {Path(args.out) / 'summary.json'}")
+    return 0
+
+
+# ---------------------------------------------------------------- estimate
+
+def _add_estimate(p: argparse.ArgumentParser) -> None:
+    p.add_argument("states", help="states.csv (obstacle world) or track.csv (tracker)")
+    p.add_argument("--estimator", choices=("ukf", "co", "kf"), default="ukf", help="estimator (default ukf)")
+    p.add_argument("--out", default="estimate_out", help="output folder (default estimate_out)")
+    p.add_argument("--plane", choices=("xy", "xz", "yz"), default=None,
+                   help="track.csv: camera-frame plane of the head position used for rdot (default xy: camera looking down)")
+    p.add_argument("--sg-window", type=int, default=None, help="Savitzky-Golay window [samples, odd] (default 9)")
+    p.add_argument("--sg-order", type=int, default=None, help="Savitzky-Golay polynomial order (default 2)")
+    p.add_argument("--no-figures", action="store_true", help="skip estimate.png")
+    _filter_flags(p)
+
+
+def run_estimate(path, estimator: str = "ukf", out=None, plane: str = "xy", smoothing=None, kf=None, co=None,
+                 sigma=None, figures: bool = True) -> dict:
+    """Run one estimator over a states.csv / track.csv; write estimate.csv and summary.json under ``out``.
+
+    estimate.csv, one row a sample: ``t``, measured ``rdot_x, rdot_y`` [m/s],
+    predicted ``rdot_hat_x, rdot_hat_y`` = Ĵ_{n−1} φ̇_n (empty in row 0), and
+    Ĵ_n after the update, ``J_r_c`` (r = 1, 2 for the two velocity
+    components, c = joint) [m/rad]. summary.json: ``mse_x``, ``mse_y`` of the
+    prediction against the measured ṙ, and what was read and how.
+    """
+    from snaketrack.estimation.co import COConfig, COEstimator
+    from snaketrack.estimation.kf import KalmanJacobianEstimator, KFConfig
+    from snaketrack.estimation.metrics import mse, run_estimator
+    from snaketrack.estimation.states import SmoothingConfig, read_states
+    from snaketrack.estimation.ukf import SigmaConfig, UKFEstimator
+    from snaketrack.io import atomic_write_text, write_json
+
+    smoothing = smoothing or SmoothingConfig()
+    data = read_states(path, plane=plane, smoothing=smoothing)
+    J = data.phi.shape[1]
+    if estimator == "ukf":
+        est = UKFEstimator(J, kf or KFConfig(), sigma or SigmaConfig())
+    elif estimator == "kf":
+        est = KalmanJacobianEstimator(J, kf or KFConfig())
+    elif estimator == "co":
+        est = COEstimator(J, co or COConfig())
+    else:
+        raise InputError(f"estimator = {estimator!r}; expected ukf, co or kf")
+    run = run_estimator(est, data.phidot, data.rdot)
+    m = mse(run.prediction, data.rdot)
+    summary = {"estimator": estimator, **m, "steps": int(data.t.size), "joints": J, "source": data.source,
+               "frame": data.frame, "differentiated": list(data.differentiated), "filled_values": data.filled,
+               "resampled": data.resampled, "step_time_ms": float(run.step_s.mean() * 1e3),
+               "smoothing": {"filter": "savitzky-golay", "window": smoothing.window, "polyorder": smoothing.polyorder},
+               "metric": "MSE of rdot_hat_n = J_{n-1} phidot_n against the measured rdot_n"}
+    if out is not None:
+        out = Path(out)
+        cols = ["t", "rdot_x", "rdot_y", "rdot_hat_x", "rdot_hat_y"] + [f"J_{r}_{c}" for r in (1, 2) for c in range(1, J + 1)]
+        table = np.column_stack([data.t, data.rdot, run.prediction, run.jacobian.reshape(-1, 2 * J)])
+        lines = [",".join(cols)] + [",".join("" if not np.isfinite(v) else repr(float(v)) for v in row) for row in table]
+        atomic_write_text(out / "estimate.csv", "\n".join(lines) + "\n")
+        write_json(out / "summary.json", summary)
+        if figures:
+            _plot_estimate(data, run, out / "estimate.png", estimator)
+    return summary
+
+
+def _plot_estimate(data, run, path: Path, estimator: str) -> None:
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from snaketrack.io import atomic_write_bytes
+
+    fig, ax = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
+    for j, comp in enumerate("xy"):
+        ax[j].plot(data.t, data.rdot[:, j], color="tab:blue", lw=1, label="measured")
+        ax[j].plot(data.t, run.prediction[:, j], color="tab:orange", lw=0.8, label=f"{estimator} predicted")
+        ax[j].set_ylabel(f"ṙ{comp} [m/s]")
+        ax[j].legend(fontsize=8)
+    ax[1].set_xlabel("t [s]")
+    fig.suptitle(f"Head velocity, {data.source} ({data.frame})")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def _run_estimate(args: argparse.Namespace) -> int:
+    from snaketrack.estimation.states import SmoothingConfig
+
+    if not Path(args.states).is_file():
+        raise MissingFileError(f"{args.states}: no such file")
+    kf, co, sigma = _configs(args)
+    sm = {}
+    if args.sg_window is not None:
+        sm["window"] = args.sg_window
+    if args.sg_order is not None:
+        sm["polyorder"] = args.sg_order
+    s = run_estimate(args.states, args.estimator, args.out, plane=args.plane or "xy",
+                     smoothing=SmoothingConfig(**sm), kf=kf, co=co, sigma=sigma, figures=not args.no_figures)
+    print(f"{args.estimator}: mse_x {s['mse_x']:.4g} mse_y {s['mse_y']:.4g} (m/s)^2 over {s['steps']} steps; "
+          f"wrote {Path(args.out) / 'estimate.csv'}")
+    return 0
+
+
+COMMANDS = [
+    Command(name="sim experiments",
+            help="the Jacobian paper's three experiments (baseline, halt, noise) on the MuJoCo obstacle world",
+            add_arguments=_add_experiments, run=_run_experiments),
+    Command(name="estimate",
+            help="estimate the head Jacobian (ukf, co or kf) from a states.csv or track.csv",
+            add_arguments=_add_estimate, run=_run_estimate),
+]

@@ -1,0 +1,414 @@
+"""The Jacobian paper's three experiments on the MuJoCo obstacle world.
+
+1. baseline: the undulating 11-link snake among the obstacles, 10 s at 1/240 s;
+2. halt: undulation frozen at 5 s and resumed at 7 s;
+3. noise: experiment 1 with N(0, Σ), Σ = 0.1·I (m/s)², added to the measured ṙ.
+
+Each runs three estimators on the same (φ̇, measured ṙ): ``"ukf"`` (filterpy's
+UKF), ``"co"`` (the closed-form CO update) and ``"kf"`` (the exact Kalman
+filter, equal to the UKF), and scores the paper's metric: predict
+ṙ_{n+1} = Ĵ_n φ̇_{n+1} and take the MSE per component against the *true*
+(noise-free) ṙ_{n+1}. Extras: experiment 2 adds ``"co_reset"`` (CO with the
+paper's suggested reset after a halt), experiment 3 adds ``"kf_matched_r"``
+(the KF with R set to the true noise variance).
+
+Choices the paper leaves open (shared/notes/jacobian-experiments.md), as
+explicit options with these defaults:
+
+- ``noise_std = 0.001`` m/s: white noise on the measured ṙ in experiments 1
+  and 2, a sensor floor. With perfectly clean ṙ CO does not diverge during
+  the halt (the notes measured it); with this floor it does, as in the paper.
+  Set 0 for clean data.
+- ``resume = "reference"``: after the halt the joint references jump back to
+  φ_d(t) (the gait's clock kept running), which gives the paper's ~0.3 s
+  transient; ``"phase"`` resumes from the frozen phase with no jump.
+- ``exp3_noise_var = 0.1`` (m/s)²: experiment 3's noise variance per
+  component (replaces ``noise_std``).
+- Recovery (experiment 2): seconds after resuming until the 0.1 s trailing
+  mean of ‖ṙ̂ − ṙ‖² falls under 1.5× its mean over [1 s, 5 s) and stays
+  there ≥ 0.3 s (:func:`~snaketrack.estimation.metrics.recovery_time`).
+
+The world comes from ``world(duration, dt, halt, resume, seed, obstacles,
+robot)``, by default :func:`snaketrack.sim.oal.simulate_oal`; anything with
+arrays ``t`` (T,), ``phidot`` (T, J) and ``head_vxy`` (T, 2) will do (the tests
+use :mod:`snaketrack.estimation.synthetic`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+
+from snaketrack.errors import InputError
+from snaketrack.estimation.co import COConfig, COEstimator
+from snaketrack.estimation.kf import KalmanJacobianEstimator, KFConfig
+from snaketrack.estimation.metrics import EstimatorRun, mse, recovery_time, run_estimator
+from snaketrack.estimation.ukf import SigmaConfig, UKFEstimator
+
+
+@dataclass(frozen=True)
+class ExperimentsConfig:
+    """Settings of ``snaketrack sim experiments`` (see the module docstring for the choices).
+
+    duration [s], dt [s]: the world's run (paper: 10 s, 1/240 s).
+    halt: (t_stop, t_resume) of experiment 2 [s]. resume: "reference" | "phase".
+    noise_std: noise std on ṙ in experiments 1–2 [m/s]. exp3_noise_var: experiment 3's variance [(m/s)²].
+    seed: world and noise seed. robot, obstacles: the world's robot and whether obstacles are present.
+    kf: Q, R, P₀ of the UKF and KF. sigma: UKF sigma points. co: CO options (paper: all off).
+    recovery_window_s, recovery_factor, recovery_hold_s: the recovery rule.
+    experiments: which of 1, 2, 3 to run.
+    """
+
+    duration: float = 10.0
+    dt: float = 1 / 240
+    halt: tuple[float, float] = (5.0, 7.0)
+    resume: str = "reference"
+    noise_std: float = 0.001
+    exp3_noise_var: float = 0.1
+    seed: int = 0
+    robot: str = "planar-snake-11"
+    obstacles: bool = True
+    kf: KFConfig = field(default_factory=KFConfig)
+    sigma: SigmaConfig = field(default_factory=SigmaConfig)
+    co: COConfig = field(default_factory=COConfig)
+    recovery_window_s: float = 0.1
+    recovery_factor: float = 1.5
+    recovery_hold_s: float = 0.3
+    experiments: tuple[int, ...] = (1, 2, 3)
+
+    def __post_init__(self) -> None:
+        if not (self.duration > 0 and self.dt > 0):
+            raise InputError(f"duration = {self.duration}, dt = {self.dt}; expected positive seconds")
+        if self.noise_std < 0 or self.exp3_noise_var < 0:
+            raise InputError(f"noise_std = {self.noise_std}, exp3_noise_var = {self.exp3_noise_var}; expected >= 0")
+        if self.resume not in ("reference", "phase"):
+            raise InputError(f"resume = {self.resume!r}; expected 'reference' or 'phase'")
+        t0, t1 = self.halt
+        if 2 in self.experiments and not (0 < t0 < t1 < self.duration):
+            raise InputError(f"halt = {self.halt}; expected 0 < t_stop < t_resume < duration = {self.duration} s")
+        bad = [e for e in self.experiments if e not in (1, 2, 3)]
+        if bad or not self.experiments:
+            raise InputError(f"experiments = {self.experiments}; expected a non-empty subset of 1, 2, 3")
+
+
+@dataclass(frozen=True)
+class ExperimentResult:
+    """One experiment's data and scores.
+
+    number: 1, 2 or 3. t (T,) [s]; phidot (T, J) [rad/s]; rdot_true, rdot_measured (T, 2) [m/s].
+    runs: estimator name → :class:`EstimatorRun`. metrics: name → {"mse_x", "mse_y"} [(m/s)²].
+    noise_var: variance of the noise added to ṙ [(m/s)²]. halt: (t_stop, t_resume) or None.
+    recovery_s: name → seconds or None (experiment 2 only). phases (experiment 2): name →
+    {"pre_halt", "halt", "post_resume"} → MSE, and "jacobian_norm" → Frobenius norm ‖Ĵ‖ [m/rad]
+    at the halt, its maximum during the halt and at the resume (CO's divergence shows here:
+    during the halt φ̇ ≈ 0, so predictions, and their error, are ≈ 0 whatever Ĵ is).
+    """
+
+    number: int
+    t: np.ndarray
+    phidot: np.ndarray
+    rdot_true: np.ndarray
+    rdot_measured: np.ndarray
+    runs: dict
+    metrics: dict
+    noise_var: float
+    halt: Optional[tuple[float, float]] = None
+    recovery_s: Optional[dict] = None
+    phases: Optional[dict] = None
+
+
+def make_estimators(n_joints: int, kf: KFConfig = KFConfig(), sigma: SigmaConfig = SigmaConfig(),
+                    co: COConfig = COConfig()) -> dict:
+    """The three estimators of the experiments, fresh: {"ukf", "co", "kf"}."""
+    return {"ukf": UKFEstimator(n_joints, kf, sigma), "co": COEstimator(n_joints, co),
+            "kf": KalmanJacobianEstimator(n_joints, kf)}
+
+
+def run_experiment(number: int, t: np.ndarray, phidot: np.ndarray, rdot_true: np.ndarray, noise_var: float,
+                   seed: int = 0, kf: KFConfig = KFConfig(), sigma: SigmaConfig = SigmaConfig(),
+                   co: COConfig = COConfig(), halt: Optional[tuple[float, float]] = None,
+                   recovery: tuple[float, float, float] = (0.1, 1.5, 0.3)) -> ExperimentResult:
+    """Run the estimators on one world run and score them.
+
+    t (T,) [s], phidot (T, J) [rad/s], rdot_true (T, 2) [m/s]. noise_var: variance
+    [(m/s)²] of the white noise added to ṙ before the estimators see it
+    (seeded by (seed, number)). halt: given for experiment 2, adds recovery
+    times, per-phase MSEs and the ``co_reset`` estimator. recovery: (window_s,
+    factor, hold_s) of :func:`recovery_time`. Experiment 3 adds ``kf_matched_r``.
+    """
+    t = np.asarray(t, dtype=float)
+    phidot = np.asarray(phidot, dtype=float)
+    rdot_true = np.asarray(rdot_true, dtype=float)
+    if phidot.ndim != 2 or t.shape != (phidot.shape[0],) or rdot_true.shape != (phidot.shape[0], 2):
+        raise InputError(f"t {t.shape}, phidot {phidot.shape}, rdot {rdot_true.shape}; expected (T,), (T, J), (T, 2)")
+    rng = np.random.default_rng([int(seed), int(number)])
+    noise = rng.normal(0.0, np.sqrt(noise_var), rdot_true.shape) if noise_var > 0 else np.zeros_like(rdot_true)
+    rdot_meas = rdot_true + noise
+    J = phidot.shape[1]
+    ests = make_estimators(J, kf, sigma, co)
+    if halt is not None:
+        ests["co_reset"] = COEstimator(J, dataclasses.replace(co, reset_after_halt=True))
+        ests["co_reset"].name = "co_reset"
+    if number == 3 and noise_var > 0:
+        ests["kf_matched_r"] = KalmanJacobianEstimator(J, dataclasses.replace(kf, r=noise_var))
+        ests["kf_matched_r"].name = "kf_matched_r"
+    runs = {name: run_estimator(e, phidot, rdot_meas) for name, e in ests.items()}
+    metrics = {name: mse(r.prediction, rdot_true) for name, r in runs.items()}
+    rec = phases = None
+    if halt is not None:
+        t0, t1 = halt
+        rec, phases = {}, {}
+        for name, r in runs.items():
+            sq = np.sum((r.prediction - rdot_true) ** 2, axis=1)
+            rec[name] = recovery_time(t, sq, halt, *recovery)
+            norm = np.linalg.norm(r.jacobian, axis=(1, 2))
+            during = (t >= t0) & (t < t1)
+            phases[name] = {"pre_halt": mse(r.prediction, rdot_true, t < t0),
+                            "halt": mse(r.prediction, rdot_true, during),
+                            "post_resume": mse(r.prediction, rdot_true, t >= t1),
+                            "jacobian_norm": {"at_halt": float(norm[t < t0][-1]),
+                                              "max_during_halt": float(norm[during].max()),
+                                              "at_resume": float(norm[t < t1][-1])}}
+    return ExperimentResult(number=number, t=t, phidot=phidot, rdot_true=rdot_true, rdot_measured=rdot_meas,
+                            runs=runs, metrics=metrics, noise_var=float(noise_var), halt=halt,
+                            recovery_s=rec, phases=phases)
+
+
+def oal_world(duration: float, dt: float, halt, resume: str, seed: int, obstacles: bool, robot: str):
+    """The MuJoCo obstacle world (:func:`snaketrack.sim.oal.simulate_oal`) with these settings."""
+    from snaketrack.sim.oal import OALConfig, simulate_oal
+
+    cfg = OALConfig(duration=duration, dt=dt, halt=halt, resume=resume, obstacles=obstacles, seed=seed, robot=robot)
+    return simulate_oal(cfg, progress=False)
+
+
+def run_experiments(config: ExperimentsConfig = ExperimentsConfig(), world: Optional[Callable] = None,
+                    progress: bool = False) -> tuple[dict, dict]:
+    """Run the selected experiments; returns ({number: ExperimentResult}, {number: world result}).
+
+    Experiments 1 and 3 share one world run (no halt); experiment 2 runs with the halt.
+    """
+    world = world or oal_world
+    c = config
+    todo = sorted(set(c.experiments))
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(todo) + (1 if (1 in todo or 3 in todo) else 0) + (1 if 2 in todo else 0),
+                   desc="experiments", unit="run")
+    worlds: dict = {}
+
+    def sim(halt):
+        key = "halt" if halt else "free"
+        if key not in worlds:
+            worlds[key] = world(duration=c.duration, dt=c.dt, halt=halt, resume=c.resume, seed=c.seed,
+                                obstacles=c.obstacles, robot=c.robot)
+            if bar:
+                bar.update()
+        return worlds[key]
+
+    results, by_number = {}, {}
+    rec = (c.recovery_window_s, c.recovery_factor, c.recovery_hold_s)
+    for k in todo:
+        w = sim(tuple(c.halt) if k == 2 else None)
+        var = c.exp3_noise_var if k == 3 else c.noise_std ** 2
+        results[k] = run_experiment(k, w.t, w.phidot, w.head_vxy, var, seed=c.seed, kf=c.kf, sigma=c.sigma,
+                                    co=c.co, halt=tuple(c.halt) if k == 2 else None, recovery=rec)
+        by_number[k] = w
+        if bar:
+            bar.update()
+    if bar:
+        bar.close()
+    return results, by_number
+
+
+def summarise(results: dict, config: Optional[ExperimentsConfig] = None) -> dict:
+    """summary.json's content: ``experiment_k`` → estimator → {"mse_x", "mse_y"}, plus
+    experiment 2's ``recovery_s`` and ``phases``, per-step times and the settings used."""
+    out: dict = {}
+    times: dict = {}
+    for k, r in sorted(results.items()):
+        entry = {name: dict(m) for name, m in r.metrics.items()}
+        entry["noise_var"] = r.noise_var
+        if r.recovery_s is not None:
+            entry["recovery_s"] = dict(r.recovery_s)
+            entry["phases"] = r.phases
+            entry["halt_s"] = list(r.halt)
+        out[f"experiment_{k}"] = entry
+        for name, run in r.runs.items():
+            times.setdefault(name, []).append(run.step_s)
+    out["step_time_ms"] = {name: float(np.mean(np.concatenate(v)) * 1e3) for name, v in times.items()}
+    if config is not None:
+        c = config
+        out["settings"] = {
+            "duration_s": c.duration, "dt_s": c.dt, "halt_s": list(c.halt), "resume": c.resume,
+            "noise_std_m_s": c.noise_std, "exp3_noise_var": c.exp3_noise_var, "seed": c.seed,
+            "robot": c.robot, "obstacles": c.obstacles,
+            "kf": {"q": np.asarray(c.kf.q).tolist(), "r": np.asarray(c.kf.r).tolist(), "p0": np.asarray(c.kf.p0).tolist()},
+            "sigma": dataclasses.asdict(c.sigma),
+            "co": {k: v for k, v in dataclasses.asdict(c.co).items() if k != "j0"},
+            "recovery": {"window_s": c.recovery_window_s, "factor": c.recovery_factor, "hold_s": c.recovery_hold_s},
+            "metric": "MSE of r_hat_{n+1} = J_n phidot_{n+1} against the true (noise-free) rdot_{n+1}",
+        }
+    return out
+
+
+def write_predictions_csv(result: ExperimentResult, path: str | os.PathLike) -> None:
+    """t, true and measured ṙ, and each estimator's prediction ṙ̂ (m/s), one row a step, atomically."""
+    from snaketrack.io import atomic_write_text
+
+    names = list(result.runs)
+    cols = ["t", "rdot_x", "rdot_y", "rdot_meas_x", "rdot_meas_y"]
+    cols += [f"{n}_pred_{a}" for n in names for a in "xy"]
+    data = np.column_stack([result.t, result.rdot_true, result.rdot_measured]
+                           + [result.runs[n].prediction for n in names])
+    lines = [",".join(cols)] + [",".join(repr(float(v)) for v in row) for row in data]
+    atomic_write_text(path, "\n".join(lines) + "\n")
+
+
+_COLORS = {"ukf": "tab:orange", "co": "tab:green", "kf": "tab:red", "co_reset": "tab:purple", "kf_matched_r": "tab:brown"}
+
+
+def plot_experiment(result: ExperimentResult, out_dir: str | os.PathLike) -> list[Path]:
+    """Figures like the paper's: true vs predicted ṙ and errors (Figs. 6, 8, 9), MSE bars
+    (Figs. 7, 11), the noise realisation (Fig. 10, experiment 3), the moving error around
+    the halt (experiment 2). Returns the PNG paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from snaketrack.io import atomic_write_bytes
+    import io
+
+    out_dir = Path(out_dir)
+    k, t = result.number, result.t
+    paths = []
+
+    def save(fig, name):
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=110)
+        plt.close(fig)
+        p = out_dir / name
+        atomic_write_bytes(p, buf.getvalue())
+        paths.append(p)
+
+    shown = ["ukf", "co"]
+    fig, ax = plt.subplots(3, 2, figsize=(13, 9), sharex=True)
+    for j, comp in enumerate("xy"):
+        ax[0, j].plot(t, result.rdot_true[:, j], color="tab:blue", lw=1.2, label="true")
+        for i, name in enumerate(shown):
+            r = result.runs[name]
+            ax[0, j].plot(t, r.prediction[:, j], color=_COLORS[name], lw=0.8, alpha=0.8, label=f"{name} predicted")
+            ax[1 + i, j].plot(t, r.prediction[:, j] - result.rdot_true[:, j], color=_COLORS[name], lw=0.8)
+            ax[1 + i, j].set_ylabel(f"{name} error ṙ{comp} [m/s]")
+        ax[0, j].set_ylabel(f"ṙ{comp} [m/s]")
+        ax[0, j].legend(loc="upper right", fontsize=8)
+        ax[2, j].set_xlabel("t [s]")
+        lim = np.nanpercentile(np.abs(result.rdot_true[:, j]), 99.5) * 3 + 1e-3
+        ax[0, j].set_ylim(-lim, lim)
+        if result.halt is not None:
+            for a in ax[:, j]:
+                a.axvspan(*result.halt, color="0.9", zorder=0)
+    fig.suptitle(f"Experiment {k}: true vs predicted head velocity ṙ̂ₙ₊₁ = Ĵₙ φ̇ₙ₊₁")
+    fig.tight_layout()
+    save(fig, f"exp{k}_prediction.png")
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    names = list(result.metrics)
+    x = np.arange(len(names))
+    ax.bar(x - 0.2, [result.metrics[n]["mse_x"] for n in names], 0.4, label="MSE ṙx")
+    ax.bar(x + 0.2, [result.metrics[n]["mse_y"] for n in names], 0.4, label="MSE ṙy")
+    ax.set_xticks(x, names)
+    ax.set_yscale("log")
+    ax.set_ylabel("MSE [(m/s)²]")
+    ax.set_title(f"Experiment {k}: mean squared prediction error")
+    ax.legend()
+    fig.tight_layout()
+    save(fig, f"exp{k}_mse.png")
+
+    if k == 3:
+        fig, ax = plt.subplots(figsize=(10, 3.5))
+        ax.plot(t, result.rdot_measured[:, 0], color="0.6", lw=0.5, label="measured ṙx (noisy)")
+        ax.plot(t, result.rdot_true[:, 0], color="tab:blue", lw=1.2, label="true ṙx")
+        ax.set_xlabel("t [s]")
+        ax.set_ylabel("ṙx [m/s]")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        save(fig, "exp3_noise.png")
+
+    if result.halt is not None:
+        from snaketrack.estimation.metrics import moving_average
+
+        dt = float(np.median(np.diff(t)))
+        fig, axs = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
+        for name, r in result.runs.items():
+            sq = np.nan_to_num(np.sum((r.prediction - result.rdot_true) ** 2, axis=1))
+            ls = "--" if name == "ukf" else "-"
+            axs[0].semilogy(t, moving_average(sq, int(round(0.1 / dt))) + 1e-12, ls, color=_COLORS.get(name), lw=1, label=name)
+            axs[1].semilogy(t, np.linalg.norm(r.jacobian, axis=(1, 2)) + 1e-12, ls, color=_COLORS.get(name), lw=1, label=name)
+        for a in axs:
+            a.axvspan(*result.halt, color="0.9", zorder=0)
+            a.legend(fontsize=8)
+        axs[1].set_xlabel("t [s]")
+        axs[0].set_ylabel("0.1 s mean ‖ṙ̂ − ṙ‖² [(m/s)²]")
+        axs[1].set_ylabel("‖Ĵ‖_F [m/rad]")
+        axs[0].set_title(f"Experiment {k}: error and Jacobian norm around the halt (ukf dashed, equals kf)")
+        fig.tight_layout()
+        save(fig, f"exp{k}_error_halt.png")
+    return paths
+
+
+def plot_step_times(results: dict, out_dir: str | os.PathLike) -> Path:
+    """Per-step update time of each estimator, all experiments (the paper's Fig. 12)."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from snaketrack.io import atomic_write_bytes
+
+    fig, ax = plt.subplots(figsize=(10, 4))
+    first = results[min(results)]
+    for name, r in first.runs.items():
+        ax.semilogy(first.t, r.step_s * 1e3, lw=0.6, color=_COLORS.get(name),
+                    label=f"{name} (mean {r.step_s.mean() * 1e3:.3f} ms)")
+    ax.set_xlabel("t [s]")
+    ax.set_ylabel("update time [ms]")
+    ax.set_title(f"Computation time per step (experiment {first.number})")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    p = Path(out_dir) / "step_time.png"
+    atomic_write_bytes(p, buf.getvalue())
+    return p
+
+
+def write_outputs(results: dict, worlds: dict, out_dir: str | os.PathLike, config: Optional[ExperimentsConfig] = None,
+                  figures: bool = True) -> dict:
+    """Write summary.json, predictions_k.csv, states_k.csv (when the world can) and figures; returns the summary."""
+    from snaketrack.io import write_json
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for k, r in results.items():
+        write_predictions_csv(r, out_dir / f"predictions_{k}.csv")
+        w = worlds.get(k)
+        if hasattr(w, "write_states_csv"):
+            w.write_states_csv(out_dir / f"states_{k}.csv")
+        if figures:
+            plot_experiment(r, out_dir)
+    if figures and results:
+        plot_step_times(results, out_dir)
+    summary = summarise(results, config)
+    write_json(out_dir / "summary.json", summary)
+    return summary

@@ -167,8 +167,10 @@ class COEstimator:
         self._still = 0
         self.resets = 0
 
-    def _check(self, a: np.ndarray, width: int, name: str) -> np.ndarray:
-        a = np.asarray(a, dtype=float)
+    @staticmethod
+    def _check(a: np.ndarray, width: int, name: str) -> np.ndarray:
+        if type(a) is not np.ndarray or a.dtype != np.float64:
+            a = np.asarray(a, dtype=float)
         if a.shape != (width,):
             raise InputError(f"{name}: shape {a.shape}; expected ({width},)")
         return a
@@ -178,19 +180,20 @@ class COEstimator:
         p = self._check(phidot, self.n_joints, "phidot")
         r = self._check(rdot, 2, "rdot")
         c = self.config
-        speed = float(np.sqrt(p @ p))
+        nn = float(p @ p)
         if c.reset_after_halt:
-            if speed < c.halt_speed:
+            if nn < c.halt_speed * c.halt_speed:
                 self._still += 1
             else:
                 if self._still >= c.halt_min_steps:
                     self.J = self._J0.copy()
                     self.resets += 1
                 self._still = 0
-        if speed == 0.0 or speed < c.min_phidot:
+        if nn == 0.0 or nn < c.min_phidot * c.min_phidot:
             return
         if self._cvx is None:
-            self.J = broyden_update(self.J, p, r)
+            # Broyden: J += (r - J p) p' / (p' p)  (same as broyden_update, without its batching)
+            self.J += np.multiply.outer((r - self.J @ p) / nn, p)
         else:
             J = self._cvx.solve(self.J, p, r)
             if J is not None:

@@ -1,0 +1,167 @@
+"""Benchmark of the single-camera tracker (issue 3) on synthetic datasets.
+
+For every scene (static, handheld, drone) and robot (planar-snake-11,
+arcsnake-4): a 300-frame 640×360 dataset from ``snaketrack sim video``
+(generated into ``--data`` when absent, named ``{scene}-{planar|arcsnake}-s{seed}``),
+tracked with corrupted truth masks (``--corrupt-masks``, seeded by the
+dataset's seed), 10 refinement steps. Per scene and robot it reports the
+``metrics.json`` figures (DESIGN.md names) and ``reacquire_frames``: a second
+run in which the observed masks of frames [60, 90) are emptied (the robot
+hidden for 30 frames), counting frames from the first visible one (90) until
+the rendered silhouette's IoU against the *truth* mask reaches 0.8 (null if
+it never does within the run).
+
+Also ``render_fwd_bwd_ms``: one forward and backward pass of the soft
+silhouette renderer at 640×360 (its own ROI, σ = 0.5 px) on the drone
+dataset's first true pose, and the reference measured in the same run,
+``render_full_frame_fwd_bwd_ms`` (the same pass over every pixel of the
+frame), with their ratio ``render_roi_speedup_x``.
+
+Usage::
+
+    MUJOCO_GL=egl .venv/bin/python scripts/bench_tracker.py [--data /work/data] [--frames 300]
+        [--scenes static handheld drone] [--robots planar-snake-11 arcsnake-4] [--out bench_out/tracker]
+
+The last line printed is one JSON object.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+SHORT = {"planar-snake-11": "planar", "arcsnake-4": "arcsnake"}
+HIDE = (60, 90)
+
+
+def dataset_dir(data: Path, scene: str, robot: str, seed: int) -> Path:
+    return data / f"{scene}-{SHORT.get(robot, Path(robot).stem)}-s{seed}"
+
+
+def ensure_dataset(path: Path, scene: str, robot: str, seed: int, frames: int) -> Path:
+    """Generate the dataset with snaketrack.sim.video when it is absent or too short."""
+    from snaketrack.datasets.layout import Dataset
+
+    if (path / "meta.json").is_file():
+        try:
+            if len(Dataset(path)) >= frames:
+                return path
+        except Exception:
+            pass
+    from snaketrack.sim.video import VideoConfig, render_video
+
+    cfg = VideoConfig(scene=scene, robot=robot, frames=frames, seed=seed, width=640, height=360)
+    print(f"generating {path} ({frames} frames)", file=sys.stderr)
+    render_video(cfg, path, resume=(path / "meta.json").is_file(), progress=True, extras=False)
+    return path
+
+
+def reacquire_frames(track_csv: Path, hide_end: int, threshold: float = 0.8):
+    from snaketrack.io import read_csv_columns
+
+    cols = read_csv_columns(track_csv)
+    frames = cols["frame"].astype(int)
+    iou = cols["iou_truth"]
+    for f, v in zip(frames, iou):
+        if f >= hide_end and np.isfinite(v) and v >= threshold:
+            return int(f - hide_end)
+    return None
+
+
+def render_timing(data_path: Path, reps: int = 20) -> dict:
+    from snaketrack.datasets.layout import Dataset
+    from snaketrack.models.robot import load_robot
+    from snaketrack.tracker.camera import Camera
+    from snaketrack.tracker.render import SilhouetteRenderer
+    from snaketrack.tracker.state import StateLayout
+
+    ds = Dataset(data_path)
+    robot = load_robot(ds.meta.get("robot", "planar-snake-11"))
+    cam = Camera.from_meta(ds.meta)
+    if cam.size != (640, 360):
+        cam = cam.resized(640, 360)  # the timing is at 640x360 whatever the dataset's size
+    r = SilhouetteRenderer(robot, cam.K, 640, 360)
+    tr = ds.truth[0]
+    x0 = StateLayout.for_robot(robot).from_quat(tr["joint_angles"], tr["base_quat_cam"], tr["base_position_cam"])
+    target = (r.full_image(torch.as_tensor(x0)[None].float())[0] > 0.5).float()
+
+    def once(roi):
+        x = torch.as_tensor(x0, dtype=torch.float32)[None].clone().requires_grad_(True)
+        sil, roi_used = r(x, roi)
+        u0, v0, w, h = roi_used
+        loss = ((sil[0] - target[v0:v0 + h, u0:u0 + w]) ** 2).sum()
+        loss.backward()
+
+    out = {}
+    for name, roi in (("render_fwd_bwd_ms", None), ("render_full_frame_fwd_bwd_ms", (0, 0, 640, 360))):
+        for _ in range(3):
+            once(roi)
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            once(roi)
+        out[name] = (time.perf_counter() - t0) / reps * 1e3
+    out["render_roi_speedup_x"] = out["render_full_frame_fwd_bwd_ms"] / out["render_fwd_bwd_ms"]
+    return out
+
+
+def main(argv=None) -> int:
+    from snaketrack.commands.track import TrackOptions, run_tracking
+    from snaketrack.io import read_json
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default="/work/data", help="folder of the datasets (generated when absent)")
+    ap.add_argument("--out", default="bench_out/tracker", help="folder for the tracks")
+    ap.add_argument("--frames", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--scenes", nargs="+", default=["static", "handheld", "drone"])
+    ap.add_argument("--robots", nargs="+", default=["planar-snake-11", "arcsnake-4"])
+    ap.add_argument("--refine-steps", type=int, default=10)
+    ap.add_argument("--no-reacquire", action="store_true", help="skip the hidden-robot runs")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(min(2, os.cpu_count() or 1))
+    data, out = Path(args.data), Path(args.out)
+    results: dict = {}
+    for scene in args.scenes:
+        for robot in args.robots:
+            key = f"{scene}/{robot}"
+            ds = ensure_dataset(dataset_dir(data, scene, robot, args.seed), scene, robot, args.seed, args.frames)
+            seed = int(read_json(ds / "meta.json").get("seed", args.seed))
+            run_dir = out / f"{scene}-{SHORT.get(robot, robot)}"
+            opts = TrackOptions(refine_steps=args.refine_steps, corrupt_masks=True, corrupt_seed=seed,
+                                max_frames=args.frames, video=False, plots=False, progress=False)
+            t0 = time.perf_counter()
+            s = run_tracking(ds, robot, run_dir, options=opts)
+            res = {k: s[k] for k in ("base_position_error_m", "joint_error_rad", "joint_error_l2_rad", "iou",
+                                     "iou_truth", "fps", "frames_lost", "frames", "head_position_error_m")}
+            res["wall_s"] = time.perf_counter() - t0
+            if not args.no_reacquire:
+                n = min(args.frames, HIDE[1] + 60)
+                hopts = TrackOptions(refine_steps=args.refine_steps, corrupt_masks=True, corrupt_seed=seed,
+                                     max_frames=n, video=False, plots=False, progress=False, hide=(HIDE,))
+                run_tracking(ds, robot, run_dir / "hidden", options=hopts)
+                res["reacquire_frames"] = reacquire_frames(run_dir / "hidden" / "track.csv", HIDE[1])
+            results[key] = res
+            print(f"{key}: {json.dumps(res)}", file=sys.stderr)
+    timing = render_timing(dataset_dir(data, "drone", "planar-snake-11", args.seed)
+                           if (dataset_dir(data, "drone", "planar-snake-11", args.seed) / "meta.json").is_file()
+                           else ensure_dataset(dataset_dir(data, args.scenes[0], args.robots[0], args.seed),
+                                               args.scenes[0], args.robots[0], args.seed, args.frames))
+    summary = {"per_scene": results, **timing,
+               "mean_fps": float(np.mean([r["fps"] for r in results.values()])) if results else None,
+               "refine_steps": args.refine_steps, "frames": args.frames, "torch_threads": torch.get_num_threads()}
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,394 @@
+"""``snaketrack track``: track a robot through a dataset or a video.
+
+::
+
+    snaketrack track DATASET|VIDEO --robot NAME|FILE [--intrinsics FILE]
+        [--masks truth|DIR|segmenter:MODEL.pt] [--refine-steps 10]
+        [--corrupt-masks] [--max-frames N] --out DIR
+
+Inputs: a dataset folder (DESIGN.md layout: ``frames/``, ``masks/``,
+``meta.json``, optionally ``truth.jsonl``) or a video file read with
+OpenCV. Masks come from the dataset (``truth``, the default for datasets),
+a folder of PNGs named like the frames (``000000.png`` …), or a trained
+segmenter (``segmenter:MODEL.pt``, loaded with
+:func:`snaketrack.training.segmenter.load_segmenter`). Intrinsics come from
+``--intrinsics`` (OpenCV YAML/JSON) or the dataset's ``meta.json``; frames
+and masks are undistorted when the calibration has distortion.
+
+Outputs in ``--out``: ``track.csv`` (DESIGN.md columns, plus ``iou_truth``
+when the dataset has truth masks; a row per finished frame), ``overlay.mp4``,
+``summary.json``; with ``truth.jsonl`` also ``metrics.json`` (DESIGN.md
+names) and ``joint_angles.png`` / ``base_position.png``.
+
+``fps`` counts the tracker alone (``start``/``step``), not reading,
+segmentation, rendering the overlay or writing.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+import numpy as np
+
+from snaketrack.commands import Command
+from snaketrack.errors import FileFormatError, InputError, MissingFileError
+
+VIDEO_EXTS = (".mp4", ".avi", ".mov", ".mkv", ".m4v", ".webm", ".mpg", ".mpeg")
+
+
+# -- frame sources -----------------------------------------------------------------------
+class DatasetFrames:
+    """Frames, truth masks and truth of a dataset folder."""
+
+    def __init__(self, root: Path):
+        from snaketrack.datasets.layout import Dataset
+
+        self.ds = Dataset(root)
+        self.root = Path(root)
+        self.fps = self.ds.fps
+        self.meta = self.ds.meta
+        self.truth = self.ds.truth
+        self.n = len(self.ds)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self) -> Iterator[tuple[int, np.ndarray]]:
+        for i in range(self.n):
+            yield i, self.ds.frame(i)
+
+    def name(self, i: int) -> str:
+        return self.ds.frame_path(i).stem
+
+    def truth_mask(self, i: int) -> Optional[np.ndarray]:
+        return self.ds.mask(i) if self.ds.has_masks else None
+
+    def size(self) -> tuple[int, int]:
+        return self.ds.width, self.ds.height
+
+
+class VideoFrames:
+    """Frames of a video file, read with OpenCV (RGB uint8)."""
+
+    def __init__(self, path: Path):
+        import cv2
+
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise MissingFileError(f"{self.path}: no such video file")
+        cap = cv2.VideoCapture(str(self.path))
+        ok, first = cap.read() if cap.isOpened() else (False, None)
+        if not ok or first is None:
+            cap.release()
+            raise FileFormatError(f"{self.path}: not a readable video (OpenCV could not decode a frame)")
+        self.fps = float(cap.get(cv2.CAP_PROP_FPS)) or 30.0
+        self.n = int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) or 0
+        self._h, self._w = first.shape[:2]
+        cap.release()
+        self.meta: dict = {}
+        self.truth = None
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self) -> Iterator[tuple[int, np.ndarray]]:
+        import cv2
+
+        cap = cv2.VideoCapture(str(self.path))
+        i = 0
+        try:
+            while True:
+                ok, bgr = cap.read()
+                if not ok:
+                    break
+                yield i, cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+                i += 1
+        finally:
+            cap.release()
+        if i == 0:
+            raise FileFormatError(f"{self.path}: not a readable video (no frames decoded)")
+
+    def name(self, i: int) -> str:
+        return f"{i:06d}"
+
+    def truth_mask(self, i: int) -> None:
+        return None
+
+    def size(self) -> tuple[int, int]:
+        return self._w, self._h
+
+
+def open_source(source: str | os.PathLike):
+    p = Path(source)
+    if p.is_dir():
+        return DatasetFrames(p)
+    if not p.exists():
+        raise MissingFileError(f"{p}: no such dataset folder or video file")
+    return VideoFrames(p)
+
+
+# -- mask sources --------------------------------------------------------------------------
+class MaskSource:
+    """Where each frame's observed mask comes from (``--masks``)."""
+
+    def __init__(self, spec: Optional[str], frames, size: tuple[int, int]):
+        self.frames, self.size = frames, size
+        self.kind, self.dir, self.segmenter = "truth", None, None
+        is_dataset = isinstance(frames, DatasetFrames)
+        if spec is None:
+            if not is_dataset:
+                raise InputError("--masks: a video needs masks from a folder (--masks DIR) or a segmenter "
+                                 "(--masks segmenter:MODEL.pt)")
+            spec = "truth"
+        if spec == "truth":
+            if not is_dataset or not frames.ds.has_masks:
+                raise InputError(f"--masks truth: {getattr(frames, 'root', getattr(frames, 'path', '?'))} has no "
+                                 "masks/ folder; give --masks DIR or --masks segmenter:MODEL.pt")
+        elif spec.startswith("segmenter:"):
+            model = Path(spec[len("segmenter:"):])
+            if not model.is_file():
+                raise MissingFileError(f"--masks {spec}: no such segmenter file {model}")
+            try:
+                from snaketrack.training.segmenter import load_segmenter
+            except ImportError as e:
+                raise InputError(f"--masks {spec}: the segmenter module is not available ({e})") from None
+            self.kind, self.segmenter = "segmenter", load_segmenter(model)
+        else:
+            d = Path(spec)
+            if not d.is_dir():
+                raise MissingFileError(f"--masks {spec}: no such folder; expected truth, DIR or segmenter:MODEL.pt")
+            self.kind, self.dir = "dir", d
+
+    def __call__(self, i: int, rgb: np.ndarray) -> np.ndarray:
+        w, h = self.size
+        if self.kind == "truth":
+            m = self.frames.truth_mask(i)
+            if m is None:
+                raise MissingFileError(f"{self.frames.root}/masks: no mask for frame {i}")
+        elif self.kind == "segmenter":
+            m = np.asarray(self.segmenter.predict(rgb)) > 0
+        else:
+            from snaketrack.datasets.layout import read_mask
+
+            m = read_mask(self.dir / f"{self.frames.name(i)}.png")
+        if m.shape != (h, w):
+            raise InputError(f"mask of frame {i}: shape {m.shape}; expected ({h}, {w}) like the frames")
+        return m
+
+
+# -- the run ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TrackOptions:
+    """What ``snaketrack track`` does besides tracking (its flags, as a record).
+
+    refine_steps: refinement iterations per frame (None: the tracker's default).
+    corrupt_masks / corrupt_seed: apply :class:`snaketrack.tracker.corrupt.MaskCorruptor`.
+    max_frames: stop after this many frames (None: all).
+    video: write ``overlay.mp4``. plots: write the plots when truth exists.
+    hide: frame ranges [start, stop) whose observed masks are emptied (the
+        robot is hidden; used by the benchmark's re-acquisition test).
+    progress: show a tqdm bar.
+    """
+
+    refine_steps: Optional[int] = None
+    corrupt_masks: bool = False
+    corrupt_seed: int = 0
+    max_frames: Optional[int] = None
+    video: bool = True
+    plots: bool = True
+    hide: tuple[tuple[int, int], ...] = ()
+    progress: bool = True
+
+
+def make_tracker(robot, camera, fps: float, refine_steps: Optional[int] = None):
+    """The tracker session of :mod:`snaketrack.tracker.tracker` for this camera and frame rate."""
+    from snaketrack.tracker.tracker import Tracker, TrackerConfig
+
+    kw: dict[str, Any] = {}
+    if refine_steps is not None:
+        from dataclasses import replace
+
+        from snaketrack.tracker.refine import RefineConfig
+
+        base = TrackerConfig()
+        refine = getattr(base, "refine", RefineConfig())
+        kw["config"] = replace(base, refine=replace(refine, steps=int(refine_steps)))
+    return Tracker(robot, camera.K, camera.width, camera.height, fps=fps, **kw)
+
+
+def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str | os.PathLike,
+                 intrinsics: Optional[str] = None, masks: Optional[str] = None,
+                 options: TrackOptions = TrackOptions()) -> dict:
+    """Track ``source`` into ``out`` (module doc); returns the summary dict (``metrics.json`` figures when truth exists)."""
+    from snaketrack.models.robot import load_robot
+    from snaketrack.tracker.camera import Camera, Undistorter, load_calibration
+    from snaketrack.tracker.corrupt import MaskCorruptor
+    from snaketrack.tracker.outputs import (
+        OverlayVideo, TrackWriter, draw_overlay, link_axes_cam, mask_iou, plot_tracking, project_points,
+        tracking_metrics,
+    )
+    from snaketrack.tracker.render import SilhouetteRenderer
+    from snaketrack.io import read_csv_columns, write_json
+
+    out = Path(out)
+    frames = open_source(source)
+    width, height = frames.size()
+    robot_spec = robot_spec or frames.meta.get("robot_file") or frames.meta.get("robot")
+    if not robot_spec:
+        raise InputError("--robot: no robot given and the source's meta.json names none")
+    robot = load_robot(robot_spec)
+    if intrinsics:
+        camera = load_calibration(intrinsics, width, height)
+    elif "K" in frames.meta:
+        camera = Camera.from_meta(frames.meta)
+        if camera.size != (width, height):
+            camera = camera.resized(width, height)
+    else:
+        raise InputError(f"{source}: no intrinsics; give --intrinsics FILE (OpenCV YAML/JSON calibration)")
+    truth = frames.truth
+    if truth is not None and len(truth[0].get("joint_angles", [])) != robot.dof:
+        raise InputError(f"--robot {robot_spec}: {robot.dof} joint angles, but {source}/truth.jsonl has "
+                         f"{len(truth[0].get('joint_angles', []))}; expected the dataset's robot")
+    mask_source = MaskSource(masks, frames, (width, height))
+    undistort = Undistorter(camera)
+    cam = undistort.output_camera
+    corrupt = MaskCorruptor(options.corrupt_seed) if options.corrupt_masks else None
+    tracker = make_tracker(robot, cam, frames.fps, options.refine_steps)
+    renderer = SilhouetteRenderer(robot, cam.K, width, height)
+    layout = renderer.layout
+    has_truth_masks = isinstance(frames, DatasetFrames) and frames.ds.has_masks
+
+    n_total = len(frames) if len(frames) else None
+    if options.max_frames is not None:
+        if options.max_frames < 1:
+            raise InputError(f"--max-frames {options.max_frames}; expected a positive number of frames")
+        n_total = min(n_total, options.max_frames) if n_total else options.max_frames
+    out.mkdir(parents=True, exist_ok=True)
+    extra = ["iou_truth"] if has_truth_masks else []
+    writer = TrackWriter(out / "track.csv", robot.dof, extra)
+    video = OverlayVideo(out / "overlay.mp4", frames.fps, width, height) if options.video else None
+    it = iter(frames)
+    bar = None
+    if options.progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=n_total, desc="track", unit="frame", mininterval=0.5)
+    track_time = 0.0
+    n = 0
+    hide = options.hide
+    try:
+        for i, rgb in it:
+            if n_total is not None and n >= n_total:
+                break
+            rgb = undistort.frame(rgb)
+            mask = undistort.mask(mask_source(i, rgb))
+            if corrupt is not None:
+                mask = corrupt(mask, i)
+            if any(a <= i < b for a, b in hide):
+                mask = np.zeros_like(mask)
+            t0 = time.perf_counter()
+            state = tracker.start(mask) if n == 0 else tracker.step(mask)
+            track_time += time.perf_counter() - t0
+            if n == 0 and state is None:  # a start() that does not report a state
+                raise InputError("tracker.start returned no state")
+            row_extra = {}
+            rendered = None
+            if has_truth_masks or video is not None:
+                x = state.pose_vector(layout)
+                import torch
+
+                with torch.no_grad():
+                    rendered = renderer.full_image(torch.as_tensor(x, dtype=torch.float64)[None])[0].numpy() > 0.5
+            if has_truth_masks:
+                tm = undistort.mask(frames.truth_mask(i))
+                row_extra["iou_truth"] = mask_iou(rendered, tm)
+            writer.write(state, **row_extra)
+            if video is not None:
+                starts, ends, head = link_axes_cam(robot, state.q, state.base_rotation, state.base_position)
+                axes = project_points(cam.K, np.stack([starts, ends], axis=1))
+                text = f"frame {i}  {state.status}  IoU {state.iou:.2f}" if np.isfinite(state.iou) else \
+                    f"frame {i}  {state.status}"
+                video.write(draw_overlay(rgb, mask, axes, project_points(cam.K, head), rendered, text, state.status))
+            n += 1
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+        writer.close()
+        if video is not None:
+            video.close()
+    if n == 0:
+        raise FileFormatError(f"{source}: no frames were read")
+    fps = n / track_time if track_time > 0 else float("nan")
+    track = read_csv_columns(out / "track.csv")
+    summary: dict[str, Any] = {"source": str(source), "robot": robot.name, "frames": n, "fps": fps,
+                               "masks": masks or "truth", "corrupt_masks": bool(options.corrupt_masks),
+                               "refine_steps": options.refine_steps}
+    if truth is not None:
+        metrics = tracking_metrics(track, truth, robot.dof, fps=fps)
+        write_json(out / "metrics.json", metrics)
+        summary.update(metrics)
+        if options.plots:
+            plot_tracking(track, truth, robot.dof, out, frames.fps, robot.joint_names)
+    else:
+        status = np.asarray(track["status"]).astype(str)
+        iou = np.asarray(track["iou"], float)
+        summary.update(iou=float(np.nanmean(iou)) if np.isfinite(iou).any() else float("nan"),
+                       frames_lost=int(np.count_nonzero(status == "lost")))
+        if options.plots:
+            plot_tracking(track, None, robot.dof, out, frames.fps, robot.joint_names)
+    write_json(out / "summary.json", summary)
+    return summary
+
+
+# -- CLI ----------------------------------------------------------------------------------------
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("source", metavar="DATASET|VIDEO", help="dataset folder (DESIGN.md layout) or video file")
+    p.add_argument("--robot", default=None,
+                   help="shipped robot name or robot YAML file (default: the dataset's meta.json robot)")
+    p.add_argument("--intrinsics", default=None,
+                   help="OpenCV calibration (YAML from cv2.FileStorage, or JSON: camera_matrix, dist_coeffs); "
+                        "default: the dataset's meta.json K")
+    p.add_argument("--masks", default=None,
+                   help="truth (the dataset's masks/, default for datasets), DIR of PNG masks named like the "
+                        "frames, or segmenter:MODEL.pt")
+    p.add_argument("--refine-steps", type=int, default=None, help="refinement iterations per frame (default 10)")
+    p.add_argument("--corrupt-masks", action="store_true",
+                   help="apply realistic segmentation errors to the masks (1-3 px bias, ragged edges, "
+                        "missing chunks, false blobs)")
+    p.add_argument("--corrupt-seed", type=int, default=None,
+                   help="seed of --corrupt-masks (default: the dataset's seed, else 0)")
+    p.add_argument("--max-frames", type=int, default=None, help="track at most N frames")
+    p.add_argument("--no-video", action="store_true", help="skip overlay.mp4")
+    p.add_argument("--out", required=True, help="output folder (track.csv, overlay.mp4, metrics.json, plots)")
+
+
+def _run(args: argparse.Namespace) -> int:
+    src = Path(args.source)
+    if args.refine_steps is not None and args.refine_steps < 0:
+        raise InputError(f"--refine-steps {args.refine_steps}; expected a non-negative integer")
+    seed = args.corrupt_seed
+    if seed is None:
+        seed = 0
+        meta = src / "meta.json"
+        if src.is_dir() and meta.is_file():
+            from snaketrack.io import read_json
+
+            seed = int(read_json(meta).get("seed", 0) or 0)
+    opts = TrackOptions(refine_steps=args.refine_steps, corrupt_masks=args.corrupt_masks, corrupt_seed=seed,
+                        max_frames=args.max_frames, video=not args.no_video)
+    summary = run_tracking(src, args.robot, args.out, args.intrinsics, args.masks, opts)
+    keys = ("frames", "fps", "base_position_error_m", "joint_error_rad", "iou", "iou_truth", "frames_lost")
+    print("  ".join(f"{k}={summary[k]:.4g}" if isinstance(summary.get(k), float) else f"{k}={summary[k]}"
+                    for k in keys if k in summary))
+    print(f"wrote {args.out}/track.csv" + ("" if args.no_video else f", {args.out}/overlay.mp4"))
+    return 0
+
+
+COMMANDS = [Command(name="track", help="track a snake robot through a dataset or video (track.csv, overlay, metrics)",
+                    add_arguments=_add_arguments, run=_run)]

@@ -1,0 +1,219 @@
+"""``snaketrack track`` end to end: outputs, metrics against known offsets, inputs and errors.
+
+The pipeline tests use a small dataset drawn here from known poses (masks
+from the silhouette renderer, no MuJoCo) and an *oracle* tracker stand-in
+that reports the truth plus a known offset, so the metrics the command
+writes can be checked exactly. A last test runs the real tracker.
+"""
+import json
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+import torch
+
+from snaketrack import cli
+from snaketrack.commands import track as track_cmd
+from snaketrack.datasets.layout import DatasetWriter
+from snaketrack.io import read_csv_columns
+from snaketrack.models.kinematics import forward_kinematics_np
+from snaketrack.models.robot import load_robot
+from snaketrack.tracker.state import StateLayout, TrackState
+
+W, H, FPS, N = 160, 120, 30.0, 10
+K = np.array([[200.0, 0, 79.5], [0, 200.0, 59.5], [0, 0, 1]])
+R_DOWN = np.array([[1.0, 0, 0], [0, -1, 0], [0, 0, -1]])  # robot lying flat, camera looking down
+
+
+def _pose(robot, i):
+    t = i / FPS
+    q = 0.4 * np.sin(2 * np.pi * 0.5 * t + 0.6 * np.arange(robot.dof))
+    base = np.array([-0.52 + 0.1 * t, 0.02, 2.0])
+    return q, base
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    from snaketrack.tracker.render import SilhouetteRenderer
+
+    robot = load_robot("planar-snake-11")
+    layout = StateLayout.for_robot(robot)
+    ren = SilhouetteRenderer(robot, K, W, H)
+    root = tmp_path_factory.mktemp("ds") / "toy"
+    meta = {"K": K.tolist(), "width": W, "height": H, "fps": FPS, "robot": "planar-snake-11",
+            "scene": "static", "seed": 7}
+    with DatasetWriter(root, meta, masks=True, truth=True) as w:
+        for i in range(N):
+            q, base = _pose(robot, i)
+            x = layout.pack(q, R_DOWN, base)
+            with torch.no_grad():
+                mask = ren.full_image(torch.as_tensor(x)[None])[0].numpy() > 0.5
+            rgb = np.full((H, W, 3), 90, np.uint8)
+            rgb[mask] = (200, 120, 40)
+            head = forward_kinematics_np(robot, q, R_DOWN, base)["head"]
+            quat = [0.0, 1.0, 0.0, 0.0]  # R_DOWN = rotation by pi about x
+            w.write_frame(rgb, mask, {"t": i / FPS, "joint_angles": q.tolist(), "base_position_cam": base.tolist(),
+                                      "base_quat_cam": quat, "head_position_cam": head.tolist()})
+    return root
+
+
+class OracleTracker:
+    """Stand-in for the Tracker session: reports truth + a known offset; records the masks it sees."""
+
+    def __init__(self, robot, dq=0.0, dbase=(0.0, 0.0, 0.0)):
+        self.robot, self.dq, self.dbase = robot, dq, np.asarray(dbase)
+        self.i, self.masks = 0, []
+
+    def _state(self, mask):
+        self.masks.append(mask.copy())
+        q, base = _pose(self.robot, self.i)
+        head = forward_kinematics_np(self.robot, q + self.dq, R_DOWN, base + self.dbase)["head"]
+        return TrackState(frame=self.i, t=self.i / FPS, q=q + self.dq, base_quat=np.array([0.0, 1, 0, 0]),
+                          base_position=base + self.dbase, head=head, cov_trace=0.01, iou=0.9,
+                          status="tracked" if mask.any() else "coasting")
+
+    def start(self, mask):
+        self.i = 0
+        return self._state(mask)
+
+    def step(self, mask):
+        self.i += 1
+        return self._state(mask)
+
+
+@pytest.fixture
+def oracle(monkeypatch):
+    made = []
+
+    def make(robot, camera, fps, refine_steps=None, **kw):
+        np.testing.assert_allclose(camera.K, K)
+        t = OracleTracker(robot, **made_kw)
+        made.append(t)
+        return t
+
+    made_kw = {}
+    monkeypatch.setattr(track_cmd, "make_tracker", make)
+    return made, made_kw
+
+
+def _main(args, capsys):
+    code = cli.main([str(a) for a in args])
+    cap = capsys.readouterr()
+    return code, cap.out, cap.err
+
+
+def test_dataset_outputs_and_metrics_match_known_offsets(dataset, oracle, tmp_path, capsys):
+    made, kw = oracle
+    kw.update(dq=0.02, dbase=(0.03, 0.0, 0.04))
+    out = tmp_path / "out"
+    code, stdout, err = _main(["track", dataset, "--robot", "planar-snake-11", "--out", out], capsys)
+    assert code == 0, err
+    for name in ("track.csv", "overlay.mp4", "metrics.json", "summary.json", "joint_angles.png",
+                 "base_position.png"):
+        assert (out / name).is_file(), name
+    m = json.loads((out / "metrics.json").read_text())
+    assert m["base_position_error_m"] == pytest.approx(0.05, abs=1e-9)
+    assert m["joint_error_rad"] == pytest.approx(0.02, abs=1e-9)
+    assert m["joint_error_l2_rad"] == pytest.approx(0.02 * np.sqrt(10), abs=1e-9)
+    assert m["frames"] == N and m["frames_lost"] == 0 and m["fps"] > 0
+    assert 0 <= m["iou_truth"] < 0.9  # the offset pose does not cover the truth mask
+    cols = read_csv_columns(out / "track.csv")
+    assert cols["frame"].tolist() == list(range(N))
+    cap = cv2.VideoCapture(str(out / "overlay.mp4"))
+    n = 0
+    while cap.read()[0]:
+        n += 1
+    assert n == N
+    # the tracker was given the dataset's truth masks, unchanged
+    assert all(np.array_equal(mm, cv2.imread(str(dataset / "masks" / f"{i:06d}.png"), 0) > 127)
+               for i, mm in enumerate(made[0].masks))
+
+
+def test_truth_pose_renders_onto_truth_mask(dataset, oracle, tmp_path, capsys):
+    code, _, err = _main(["track", dataset, "--out", tmp_path / "o", "--no-video", "--max-frames", "4"], capsys)
+    assert code == 0, err
+    m = json.loads((tmp_path / "o" / "metrics.json").read_text())
+    assert m["iou_truth"] == pytest.approx(1.0, abs=1e-9)  # same renderer, same pose, same K
+    assert m["base_position_error_m"] == pytest.approx(0.0, abs=1e-12) and m["frames"] == 4
+
+
+def test_corrupt_masks_are_seeded_and_differ_from_truth(dataset, oracle, tmp_path, capsys):
+    made, _ = oracle
+    for k in range(2):
+        code, _, err = _main(["track", dataset, "--corrupt-masks", "--no-video", "--max-frames", "3",
+                              "--out", tmp_path / f"c{k}"], capsys)
+        assert code == 0, err
+    a, b = made[0].masks, made[1].masks
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    truth0 = cv2.imread(str(dataset / "masks" / "000000.png"), 0) > 127
+    assert not np.array_equal(a[0], truth0)
+    code, _, _ = _main(["track", dataset, "--corrupt-masks", "--corrupt-seed", "99", "--no-video",
+                        "--max-frames", "3", "--out", tmp_path / "c3"], capsys)
+    assert code == 0 and not all(np.array_equal(x, y) for x, y in zip(a, made[2].masks))
+
+
+def _write_video(dataset, path):
+    w = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), FPS, (W, H))
+    for i in range(N):
+        w.write(cv2.imread(str(dataset / "frames" / f"{i:06d}.jpg")))
+    w.release()
+
+
+def test_video_with_mask_folder_and_intrinsics(dataset, oracle, tmp_path, capsys):
+    from snaketrack.tracker.camera import Camera, save_calibration
+
+    video = tmp_path / "clip.mp4"
+    _write_video(dataset, video)
+    calib = tmp_path / "calib.yaml"
+    save_calibration(calib, Camera.from_K(K, W, H))
+    out = tmp_path / "v"
+    code, _, err = _main(["track", video, "--robot", "planar-snake-11", "--intrinsics", calib,
+                          "--masks", dataset / "masks", "--out", out], capsys)
+    assert code == 0, err
+    cols = read_csv_columns(out / "track.csv")
+    assert len(cols["frame"]) == N and "iou_truth" not in cols
+    assert not (out / "metrics.json").exists() and (out / "summary.json").is_file()
+
+
+@pytest.mark.parametrize("case", ["no-masks", "corrupt-video", "missing", "no-intrinsics", "bad-robot",
+                                  "wrong-robot", "bad-masks", "bad-calib"])
+def test_bad_inputs_give_one_line_errors(dataset, oracle, tmp_path, capsys, case):
+    video = tmp_path / "clip.mp4"
+    _write_video(dataset, video)
+    out = ["--out", tmp_path / "o"]
+    bad_calib = tmp_path / "bad.json"
+    bad_calib.write_text(json.dumps({"camera_matrix": [[-5, 0, 1], [0, 5, 1], [0, 0, 1]]}))
+    broken = tmp_path / "broken.mp4"
+    broken.write_bytes(b"\x00\x01 not a video" * 50)
+    args = {
+        "no-masks": [video, "--robot", "planar-snake-11", "--intrinsics", bad_calib.parent / "none.yaml"],
+        "corrupt-video": [broken, "--robot", "planar-snake-11", "--masks", dataset / "masks"],
+        "missing": [tmp_path / "nothing.mp4", "--robot", "planar-snake-11"],
+        "no-intrinsics": [video, "--robot", "planar-snake-11", "--masks", dataset / "masks"],
+        "bad-robot": [dataset, "--robot", "no-such-robot"],
+        "wrong-robot": [dataset, "--robot", "arcsnake-4"],
+        "bad-masks": [dataset, "--masks", tmp_path / "nope"],
+        "bad-calib": [dataset, "--intrinsics", bad_calib],
+    }[case]
+    code, _, err = _main(["track", *args, *out], capsys)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("snaketrack: error:"), err
+
+
+def test_segmenter_masks(dataset, oracle, tmp_path, capsys):
+    from snaketrack.training.model import SegmenterConfig, build_model, save_model
+
+    made, _ = oracle
+    torch.manual_seed(0)
+    model = tmp_path / "seg.pt"
+    save_model(model, build_model(SegmenterConfig(encoder="resnet18", input_size=(64, 96))),
+               SegmenterConfig(encoder="resnet18", input_size=(64, 96)))
+    code, _, err = _main(["track", dataset, "--masks", f"segmenter:{model}", "--max-frames", "2", "--no-video",
+                          "--out", tmp_path / "s"], capsys)
+    assert code == 0, err
+    assert len(made[0].masks) == 2 and made[0].masks[0].shape == (H, W) and made[0].masks[0].dtype == bool
+    code, _, err = _main(["track", dataset, "--masks", f"segmenter:{tmp_path / 'none.pt'}", "--out",
+                          tmp_path / "s2"], capsys)
+    assert code == 2 and "none.pt" in err

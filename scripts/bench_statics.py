@@ -4,8 +4,9 @@ Times one full solve (Algorithm 4, ε = 1e-12) for the paper's timing case,
 the 6-link robot of Sec. 4.1 in steel, ground-mounted, spatial orientation
 (α = 90°, tensions [3.7, 2.4, 1.8, 5.1] N), at ω = 1 and ω = 0.1, beside the
 paper's MATLAB times (8.5 ms and 116.4 ms, Sec. 3.4, i9 2.3 GHz laptop). Also
-times the planar Table 1 steel case (each figure is the best of 7 rounds), and, to back the choice of plain floats,
+times the planar Table 1 steel case and, to back the choice of plain floats,
 the gravity update (Algorithm 1) written with floats vs with numpy arrays.
+Each figure is the best of 7 rounds.
 
 Prints a few lines and one JSON object as the last line.
 

@@ -102,6 +102,7 @@ class ExperimentResult:
     number: 1, 2 or 3. t (T,) [s]; phidot (T, J) [rad/s]; rdot_true, rdot_measured (T, 2) [m/s].
     runs: estimator name → :class:`EstimatorRun`. metrics: name → {"mse_x", "mse_y"} [(m/s)²].
     noise_var: variance of the noise added to ṙ [(m/s)²]. halt: (t_stop, t_resume) or None.
+    after_1s: name → MSE over t ≥ 1 s (without the start, where the gait ramps up and ‖φ̇‖ is small).
     recovery_s: name → seconds or None (experiment 2 only). phases (experiment 2): name →
     {"pre_halt", "halt", "post_resume"} → MSE, and "jacobian_norm" → Frobenius norm ‖Ĵ‖ [m/rad]
     at the halt, its maximum during the halt and at the resume (CO's divergence shows here:
@@ -119,6 +120,7 @@ class ExperimentResult:
     halt: Optional[tuple[float, float]] = None
     recovery_s: Optional[dict] = None
     phases: Optional[dict] = None
+    after_1s: Optional[dict] = None
 
 
 def make_estimators(n_joints: int, kf: KFConfig = KFConfig(), sigma: SigmaConfig = SigmaConfig(),
@@ -158,6 +160,7 @@ def run_experiment(number: int, t: np.ndarray, phidot: np.ndarray, rdot_true: np
         ests["kf_matched_r"].name = "kf_matched_r"
     runs = {name: run_estimator(e, phidot, rdot_meas) for name, e in ests.items()}
     metrics = {name: mse(r.prediction, rdot_true) for name, r in runs.items()}
+    after_1s = {name: mse(r.prediction, rdot_true, t >= 1.0) for name, r in runs.items()} if t[-1] > 1.0 else None
     rec = phases = None
     if halt is not None:
         t0, t1 = halt
@@ -175,7 +178,7 @@ def run_experiment(number: int, t: np.ndarray, phidot: np.ndarray, rdot_true: np
                                               "at_resume": float(norm[t < t1][-1])}}
     return ExperimentResult(number=number, t=t, phidot=phidot, rdot_true=rdot_true, rdot_measured=rdot_meas,
                             runs=runs, metrics=metrics, noise_var=float(noise_var), halt=halt,
-                            recovery_s=rec, phases=phases)
+                            recovery_s=rec, phases=phases, after_1s=after_1s)
 
 
 def oal_world(duration: float, dt: float, halt, resume: str, seed: int, obstacles: bool, robot: str):
@@ -235,6 +238,8 @@ def summarise(results: dict, config: Optional[ExperimentsConfig] = None) -> dict
     for k, r in sorted(results.items()):
         entry = {name: dict(m) for name, m in r.metrics.items()}
         entry["noise_var"] = r.noise_var
+        if r.after_1s is not None:
+            entry["after_1s"] = r.after_1s
         if r.recovery_s is not None:
             entry["recovery_s"] = dict(r.recovery_s)
             entry["phases"] = r.phases

@@ -46,7 +46,7 @@ import numpy as np
 from snaketrack.errors import InputError
 from snaketrack.estimation.co import COConfig, COEstimator
 from snaketrack.estimation.kf import KalmanJacobianEstimator, KFConfig
-from snaketrack.estimation.metrics import EstimatorRun, mse, recovery_time, run_estimator
+from snaketrack.estimation.metrics import mse, recovery_time, run_estimator
 from snaketrack.estimation.ukf import SigmaConfig, UKFEstimator
 
 

@@ -352,7 +352,9 @@ def plot_experiment(result: ExperimentResult, out_dir: str | os.PathLike) -> lis
 
         dt = float(np.median(np.diff(t)))
         fig, axs = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
-        for name, r in result.runs.items():
+        order = sorted(result.runs, key=lambda n: {"kf": 0, "co_reset": 1, "co": 2, "ukf": 3}.get(n, 1))
+        for name in order:  # drawn so that no curve hides another that equals it
+            r = result.runs[name]
             sq = np.nan_to_num(np.sum((r.prediction - result.rdot_true) ** 2, axis=1))
             ls = "--" if name == "ukf" else "-"
             axs[0].semilogy(t, moving_average(sq, int(round(0.1 / dt))) + 1e-12, ls, color=_COLORS.get(name), lw=1, label=name)
@@ -360,6 +362,9 @@ def plot_experiment(result: ExperimentResult, out_dir: str | os.PathLike) -> lis
         for a in axs:
             a.axvspan(*result.halt, color="0.9", zorder=0)
             a.legend(fontsize=8)
+        top = max(float(np.linalg.norm(r.jacobian, axis=(1, 2)).max()) for r in result.runs.values())
+        axs[1].set_ylim(1e-2, 2 * top + 1e-2)
+        axs[0].set_ylim(bottom=1e-9)
         axs[1].set_xlabel("t [s]")
         axs[0].set_ylabel("0.1 s mean ‖ṙ̂ − ṙ‖² [(m/s)²]")
         axs[1].set_ylabel("‖Ĵ‖_F [m/rad]")

@@ -1,0 +1,65 @@
+"""``snaketrack label``: auto-label a video with box-prompted SAM or GrabCut.
+
+Frame 0 is prompted with ``--box``; each later frame with the dilated box
+of the previous good mask. Writes a dataset folder (frames/, masks/,
+meta.json) plus labels.csv, labels_report.json and, when frames are
+flagged, labels_flagged.png. Run again on the same ``--out`` to continue.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+
+from snaketrack.commands import Command
+from snaketrack.errors import InputError
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("source", metavar="VIDEO|FRAMES_DIR", help="a video file, a folder of images or a dataset folder")
+    p.add_argument("--box", required=True, metavar="X,Y,W,H",
+                   help="the robot's box in the first frame [pixels]: top-left x, y, width, height")
+    p.add_argument("--backend", choices=("sam", "grabcut"), default="sam", help="box-prompted segmenter (default sam)")
+    p.add_argument("--sam-checkpoint", metavar="FILE", help="local Segment Anything weights (required for --backend sam)")
+    p.add_argument("--sam-model", choices=("vit_b", "vit_l", "vit_h"), default="vit_b",
+                   help="SAM model type of the checkpoint (default vit_b)")
+    p.add_argument("--device", default="cpu", help="torch device for SAM (default cpu)")
+    p.add_argument("--dilate", type=int, default=None, metavar="PX",
+                   help="dilation of the previous mask before mask-to-box [pixels] (default 15)")
+    p.add_argument("--stride", type=int, default=1, metavar="K", help="label every K-th frame (default 1)")
+    p.add_argument("--max-frames", type=int, default=None, metavar="N", help="stop after N dataset frames")
+    p.add_argument("--out", required=True, metavar="DATASET", help="output dataset folder (resumed if it exists)")
+    p.add_argument("--json", action="store_true", help="print a JSON summary instead of a sentence")
+
+
+def run(args: argparse.Namespace) -> int:
+    from snaketrack.datasets.boxes import parse_box
+    from snaketrack.datasets.label import LabelConfig, label_video
+    from snaketrack.datasets.video import open_frames
+
+    src = open_frames(args.source)
+    box = parse_box(args.box, src.width, src.height)
+    cfg = LabelConfig() if args.dilate is None else LabelConfig(dilate_px=args.dilate)
+    if args.backend == "sam":
+        from snaketrack.datasets.sam_backend import SamBackend
+
+        if not args.sam_checkpoint:
+            raise InputError("--backend sam needs --sam-checkpoint FILE (weights cannot be downloaded here); "
+                             "or use --backend grabcut")
+        backend = SamBackend(args.sam_checkpoint, args.sam_model, device=args.device)
+    else:
+        from snaketrack.datasets.grabcut_backend import GrabCutBackend
+
+        backend = GrabCutBackend()
+    res = label_video(src, args.out, backend, box, cfg, stride=args.stride, max_frames=args.max_frames)
+    summary = {"out": res.out, "frames": res.frames, "written": res.written, "flagged": res.flagged,
+               "flag_counts": res.report["flag_counts"]}
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(f"{res.out}: {res.frames} frames labelled ({res.written} now), {res.flagged} flagged"
+              + (f" - see {res.out}/labels_flagged.png" if res.flagged else ""))
+    return 0
+
+
+COMMANDS = [Command(name="label", help="auto-label a video with box-prompted SAM or GrabCut",
+                    add_arguments=add_arguments, run=run)]

@@ -1,0 +1,131 @@
+"""``snaketrack train / segment / eval-seg``: the DeepLabV3+ segmenter.
+
+``train`` learns from labelled dataset folders and writes one model file
+(plus ``.last.pt``, ``.log.csv``, ``.plot.png`` beside it; run again to
+resume); ``segment`` masks a video or dataset with it; ``eval-seg``
+prints the mean IoU against a dataset's masks.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from snaketrack.commands import Command
+
+
+def add_train_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("datasets", nargs="+", metavar="DATASET", help="labelled dataset folders (frames/ + masks/)")
+    p.add_argument("--encoder", default="resnet18",
+                   help="smp encoder: resnet18 (default), resnet34, mobilenet_v2, efficientnet-b0, ...")
+    p.add_argument("--encoder-weights", metavar="FILE", help="local encoder weights file (default: random init)")
+    p.add_argument("--epochs", type=int, default=20, help="epochs (default 20)")
+    p.add_argument("--batch-size", type=int, default=8, help="batch size (default 8)")
+    p.add_argument("--lr", type=float, default=1e-4, help="Adam learning rate (default 1e-4)")
+    p.add_argument("--lr-step-epoch", type=int, default=None, help="epoch at which lr drops x0.1 (default 10)")
+    p.add_argument("--input-size", default="360x640", metavar="HxW", help="network input, height x width (default 360x640)")
+    p.add_argument("--crop-size", default=None, metavar="HxW",
+                   help="train on crops of this size at the input resolution (default: whole frames)")
+    p.add_argument("--max-val-frames", type=int, default=None, help="cap on validation frames (evenly spaced)")
+    p.add_argument("--val-fraction", type=float, default=None, help="fraction held out for validation (default 0.15)")
+    p.add_argument("--max-minutes", type=float, default=None, help="stop after the epoch in which this much time passed")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    p.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    p.add_argument("--out", required=True, metavar="MODEL.pt", help="model file to write (resumes when its .last.pt exists)")
+    p.add_argument("--json", action="store_true", help="print a JSON summary")
+
+
+def run_train(args: argparse.Namespace) -> int:
+    from snaketrack.training.model import parse_input_size
+    from snaketrack.training.train import TrainConfig, train
+
+    kw = dict(encoder=args.encoder, input_size=parse_input_size(args.input_size), epochs=args.epochs,
+              batch_size=args.batch_size, lr=args.lr, encoder_weights=args.encoder_weights,
+              threads=args.threads, seed=args.seed)
+    if args.lr_step_epoch is not None:
+        kw["lr_step_epoch"] = args.lr_step_epoch
+    if args.crop_size is not None:
+        kw["crop_size"] = parse_input_size(args.crop_size)
+    if args.max_val_frames is not None:
+        kw["max_val_frames"] = args.max_val_frames
+    if args.val_fraction is not None:
+        kw["val_fraction"] = args.val_fraction
+    if args.max_minutes is not None:
+        kw["time_limit_s"] = 60.0 * args.max_minutes
+    res = train(args.datasets, args.out, TrainConfig(**kw))
+    summary = {"model": args.out, "best_val_iou": res.best_val_iou, "epochs": res.epochs_done,
+               "stopped_by_time": res.stopped_by_time, **{k: v for k, v in res.paths.items() if k != "model"}}
+    print(json.dumps(summary) if args.json else
+          f"{args.out}: best validation IoU {res.best_val_iou:.4f} after {res.epochs_done} epochs")
+    return 0
+
+
+def add_segment_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("source", metavar="VIDEO|DATASET", help="a video file, image folder or dataset folder")
+    p.add_argument("--model", required=True, metavar="MODEL.pt", help="a model file from `snaketrack train`")
+    p.add_argument("--out", required=True, metavar="DIR", help="output dataset folder: frames/ and masks/ (resumed)")
+    p.add_argument("--batch-size", type=int, default=4, help="frames per forward pass (default 4)")
+    p.add_argument("--threshold", type=float, default=0.5, help="robot probability threshold (default 0.5)")
+
+
+def run_segment(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from snaketrack.datasets.layout import DatasetWriter
+    from snaketrack.datasets.video import open_frames, source_meta
+    from snaketrack.training.segmenter import load_segmenter
+
+    seg = load_segmenter(args.model, threshold=args.threshold)
+    src = open_frames(args.source)
+    meta = source_meta(src)
+    meta["segmenter"] = str(args.model)
+    with DatasetWriter(args.out, meta, resume=True) as w:
+        bar = tqdm(total=len(src) or None, initial=w.next_frame, desc="segment", unit="frame")
+        batch = []
+
+        def flush() -> None:
+            for f, m in zip(batch, seg.predict_batch(batch)):
+                w.write_frame(f, m)
+                bar.update(1)
+            batch.clear()
+
+        for _, rgb in src.frames(start=w.next_frame):
+            batch.append(rgb)
+            if len(batch) >= args.batch_size:
+                flush()
+        if batch:
+            flush()
+        bar.close()
+        n = w.next_frame
+    print(f"{args.out}: {n} frames segmented")
+    return 0
+
+
+def add_eval_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dataset", metavar="DATASET", help="dataset folder with masks/ to compare against")
+    p.add_argument("--model", required=True, metavar="MODEL.pt", help="a model file from `snaketrack train`")
+    p.add_argument("--batch-size", type=int, default=4, help="frames per forward pass (default 4)")
+    p.add_argument("--json", action="store_true", help='print {"iou": ..., "frames": ...}')
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    from snaketrack.training.evaluate import evaluate_segmenter
+    from snaketrack.training.segmenter import load_segmenter
+
+    res = evaluate_segmenter(load_segmenter(args.model), args.dataset, batch_size=args.batch_size,
+                             progress=not args.json)
+    if args.json:
+        print(json.dumps({"iou": res["iou"], "frames": res["frames"]}))
+    else:
+        print(f"{args.dataset}: mean IoU {res['iou']:.4f} over {res['frames']} frames")
+    return 0
+
+
+COMMANDS = [
+    Command(name="train", help="train a DeepLabV3+ segmenter on labelled datasets",
+            add_arguments=add_train_arguments, run=run_train),
+    Command(name="segment", help="mask a video or dataset with a trained segmenter",
+            add_arguments=add_segment_arguments, run=run_segment),
+    Command(name="eval-seg", help="mean IoU of a trained segmenter against a dataset's masks",
+            add_arguments=add_eval_arguments, run=run_eval),
+]

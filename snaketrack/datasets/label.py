@@ -1,0 +1,403 @@
+"""The auto-labeller: box-prompted masks propagated through a video.
+
+Follows the seed (single-camera snake tracking, §III-B): frame 0 is
+prompted with the user's box; every later frame with the bounding box of
+the previous good mask after dilation (:func:`~snaketrack.datasets.boxes.propagate_box`).
+Any backend that answers a box prompt can label — Segment Anything
+(:mod:`~snaketrack.datasets.sam_backend`) or GrabCut
+(:mod:`~snaketrack.datasets.grabcut_backend`) — through :class:`BoxPredictor`.
+
+:class:`Labeller` is the session (``start / step / reset``, as SamPredictor
+is: the expensive ``set_image`` happens once a frame). :func:`label_video`
+runs it over a source and writes the dataset frame by frame.
+
+Quality guard (choices the seed leaves open, written down here): a mask is
+flagged when it is empty (``empty``), when its area differs from the last
+good mask's by more than ``max_area_ratio`` either way (``area_jump``), or
+when less than ``min_overlap`` of it lies inside the last good mask dilated
+by the propagation margin (``low_overlap``; the margin is the same one the
+prompt box assumes the robot can move, so a mask that left it has jumped).
+A flagged mask is still written (the dataset stays aligned with the
+video) but listed in ``labels_report.json`` and shown in
+``labels_flagged.png``; propagation continues from the last good mask,
+with the dilation growing by ``dilate_px`` for each frame since it, so a
+robot that kept moving during a bad stretch is found again. Training
+skips flagged frames.
+
+Outputs in the dataset folder besides DESIGN.md's layout: ``labels.csv``
+(one row a frame: prompt box, area, overlap, flags), ``labels_report.json``
+and, when any frame is flagged, ``labels_flagged.png``.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Protocol
+
+import cv2
+import numpy as np
+
+from snaketrack.datasets.boxes import Box, dilate_mask, mask_iou, propagate_box
+from snaketrack.datasets.layout import MASK_EXT, DatasetWriter, frame_name, read_image, read_mask
+from snaketrack.datasets.video import FrameSource, source_meta
+from snaketrack.errors import InputError, StateError
+from snaketrack.io import CsvAppender, atomic_write_bytes, atomic_write_text, read_json, write_json
+
+LABELS_CSV = "labels.csv"
+REPORT_JSON = "labels_report.json"
+CONTACT_SHEET = "labels_flagged.png"
+CSV_COLUMNS = ["frame", "source_frame", "box_x", "box_y", "box_w", "box_h", "area_px",
+               "area_ratio", "overlap", "iou_prev", "flags"]
+
+
+class BoxPredictor(Protocol):
+    """A segmenter answering box prompts, one image at a time.
+
+    ``set_image(rgb)`` does the per-image work (RGB uint8 (H, W, 3));
+    ``predict(box, prior)`` returns a bool mask (H, W) for a :class:`Box`;
+    ``prior`` is the last good mask (bool (H, W)) or None, a hint a backend
+    may use or ignore.
+    """
+
+    name: str
+
+    def set_image(self, rgb: np.ndarray) -> None: ...
+
+    def predict(self, box: Box, prior: Optional[np.ndarray] = None) -> np.ndarray: ...
+
+    def reset_image(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class LabelConfig:
+    """Labeller settings.
+
+    dilate_px: dilation of the previous mask before mask → box [pixels].
+    min_area_px: a mask with fewer pixels counts as empty [pixels].
+    max_area_ratio: largest plausible area change from the last good mask (either way).
+    min_overlap: least fraction of the new mask inside the dilated last good mask.
+    """
+
+    dilate_px: int = 15
+    min_area_px: int = 20
+    max_area_ratio: float = 2.0
+    min_overlap: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.dilate_px < 0:
+            raise InputError(f"--dilate {self.dilate_px}: expected pixels >= 0")
+        if self.max_area_ratio <= 1.0:
+            raise InputError(f"max_area_ratio {self.max_area_ratio}: expected > 1")
+        if not 0.0 <= self.min_overlap <= 1.0:
+            raise InputError(f"min_overlap {self.min_overlap}: expected in [0, 1]")
+
+
+@dataclass(frozen=True)
+class FrameLabel:
+    """One labelled frame.
+
+    mask: bool (H, W); box: the prompt used; area_px: mask pixels;
+    area_ratio: area / last good area (None on the first frame);
+    overlap: fraction of the mask inside the dilated last good mask (None on the first);
+    iou_prev: IoU with the last good mask (None on the first);
+    flags: quality-guard reasons, empty when the label is good.
+    """
+
+    mask: np.ndarray = field(repr=False)
+    box: Box
+    area_px: int
+    area_ratio: Optional[float]
+    overlap: Optional[float]
+    iou_prev: Optional[float]
+    flags: tuple[str, ...]
+
+    @property
+    def good(self) -> bool:
+        return not self.flags
+
+
+class Labeller:
+    """Box-propagating labelling session over consecutive frames.
+
+    >>> from snaketrack.datasets.toy import toy_video
+    >>> frames, truth = toy_video(4, 80, 60, seed=1)
+    >>> class Oracle:                       # answers with the truth inside the box
+    ...     name = "oracle"
+    ...     def set_image(self, rgb): self.i = next(i for i in range(4) if (frames[i] == rgb).all())
+    ...     def predict(self, box, prior=None): return truth[self.i] & box.to_mask(80, 60)
+    ...     def reset_image(self): pass
+    >>> lab = Labeller(Oracle(), LabelConfig(dilate_px=8))
+    >>> first = lab.start(frames[0], Box(0, 0, 80, 60))
+    >>> [lab.step(f).good for f in frames[1:]]
+    [True, True, True]
+    """
+
+    def __init__(self, predictor: BoxPredictor, config: LabelConfig = LabelConfig()):
+        self.predictor = predictor
+        self.config = config
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget all state; the next call must be :meth:`start`."""
+        self._last_good: Optional[np.ndarray] = None
+        self._last_good_area = 0
+        self._since_good = 0
+        self._box: Optional[Box] = None
+        self.predictor.reset_image()
+
+    @property
+    def started(self) -> bool:
+        return self._box is not None
+
+    def restore(self, user_box: Box, last_good: Optional[np.ndarray], frames_since_good: int) -> None:
+        """Resume a session: the last good mask (bool (H, W)) and how many frames ago it was."""
+        self.reset()
+        self._box = user_box
+        if last_good is not None and np.count_nonzero(last_good) >= self.config.min_area_px:
+            self._last_good = np.asarray(last_good, bool)
+            self._last_good_area = int(np.count_nonzero(last_good))
+            self._since_good = max(int(frames_since_good), 1)
+
+    def start(self, rgb: np.ndarray, box: Box) -> FrameLabel:
+        """Label the first frame with the user's box (pixels, X,Y,W,H)."""
+        self.reset()
+        _check_rgb(rgb)
+        h, w = rgb.shape[:2]
+        box = box.clip(w, h)
+        if box.area == 0:
+            raise InputError(f"--box {box}: lies outside the {w}x{h} image")
+        self._box = box
+        return self._label(rgb, box)
+
+    def next_box(self, width: int, height: int) -> Box:
+        """The prompt for the next frame: last good mask, dilated by ``dilate_px`` per frame since."""
+        if self._box is None:
+            raise StateError("Labeller.step called before start(); call start(rgb, box) first")
+        if self._last_good is None:
+            return self._box.clip(width, height)
+        b = propagate_box(self._last_good, self.config.dilate_px * self._since_good)
+        return b if b is not None else self._box.clip(width, height)
+
+    def step(self, rgb: np.ndarray) -> FrameLabel:
+        """Label the next frame, prompted from the last good mask."""
+        _check_rgb(rgb)
+        h, w = rgb.shape[:2]
+        if self._last_good is not None and self._last_good.shape != (h, w):
+            raise InputError(f"frame size {w}x{h} differs from the previous frames' "
+                             f"{self._last_good.shape[1]}x{self._last_good.shape[0]}")
+        return self._label(rgb, self.next_box(w, h))
+
+    def _label(self, rgb: np.ndarray, box: Box) -> FrameLabel:
+        cfg = self.config
+        self.predictor.set_image(rgb)
+        mask = np.asarray(self.predictor.predict(box, self._last_good), bool)
+        if mask.shape != rgb.shape[:2]:
+            raise StateError(f"backend {self.predictor.name}: mask shape {mask.shape}; expected {rgb.shape[:2]}")
+        area = int(np.count_nonzero(mask))
+        flags: list[str] = []
+        ratio = overlap = iou = None
+        if area < cfg.min_area_px:
+            flags.append("empty")
+        if self._last_good is not None:
+            ratio = area / max(self._last_good_area, 1)
+            near = dilate_mask(self._last_good, cfg.dilate_px * self._since_good)
+            overlap = float(np.count_nonzero(mask & near)) / area if area else 0.0
+            iou = mask_iou(mask, self._last_good)
+            if area >= cfg.min_area_px:
+                if ratio > cfg.max_area_ratio or ratio < 1.0 / cfg.max_area_ratio:
+                    flags.append("area_jump")
+                if overlap < cfg.min_overlap:
+                    flags.append("low_overlap")
+        if flags:
+            self._since_good += 1
+        else:
+            self._last_good, self._last_good_area, self._since_good = mask, area, 1
+        return FrameLabel(mask, box, area, ratio, overlap, iou, tuple(flags))
+
+
+def _check_rgb(rgb: np.ndarray) -> None:
+    if not isinstance(rgb, np.ndarray) or rgb.dtype != np.uint8 or rgb.ndim != 3 or rgb.shape[2] != 3:
+        raise InputError(f"frame: {getattr(rgb, 'dtype', type(rgb))} {getattr(rgb, 'shape', '')}; "
+                         "expected RGB uint8 (H, W, 3)")
+
+
+# ----------------------------------------------------------------------------- runs on disk
+
+def _read_rows(path: Path) -> list[dict[str, str]]:
+    import csv
+
+    if not path.is_file():
+        return []
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    good = []
+    for r in rows:  # a row torn by an interruption ends the list
+        if r.get("flags") is None or any(r.get(c) is None for c in CSV_COLUMNS):
+            break
+        good.append(r)
+    return good
+
+
+def _rewrite_rows(path: Path, rows: list[dict[str, str]]) -> None:
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, CSV_COLUMNS, lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    atomic_write_text(path, buf.getvalue())
+
+
+@dataclass(frozen=True)
+class LabelResult:
+    """What a :func:`label_video` run did: frames in the dataset, written now, flagged in total."""
+
+    out: str
+    frames: int
+    written: int
+    flagged: int
+    report: dict[str, Any]
+
+
+def label_video(source: FrameSource, out: str | os.PathLike, predictor: BoxPredictor, box: Box,
+                config: LabelConfig = LabelConfig(), stride: int = 1, max_frames: Optional[int] = None,
+                progress: bool = True) -> LabelResult:
+    """Label ``source`` into the dataset folder ``out``; resumes when ``out`` holds a run.
+
+    Dataset frame ``i`` is source frame ``i * stride``. ``max_frames`` caps
+    the dataset length (None: the whole source). Every frame is written
+    (image, mask, ``labels.csv`` row) before the next is read, so an
+    interruption loses nothing finished; running again continues after the
+    last complete frame with the labeller state restored from disk.
+    """
+    from tqdm import tqdm
+
+    out = Path(out)
+    if int(stride) < 1:
+        raise InputError(f"--stride {stride}: expected a positive integer")
+    w, h = source.width, source.height
+    if box.clip(w, h).area == 0:
+        raise InputError(f"--box {box}: lies outside the {w}x{h} video")
+    csv_path = out / LABELS_CSV
+    labelling = {"backend": predictor.name, "box": str(box), "stride": int(stride), **asdict(config)}
+    if (out / "frames").is_dir() and any((out / "frames").iterdir()):
+        if not csv_path.is_file():
+            raise InputError(f"{out}: holds frames but no {LABELS_CSV}; not a labelling run to resume, choose a new --out")
+        old = read_json(out / "meta.json").get("labelling", {}) if (out / "meta.json").is_file() else {}
+        if old.get("stride", stride) != stride or old.get("source", str(source.path)) != str(source.path):
+            raise InputError(f"{out}: was labelled from {old.get('source')} with --stride {old.get('stride')}; "
+                             f"now {source.path} with --stride {stride}: choose a new --out")
+    meta = source_meta(source, stride)
+    meta["labelling"] = dict(labelling, source=str(source.path))
+    writer = DatasetWriter(out, meta, resume=True)
+    rows = _read_rows(csv_path)
+    n_done = min(writer.next_frame, len(rows))
+    if len(rows) != n_done:
+        rows = rows[:n_done]
+    _rewrite_rows(csv_path, rows)
+    writer.next_frame = n_done
+    total = len(source) // stride + (1 if len(source) % stride else 0) if len(source) else None
+    if max_frames is not None:
+        total = min(total, max_frames) if total is not None else max_frames
+
+    labeller = Labeller(predictor, config)
+    if n_done > 0:
+        good = [int(r["frame"]) for r in rows if not r["flags"]]
+        last = good[-1] if good else None
+        last_mask = read_mask(out / "masks" / frame_name(last, MASK_EXT)) if last is not None else None
+        labeller.restore(box, last_mask, (n_done - last) if last is not None else 0)
+
+    written = 0
+    try:
+        if total is None or n_done < total:
+            with CsvAppender(csv_path, CSV_COLUMNS, resume=True) as log:
+                bar = tqdm(total=total, initial=n_done, desc=f"label ({predictor.name})", unit="frame",
+                           disable=not progress)
+                for src_i, rgb in source.frames(start=n_done * stride, stride=stride):
+                    i = writer.next_frame
+                    if total is not None and i >= total:
+                        break
+                    lab = labeller.start(rgb, box) if not labeller.started else labeller.step(rgb)
+                    writer.write_frame(rgb, lab.mask)
+                    log.write({"frame": i, "source_frame": src_i, "box_x": lab.box.x, "box_y": lab.box.y,
+                               "box_w": lab.box.w, "box_h": lab.box.h, "area_px": lab.area_px,
+                               "area_ratio": "" if lab.area_ratio is None else round(lab.area_ratio, 4),
+                               "overlap": "" if lab.overlap is None else round(lab.overlap, 4),
+                               "iou_prev": "" if lab.iou_prev is None else round(lab.iou_prev, 4),
+                               "flags": "+".join(lab.flags)})
+                    written += 1
+                    bar.update(1)
+                    if lab.flags:
+                        bar.set_postfix_str(f"frame {i}: {'+'.join(lab.flags)}")
+                bar.close()
+    finally:
+        writer.close()
+        report = write_report(out)
+    return LabelResult(str(out), report["frames"], written, report["flagged_count"], report)
+
+
+def write_report(out: str | os.PathLike) -> dict[str, Any]:
+    """(Re)write ``labels_report.json`` and the contact sheet from ``labels.csv``; returns the report."""
+    out = Path(out)
+    rows = _read_rows(out / LABELS_CSV)
+    flagged = [{"frame": int(r["frame"]), "source_frame": int(r["source_frame"]),
+                "flags": r["flags"].split("+"), "area_px": int(r["area_px"]),
+                "box": [int(r["box_x"]), int(r["box_y"]), int(r["box_w"]), int(r["box_h"])]}
+               for r in rows if r["flags"]]
+    meta = read_json(out / "meta.json") if (out / "meta.json").is_file() else {}
+    counts: dict[str, int] = {}
+    for f in flagged:
+        for reason in f["flags"]:
+            counts[reason] = counts.get(reason, 0) + 1
+    report = {"frames": len(rows), "flagged_count": len(flagged), "good_count": len(rows) - len(flagged),
+              "flag_counts": counts, "labelling": meta.get("labelling", {}),
+              "contact_sheet": CONTACT_SHEET if flagged else None, "flagged": flagged}
+    write_json(out / REPORT_JSON, report)
+    sheet = out / CONTACT_SHEET
+    if flagged:
+        atomic_write_bytes(sheet, contact_sheet_png(out, flagged))
+    elif sheet.exists():
+        sheet.unlink()
+    return report
+
+
+def flagged_frames(root: str | os.PathLike) -> set[int]:
+    """Dataset frame indices flagged by the labeller (empty when the folder has no report)."""
+    p = Path(root) / REPORT_JSON
+    if not p.is_file():
+        return set()
+    return {int(f["frame"]) for f in read_json(p).get("flagged", [])}
+
+
+def contact_sheet_png(root: Path, flagged: list[dict[str, Any]], max_tiles: int = 48,
+                      tile_w: int = 240, cols: int = 6) -> bytes:
+    """PNG bytes of a grid of flagged frames: mask in red, prompt box in green, reasons written."""
+    items = flagged[:max_tiles]
+    tiles = []
+    for f in items:
+        i = f["frame"]
+        rgb = read_image(root / "frames" / frame_name(i))
+        mp = root / "masks" / frame_name(i, MASK_EXT)
+        m = read_mask(mp) if mp.is_file() else np.zeros(rgb.shape[:2], bool)
+        img = rgb.astype(np.float32)
+        img[m] = 0.5 * img[m] + 0.5 * np.array([255, 0, 0], np.float32)
+        img = np.clip(img, 0, 255).astype(np.uint8)
+        x, y, bw, bh = f["box"]
+        cv2.rectangle(img, (x, y), (x + bw - 1, y + bh - 1), (0, 255, 0), max(1, rgb.shape[1] // 320))
+        s = tile_w / rgb.shape[1]
+        tile = cv2.resize(img, (tile_w, max(int(round(rgb.shape[0] * s)), 1)), interpolation=cv2.INTER_AREA)
+        text = f"{i}: {'+'.join(f['flags'])}"
+        cv2.putText(tile, text, (4, 14), cv2.FONT_HERSHEY_SIMPLEX, 0.4, (0, 0, 0), 3, cv2.LINE_AA)
+        cv2.putText(tile, text, (4, 14), cv2.FONT_HERSHEY_SIMPLEX, 0.4, (255, 255, 255), 1, cv2.LINE_AA)
+        tiles.append(tile)
+    th = max(t.shape[0] for t in tiles)
+    rows_n = (len(tiles) + cols - 1) // cols
+    ncols = min(cols, len(tiles))
+    sheet = np.full((rows_n * (th + 2), ncols * (tile_w + 2), 3), 32, np.uint8)
+    for k, t in enumerate(tiles):
+        r, c = divmod(k, cols)
+        sheet[r * (th + 2):r * (th + 2) + t.shape[0], c * (tile_w + 2):c * (tile_w + 2) + tile_w] = t
+    ok, buf = cv2.imencode(".png", cv2.cvtColor(sheet, cv2.COLOR_RGB2BGR))
+    return buf.tobytes()

@@ -1,0 +1,179 @@
+"""DeepLabV3+ segmenter: build, save, load.
+
+The network is segmentation-models-pytorch's ``DeepLabV3Plus`` with one
+output channel (robot logit; background is its complement), built with
+``encoder_weights=None`` — nothing is downloaded. A local weights file for
+the encoder (a state dict of the encoder, e.g. torchvision ImageNet
+weights saved by the user) may be given instead.
+
+A model file is one ``torch.save`` dict: ``format``, ``version``,
+``config`` (:class:`SegmenterConfig` as a dict: architecture, encoder,
+input size, mean/std, classes) and ``state_dict``, plus ``extra``
+(training summary). :func:`load_model` rebuilds from it alone.
+
+DeepLabV3+ has output stride 16, so the network sees the input size
+padded up to a multiple of 16 (:func:`padded_size`): 360×640 runs as
+368×640, the padding cropped off again.
+
+>>> cfg = SegmenterConfig(encoder="resnet18", input_size=(36, 64))
+>>> padded_size(cfg.input_size)
+(48, 64)
+"""
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import torch
+
+from snaketrack.errors import FileFormatError, InputError, MissingFileError
+from snaketrack.io import atomic_write_bytes
+
+MODEL_FORMAT = "snaketrack-segmenter"
+MODEL_VERSION = 1
+OUTPUT_STRIDE = 16
+ENCODERS = ("resnet18", "resnet34", "mobilenet_v2", "efficientnet-b0")
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+@dataclass(frozen=True)
+class SegmenterConfig:
+    """Everything needed to rebuild and feed the network.
+
+    encoder: smp encoder name; input_size: (height, width) the image is
+    resized to [pixels]; mean/std: per-channel RGB normalisation of
+    [0, 1] pixels; classes: class names, index 1 the robot.
+    """
+
+    encoder: str = "resnet18"
+    input_size: tuple[int, int] = (360, 640)
+    mean: tuple[float, float, float] = IMAGENET_MEAN
+    std: tuple[float, float, float] = IMAGENET_STD
+    classes: tuple[str, ...] = ("background", "robot")
+    architecture: str = "DeepLabV3Plus"
+
+    def __post_init__(self) -> None:
+        h, w = self.input_size
+        if int(h) < 16 or int(w) < 16:
+            raise InputError(f"--input-size {h}x{w}: expected at least 16x16 pixels")
+        object.__setattr__(self, "input_size", (int(h), int(w)))
+        object.__setattr__(self, "mean", tuple(float(v) for v in self.mean))
+        object.__setattr__(self, "std", tuple(float(v) for v in self.std))
+        object.__setattr__(self, "classes", tuple(self.classes))
+
+
+def parse_input_size(text: str) -> tuple[int, int]:
+    """``"360x640"`` → ``(360, 640)`` (height × width, pixels)."""
+    parts = str(text).lower().replace("×", "x").split("x")
+    try:
+        h, w = (int(p) for p in parts)
+    except ValueError:
+        raise InputError(f"--input-size {text!r}: expected HEIGHTxWIDTH in pixels, e.g. 360x640") from None
+    if h < 16 or w < 16:
+        raise InputError(f"--input-size {text!r}: expected at least 16x16 pixels")
+    return h, w
+
+
+def padded_size(size: tuple[int, int]) -> tuple[int, int]:
+    """(height, width) rounded up to a multiple of the output stride (16)."""
+    return tuple(-(-int(s) // OUTPUT_STRIDE) * OUTPUT_STRIDE for s in size)  # type: ignore[return-value]
+
+
+def available_encoders() -> list[str]:
+    """Encoder names smp offers (any works with ``--encoder``; :data:`ENCODERS` are the tested ones)."""
+    import segmentation_models_pytorch as smp
+
+    return sorted(smp.encoders.get_encoder_names())
+
+
+def build_model(config: SegmenterConfig, encoder_weights: Optional[str | os.PathLike] = None) -> torch.nn.Module:
+    """A fresh DeepLabV3+ for ``config``; random encoder unless ``encoder_weights`` (a local file) is given."""
+    import segmentation_models_pytorch as smp
+
+    if config.architecture != "DeepLabV3Plus":
+        raise InputError(f"architecture {config.architecture!r}: only DeepLabV3Plus is supported")
+    names = smp.encoders.get_encoder_names()
+    if config.encoder not in names and not config.encoder.startswith("tu-"):
+        raise InputError(f"--encoder {config.encoder!r}: not an smp encoder; e.g. {', '.join(ENCODERS)}")
+    model = smp.DeepLabV3Plus(encoder_name=config.encoder, encoder_weights=None, in_channels=3, classes=1)
+    if encoder_weights is not None:
+        load_encoder_weights(model, encoder_weights, config.encoder)
+    return model
+
+
+def load_encoder_weights(model: torch.nn.Module, path: str | os.PathLike, encoder: str) -> None:
+    """Load a local encoder state dict (keys with or without an ``encoder.`` prefix; a classifier head is ignored)."""
+    path = Path(path)
+    if not path.is_file():
+        raise MissingFileError(f"{path}: no such encoder weights file (for --encoder {encoder})")
+    try:
+        sd = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:
+        raise FileFormatError(f"{path}: not a readable torch state dict ({type(e).__name__})") from None
+    if isinstance(sd, dict) and "state_dict" in sd and isinstance(sd["state_dict"], dict):
+        sd = sd["state_dict"]
+    sd = {k[len("encoder."):] if k.startswith("encoder.") else k: v for k, v in sd.items()}
+    sd = {k: v for k, v in sd.items() if not k.startswith(("fc.", "classifier."))}
+    try:
+        model.encoder.load_state_dict(sd, strict=True)
+    except RuntimeError as e:
+        raise FileFormatError(f"{path}: does not match encoder {encoder} "
+                              f"({str(e).splitlines()[0][:160]})") from None
+
+
+def model_bytes(model: torch.nn.Module, config: SegmenterConfig, extra: Optional[dict[str, Any]] = None) -> bytes:
+    """The model file's bytes (see module doc)."""
+    buf = io.BytesIO()
+    cfg = asdict(config)
+    cfg["input_size"] = list(config.input_size)
+    torch.save({"format": MODEL_FORMAT, "version": MODEL_VERSION, "config": cfg,
+                "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+                "extra": dict(extra or {})}, buf)
+    return buf.getvalue()
+
+
+def save_model(path: str | os.PathLike, model: torch.nn.Module, config: SegmenterConfig,
+               extra: Optional[dict[str, Any]] = None) -> None:
+    """Write a model file atomically."""
+    atomic_write_bytes(path, model_bytes(model, config, extra))
+
+
+def read_model_file(path: str | os.PathLike) -> dict[str, Any]:
+    """The raw dict of a model file, checked for its format."""
+    path = Path(path)
+    if not path.is_file():
+        raise MissingFileError(f"{path}: no such segmenter model file")
+    try:
+        blob = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:
+        raise FileFormatError(f"{path}: not a readable segmenter model file ({type(e).__name__})") from None
+    if not isinstance(blob, dict) or blob.get("format") != MODEL_FORMAT:
+        raise FileFormatError(f"{path}: not a snaketrack segmenter file (no format={MODEL_FORMAT!r}); "
+                              "make one with `snaketrack train`")
+    if int(blob.get("version", 0)) > MODEL_VERSION:
+        raise FileFormatError(f"{path}: version {blob.get('version')}; this snaketrack reads up to {MODEL_VERSION}")
+    return blob
+
+
+def config_from_dict(d: dict[str, Any]) -> SegmenterConfig:
+    """:class:`SegmenterConfig` from its stored dict."""
+    d = dict(d)
+    d["input_size"] = tuple(d["input_size"])
+    return SegmenterConfig(**{k: v for k, v in d.items() if k in SegmenterConfig.__dataclass_fields__})
+
+
+def load_model(path: str | os.PathLike) -> tuple[torch.nn.Module, SegmenterConfig, dict[str, Any]]:
+    """Rebuild a saved model: ``(model in eval mode, config, extra)``."""
+    blob = read_model_file(path)
+    config = config_from_dict(blob["config"])
+    model = build_model(config)
+    try:
+        model.load_state_dict(blob["state_dict"])
+    except RuntimeError as e:
+        raise FileFormatError(f"{path}: weights do not match {config.encoder} DeepLabV3+ "
+                              f"({str(e).splitlines()[0][:160]})") from None
+    return model.eval(), config, dict(blob.get("extra", {}))

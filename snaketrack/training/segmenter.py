@@ -1,0 +1,80 @@
+"""A trained segmenter, ready to mask frames: ``load_segmenter(path).predict(rgb)``.
+
+This is the tracker's entry point (``--masks segmenter:MODEL.pt``): give
+it an RGB uint8 frame (H, W, 3) of any size, get a bool mask (H, W). The
+frame is resized to the model's input size, normalised with its stored
+mean/std, padded to a multiple of 16, segmented, and the robot
+probability resized back to (H, W) and thresholded at 0.5.
+
+>>> import tempfile, os, numpy as np, torch
+>>> from snaketrack.training.model import SegmenterConfig, build_model, save_model
+>>> cfg = SegmenterConfig(encoder="resnet18", input_size=(36, 64))
+>>> torch.manual_seed(0) and None
+>>> p = os.path.join(tempfile.mkdtemp(), "m.pt"); save_model(p, build_model(cfg), cfg)
+>>> seg = load_segmenter(p)
+>>> m = seg.predict(np.zeros((90, 160, 3), np.uint8))
+>>> m.shape, m.dtype
+((90, 160), dtype('bool'))
+"""
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+import cv2
+import numpy as np
+import torch
+
+from snaketrack.errors import InputError
+from snaketrack.training.data import normalise, pad_to, resize_to
+from snaketrack.training.model import SegmenterConfig, load_model, padded_size
+
+
+class Segmenter:
+    """A DeepLabV3+ with its preprocessing. ``threshold`` on the robot probability."""
+
+    def __init__(self, model: torch.nn.Module, config: SegmenterConfig, threshold: float = 0.5,
+                 device: str = "cpu"):
+        self.model = model.to(device).eval()
+        self.config = config
+        self.threshold = float(threshold)
+        self.device = device
+        self.net_size = padded_size(config.input_size)
+
+    def predict_proba_batch(self, frames: Sequence[np.ndarray] | np.ndarray) -> np.ndarray:
+        """Robot probability float32 (B, H, W) for RGB uint8 frames (B, H, W, 3) of one size."""
+        frames = [np.asarray(f) for f in frames]
+        if not frames:
+            return np.zeros((0, 0, 0), np.float32)
+        H, W = frames[0].shape[:2]
+        for f in frames:
+            if f.dtype != np.uint8 or f.ndim != 3 or f.shape[2] != 3:
+                raise InputError(f"frame: {f.dtype} {f.shape}; expected RGB uint8 (H, W, 3)")
+            if f.shape[:2] != (H, W):
+                raise InputError(f"frames differ in size: {f.shape[:2]} vs {(H, W)}; predict them separately")
+        h, w = self.config.input_size
+        x = np.stack([normalise(resize_to(f, (h, w)), self.config.mean, self.config.std) for f in frames])
+        x = torch.from_numpy(np.ascontiguousarray(pad_to(x, self.net_size))).to(self.device)
+        with torch.inference_mode():
+            p = torch.sigmoid(self.model(x))[:, 0, :h, :w].float().cpu().numpy()
+        if (h, w) == (H, W):
+            return p
+        return np.stack([cv2.resize(pi, (W, H), interpolation=cv2.INTER_LINEAR) for pi in p])
+
+    def predict_batch(self, frames: Sequence[np.ndarray] | np.ndarray) -> np.ndarray:
+        """Masks bool (B, H, W) for RGB uint8 frames (B, H, W, 3)."""
+        return self.predict_proba_batch(frames) > self.threshold
+
+    def predict_proba(self, rgb: np.ndarray) -> np.ndarray:
+        """Robot probability float32 (H, W) of one RGB uint8 frame (H, W, 3)."""
+        return self.predict_proba_batch([rgb])[0]
+
+    def predict(self, rgb: np.ndarray) -> np.ndarray:
+        """Mask bool (H, W) of one RGB uint8 frame (H, W, 3)."""
+        return self.predict_proba(rgb) > self.threshold
+
+
+def load_segmenter(path: str | os.PathLike, device: str = "cpu", threshold: float = 0.5) -> Segmenter:
+    """Load a model file written by ``snaketrack train`` as a :class:`Segmenter`."""
+    model, config, _ = load_model(path)
+    return Segmenter(model, config, threshold=threshold, device=device)

@@ -1,0 +1,158 @@
+"""The labeller's propagation, quality guard and resume, with deterministic stand-in predictors."""
+import csv
+import json
+
+import cv2
+import numpy as np
+import pytest
+
+from snaketrack.datasets.boxes import Box, dilate_mask, mask_iou, mask_to_box
+from snaketrack.datasets.label import LabelConfig, Labeller, label_video
+from snaketrack.datasets.layout import Dataset
+from snaketrack.datasets.toy import toy_video, write_toy_dataset
+from snaketrack.datasets.video import open_frames
+from snaketrack.errors import InputError, StateError
+
+W, H = 120, 90
+
+
+@pytest.fixture(scope="module")
+def toy():
+    return toy_video(16, W, H, seed=4)
+
+
+class Oracle:
+    """Answers a box prompt with the truth mask inside the box; records prompts and set_image calls."""
+
+    name = "oracle"
+
+    def __init__(self, frames, truth, fail_at=None, edits=None):
+        self.frames, self.truth = frames, truth
+        self.fail_at, self.edits = fail_at, edits or {}
+        self.boxes, self.images = [], []
+
+    def set_image(self, rgb):
+        # frames may come back from JPEG: the nearest stored frame is this one
+        self.i = int(np.argmin([np.abs(f.astype(int) - rgb).mean() for f in self.frames]))
+        if self.i == self.fail_at:
+            raise KeyboardInterrupt
+        self.images.append(self.i)
+
+    def predict(self, box, prior=None):
+        self.boxes.append(box)
+        if self.i in self.edits:
+            return self.edits[self.i](self.truth[self.i])
+        return self.truth[self.i] & box.to_mask(W, H)
+
+    def reset_image(self):
+        pass
+
+
+def test_prompt_is_previous_mask_dilated_box(toy):
+    frames, truth = toy
+    oracle = Oracle(frames, truth)
+    lab = Labeller(oracle, LabelConfig(dilate_px=6))
+    user = mask_to_box(truth[0]).expand(2)
+    labels = [lab.start(frames[0], user)] + [lab.step(f) for f in frames[1:]]
+    assert oracle.boxes[0] == user.clip(W, H)
+    for t in range(1, len(frames)):  # seed eqs. 3-4: box of the dilated previous mask
+        expect = mask_to_box(dilate_mask(labels[t - 1].mask, 6)).clip(W, H)
+        assert oracle.boxes[t] == expect
+    assert all(mask_iou(l.mask, m) == 1.0 for l, m in zip(labels, truth))
+    assert oracle.images == list(range(len(frames)))  # set_image once per frame
+
+
+def test_without_dilation_the_moving_robot_gets_cut(toy):
+    frames, truth = toy
+    lab = Labeller(Oracle(frames, truth), LabelConfig(dilate_px=0, min_overlap=0.0, max_area_ratio=100))
+    labels = [lab.start(frames[0], mask_to_box(truth[0]))] + [lab.step(f) for f in frames[1:]]
+    ious = [mask_iou(l.mask, m) for l, m in zip(labels, truth)]
+    assert ious[0] == 1.0 and min(ious[1:]) < 0.9  # a tight box loses the parts that moved out
+
+
+def test_quality_guard_flags_and_recovers(toy):
+    frames, truth = toy
+    edits = {3: lambda m: np.zeros_like(m),                                   # empty
+             5: lambda m: dilate_mask(m, 6),                                  # area jump
+             7: lambda m: np.roll(m, (H // 2, 0), axis=(0, 1)) & ~dilate_mask(m, 20)}  # jumped away
+    oracle = Oracle(frames, truth, edits=edits)
+    lab = Labeller(oracle, LabelConfig(dilate_px=5))
+    labels = [lab.start(frames[0], mask_to_box(truth[0]).expand(3))] + [lab.step(f) for f in frames[1:]]
+    flags = {i: l.flags for i, l in enumerate(labels) if l.flags}
+    assert flags[3] == ("empty",) and "area_jump" in flags[5] and "low_overlap" in flags[7]
+    assert set(flags) == {3, 5, 7}
+    # after the flagged frame 3, frame 4 is prompted from frame 2's mask, dilated twice as far
+    assert oracle.boxes[4] == mask_to_box(dilate_mask(labels[2].mask, 10)).clip(W, H)
+    assert mask_iou(labels[8].mask, truth[8]) == 1.0
+
+
+def test_step_before_start_is_a_state_error(toy):
+    with pytest.raises(StateError, match="start"):
+        Labeller(Oracle(*toy)).step(toy[0][0])
+
+
+def _rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_report_and_contact_sheet(tmp_path, toy):
+    frames, truth = toy
+    src_dir = write_toy_dataset(tmp_path / "src", 10, W, H, seed=4)
+    oracle = Oracle(frames[:10], truth[:10], edits={4: lambda m: np.zeros_like(m)})
+    res = label_video(open_frames(src_dir), tmp_path / "out", oracle, mask_to_box(truth[0]).expand(3),
+                      progress=False)
+    rep = json.loads((tmp_path / "out" / "labels_report.json").read_text())
+    assert rep["frames"] == 10 and rep["flagged_count"] == 1 == res.flagged
+    assert rep["flagged"][0]["frame"] == 4 and rep["flagged"][0]["flags"] == ["empty"]
+    sheet = cv2.imread(str(tmp_path / "out" / "labels_flagged.png"))
+    assert sheet is not None and sheet.shape[1] == 242
+    ds = Dataset(tmp_path / "out")
+    assert len(ds) == 10 and ds.meta["labelling"]["backend"] == "oracle"
+    assert all(np.array_equal(ds.mask(i), truth[i]) for i in (0, 3, 9))
+
+
+def test_resume_after_interruption_equals_uninterrupted_run(tmp_path, toy):
+    frames, truth = toy
+    src = open_frames(write_toy_dataset(tmp_path / "src", 12, W, H, seed=4))
+    box = mask_to_box(truth[0]).expand(3)
+    edits = {2: lambda m: np.zeros_like(m)}  # a flagged frame before the cut, to restore from
+    ref = label_video(src, tmp_path / "ref", Oracle(frames, truth, edits=edits), box, progress=False)
+
+    with pytest.raises(KeyboardInterrupt):
+        label_video(src, tmp_path / "run", Oracle(frames, truth, fail_at=6, edits=edits), box, progress=False)
+    assert len(_rows(tmp_path / "run" / "labels.csv")) == 6
+    assert len(Dataset(tmp_path / "run")) == 6
+    # a crash between writing frame 5's mask and its CSV row: that frame is redone
+    rows = _rows(tmp_path / "run" / "labels.csv")
+    with open(tmp_path / "run" / "labels.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, list(rows[0]))
+        w.writeheader()
+        w.writerows(rows[:5])
+    oracle = Oracle(frames, truth, edits=edits)
+    res = label_video(src, tmp_path / "run", oracle, box, progress=False)
+    assert oracle.images == list(range(5, 12))
+    assert res.frames == 12 and res.written == 7
+    assert _rows(tmp_path / "run" / "labels.csv") == _rows(tmp_path / "ref" / "labels.csv")
+    a, b = Dataset(tmp_path / "run"), Dataset(tmp_path / "ref")
+    assert all(np.array_equal(a.mask(i), b.mask(i)) for i in range(12))
+    # running once more does nothing
+    again = Oracle(frames, truth)
+    assert label_video(src, tmp_path / "run", again, box, progress=False).written == 0 and again.images == []
+
+
+def test_stride_maps_dataset_to_source_frames(tmp_path, toy):
+    frames, truth = toy
+    src = open_frames(write_toy_dataset(tmp_path / "src", 10, W, H, seed=4))
+    res = label_video(src, tmp_path / "out", Oracle(frames, truth), mask_to_box(truth[0]).expand(3),
+                      stride=3, progress=False)
+    assert res.frames == 4
+    assert [int(r["source_frame"]) for r in _rows(tmp_path / "out" / "labels.csv")] == [0, 3, 6, 9]
+    with pytest.raises(InputError, match="stride"):
+        label_video(src, tmp_path / "out", Oracle(frames, truth), Box(1, 1, 9, 9), stride=2, progress=False)
+
+
+def test_refuses_a_folder_that_is_not_a_labelling_run(tmp_path, toy):
+    root = write_toy_dataset(tmp_path / "ds", 3, W, H)
+    with pytest.raises(InputError, match="labels.csv"):
+        label_video(open_frames(root), root, Oracle(*toy), Box(1, 1, 9, 9), progress=False)

@@ -63,6 +63,7 @@ PAPER = {
 
 DEFAULT_SOLVER = ("RK45", 1e-6, 1e-8)
 SPREAD_SOLVERS = [
+    ("RK45", 1e-3, 1e-6),  # solve_ivp's own defaults
     ("RK45", 1e-4, 1e-6),
     ("RK45", 1e-8, 1e-10),
     ("DOP853", 1e-9, 1e-11),

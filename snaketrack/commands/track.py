@@ -295,7 +295,7 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
             track_time += time.perf_counter() - t0
             if n == 0 and state is None:  # a start() that does not report a state
                 raise InputError("tracker.start returned no state")
-            row_extra = {}
+            row_extra: dict[str, Any] = {"frame": i, "t": i / frames.fps}  # the source's numbering
             rendered = None
             if has_truth_masks or video is not None:
                 x = state.pose_vector(layout)

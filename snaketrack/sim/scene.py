@@ -10,9 +10,9 @@ recorded run replays unchanged:
   optionally two of them blended through a smooth random patch mask, written
   as PNG into a temporary folder and tiled on the floor (``tile_m`` metres a
   tile);
-- sun: a shadow-casting spot light far away (8 m) that
-  :class:`LightSchedule` moves with the robot every frame, so its shadow map
-  stays sharp; a weak fill light from the other side and MuJoCo's headlight
+- sun: a shadow-casting directional light whose position (the centre of
+  its shadow map, ±3 m) :class:`LightSchedule` keeps above the robot every
+  frame, so shadows near the robot stay sharp; a weak fill light from the other side and MuJoCo's headlight
   as sky (ambient) light. Intensity, elevation and azimuth drift during the
   clip (passing clouds, a moving sun);
 - distractors: rocks (ellipsoids), sticks (thin capsules lying on the
@@ -39,15 +39,15 @@ from scipy.ndimage import gaussian_filter
 
 from snaketrack.errors import InputError
 
-GROUNDS = ("grass", "gravel", "brick", "grass+gravel", "gravel+brick")
+GROUNDS = ("grass", "gravel", "brick", "grass+gravel")
 
 # natural size [m] of one 512-px tile of each texture (grass blades, 1-3 cm stones, 0.2 m bricks)
-TILE_M = {"grass": 0.6, "gravel": 0.5, "brick": 1.0}
+TILE_M = {"grass": 0.6, "gravel": 0.4, "brick": 1.0}
 
 # tint palettes: dark and light colour (RGB in [0,1]) per texture
 _TINTS = {
     "grass": ((0.10, 0.20, 0.05), (0.55, 0.66, 0.30)),
-    "gravel": ((0.22, 0.20, 0.17), (0.75, 0.71, 0.64)),
+    "gravel": ((0.21, 0.20, 0.18), (0.72, 0.70, 0.65)),
     "brick": ((0.28, 0.12, 0.08), (0.78, 0.55, 0.45)),
 }
 
@@ -79,39 +79,65 @@ def _seamless(img: np.ndarray) -> np.ndarray:
 
 def _tint(gray: np.ndarray, name: str, rng: np.random.Generator) -> np.ndarray:
     dark, light = (np.array(c) for c in _TINTS[name])
-    jitter = rng.uniform(0.9, 1.1, 3)
+    jitter = rng.uniform(0.95, 1.05, 3)
     g = np.clip((gray - gray.mean()) * 1.2 + 0.5, 0, 1)[..., None]
     return np.clip((dark + g * (light - dark)) * jitter, 0, 1)
 
 
-def ground_texture(kind: str, size: int = 512, seed: int = 0) -> np.ndarray:
-    """A seamless RGB ground texture (size, size, 3) uint8 from scikit-image's natural images.
+def _tile(name: str, size: int, rng: np.random.Generator) -> np.ndarray:
+    g = _skimage_texture(name)
+    if g.shape[0] != size:
+        g = cv2.resize(g, (size, size), interpolation=cv2.INTER_AREA)
+    return _tint(_seamless(g), name, rng).astype(np.float32)
+
+
+def _smooth_field(rng: np.random.Generator, size: int, sigma: float) -> np.ndarray:
+    """Periodic smooth random field (size, size), zero mean, unit std: white noise
+    through a Gaussian of ``sigma`` pixels, applied in the Fourier domain (exactly periodic)."""
+    from scipy import fft
+
+    noise = rng.normal(size=(size, size)).astype(np.float32)
+    k = fft.fftfreq(size).astype(np.float32)
+    kr = fft.rfftfreq(size).astype(np.float32)
+    g = np.exp(-2 * (np.pi * sigma) ** 2 * (k[:, None] ** 2 + kr[None, :] ** 2))
+    f = fft.irfft2(fft.rfft2(noise) * g, s=(size, size))
+    return ((f - f.mean()) / (f.std() + 1e-9)).astype(np.float32)
+
+
+def ground_texture(kind: str, size: int = 512, seed: int = 0, tiles: int = 1) -> np.ndarray:
+    """A seamless RGB ground texture (tiles*size, tiles*size, 3) uint8 from scikit-image's natural images.
 
     kind: one of :data:`GROUNDS`; ``"a+b"`` blends two textures through smooth random patches.
+    size: pixels of one tile of the source image; tiles: tiles per side of the canvas.
+    With several tiles a second copy of the texture (turned by 90 degrees and
+    shifted) is blended in through smooth random patches, and brightness and
+    colour vary slowly over the canvas, so the tiling does not show as a grid.
     """
     if kind not in GROUNDS:
         raise InputError(f"ground {kind!r}; expected one of {', '.join(GROUNDS)}")
     rng = np.random.default_rng([seed, 4242])
-    names = kind.split("+")
+    n = size * tiles
     layers = []
-    for n in names:
-        g = _skimage_texture(n)
-        if g.shape[0] != size:
-            g = cv2.resize(g, (size, size), interpolation=cv2.INTER_AREA)
-        layers.append(_tint(_seamless(g), n, rng))
+    for name in kind.split("+"):
+        t = _tile(name, size, rng)
+        canvas = np.tile(t, (tiles, tiles, 1))
+        if tiles > 1:
+            # bricks keep their rows: turn by 180 degrees only
+            turned = np.rot90(t, k=2 if name == "brick" else int(rng.integers(1, 4)))
+            other = np.roll(np.tile(turned, (tiles, tiles, 1)), tuple(rng.integers(0, size, 2)), axis=(0, 1))
+            a = np.clip(0.5 + 0.9 * _smooth_field(rng, n, n / 14), 0, 1)[..., None]
+            canvas = a * canvas + (1 - a) * other
+        layers.append(canvas)
     rgb = layers[0]
     if len(layers) == 2:
-        noise = rng.normal(size=(size, size))
-        # periodic smoothing keeps the patch mask seamless too
-        patches = gaussian_filter(noise, sigma=size / 10, mode="wrap")
-        patches = (patches - patches.mean()) / (patches.std() + 1e-9)
-        a = np.clip(0.5 + 0.8 * patches, 0, 1)[..., None]
+        a = np.clip(0.5 + 0.8 * _smooth_field(rng, n, n / (6 * tiles ** 0.5)), 0, 1)[..., None]
         rgb = a * layers[0] + (1 - a) * layers[1]
-    # low-frequency brightness variation (moist patches, wear)
-    shade = gaussian_filter(rng.normal(size=(size, size)), sigma=size / 6, mode="wrap")
-    shade = 1 + 0.12 * shade / (shade.std() + 1e-9)
-    rgb = np.clip(rgb * shade[..., None], 0, 1)
-    return (rgb * 255 + 0.5).astype(np.uint8)
+    # slow brightness and hue variation (moist patches, wear), periodic over the canvas
+    shade = 1 + 0.10 * _smooth_field(rng, n, n / 8)
+    rgb *= shade[..., None]
+    for c in range(3):
+        rgb[..., c] *= 1 + 0.03 * _smooth_field(rng, n, n / 6)
+    return (np.clip(rgb, 0, 1) * 255 + 0.5).astype(np.uint8)
 
 
 def _write_png(path: str, rgb: np.ndarray) -> None:
@@ -132,6 +158,8 @@ class SceneConfig:
 
     ground: one of :data:`GROUNDS`, or None to draw one from the seed.
     tile_m: size of one ground texture tile [m] (None: the texture's natural scale, :data:`TILE_M`).
+    tile_px, tiles: one tile is resampled to ``tile_px`` pixels; the ground
+        texture is a canvas of ``tiles`` x ``tiles`` tiles with patchy variation.
     rocks, sticks, boxes: how many distractors of each kind (None: drawn from the seed).
     clearance: distractors stay this far [m] from any point the robot's axis visits.
     spread: distractors are scattered up to this far [m] beyond the robot's path.
@@ -145,7 +173,9 @@ class SceneConfig:
     boxes: Optional[int] = None
     clearance: float = 0.12
     spread: float = 1.5
-    shadow_size: int = 2048
+    shadow_size: int = 1024
+    tile_px: int = 256
+    tiles: int = 8
 
 
 @dataclass(frozen=True)
@@ -188,7 +218,8 @@ def dress_scene(root: ET.Element, texture_dir: str | os.PathLike, path_xy: np.nd
         root.insert(3, asset)
     tile = config.tile_m or TILE_M[ground.split("+")[0]]
     tex_path = os.path.join(os.fspath(texture_dir), "ground.png")
-    _write_png(tex_path, ground_texture(ground, seed=seed))
+    _write_png(tex_path, ground_texture(ground, size=config.tile_px, seed=seed, tiles=config.tiles))
+    tile = tile * config.tiles
     ET.SubElement(asset, "texture", name="ground_tex", type="2d", file=tex_path)
     ET.SubElement(asset, "material", name="ground_mat", texture="ground_tex", texuniform="true",
                   texrepeat=_f(1 / tile, 1 / tile), reflectance="0", specular="0.05",
@@ -211,7 +242,13 @@ def dress_scene(root: ET.Element, texture_dir: str | os.PathLike, path_xy: np.nd
         visual = ET.SubElement(root, "visual")
     ET.SubElement(visual, "quality", shadowsize=str(config.shadow_size), offsamples="4")
     ET.SubElement(visual, "headlight", ambient="0.35 0.36 0.40", diffuse="0.12 0.12 0.12", specular="0 0 0")
-    ET.SubElement(visual, "map", znear="0.02", zfar="60", shadowclip="2")
+    # a directional light's shadow map spans ±shadowclip·extent around the light's
+    # position, which LightSchedule keeps above the robot: ±3 m at 1024 texels
+    ET.SubElement(visual, "map", znear="0.01", zfar="30", shadowclip="1.5")
+    stat = root.find("statistic")
+    if stat is None:
+        stat = ET.SubElement(root, "statistic")
+    stat.set("extent", "2")
 
     world = root.find("worldbody")
     for geom in world.findall("geom"):
@@ -228,8 +265,8 @@ def dress_scene(root: ET.Element, texture_dir: str | os.PathLike, path_xy: np.nd
     el = rng.uniform(np.deg2rad(40), np.deg2rad(70))
     d = np.array([np.cos(el) * np.cos(az), np.cos(el) * np.sin(az), np.sin(el)])
     ET.SubElement(world, "light", name="sun", mode="fixed", pos=_f(*(8 * d)), dir=_f(*(-d)),
-                  directional="false", castshadow="true", cutoff="22", exponent="0",
-                  attenuation="1 0 0", diffuse="0.85 0.82 0.75", specular="0.1 0.1 0.1", ambient="0 0 0")
+                  directional="true", castshadow="true",
+                  diffuse="0.85 0.82 0.75", specular="0.1 0.1 0.1", ambient="0 0 0")
     ET.SubElement(world, "light", name="fill", mode="fixed", pos=_f(-4 * d[0], -4 * d[1], 5),
                   dir=_f(4 * d[0], 4 * d[1], -5), directional="true", castshadow="false",
                   diffuse="0.12 0.13 0.16", specular="0 0 0")

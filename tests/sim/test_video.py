@@ -23,9 +23,11 @@ from snaketrack.errors import InputError  # noqa: E402
 from snaketrack.models.kinematics import forward_kinematics_np  # noqa: E402
 from snaketrack.models.robot import load_robot  # noqa: E402
 from snaketrack.models.rotations import quat_to_matrix  # noqa: E402
+from snaketrack.sim.scene import SceneConfig  # noqa: E402
 from snaketrack.sim.video import VideoConfig, VideoRenderer, render_video  # noqa: E402
 
-SMALL = dict(frames=10, width=320, height=180, target_width_px=6.0)
+FAST_SCENE = SceneConfig(tile_px=64, tiles=4, shadow_size=512)
+SMALL = dict(frames=10, width=320, height=180, target_width_px=6.0, scene_config=FAST_SCENE)
 TRUTH_KEYS = {"frame", "t", "joint_angles", "base_position_cam", "base_quat_cam", "head_position_cam",
               "base_position_world", "head_position_world", "camera_position_world", "camera_quat_world"}
 
@@ -131,7 +133,8 @@ def test_robot_fully_visible_every_frame(datasets, name):
 
 
 def test_same_seed_same_bytes_and_resume(tmp_path, monkeypatch):
-    cfg = VideoConfig(scene="handheld", seed=5, frames=6, width=160, height=96, target_width_px=4.0)
+    cfg = VideoConfig(scene="handheld", seed=5, frames=6, width=160, height=96, target_width_px=4.0,
+                      scene_config=FAST_SCENE)
     render_video(cfg, tmp_path / "a", progress=False, extras=False)
     # an interrupted run, resumed, gives the same bytes as an uninterrupted one
     real = VideoRenderer.frame

@@ -1,0 +1,46 @@
+import json
+
+import numpy as np
+
+from snaketrack.training.data import SegmentationData, augment, robot_crop, split_indices
+
+
+def test_split_is_a_partition_into_whole_blocks():
+    tr, va = split_indices(103, 0.2, 10, seed=1)
+    assert sorted(tr + va) == list(range(103)) and not set(tr) & set(va)
+    assert len({i // 10 for i in va}) == round(0.2 * 11)
+    assert all({i // 10 for i in va}.isdisjoint({j // 10 for j in tr}) for _ in [0])
+
+
+def test_augmentations_keep_mask_and_image_aligned():
+    rng = np.random.default_rng(0)
+    m = np.zeros((60, 80), bool)
+    m[20:30, 10:70] = True
+    rgb = np.where(m[..., None], 230, 30).astype(np.uint8).repeat(3, axis=2)
+    for _ in range(20):
+        a, b = augment(rgb, m, rng)
+        assert a.shape == rgb.shape and b.shape == m.shape
+        if b.any() and (~b).any():
+            assert a[b].mean() - a[~b].mean() > 100
+
+
+def test_robot_crop_centres_on_the_robot():
+    rng = np.random.default_rng(1)
+    m = np.zeros((100, 200), bool)
+    m[80:90, 150:160] = True
+    rgb = np.zeros((100, 200, 3), np.uint8)
+    for _ in range(10):
+        c_rgb, c_m = robot_crop(rgb, m, (48, 64), rng, p_robot=1.0)
+        assert c_rgb.shape == (48, 64, 3) and c_m.any()
+
+
+def test_flagged_frames_are_skipped(tmp_path, toy_root):
+    import shutil
+
+    root = tmp_path / "ds"
+    shutil.copytree(toy_root, root)
+    (root / "labels_report.json").write_text(json.dumps({"flagged": [{"frame": 0}, {"frame": 5}]}))
+    ds = SegmentationData([root], (96, 128), split="all")
+    assert len(ds) == 22 and all(i not in (0, 5) for _, i in ds.items)
+    x, y = ds[0]
+    assert x.shape == (3, 96, 128) and set(np.unique(y.numpy())) <= {0.0, 1.0}

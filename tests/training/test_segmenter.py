@@ -1,0 +1,74 @@
+"""The segmenter API the tracker uses, and the train / segment / eval-seg commands."""
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from snaketrack.cli import main
+from snaketrack.datasets.layout import Dataset
+from snaketrack.training.evaluate import evaluate_segmenter, mean_iou
+from snaketrack.training.model import SegmenterConfig, build_model, save_model
+from snaketrack.training.segmenter import load_segmenter
+
+
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory):
+    cfg = SegmenterConfig(encoder="resnet18", input_size=(48, 64))
+    torch.manual_seed(0)
+    p = tmp_path_factory.mktemp("m") / "m.pt"
+    save_model(p, build_model(cfg), cfg)
+    return p
+
+
+def test_predict_contract_and_batch_agree(model_file):
+    seg = load_segmenter(model_file)
+    rng = np.random.default_rng(0)
+    frames = rng.integers(0, 255, (3, 90, 160, 3), dtype=np.uint8)
+    one = [seg.predict(f) for f in frames]
+    assert all(m.shape == (90, 160) and m.dtype == bool for m in one)
+    batch = seg.predict_batch(frames)
+    assert batch.shape == (3, 90, 160)
+    p1 = np.stack([seg.predict_proba(f) for f in frames])
+    assert np.allclose(seg.predict_proba_batch(frames), p1, atol=1e-5)
+    assert np.array_equal(one[0], p1[0] > 0.5)
+
+
+class _Truth:
+    """A stand-in segmenter returning a dataset's own masks: IoU must be exactly 1."""
+
+    def __init__(self, ds):
+        self.ds = ds
+
+    def predict_batch(self, frames):
+        return np.stack([self.ds.mask(next(i for i in range(len(self.ds))
+                                           if np.array_equal(self.ds.frame(i), f))) for f in frames])
+
+
+def test_evaluate_against_an_oracle(toy_root):
+    ds = Dataset(toy_root)
+    assert evaluate_segmenter(_Truth(ds), toy_root, frames=range(5))["iou"] == 1.0
+    masks = [ds.mask(i) for i in range(4)]
+    assert mean_iou(masks, masks[::-1]) < 1.0
+
+
+def test_train_segment_eval_commands(tmp_path, toy_root, capsys):
+    model = tmp_path / "seg.pt"
+    assert main(["train", toy_root, "--epochs", "1", "--batch-size", "4", "--input-size", "48x64",
+                 "--max-val-frames", "4", "--threads", "1", "--out", str(model), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["epochs"] == 1 and model.is_file()
+    out = tmp_path / "masks"
+    assert main(["segment", toy_root, "--model", str(model), "--out", str(out)]) == 0
+    capsys.readouterr()
+    seg_ds = Dataset(out)
+    assert len(seg_ds) == 24 and seg_ds.mask(0).shape == (96, 128)
+    assert main(["eval-seg", toy_root, "--model", str(model), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    seg = load_segmenter(model)
+    truth = Dataset(toy_root)
+    ref = mean_iou([seg.predict(truth.frame(i)) for i in range(len(truth))],
+                   [truth.mask(i) for i in range(len(truth))])
+    assert got["iou"] == pytest.approx(ref) and got["frames"] == 24
+    # the segment output's masks are the segmenter's
+    assert np.array_equal(seg_ds.mask(3), seg.predict(truth.frame(3)))

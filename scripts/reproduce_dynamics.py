@@ -71,11 +71,13 @@ SPREAD_SOLVERS = [
 ]
 
 
-def scenario(fault: str, track: str, control: str, solver, t_end: float, sight_from: str = "tracked") -> PlanarScenario:
+def scenario(fault: str, track: str, control: str, solver, t_end: float, sight_from: str = "tracked",
+             broken_mode: str = "locked") -> PlanarScenario:
     method, rtol, atol = solver
     return PlanarScenario(
         track=track,
         sight_from=sight_from,
+        broken_mode=broken_mode,
         controller=ControllerConfig(coupling=control, broken_joints=FAULTS[fault]),
         t_end_s=t_end,
         method=method,
@@ -119,6 +121,8 @@ def main(argv=None) -> int:
     ap.add_argument("--t-end", type=float, default=2000.0, help="simulated time limit per scenario [s]")
     ap.add_argument("--spread", action="store_true", help="also run the other solvers/tolerances")
     ap.add_argument("--animation", choices=("gif", "mp4", "none"), default="none")
+    ap.add_argument("--passive-diagnostic", action="store_true",
+                    help="also run the fault cases with broken joints as free hinges (zero torque)")
     ap.add_argument("--no-sight-diagnostic", action="store_true",
                     help="skip the head-tracking runs steered by the centre-of-mass line of sight")
     args = ap.parse_args(argv)
@@ -146,6 +150,17 @@ def main(argv=None) -> int:
             sight[(f, tr, c)] = s["last_target_time_s"]
             print(f"  sight-from-com {scn.name:26s} last={s['last_target_time_s']}", flush=True)
 
+    # diagnostic: broken joints as free hinges (zero torque) instead of locked
+    passive = {}
+    if args.passive_diagnostic:
+        for f, tr, c in keys:
+            if f == "none":
+                continue
+            scn = scenario(f, tr, c, DEFAULT_SOLVER, args.t_end, broken_mode="passive")
+            s = run_cached(scn, out / "passive" / scn.name, None, plots=False)
+            passive[(f, tr, c)] = s["last_target_time_s"]
+            print(f"  passive-broken {scn.name:26s} last={s['last_target_time_s']}", flush=True)
+
     spread = {}
     if args.spread:
         for solver in SPREAD_SOLVERS:
@@ -162,7 +177,7 @@ def main(argv=None) -> int:
 
     # table
     lines = []
-    hdr = f"{'faults':7s} {'track':5s} {'ctrl':4s} {'ours [s]':>9s} {'paper [s]':>9s} {'diff':>7s} {'beyond40':>8s} {'spread [s]':>15s} {'CoM-sight':>9s}  paper figure"
+    hdr = f"{'faults':7s} {'track':5s} {'ctrl':4s} {'ours [s]':>9s} {'paper [s]':>9s} {'diff':>7s} {'beyond40':>8s} {'spread [s]':>15s} {'CoM-sight':>9s} {'passive':>8s}  paper figure"
     lines.append(hdr)
     lines.append("-" * len(hdr))
     records = []
@@ -182,7 +197,8 @@ def main(argv=None) -> int:
             f"{'-' if diff is None else f'{100 * diff:+6.1f}%':>7s} "
             f"{s['beyond_limit_fraction']:8.3f} "
             f"{'-' if spr is None else f'{spr[0]:.0f}-{spr[1]:.0f}':>15s} "
-            f"{'-' if sight.get(key) is None else f'{sight[key]:9.1f}':>9s}  {note}"
+            f"{'-' if sight.get(key) is None else f'{sight[key]:9.1f}':>9s} "
+            f"{'-' if passive.get(key) is None else f'{passive[key]:8.1f}':>8s}  {note}"
         )
         records.append(
             {
@@ -199,6 +215,7 @@ def main(argv=None) -> int:
                 "spread_s": spread.get(key),
                 "spread_range_s": list(spr) if spr else None,
                 "head_sight_from_com_last_s": sight.get(key),
+                "passive_broken_last_s": passive.get(key),
             }
         )
     print("\n".join(lines))

@@ -24,6 +24,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--atol", type=float, default=None, help="absolute tolerance (default 1e-8)")
     p.add_argument("--sight-from", choices=("tracked", "head", "com"), default=None,
                    help="point the line of sight to the target starts from (default: the tracked point, as in the seed)")
+    p.add_argument("--broken-mode", choices=("locked", "passive"), default=None,
+                   help="locked: a broken joint keeps its angle (default, issue 6); passive: it gets zero torque")
     p.add_argument("--animation", choices=("gif", "mp4", "none"), default="gif", help="animation format (default gif)")
 
 
@@ -37,7 +39,7 @@ def _run(args: argparse.Namespace) -> int:
     broken = parse_broken(args.broken)
     kw = {}
     for flag, key in (("t_end", "t_end_s"), ("method", "method"), ("rtol", "rtol"), ("atol", "atol"),
-                      ("sight_from", "sight_from")):
+                      ("sight_from", "sight_from"), ("broken_mode", "broken_mode")):
         v = getattr(args, flag)
         if v is not None:
             kw[key] = v

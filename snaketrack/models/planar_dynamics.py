@@ -295,6 +295,7 @@ class PlanarSnakeModel:
         tau: Optional[np.ndarray] = None,
         joint_acc: Optional[np.ndarray] = None,
         fast: bool = True,
+        passive: Optional[np.ndarray] = None,
     ) -> np.ndarray:
         """q̈ (..., N+2) from the state and either joint torques or joint accelerations.
 
@@ -306,30 +307,55 @@ class PlanarSnakeModel:
         fast: for a single state with ``joint_acc``, use :meth:`_pfl_single`
             (the same equations reduced by hand to O(N²) vector products);
             ``False`` forces the generic block solve (tests compare the two).
+        passive: optional (N−1,) bool mask, with ``joint_acc`` only: these
+            joints get zero *torque* (a free hinge) instead of their commanded
+            acceleration, and their accelerations join the unknowns.
         """
         if tau is not None and joint_acc is not None:
             raise InputError("accelerations: give tau or joint_acc, not both")
+        k = self.n_joints
+        if joint_acc is not None:
+            ja = np.asarray(joint_acc, dtype=float)
+            if ja.shape[-1:] != (k,):
+                raise InputError(f"joint_acc has shape {ja.shape}; expected (..., {k})")
+            if passive is not None and np.any(passive):
+                return self._pfl_partial(q, qd, ja, np.asarray(passive, dtype=bool))
+            if fast and ja.ndim == 1 and np.ndim(q) == 1 and np.ndim(qd) == 1:
+                return self._pfl_single(self._check_q(q, "q"), self._check_q(qd, "qd"), ja)
         M, nbar = self.terms(q, qd)
         if joint_acc is None:
             rhs = -nbar
             if tau is not None:
                 tau = np.asarray(tau, dtype=float)
-                if tau.shape[-1:] != (self.n_joints,):
-                    raise InputError(f"tau has shape {tau.shape}; expected (..., {self.n_joints})")
+                if tau.shape[-1:] != (k,):
+                    raise InputError(f"tau has shape {tau.shape}; expected (..., {k})")
                 rhs = rhs + tau @ self.B.T
             return np.linalg.solve(M, rhs[..., None])[..., 0]
-        ja = np.asarray(joint_acc, dtype=float)
-        if ja.shape[-1:] != (self.n_joints,):
-            raise InputError(f"joint_acc has shape {ja.shape}; expected (..., {self.n_joints})")
-        if fast and ja.ndim == 1 and np.ndim(q) == 1 and np.ndim(qd) == 1:
-            return self._pfl_single(self._check_q(q, "q"), self._check_q(qd, "qd"), ja)
-        k = self.n_joints
         Muu = M[..., k:, k:]
         Mua = M[..., k:, :k]
         rhs = -nbar[..., k:] - np.einsum("...ij,...j->...i", Mua, ja)
         qu = np.linalg.solve(Muu, rhs[..., None])[..., 0]
         ja_b = np.broadcast_to(ja, qu.shape[:-1] + (k,))
         return np.concatenate([ja_b, qu], axis=-1)
+
+    def _pfl_partial(self, q: np.ndarray, qd: np.ndarray, ja: np.ndarray, passive: np.ndarray) -> np.ndarray:
+        """PFL with some joints passive (zero torque): block solve over passive joints + θ_N + p."""
+        k = self.n_joints
+        if passive.shape != (k,):
+            raise InputError(f"passive has shape {passive.shape}; expected ({k},)")
+        M, nbar = self.terms(q, qd)
+        act = np.flatnonzero(~passive)
+        unk = np.concatenate([np.flatnonzero(passive), np.arange(k, self.n_q)])
+        ja_b = np.broadcast_to(ja, nbar.shape[:-1] + (k,))
+        ua = ja_b[..., act]
+        Muu = M[..., unk[:, None], unk[None, :]]
+        Mua = M[..., unk[:, None], act[None, :]]
+        rhs = -nbar[..., unk] - np.einsum("...ij,...j->...i", Mua, ua)
+        x = np.linalg.solve(Muu, rhs[..., None])[..., 0]
+        out = np.empty(nbar.shape)
+        out[..., act] = ua
+        out[..., unk] = x
+        return out
 
     def _pfl_single(self, q: np.ndarray, qd: np.ndarray, u: np.ndarray) -> np.ndarray:
         """PFL accelerations of one state, (N+2,), without forming M̄.

@@ -74,6 +74,9 @@ class PlanarScenario:
         the centre of mass while still requiring the head to reach each
         target (a diagnostic: the head's lateral sway then no longer enters
         the heading reference; see docs/planar-dynamics.md).
+    broken_mode: ``"locked"`` (issue 6: a broken joint gets zero commanded
+        acceleration and keeps its initial angle) or ``"passive"`` (it gets
+        zero torque and swings freely; a diagnostic).
     """
 
     track: str = "head"
@@ -88,8 +91,11 @@ class PlanarScenario:
     max_step_s: float = np.inf
     sample_dt_s: float = 0.1
     sight_from: str = "tracked"
+    broken_mode: str = "locked"
 
     def __post_init__(self) -> None:
+        if self.broken_mode not in ("locked", "passive"):
+            raise InputError(f"--broken-mode {self.broken_mode!r}; expected 'locked' or 'passive'")
         if self.track not in ("head", "com"):
             raise InputError(f"--track {self.track!r}; expected 'head' or 'com'")
         if self.sight_from not in ("tracked", "head", "com"):
@@ -109,7 +115,8 @@ class PlanarScenario:
         b = self.controller.broken_joints
         tail = "none" if not b else "b" + "_".join(str(j) for j in b)
         sight = "" if self.sight_from in ("tracked", self.track) else f"-sight{self.sight_from}"
-        return f"{self.track}-{self.controller.coupling}-{tail}{sight}"
+        mode = "-passive" if (b and self.broken_mode == "passive") else ""
+        return f"{self.track}-{self.controller.coupling}-{tail}{mode}{sight}"
 
 
 @dataclass(frozen=True)
@@ -177,6 +184,7 @@ def simulate(
     y = np.concatenate([q0, qd0])
     nq = model.n_q
     counter = [0, 0.0]
+    passive = ctrl.broken_mask if scenario.broken_mode == "passive" and ctrl.broken_mask.any() else None
 
     # line-of-sight point = p − l (w·cos θ, w·sin θ); w picks a link-centre combination
     if scenario.sight_from in ("tracked", scenario.track):
@@ -193,7 +201,7 @@ def simulate(
     def rhs(t: float, yy: np.ndarray, target: np.ndarray) -> np.ndarray:
         q, qd = yy[:nq], yy[nq:]
         u = ctrl.command(t, q[:k], qd[:k], offset(q, target))
-        qdd = model.accelerations(q, qd, joint_acc=u)
+        qdd = model.accelerations(q, qd, joint_acc=u, passive=passive)
         counter[0] += 1
         if progress is not None and t - counter[1] >= 5.0:
             counter[1] = t
@@ -322,6 +330,7 @@ def summarize(result: PlanarResult) -> dict:
         "scenario": scn.name,
         "track": scn.track,
         "sight_from": scn.sight_from,
+        "broken_mode": scn.broken_mode,
         "control": scn.controller.coupling,
         "broken_joints": list(scn.controller.broken_joints),
         "reach_times_s": rt,

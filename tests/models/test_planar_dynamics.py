@@ -282,3 +282,21 @@ def test_fast_pfl_path_equals_generic_block_solve(reference):
         fast = model.accelerations(q, qd, joint_acc=u)
         generic = model.accelerations(q, qd, joint_acc=u, fast=False)
         np.testing.assert_allclose(fast, generic, rtol=1e-10, atol=1e-10)
+
+
+def test_passive_joints_get_zero_torque():
+    """A joint marked passive is a free hinge: the torques that realise the motion vanish there."""
+    rng = np.random.default_rng(9)
+    for ref in ("com", "head"):
+        model = PlanarSnakeModel(P, ref)
+        q = rng.normal(size=model.n_q) * 0.5
+        qd = rng.normal(size=model.n_q) * 0.5
+        u = rng.normal(size=model.n_joints)
+        passive = np.zeros(model.n_joints, dtype=bool)
+        passive[[2, 4]] = True
+        qdd = model.accelerations(q, qd, joint_acc=u, passive=passive)
+        np.testing.assert_array_equal(qdd[: model.n_joints][~passive], u[~passive])
+        tau = model.joint_torques(q, qd, qdd)
+        np.testing.assert_allclose(tau[passive], 0.0, atol=1e-10)
+        # and the full torque-driven dynamics with those torques reproduce the motion
+        np.testing.assert_allclose(model.accelerations(q, qd, tau=tau), qdd, atol=1e-9)

@@ -281,16 +281,17 @@ def label_video(source: FrameSource, out: str | os.PathLike, predictor: BoxPredi
     if box.clip(w, h).area == 0:
         raise InputError(f"--box {box}: lies outside the {w}x{h} video")
     csv_path = out / LABELS_CSV
+    src_id = str(Path(source.path).resolve())
     labelling = {"backend": predictor.name, "box": str(box), "stride": int(stride), **asdict(config)}
     if (out / "frames").is_dir() and any((out / "frames").iterdir()):
         if not csv_path.is_file():
             raise InputError(f"{out}: holds frames but no {LABELS_CSV}; not a labelling run to resume, choose a new --out")
         old = read_json(out / "meta.json").get("labelling", {}) if (out / "meta.json").is_file() else {}
-        if old.get("stride", stride) != stride or old.get("source", str(source.path)) != str(source.path):
+        if old.get("stride", stride) != stride or old.get("source", src_id) != src_id:
             raise InputError(f"{out}: was labelled from {old.get('source')} with --stride {old.get('stride')}; "
                              f"now {source.path} with --stride {stride}: choose a new --out")
     meta = source_meta(source, stride)
-    meta["labelling"] = dict(labelling, source=str(source.path))
+    meta["labelling"] = dict(labelling, source=src_id)
     writer = DatasetWriter(out, meta, resume=True)
     rows = _read_rows(csv_path)
     n_done = min(writer.next_frame, len(rows))

@@ -1,0 +1,99 @@
+"""Benchmark: DeepLabV3+ inference time per frame, and SAM vit_b labelling time, on this CPU.
+
+For each offered encoder, a randomly initialised DeepLabV3+ whose input
+size equals the frame size segments one RGB frame at a time through
+:meth:`Segmenter.predict` (resize, normalise, pad, forward, threshold):
+median ms/frame at 640x360 and 320x180. SAM vit_b (random weights: the
+timing does not depend on them) is timed for ``set_image`` + one box
+``predict`` per frame. GrabCut, the weight-free labeller, is timed on the
+same frame as a reference. Prints one JSON object last.
+
+    python scripts/bench_segmenter.py [--repeats 5] [--sam-repeats 2]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+SIZES = {"640x360": (360, 640), "320x180": (180, 320)}
+
+
+def _median_s(fn, repeats: int, warmup: int = 1) -> float:
+    for _ in range(warmup):
+        fn()
+    ts = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t)
+    return statistics.median(ts)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--encoders", default="resnet18,resnet34,mobilenet_v2,efficientnet-b0")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--sam-repeats", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--no-sam", action="store_true")
+    args = ap.parse_args()
+
+    import numpy as np
+    import torch
+
+    from snaketrack.datasets.boxes import mask_to_box
+    from snaketrack.datasets.grabcut_backend import GrabCutBackend
+    from snaketrack.datasets.toy import toy_video
+    from snaketrack.training.model import SegmenterConfig, build_model
+    from snaketrack.training.segmenter import Segmenter
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    frames, masks = toy_video(1, 640, 360, seed=0)
+    rgb, truth = frames[0], masks[0]
+    out: dict[str, object] = {"torch_threads": torch.get_num_threads(), "batch": 1}
+    for enc in args.encoders.split(","):
+        for name, size in SIZES.items():
+            torch.manual_seed(0)
+            cfg = SegmenterConfig(encoder=enc, input_size=size)
+            seg = Segmenter(build_model(cfg), cfg)
+            img = np.ascontiguousarray(rgb[:: 360 // size[0], :: 640 // size[1]])
+            out[f"{enc}_{name}_ms"] = 1000 * _median_s(lambda: seg.predict(img), args.repeats)
+            print(json.dumps({k: out[k] for k in out if k.startswith(enc)}), flush=True)
+    box = mask_to_box(truth).expand(10)
+    gc = GrabCutBackend()
+
+    def grabcut():
+        gc.set_image(rgb)
+        gc.predict(box)
+
+    out["grabcut_640x360_ms"] = 1000 * _median_s(grabcut, args.repeats)
+    if not args.no_sam:
+        from segment_anything import SamPredictor, sam_model_registry
+
+        torch.manual_seed(0)
+        pred = SamPredictor(sam_model_registry["vit_b"]().eval())
+
+        def sam():
+            with torch.inference_mode():
+                pred.set_image(rgb)
+                pred.predict(box=box.xyxy(), multimask_output=False)
+
+        out["sam_vit_b_set_image_predict_s"] = _median_s(sam, args.sam_repeats, warmup=0)
+        with torch.inference_mode():
+            out["sam_vit_b_predict_only_ms"] = 1000 * _median_s(
+                lambda: pred.predict(box=box.xyxy(), multimask_output=False), args.repeats)
+        r18 = out.get("resnet18_640x360_ms")
+        if r18:
+            out["resnet18_vs_sam_speedup_x"] = 1000 * out["sam_vit_b_set_image_predict_s"] / r18
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

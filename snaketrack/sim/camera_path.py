@@ -13,7 +13,8 @@ Scenes (all framed from the robot's own motion, which is known in advance):
 
 - ``static``: a tripod beside the robot's path at 1.2-1.6 m height, aimed at
   the centre of everything the robot covers during the clip; the field of
-  view is the narrowest that keeps the whole clip in view with a margin.
+  view is the narrowest that keeps the whole clip in view with a margin,
+  but no narrower than makes the body 1.6x ``target_width_px`` wide.
 - ``handheld``: a person walking beside the robot at about 1.5 m lateral
   distance, camera at 1.4-1.7 m, aiming at the (smoothed) robot with slow
   drift (0.05-0.4 Hz wander of aim, height and distance) and shake
@@ -204,8 +205,8 @@ def camera_path(scene: str, times: np.ndarray, robot_points: np.ndarray, *, body
         fx_max = (width / 2 - margin_px) / np.max(np.abs(pc[:, 0] / pc[:, 2]) + r_px_per_f)
         fy_max = (height / 2 - margin_px) / np.max(np.abs(pc[:, 1] / pc[:, 2]) + r_px_per_f)
         f = min(fx_max, fy_max)
-        # no closer than needed for the body to be at most ~3x the target width
-        f = min(f, 3.0 * target_width_px * float(np.median(pc[:, 2])) / body_diameter)
+        # a robot that stays in one place is not zoomed in on beyond 1.6x the target width
+        f = min(f, 1.6 * target_width_px * float(np.median(pc[:, 2])) / body_diameter)
         fovy = 2 * np.arctan((height / 2) / f)
         return CameraPath(np.repeat(eye[None], T, 0), np.repeat(R[None], T, 0), float(fovy))
 

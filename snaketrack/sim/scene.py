@@ -16,7 +16,9 @@ recorded run replays unchanged:
   as sky (ambient) light. Intensity, elevation and azimuth drift during the
   clip (passing clouds, a moving sun);
 - distractors: rocks (ellipsoids), sticks (thin capsules lying on the
-  ground) and boxes, scattered around the robot's path but kept clear of
+  ground; one in seven is a piece of coloured hose, a robot-like hard
+  negative) and boxes, their numbers drawn in proportion to the area
+  (about 1.5-3 rocks, 0.6-1.5 sticks and 0.04-0.12 boxes per m²), scattered around the robot's path but kept clear of
   the ground it covers, so they never overlap the robot. They are not robot
   geoms, so the robot mask never includes them.
 
@@ -195,21 +197,25 @@ def _min_dist(xy: np.ndarray, path_xy: np.ndarray) -> float:
 
 
 def dress_scene(root: ET.Element, texture_dir: str | os.PathLike, path_xy: np.ndarray,
-                config: SceneConfig = SceneConfig(), seed: int = 0) -> Dressing:
+                config: SceneConfig = SceneConfig(), seed: int = 0, variant: int = 0) -> Dressing:
     """Add ground texture, lights and distractors to the MJCF tree ``root`` (in place).
 
     texture_dir: an existing folder the PNG textures are written to (must
         exist until the model is compiled).
     path_xy: (M, 2) world points [m] the robot's axis visits during the clip
         (distractors keep ``config.clearance`` from them).
+    variant: mixed into the seed (e.g. the scene's index), so scenes of one seed differ.
     Returns the choices made (:class:`Dressing`).
     """
-    rng = np.random.default_rng([seed, 1234])
+    rng = np.random.default_rng([seed, 1234, variant])
     path_xy = np.asarray(path_xy, float).reshape(-1, 2)
     ground = config.ground or str(rng.choice(GROUNDS))
-    n_rocks = config.rocks if config.rocks is not None else int(rng.integers(10, 22))
-    n_sticks = config.sticks if config.sticks is not None else int(rng.integers(6, 14))
-    n_boxes = config.boxes if config.boxes is not None else int(rng.integers(1, 4))
+    lo = path_xy.min(axis=0) - config.spread
+    hi = path_xy.max(axis=0) + config.spread
+    area = float(np.prod(hi - lo))
+    n_rocks = config.rocks if config.rocks is not None else int(rng.poisson(area * rng.uniform(1.5, 3.0)))
+    n_sticks = config.sticks if config.sticks is not None else int(rng.poisson(area * rng.uniform(0.6, 1.5)))
+    n_boxes = config.boxes if config.boxes is not None else int(rng.poisson(area * rng.uniform(0.04, 0.12)))
 
     # --- assets
     asset = root.find("asset")
@@ -272,8 +278,6 @@ def dress_scene(root: ET.Element, texture_dir: str | os.PathLike, path_xy: np.nd
                   diffuse="0.12 0.13 0.16", specular="0 0 0")
 
     # --- distractors, scattered around the path, clear of it
-    lo = path_xy.min(axis=0) - config.spread
-    hi = path_xy.max(axis=0) + config.spread
     placed: list[np.ndarray] = []
     obstacles = np.array([[float(v) for v in g.get("pos").split()[:2]] for g in world.findall("geom")
                           if g.get("name", "").startswith("obstacle_")]).reshape(-1, 2)
@@ -310,9 +314,16 @@ def dress_scene(root: ET.Element, texture_dir: str | os.PathLike, path_xy: np.nd
             continue
         ang = rng.uniform(0, np.pi)
         dx, dy = 0.5 * L * np.cos(ang), 0.5 * L * np.sin(ang)
+        ends = _f(xy[0] - dx, xy[1] - dy, r, xy[0] + dx, xy[1] + dy, r * rng.uniform(1.0, 2.5))
+        if rng.uniform() < 0.15:
+            # a piece of coloured hose or pipe: a hard negative that looks robot-like
+            palette = [(0.9, 0.45, 0.1), (0.95, 0.8, 0.15), (0.12, 0.12, 0.13), (0.2, 0.5, 0.2)]
+            c = palette[int(rng.integers(len(palette)))]
+            ET.SubElement(world, "geom", name=f"stick_{k}", type="capsule", size=_f(max(r, 0.01)), fromto=ends,
+                          rgba=_f(*c, 1), **common)
+            continue
         c = np.array([0.35, 0.24, 0.13]) * rng.uniform(0.7, 1.3)
-        ET.SubElement(world, "geom", name=f"stick_{k}", type="capsule", size=_f(r),
-                      fromto=_f(xy[0] - dx, xy[1] - dy, r, xy[0] + dx, xy[1] + dy, r * rng.uniform(1.0, 2.5)),
+        ET.SubElement(world, "geom", name=f"stick_{k}", type="capsule", size=_f(r), fromto=ends,
                       material="wood_mat", rgba=_f(*np.clip(c * 2.2, 0, 1), 1), **common)
     for k in range(n_boxes):
         s = np.array([rng.uniform(0.04, 0.12), rng.uniform(0.03, 0.10), rng.uniform(0.02, 0.08)])

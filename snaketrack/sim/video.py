@@ -23,7 +23,9 @@ Pipeline (one call of :func:`render_video`):
    front of the robot hide it in the mask too; distractors never touch it).
 5. **Degradations** (:func:`degrade`): camera motion blur (a line kernel
    along the image motion of the ground point at the image centre, times
-   the exposure fraction), a slight defocus, vignetting, white balance,
+   the exposure fraction), the robot's own motion blur (each link blurred
+   along its image motion between the neighbouring frames and composited
+   over the camera-blurred image), a slight defocus, vignetting, white balance,
    signal-dependent sensor noise and a first JPEG compression at a random
    quality (the dataset writer stores the result as JPEG again, quality 92,
    as a re-encoded video would). The mask and truth are not degraded.
@@ -204,7 +206,8 @@ class _World:
         self.axis_points = np.array(pts)  # (T, 2N+1, 3)
         with tempfile.TemporaryDirectory(prefix="snaketrack-tex-") as tex:
             self.dressing = dress_scene(root, tex, self.axis_points[:, :, :2].reshape(-1, 2),
-                                        config.scene_config, seed=config.seed)
+                                        config.scene_config, seed=config.seed,
+                                        variant=SCENES.index(config.scene))
             world = root.find("worldbody")
             ET.SubElement(world, "camera", name="video", mode="fixed", pos="0 0 3", quat="1 0 0 0", fovy="45")
             vis = root.find("visual").find("global")
@@ -216,6 +219,11 @@ class _World:
         self.cam = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_CAMERA, "video")
         self.head_site = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SITE, "head_site")
         self.robot_geoms = robot_geom_ids(self.model, self.robot)
+        links = [mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, f"link_{i + 1}")
+                 for i in range(self.robot.n_links)]
+        self.geom_link = np.full(self.model.ngeom, -1, dtype=int)
+        for g in self.robot_geoms:
+            self.geom_link[g] = links.index(int(self.model.geom_bodyid[g]))
         self.qadr = joint_qpos_addresses(self.model, self.robot)
         vr = np.array(self.robot.visual.body_radius)
         self.body_diameter = float(2 * vr.mean())
@@ -236,19 +244,47 @@ def motion_blur_kernel(length: float, angle: float) -> Optional[np.ndarray]:
     return k / k.sum()
 
 
+def _kernel_for(flow: np.ndarray, exposure: float) -> Optional[np.ndarray]:
+    return motion_blur_kernel(float(np.linalg.norm(flow)) * exposure, float(math.atan2(flow[1], flow[0])))
+
+
 def degrade(rgb: np.ndarray, rng: np.random.Generator, clip: dict, flow: np.ndarray,
-            cfg: Degradation) -> np.ndarray:
+            cfg: Degradation, link_map: Optional[np.ndarray] = None,
+            link_flows: Optional[np.ndarray] = None) -> np.ndarray:
     """Apply blur, vignetting, white balance, sensor noise and JPEG to an RGB uint8 image.
 
     clip: per-clip settings from :func:`clip_settings`; flow: (2,) image motion
-        [px] over one frame interval at the image centre; rng: this frame's generator.
+        [px] over one frame interval at the image centre (the camera's motion);
+        rng: this frame's generator.
+    link_map: (H, W) int, the robot link seen at each pixel (−1: not the robot);
+        link_flows: (N, 2) each link's image motion [px per frame interval].
+        Each link is blurred along its own motion and composited over the
+        camera-blurred image (the robot moves against the ground).
     """
     if not cfg.enabled:
         return rgb
-    img = rgb.astype(np.float32) / 255.0
-    k = motion_blur_kernel(float(np.linalg.norm(flow)) * clip["exposure"], float(math.atan2(flow[1], flow[0])))
+    img0 = rgb.astype(np.float32) / 255.0
+    img = img0
+    k = _kernel_for(flow, clip["exposure"])
     if k is not None:
-        img = cv2.filter2D(img, -1, k, borderType=cv2.BORDER_REFLECT)
+        img = cv2.filter2D(img0, -1, k, borderType=cv2.BORDER_REFLECT)
+    if link_map is not None and link_flows is not None:
+        img = img.copy() if img is img0 else img
+        H, W = link_map.shape
+        for link, fl in enumerate(link_flows):
+            kl = _kernel_for(np.asarray(fl), clip["exposure"])
+            if kl is None:
+                continue
+            ys, xs = np.nonzero(link_map == link)
+            if len(ys) == 0:
+                continue
+            pad = kl.shape[0] + 2
+            y0, y1 = max(ys.min() - pad, 0), min(ys.max() + pad + 1, H)
+            x0, x1 = max(xs.min() - pad, 0), min(xs.max() + pad + 1, W)
+            region = (link_map[y0:y1, x0:x1] == link).astype(np.float32)
+            w = np.clip(2 * cv2.filter2D(region, -1, kl, borderType=cv2.BORDER_CONSTANT), 0, 1)[..., None]
+            blurred = cv2.filter2D(img0[y0:y1, x0:x1], -1, kl, borderType=cv2.BORDER_REFLECT)
+            img[y0:y1, x0:x1] = w * blurred + (1 - w) * img[y0:y1, x0:x1]
     img = cv2.GaussianBlur(img, (0, 0), clip["defocus_px"])
     img = img * clip["vignette_map"][..., None] * clip["wb"][None, None]
     var = clip["noise_gain"] * np.clip(img, 0, 1) + clip["noise_floor"] ** 2
@@ -313,6 +349,22 @@ class VideoRenderer:
         self.option = mujoco.MjvOption()
         self.option.sitegroup[:] = 0
         self.clip = clip_settings(config.degradation, config.width, config.height, config.seed)
+        self.link_flows = self._link_flows()
+
+    def _link_flows(self) -> np.ndarray:
+        """(T, N, 2) image motion of each link centre [px per frame], camera and robot motion together."""
+        n = self.world.robot.n_links
+        T = len(self.path)
+        # central difference over the neighbour frames, each seen by its own camera: image motion
+        flows = np.zeros((T, n, 2))
+        if T < 2:
+            return flows
+        for i in range(T):
+            a, b = max(i - 1, 0), min(i + 1, T - 1)
+            pa = project(self.K, self.path.positions[a], self.path.rotations[a], self.world.axis_points[a, n:2 * n])
+            pb = project(self.K, self.path.positions[b], self.path.rotations[b], self.world.axis_points[b, n:2 * n])
+            flows[i] = (pb[:, :2] - pa[:, :2]) / (b - a)
+        return flows
 
     def close(self) -> None:
         self.renderer.close()
@@ -342,11 +394,13 @@ class VideoRenderer:
         self.renderer.enable_segmentation_rendering()
         seg = self.renderer.render()
         self.renderer.disable_segmentation_rendering()
-        mask = (seg[..., 1] == int(mujoco.mjtObj.mjOBJ_GEOM)) & np.isin(seg[..., 0], w.robot_geoms)
+        is_geom = seg[..., 1] == int(mujoco.mjtObj.mjOBJ_GEOM)
+        link_map = np.where(is_geom, w.geom_link[np.clip(seg[..., 0], 0, len(w.geom_link) - 1)], -1)
+        mask = link_map >= 0
 
         flow = _centre_flow(self.path, i, self.K)
         rng = np.random.default_rng([cfg.seed, i, 555])
-        img = degrade(rgb, rng, self.clip, flow, cfg.degradation)
+        img = degrade(rgb, rng, self.clip, flow, cfg.degradation, link_map, self.link_flows[i])
 
         # truth
         b = w.link_ids[0]

@@ -1,0 +1,440 @@
+"""Refinement of a predicted state against an observed mask, and the velocity update.
+
+Two optimisers over the same silhouette (:mod:`snaketrack.tracker.render`):
+
+- ``method="lm"`` (**default, chosen by measurement**, docs/tracker.md):
+  Levenberg–Marquardt on per-pixel residuals ``r_p = w_p (o_p − m_p)``
+  (``o`` the soft silhouette, ``m`` the observed mask), with the Jacobian
+  from one backward pass (:func:`render_with_jacobian`), a weak Gaussian
+  prior towards the prediction, and the parameters
+  ``[q, δ, t, b]``: joint angles, a rotation increment ``δ`` applied on the
+  left of the current base rotation (``R0 = exp(δ) R_ref``, re-centred
+  after each accepted step), the base translation and, with
+  ``estimate_offset``, an edge offset ``b`` [px] that lets the model
+  silhouette grow or shrink by a constant width. ``b`` absorbs mask bias
+  (erosion/dilation by segmentation) that would otherwise be explained by
+  depth: the body is only ~10 px wide, so 1–3 px of bias is 10–60 % of its
+  width. The edge softness follows ``sigma_schedule`` (coarse to fine: a
+  wide edge attracts from farther away, the final sharp edge removes the
+  soft-union depth bias).
+- ``method="adam"``: the paper's refinement, Adam (lr 0.005) on the summed
+  squared difference ``Σ (o − m)²`` over the pose vector, ``steps`` steps.
+
+Losses: ``loss="ssd"`` (``w_p = 1``) or ``loss="dt"``: the residual of a
+wrong pixel is weighted by its distance to the observed mask's boundary
+(``w_p = 1 + dt_gain · min(D_p, dt_clip_px)``; ``D`` from the distance
+transform of the mask and of its complement), so far-off pixels pull harder.
+
+The velocity update (:func:`velocity_update`) takes the rate of the pose
+vector from consecutive refined states.
+
+Units: radians, metres, pixels (``b``, ``σ``); the cost is in pixels
+(sum of squared weighted residuals).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+import cv2
+import numpy as np
+import torch
+
+from snaketrack.errors import InputError
+from snaketrack.models.kinematics import forward_kinematics
+from snaketrack.models.rotations import axis_angle_to_matrix, matrix_to_axis_angle
+from snaketrack.tracker.render import (
+    SilhouetteRenderer,
+    SilhouetteSettings,
+    render_with_jacobian,
+    soft_silhouette,
+)
+from snaketrack.tracker.state import unwrap_rotvec
+
+METHODS = ("lm", "adam")
+LOSSES = ("ssd", "dt")
+
+
+@dataclass(frozen=True)
+class RefineConfig:
+    """Refinement settings (defaults: the measured best, docs/tracker.md).
+
+    method: ``"lm"`` or ``"adam"``; loss: ``"ssd"`` or ``"dt"``.
+    steps: iterations per frame (LM: accepted or rejected trial steps).
+    sigma_schedule: edge softness σ [px] of the first iterations; later
+        iterations use ``sigma_px``.
+    sigma_px: final edge softness [px].
+    estimate_offset: fit the edge offset b [px] (LM only).
+    offset_prior_px: std of the prior on b around 0 [px].
+    prior_q, prior_rot, prior_trans: std of the prior towards the prediction
+        [rad], [rad], [m] (weak; keeps unobservable directions put).
+    lambda0: initial LM damping (relative to the diagonal of JᵀJ).
+    min_step: stop when the parameter step's norm falls below this.
+    lr: Adam learning rate (the paper's 0.005).
+    dt_gain, dt_clip_px: the distance-transform weighting (``loss="dt"``).
+    roi_pad_px: extra pixels around the model's screen box evaluated.
+    compute_dtype: dtype of the per-pixel work of LM (``"float32"`` or
+        ``"float64"``); the normal equations are always float64.
+    """
+
+    method: str = "lm"
+    loss: str = "ssd"
+    steps: int = 10
+    sigma_schedule: tuple[float, ...] = (2.0, 1.0)
+    sigma_px: float = 0.5
+    estimate_offset: bool = True
+    offset_prior_px: float = 2.0
+    prior_q: float = 0.5
+    prior_rot: float = 0.5
+    prior_trans: float = 0.5
+    lambda0: float = 1e-2
+    min_step: float = 1e-4
+    lr: float = 0.005
+    dt_gain: float = 0.5
+    dt_clip_px: float = 20.0
+    roi_pad_px: float = 4.0
+    compute_dtype: str = "float32"
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise InputError(f"refine method {self.method!r}; expected one of {', '.join(METHODS)}")
+        if self.loss not in LOSSES:
+            raise InputError(f"refine loss {self.loss!r}; expected one of {', '.join(LOSSES)}")
+        if not (isinstance(self.steps, int) and self.steps >= 0):
+            raise InputError(f"refine steps = {self.steps!r}; expected a non-negative integer")
+        if not self.sigma_px > 0 or any(not s > 0 for s in self.sigma_schedule):
+            raise InputError(f"edge softness {self.sigma_px!r}/{self.sigma_schedule!r}; expected positive pixels")
+
+    def sigma(self, it: int) -> float:
+        return float(self.sigma_schedule[it]) if it < len(self.sigma_schedule) else float(self.sigma_px)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """An observed mask prepared for refinement.
+
+    mask: (H, W) float64 tensor of 0/1; area: its pixel count;
+    weight: (H, W) residual weights (all ones for ``ssd``).
+    """
+
+    mask: torch.Tensor
+    area: float
+    weight: torch.Tensor
+
+    @classmethod
+    def from_mask(cls, mask: np.ndarray, loss: str = "ssd", dt_gain: float = 0.5,
+                  dt_clip_px: float = 20.0) -> "Observation":
+        m = np.asarray(mask) > 0
+        if m.ndim != 2:
+            raise InputError(f"mask: shape {m.shape}; expected (H, W)")
+        if loss == "dt" and m.any():
+            m8 = m.astype(np.uint8)
+            d_in = cv2.distanceTransform(m8, cv2.DIST_L2, 3)
+            d_out = cv2.distanceTransform(1 - m8, cv2.DIST_L2, 3)
+            w = 1.0 + dt_gain * np.minimum(np.maximum(d_in, d_out), dt_clip_px)
+        else:
+            w = np.ones(m.shape)
+        return cls(torch.as_tensor(m, dtype=torch.float64), float(m.sum()),
+                   torch.as_tensor(w, dtype=torch.float64))
+
+    def crop(self, roi, what: torch.Tensor) -> torch.Tensor:
+        u0, v0, w, h = roi
+        return what[v0:v0 + h, u0:u0 + w].reshape(-1)
+
+
+@dataclass(frozen=True)
+class RefineResult:
+    """Refinement outcome for one state.
+
+    x: (D,) refined pose vector; offset_px: fitted edge offset [px];
+    cost: final cost (see module doc), per observed-mask pixel;
+    iou: hard IoU (silhouette > 0.5) against the observed mask;
+    covariance: (D, D) Gauss–Newton covariance of the pose vector (LM;
+        residual variance × (JᵀJ + prior)⁻¹), or None;
+    iterations: iterations run.
+    """
+
+    x: np.ndarray
+    offset_px: float
+    cost: float
+    iou: float
+    covariance: Optional[np.ndarray] = None
+    iterations: int = 0
+    info: dict = field(default_factory=dict)
+
+
+class Refiner:
+    """Refines pose vectors against observed masks with a :class:`SilhouetteRenderer`."""
+
+    def __init__(self, renderer: SilhouetteRenderer, config: RefineConfig = RefineConfig()):
+        self.renderer = renderer
+        self.config = config
+        self.robot = renderer.robot
+        self.layout = renderer.layout
+        self.J = self.layout.n_joints
+        self.K = renderer.K.double()
+        self.lower = torch.as_tensor(self.robot.lower, dtype=torch.float64)
+        self.upper = torch.as_tensor(self.robot.upper, dtype=torch.float64)
+        self._radii = torch.as_tensor(renderer.model.radius, dtype=torch.float64)
+
+    # -- geometry -------------------------------------------------------
+    def _points(self, theta: torch.Tensor, R_ref: torch.Tensor) -> torch.Tensor:
+        """Primitive end points (M, 2, 3) for local parameters θ = [q, δ, t] (D,)."""
+        J = self.J
+        R0 = axis_angle_to_matrix(theta[J:J + 3]) @ R_ref
+        pose = forward_kinematics(self.robot, theta[None, :J], R0[None], theta[None, J + 3:])
+        a, b = self.renderer.model.place(pose.rotations, pose.origins)
+        return torch.stack([a[0], b[0]], dim=1)
+
+    def _points_and_jac(self, theta: torch.Tensor, R_ref: torch.Tensor):
+        """End points (M, 2, 3) and their Jacobian (M, 2, 3, D) in θ = [q, δ, t] at δ = 0 (analytic)."""
+        J = self.J
+        R0 = axis_angle_to_matrix(theta[J:J + 3]) @ R_ref
+        return point_jacobian(self.robot, self.renderer.model, theta[:J], R0, theta[J + 3:])
+
+    def _roi(self, pts: torch.Tensor, sigma: float, offset: float, margin_extra: float = 0.0):
+        from snaketrack.tracker.render import primitive_boxes
+
+        full = (0, 0, self.renderer.width, self.renderer.height)
+        pad = self.renderer.settings.margin_sigmas * sigma + abs(offset) + self.config.roi_pad_px + margin_extra
+        boxes = primitive_boxes(pts[None, :, 0], pts[None, :, 1], self._radii, self.K, full, pad)
+        good = boxes[:, 2] >= boxes[:, 0]
+        if not good.any():
+            return None
+        bx = boxes[good]
+        ul, vl, uh, vh = int(bx[:, 0].min()), int(bx[:, 1].min()), int(bx[:, 2].max()), int(bx[:, 3].max())
+        return (ul, vl, uh - ul + 1, vh - vl + 1)
+
+    def to_pose_vector(self, theta: torch.Tensor, R_ref: torch.Tensor, reference: np.ndarray) -> np.ndarray:
+        J = self.J
+        R0 = axis_angle_to_matrix(theta[J:J + 3]) @ R_ref
+        w = matrix_to_axis_angle(R0).numpy()
+        w = unwrap_rotvec(w, reference[J:J + 3])
+        return np.concatenate([theta[:J].numpy(), w, theta[J + 3:].numpy()])
+
+    # -- evaluation -----------------------------------------------------
+    def evaluate(self, x: np.ndarray, obs: Observation, offset_px: float = 0.0,
+                 sigma: Optional[float] = None) -> tuple[float, float]:
+        """(cost per mask pixel, hard IoU) of pose vector ``x`` (D,) against ``obs``."""
+        xt = torch.as_tensor(np.asarray(x, float))[None]
+        s = SilhouetteSettings(sigma_px=sigma or self.config.sigma_px,
+                               margin_sigmas=self.renderer.settings.margin_sigmas)
+        a, b, r = self.renderer.primitives(xt)
+        roi = self._roi(torch.stack([a[0], b[0]], 1), s.sigma_px, offset_px)
+        if roi is None:
+            return float("inf"), 0.0
+        with torch.no_grad():
+            sil = soft_silhouette(a, b, r, self.K, roi, s, torch.tensor([float(offset_px)], dtype=torch.float64))[0]
+        return self._cost_iou(sil.reshape(-1), obs, roi)
+
+    def _cost_iou(self, sil: torch.Tensor, obs: Observation, roi) -> tuple[float, float]:
+        m = obs.crop(roi, obs.mask)
+        w = obs.crop(roi, obs.weight)
+        cost = float((w * w * ((sil - m) ** 2 - m * m)).sum()) + float((obs.weight ** 2 * obs.mask).sum())
+        hard = (sil > 0.5).double()
+        inter = float((hard * m).sum())
+        union = float(hard.sum()) + obs.area - inter
+        iou = inter / union if union > 0 else 0.0
+        return cost / max(obs.area, 1.0), iou
+
+    # -- LM ---------------------------------------------------------------
+    def refine(self, x0: np.ndarray, obs: Observation, prior: Optional[np.ndarray] = None,
+               offset0: float = 0.0, steps: Optional[int] = None) -> RefineResult:
+        """Refine pose vector ``x0`` (D,) against ``obs``; ``prior`` (D,) is the prediction (default x0)."""
+        x0 = np.asarray(x0, float)
+        self.layout.check(x0)
+        if self.config.method == "adam":
+            return self._adam(x0, obs, steps)
+        return self._lm(x0, obs, x0 if prior is None else np.asarray(prior, float), offset0, steps)
+
+    def _lm(self, x0: np.ndarray, obs: Observation, prior: np.ndarray, offset0: float,
+            steps: Optional[int]) -> RefineResult:
+        cfg = self.config
+        J = self.J
+        D = self.layout.dim
+        n_iter = cfg.steps if steps is None else steps
+        R_ref = axis_angle_to_matrix(torch.as_tensor(x0[J:J + 3]))
+        theta = torch.as_tensor(np.concatenate([x0[:J], np.zeros(3), x0[J + 3:]]))
+        b = float(offset0) if cfg.estimate_offset else 0.0
+        # prior on [q, δ, t] around the prediction, expressed at the current R_ref
+        std = np.concatenate([np.full(J, cfg.prior_q), np.full(3, cfg.prior_rot), np.full(3, cfg.prior_trans)])
+        P_inv = torch.as_tensor(1.0 / std ** 2)
+        R_prior = axis_angle_to_matrix(torch.as_tensor(prior[J:J + 3]))
+        nP = D + (1 if cfg.estimate_offset else 0)
+        lam = cfg.lambda0
+
+        def linearise(theta, R_ref, b, sigma):
+            pts, G = self._points_and_jac(theta, R_ref)
+            roi = self._roi(pts, sigma, b)
+            if roi is None:
+                return None
+            s = SilhouetteSettings(sigma_px=sigma, margin_sigmas=self.renderer.settings.margin_sigmas)
+            rj = render_with_jacobian(pts[None, :, 0], pts[None, :, 1], self._radii, self.K, roi, G, s,
+                                      offset_px=b, with_offset=cfg.estimate_offset,
+                                      compute_dtype=getattr(torch, cfg.compute_dtype))
+            m = obs.crop(roi, obs.mask)
+            w = obs.crop(roi, obs.weight)
+            r = w * (rj.sil - m)
+            cost_img = float((r * r).sum() - (w * w * m * m).sum())
+            Jw = rj.jac * w[rj.rows, None]
+            H = Jw.T @ Jw
+            g = Jw.T @ r[rj.rows]
+            return dict(roi=roi, sil=rj.sil, H=H, g=g, cost_img=cost_img, n=rj.rows.numel())
+
+        def prior_terms(theta, R_ref, b):
+            # residual of the prior in the local parameters (δ measured from the prior rotation)
+            d = torch.zeros(nP, dtype=torch.float64)
+            d[:J] = theta[:J] - torch.as_tensor(prior[:J])
+            Rcur = axis_angle_to_matrix(theta[J:J + 3]) @ R_ref
+            d[J:J + 3] = matrix_to_axis_angle(Rcur @ R_prior.T)
+            d[J + 3:D] = theta[J + 3:] - torch.as_tensor(prior[J + 3:])
+            Pi = torch.zeros(nP, dtype=torch.float64)
+            Pi[:D] = P_inv
+            if cfg.estimate_offset:
+                d[D] = b
+                Pi[D] = 1.0 / cfg.offset_prior_px ** 2
+            return d, Pi
+
+        it_done = 0
+        lin = linearise(theta, R_ref, b, cfg.sigma(0))
+        if lin is None:
+            return RefineResult(x0, b, float("inf"), 0.0, None, 0, {"reason": "off-screen"})
+        for it in range(n_iter):
+            it_done = it + 1
+            sigma = cfg.sigma(it)
+            if it > 0 and sigma != cfg.sigma(it - 1):
+                lin = linearise(theta, R_ref, b, sigma)
+                if lin is None:
+                    break
+            d, Pi = prior_terms(theta, R_ref, b)
+            H = lin["H"] + torch.diag(Pi)
+            g = lin["g"] + Pi * d
+            cost = lin["cost_img"] + float((Pi * d * d).sum())
+            A = H + lam * torch.diag(torch.diag(H).clamp_min(1e-9))
+            try:
+                step = -torch.linalg.solve(A, g)
+            except RuntimeError:
+                break
+            new_theta = theta.clone()
+            new_theta[:J] = theta[:J] + step[:J]
+            new_theta[:J] = torch.maximum(torch.minimum(new_theta[:J], self.upper), self.lower)
+            new_theta[J + 3:] = theta[J + 3:] + step[J + 3:D]
+            new_R = axis_angle_to_matrix(step[J:J + 3]) @ R_ref
+            new_theta[J:J + 3] = 0.0
+            new_b = b + float(step[D]) if cfg.estimate_offset else 0.0
+            new_lin = linearise(new_theta, new_R, new_b, sigma)
+            if new_lin is None:
+                lam *= 10
+                continue
+            d2, _ = prior_terms(new_theta, new_R, new_b)
+            new_cost = new_lin["cost_img"] + float((Pi * d2 * d2).sum())
+            if new_cost < cost:
+                theta, R_ref, b, lin = new_theta, new_R, new_b, new_lin
+                lam = max(lam / 3, 1e-6)
+                if float(step.norm()) < cfg.min_step:
+                    break
+            else:
+                lam *= 8
+                if lam > 1e6:
+                    break
+        x = self.to_pose_vector(theta, R_ref, x0)
+        sigma_f = cfg.sigma(it_done - 1) if it_done else cfg.sigma(0)
+        cost, iou = self._cost_iou(lin["sil"], obs, lin["roi"])
+        # covariance: residual variance × inverse information (pose part)
+        d, Pi = prior_terms(theta, R_ref, b)
+        H = lin["H"] + torch.diag(Pi)
+        dof = max(lin["n"] - nP, 1)
+        s2 = max(lin["cost_img"] + float((obs.weight ** 2 * obs.mask).sum()), 1.0) / max(obs.area + dof, 1.0)
+        try:
+            cov = (s2 * torch.linalg.inv(H))[:D, :D].numpy()
+        except RuntimeError:
+            cov = None
+        return RefineResult(x, b, cost, iou, cov, it_done, {"sigma": sigma_f, "lambda": lam})
+
+    # -- Adam (the paper) -------------------------------------------------
+    def _adam(self, x0: np.ndarray, obs: Observation, steps: Optional[int]) -> RefineResult:
+        cfg = self.config
+        n_iter = cfg.steps if steps is None else steps
+        x = torch.tensor(x0, dtype=torch.float64, requires_grad=True)
+        opt = torch.optim.Adam([x], lr=cfg.lr)
+        s = SilhouetteSettings(sigma_px=cfg.sigma_px, margin_sigmas=self.renderer.settings.margin_sigmas)
+        # a fixed ROI: the prediction's box with room for the motion the steps allow
+        a, b, r = self.renderer.primitives(x.detach()[None])
+        roi = self._roi(torch.stack([a[0], b[0]], 1), s.sigma_px, 0.0, margin_extra=20.0)
+        if roi is None:
+            return RefineResult(x0, 0.0, float("inf"), 0.0, None, 0, {"reason": "off-screen"})
+        m = obs.crop(roi, obs.mask)
+        w = obs.crop(roi, obs.weight)
+        for _ in range(n_iter):
+            opt.zero_grad()
+            a, b, r = self.renderer.primitives(x[None])
+            sil = soft_silhouette(a, b, r, self.K, roi, s)[0].reshape(-1)
+            loss = ((w * (sil - m)) ** 2).sum()
+            loss.backward()
+            opt.step()
+            with torch.no_grad():
+                x[:self.J] = torch.maximum(torch.minimum(x[:self.J], self.upper), self.lower)
+        xf = x.detach().numpy().copy()
+        cost, iou = self.evaluate(xf, obs, 0.0)
+        return RefineResult(xf, 0.0, cost, iou, None, n_iter, {})
+
+
+def point_jacobian(robot, model, q: torch.Tensor, R0: torch.Tensor, t0: torch.Tensor):
+    """Primitive end points (M, 2, 3) and their derivatives (M, 2, 3, D) [m/rad, m/m].
+
+    With respect to ``[q (J), δ (3), t (3)]`` where the base rotation is
+    ``exp(δ) R0`` (δ = 0 here) and ``t`` the base translation, for one state
+    (``q`` (J,), ``R0`` (3, 3), ``t0`` (3,)). Closed form for revolute
+    joints: ``∂P/∂q_k = a_k × (P − p_k)`` for points beyond joint k (axis
+    ``a_k`` and pivot ``p_k`` in the camera frame), ``∂P/∂δ_j = e_j × (P − t)``,
+    ``∂P/∂t = I``. Tested against autograd (tests/tracker/test_refine.py).
+    """
+    from snaketrack.models.rotations import axis_rotation
+
+    dt = q.dtype
+    with torch.no_grad():
+        pose = forward_kinematics(robot, q[None], R0[None], t0[None])
+        a, b = model.place(pose.rotations, pose.origins)
+        P = torch.stack([a[0], b[0]], dim=1)  # (M, 2, 3)
+        M = P.shape[0]
+        Jn = q.shape[0]
+        G = torch.zeros(M, 2, 3, Jn + 6, dtype=dt)
+        link = torch.as_tensor(model.link)
+        k = 0
+        eye = {"x": 0, "y": 1, "z": 2}
+        for i, joint in enumerate(robot.joints):
+            R = pose.rotations[0, i]
+            pivot = pose.origins[0, i + 1]
+            beyond = (link >= i + 1)
+            for ax in joint.axes:
+                axis = R[:, eye[ax]]
+                G[beyond, :, :, k] = torch.linalg.cross(axis.expand(int(beyond.sum()), 2, 3), P[beyond] - pivot)
+                R = R @ axis_rotation(ax, q[k])
+                k += 1
+        rel = P - t0
+        for j in range(3):
+            e = torch.zeros(3, dtype=dt)
+            e[j] = 1.0
+            G[..., Jn + j] = torch.linalg.cross(e.expand(M, 2, 3), rel)
+            G[..., j, Jn + 3 + j] = 1.0
+    return P, G
+
+
+def velocity_update(x_new: np.ndarray, x_old: np.ndarray, dt: float, v_old: Optional[np.ndarray] = None,
+                    alpha: float = 1.0) -> np.ndarray:
+    """Rate (D,) of the pose vector from two refined states ``dt`` [s] apart.
+
+    ``v = α (x_new − x_old)/dt + (1 − α) v_old`` (α = 1: the paper's plain
+    difference). The rotation-vector part assumes both vectors are unwrapped
+    to the same branch (:func:`snaketrack.tracker.state.unwrap_rotvec`).
+
+    >>> velocity_update(np.array([1.0, 2.0]), np.array([0.0, 1.0]), 0.5).tolist()
+    [2.0, 2.0]
+    """
+    if not dt > 0:
+        raise InputError(f"velocity update: dt = {dt!r} s; expected > 0")
+    v = (np.asarray(x_new, float) - np.asarray(x_old, float)) / dt
+    if v_old is None or alpha >= 1.0:
+        return v
+    return alpha * v + (1 - alpha) * np.asarray(v_old, float)

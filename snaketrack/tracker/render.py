@@ -1,0 +1,439 @@
+"""Differentiable soft silhouettes of capsules under a pinhole camera (plain PyTorch).
+
+The robot's silhouette model is a set of *primitives*: capsules (a segment
+``A→B`` and a radius ``r``; a sphere is a capsule with ``A = B``), each fixed
+to one link frame (:class:`CapsuleModel`). For every pixel ray ``d`` (unit,
+through the pixel centre, ``d ∝ K⁻¹ [u, v, 1]``) and every primitive, the
+renderer takes the exact distance between the ray and the primitive's axis
+segment,
+
+    s* = clamp(argmin_s |P(s) − (P(s)·d) d|, 0, 1),  P(s) = A + s (B − A)
+    dist = |P(s*) − (P(s*)·d) d|,   depth z = P(s*)·d,
+
+turns it into a signed distance to the silhouette edge in *pixels*,
+``e = f (r − dist) / z + b`` (``f`` the focal length [px], ``b`` an optional
+edge offset [px] that dilates (+) or erodes (−) the model), and a coverage
+``c = sigmoid(e / σ)`` with the edge softness ``σ`` [px]. A pixel is covered
+by the soft union ``o = 1 − Π_k (1 − c_k)``, computed as
+``1 − exp(Σ log sigmoid(−e_k/σ))`` (stable).
+
+``dist ≤ r`` is exactly the condition for the ray to hit the capsule, so at
+``σ → 0`` this is a hard capsule rendering (tested against a brute-force
+ray–capsule intersection in tests/tracker/test_render.py).
+
+Cost follows the robot's size in the image, not the frame's: each primitive
+is evaluated only inside its own screen box (its projected end points padded
+by its projected radius, ``|b|`` and ``margin_sigmas · σ``), as a flat list of
+(pixel, primitive) pairs, and only inside the region of interest (ROI) asked
+for. The soft union is a scatter-add over those pairs.
+
+:func:`render_with_jacobian` gives the silhouette and its Jacobian with
+respect to the primitives' end points (and the edge offset) from one
+backward pass: each pair's coverage depends only on its own primitive, so
+the per-pair derivatives come out of a single ``backward`` and the soft
+union's product rule is applied by hand, ``∂o/∂e_k = (1 − o) c_k / σ``.
+
+Shapes: B states, M primitives, pixels of an ROI ``(u0, v0, w, h)`` (top-left
+pixel and size) flattened row-major, ``P = w·h``. Units: metres in the
+camera frame (OpenCV: x right, y down, z forward), pixels in the image.
+
+>>> import torch
+>>> K = torch.tensor([[300.0, 0, 31.5], [0, 300.0, 23.5], [0, 0, 1]], dtype=torch.float64)
+>>> A = torch.tensor([[[-0.05, 0.0, 1.0]]], dtype=torch.float64)
+>>> B = torch.tensor([[[0.05, 0.0, 1.0]]], dtype=torch.float64)
+>>> sil = soft_silhouette(A, B, torch.tensor([0.01], dtype=torch.float64), K, (0, 0, 64, 48),
+...                       SilhouetteSettings(sigma_px=0.05))
+>>> import math   # a 30 px × 6 px band and two half discs of radius 3 px
+>>> abs(float(sil[0].sum()) - (30 * 6 + math.pi * 3 ** 2)) < 5
+True
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Optional, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from snaketrack.errors import InputError
+from snaketrack.models.kinematics import forward_kinematics
+from snaketrack.models.robot import Robot
+
+ROI = tuple  # (u0, v0, w, h) in pixels
+
+
+@dataclass(frozen=True)
+class SilhouetteSettings:
+    """Renderer settings.
+
+    sigma_px: edge softness σ [px] of the sigmoid. Keep it sharp (≤ 0.5 px):
+        a soft edge makes the soft union of overlapping parts fatter and
+        biases depth (shared/notes/tracker-refinement.md).
+    margin_sigmas: how far past the hard edge each primitive is evaluated,
+        in units of σ (coverage there is below sigmoid(−margin) ≈ 2e-4 at 8).
+    min_depth: rays meeting a primitive closer than this [m] are treated as
+        not covered (the robot is behind the camera or clipped).
+    """
+
+    sigma_px: float = 0.5
+    margin_sigmas: float = 8.0
+    min_depth: float = 0.05
+
+
+@dataclass(frozen=True)
+class CapsuleModel:
+    """Silhouette primitives fixed to link frames.
+
+    link: (M,) link index (0-based) each primitive is attached to.
+    a_local, b_local: (M, 3) end points of the axis segment in the link frame [m].
+    radius: (M,) radius [m].
+    """
+
+    link: np.ndarray
+    a_local: np.ndarray
+    b_local: np.ndarray
+    radius: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return int(len(self.link))
+
+    @classmethod
+    def capsules(cls, robot: Robot) -> "CapsuleModel":
+        """One capsule per link, the description's length and radius (the kinematic model)."""
+        n = robot.n_links
+        a = np.zeros((n, 3))
+        b = np.zeros((n, 3))
+        b[:, 0] = robot.lengths
+        return cls(link=np.arange(n), a_local=a, b_local=b, radius=robot.radii.astype(float))
+
+    @classmethod
+    def from_visual(cls, robot: Robot) -> "CapsuleModel":
+        """The robot as it looks (``robot.visual``), approximated by capsules and spheres.
+
+        Per link a capsule of the visual body radius; a sphere at each joint
+        of the housing radius (a cylindrical housing of radius R seen along
+        its axis is a disc of radius R, the common view of a robot on the
+        ground); a sphere for the tail cap; and for the ellipsoidal head cap
+        (semi-axes 1.6c, c, 0.9c along x, y, z at the head end) a capsule
+        along x of radius 0.95c. Modelling the housings raised IoU at the true
+        pose from about 0.9 to 0.99 on rendered masks (tracker-refinement note).
+        """
+        vis = robot.visual
+        links, A, B, R = [], [], [], []
+        for i, L in enumerate(robot.lengths):
+            links.append(i)
+            A.append([0.0, 0, 0])
+            B.append([L, 0, 0])
+            R.append(vis.body_radius[i])
+        for i in range(1, robot.n_links):  # housing attached to the child link, at its origin
+            links.append(i)
+            A.append([0.0, 0, 0])
+            B.append([0.0, 0, 0])
+            R.append(vis.housing_radius)
+        links.append(0)
+        A.append([0.0, 0, 0])
+        B.append([0.0, 0, 0])
+        R.append(vis.cap_radius)
+        c = vis.cap_radius
+        L = robot.lengths[-1]
+        links.append(robot.n_links - 1)
+        A.append([L - 0.6 * c, 0, 0])
+        B.append([L + 0.6 * c, 0, 0])
+        R.append(0.95 * c)
+        return cls(link=np.array(links), a_local=np.array(A, float), b_local=np.array(B, float),
+                   radius=np.array(R, float))
+
+    def place(self, rotations: torch.Tensor, origins: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Primitive end points (B, M, 3) in the camera frame from link frames (B, N, 3, 3), (B, N, 3)."""
+        dt = origins.dtype
+        idx = torch.as_tensor(self.link, device=origins.device)
+        Rk = rotations[:, idx]
+        ok = origins[:, idx]
+        a = torch.as_tensor(self.a_local, dtype=dt, device=origins.device)
+        b = torch.as_tensor(self.b_local, dtype=dt, device=origins.device)
+        return ok + (Rk @ a[..., None])[..., 0], ok + (Rk @ b[..., None])[..., 0]
+
+
+def _check_inputs(starts: torch.Tensor, ends: torch.Tensor, radii: torch.Tensor, K: torch.Tensor):
+    if starts.ndim != 3 or starts.shape[-1] != 3 or ends.shape != starts.shape:
+        raise InputError(f"capsule end points: shapes {tuple(starts.shape)}, {tuple(ends.shape)}; expected (B, M, 3) each")
+    if radii.shape != (starts.shape[1],):
+        raise InputError(f"capsule radii: shape {tuple(radii.shape)}; expected ({starts.shape[1]},)")
+    if K.shape != (3, 3):
+        raise InputError(f"K: shape {tuple(K.shape)}; expected (3, 3)")
+
+
+def _check_roi(roi: Sequence[int]) -> tuple[int, int, int, int]:
+    if len(roi) != 4 or int(roi[2]) < 1 or int(roi[3]) < 1:
+        raise InputError(f"roi = {tuple(roi)}; expected (u0, v0, w, h) with w, h >= 1")
+    return tuple(int(v) for v in roi)  # type: ignore[return-value]
+
+
+def primitive_boxes(starts: torch.Tensor, ends: torch.Tensor, radii: torch.Tensor, K: torch.Tensor,
+                    roi: Sequence[int], pad_px: float) -> np.ndarray:
+    """Integer screen boxes (M, 4) = (u_lo, v_lo, u_hi, v_hi), inclusive, in ROI coordinates.
+
+    The box of a primitive bounds the projections of both end points padded
+    by the projected radius (at the nearer end's depth) and ``pad_px``; it is
+    the union over the batch and clipped to the ROI. A primitive wholly
+    behind the camera gets an empty box (lo > hi).
+    """
+    u0, v0, w, h = _check_roi(roi)
+    with torch.no_grad():
+        P = torch.stack([starts, ends], dim=2).double()  # (B, M, 2, 3)
+        Kd = K.double()
+        z = P[..., 2]
+        zc = z.clamp_min(1e-3)
+        u = Kd[0, 0] * P[..., 0] / zc + Kd[0, 1] * P[..., 1] / zc + Kd[0, 2] - u0
+        v = Kd[1, 1] * P[..., 1] / zc + Kd[1, 2] - v0
+        f = 0.5 * float(Kd[0, 0] + Kd[1, 1])
+        rpx = f * radii.double()[None, :] / zc.min(dim=2).values + pad_px  # (B, M)
+        ulo = (u.min(dim=2).values - rpx).min(dim=0).values.floor()
+        uhi = (u.max(dim=2).values + rpx).max(dim=0).values.ceil()
+        vlo = (v.min(dim=2).values - rpx).min(dim=0).values.floor()
+        vhi = (v.max(dim=2).values + rpx).max(dim=0).values.ceil()
+        behind = (z.max(dim=2).values < 1e-3).all(dim=0)
+        boxes = torch.stack([ulo.clamp(0, w - 1), vlo.clamp(0, h - 1), uhi.clamp(-1, w - 1), vhi.clamp(-1, h - 1)], -1)
+        boxes = boxes.clamp(-1e6, 1e6).long().numpy()
+        out_u = (uhi < 0) | (ulo > w - 1) | behind
+        out_v = (vhi < 0) | (vlo > h - 1)
+        boxes[(out_u | out_v).numpy(), 2] = -1
+        boxes[(out_u | out_v).numpy(), 0] = 0
+    return boxes
+
+
+def _pairs(boxes: np.ndarray, w: int, device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Flat (pixel, primitive) pairs of all boxes: pixel index (row-major in the ROI), u, v, primitive."""
+    pix, prim = [], []
+    for k, (ul, vl, uh, vh) in enumerate(boxes.tolist()):
+        if uh < ul or vh < vl:
+            continue
+        uu = np.arange(ul, uh + 1)
+        vv = np.arange(vl, vh + 1)
+        p = (vv[:, None] * w + uu[None, :]).reshape(-1)
+        pix.append(p)
+        prim.append(np.full(p.shape, k))
+    if not pix:
+        z = torch.zeros(0, dtype=torch.long, device=device)
+        return z, z
+    return (torch.as_tensor(np.concatenate(pix), device=device),
+            torch.as_tensor(np.concatenate(prim), device=device))
+
+
+def _rays(pix: torch.Tensor, roi: tuple[int, int, int, int], K: torch.Tensor, dtype) -> torch.Tensor:
+    """Unit ray directions (Q, 3) through the centres of ROI pixels ``pix``."""
+    u0, v0, w, _ = roi
+    u = (pix % w).to(dtype) + u0
+    v = torch.div(pix, w, rounding_mode="floor").to(dtype) + v0
+    Kd = K.to(dtype)
+    y = (v - Kd[1, 2]) / Kd[1, 1]
+    x = (u - Kd[0, 2] - Kd[0, 1] * y) / Kd[0, 0]
+    d = torch.stack([x, y, torch.ones_like(x)], -1)
+    return d / d.norm(dim=-1, keepdim=True)
+
+
+def _edge_px(A: torch.Tensor, Bp: torch.Tensor, r: torch.Tensor, d: torch.Tensor, f: float,
+             min_depth: float) -> torch.Tensor:
+    """Signed distance [px] to the silhouette edge of capsule (A, B, r) along unit rays d.
+
+    Components first: A, Bp, d are (3, ...) (x, y, z stacked on dim 0), r (...);
+    returns (...). Positive inside the silhouette.
+    """
+    Ex, Ey, Ez = Bp[0] - A[0], Bp[1] - A[1], Bp[2] - A[2]
+    Ad = A[0] * d[0] + A[1] * d[1] + A[2] * d[2]
+    Ed = Ex * d[0] + Ey * d[1] + Ez * d[2]
+    a = Ex * Ex + Ey * Ey + Ez * Ez - Ed * Ed
+    bq = A[0] * Ex + A[1] * Ey + A[2] * Ez - Ad * Ed
+    c = A[0] * A[0] + A[1] * A[1] + A[2] * A[2] - Ad * Ad
+    ok = a > 1e-12
+    s = torch.where(ok, (-bq / torch.where(ok, a, torch.ones_like(a))).clamp(0.0, 1.0), torch.zeros_like(a))
+    d2 = (a * s * s + 2 * bq * s + c).clamp_min(0.0)
+    dist = torch.sqrt(d2 + 1e-14)
+    z = Ad + s * Ed
+    e = f * (r - dist) / z.clamp_min(min_depth)
+    return torch.where(z > min_depth, e, torch.full_like(e, -1e3))
+
+
+def soft_silhouette(starts: torch.Tensor, ends: torch.Tensor, radii: torch.Tensor, K: torch.Tensor,
+                    roi: Sequence[int], settings: SilhouetteSettings = SilhouetteSettings(),
+                    offset_px: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """Soft silhouette (B, h, w) in [0, 1] of capsules inside ``roi = (u0, v0, w, h)``.
+
+    starts, ends: (B, M, 3) axis end points in the camera frame [m]; radii (M,) [m];
+    K: (3, 3) intrinsics [px]; offset_px: optional (B,) edge offset [px].
+    Differentiable in ``starts``, ``ends``, ``radii`` and ``offset_px``;
+    computed in the dtype of ``starts`` (float32 or float64).
+    """
+    _check_inputs(starts, ends, radii, K)
+    roi = _check_roi(roi)
+    u0, v0, w, h = roi
+    Bn = starts.shape[0]
+    sig = float(settings.sigma_px)
+    pad = settings.margin_sigmas * sig
+    if offset_px is not None:
+        pad += float(offset_px.detach().abs().max()) if offset_px.numel() else 0.0
+    boxes = primitive_boxes(starts, ends, radii, K, roi, pad)
+    pix, prim = _pairs(boxes, w, starts.device)
+    out = torch.zeros(Bn, w * h, dtype=starts.dtype, device=starts.device)
+    if pix.numel() == 0:
+        return out.view(Bn, h, w)
+    d = _rays(pix, roi, K, starts.dtype).T[:, None]  # (3, 1, Q)
+    f = 0.5 * float(K[0, 0] + K[1, 1])
+    A = starts[:, prim].permute(2, 0, 1)  # (3, B, Q)
+    Bp = ends[:, prim].permute(2, 0, 1)
+    e = _edge_px(A, Bp, radii.to(starts.dtype)[prim], d, f, settings.min_depth)
+    if offset_px is not None:
+        e = e + offset_px.to(starts.dtype)[:, None]
+    logout = F.logsigmoid(-e / sig)  # log(1 − c)
+    L = out.index_add(1, pix, logout)
+    return (-torch.expm1(L)).view(Bn, h, w)
+
+
+@dataclass(frozen=True)
+class RenderJacobian:
+    """A silhouette and its derivatives (one state), from :func:`render_with_jacobian`.
+
+    sil: (P,) soft silhouette over the ROI pixels (row-major).
+    d_points: (P, M, 2, 3)-shaped derivatives are never formed; instead
+    rows: (R,) ROI pixel indices that have a non-negligible derivative, and
+    jac: (R, D) derivatives of ``sil[rows]`` with respect to the parameters
+        whose end-point Jacobian was given (plus a last column for the edge
+        offset when ``with_offset``).
+    """
+
+    sil: torch.Tensor
+    rows: torch.Tensor
+    jac: torch.Tensor
+
+
+def render_with_jacobian(starts: torch.Tensor, ends: torch.Tensor, radii: torch.Tensor, K: torch.Tensor,
+                         roi: Sequence[int], point_jac: torch.Tensor,
+                         settings: SilhouetteSettings = SilhouetteSettings(),
+                         offset_px: float = 0.0, with_offset: bool = False,
+                         tol: float = 1e-6, compute_dtype: Optional[torch.dtype] = None) -> RenderJacobian:
+    """Silhouette of one state and its Jacobian, from one backward pass.
+
+    starts, ends: (1, M, 3) [m]; point_jac: (M, 2, 3, D) derivatives of each
+    primitive's start and end point with respect to D parameters (e.g. from
+    ``torch.func.jacfwd`` through forward kinematics). Returns the ROI's soft
+    silhouette (P,) and the non-zero rows of ``∂sil/∂params`` (R, D[+1]).
+    ``compute_dtype``: dtype of the per-pixel work (float32 is about twice as
+    fast and accurate to ~0.01 px at a few metres); outputs are in the
+    dtype of ``starts``.
+    """
+    _check_inputs(starts, ends, radii, K)
+    if starts.shape[0] != 1:
+        raise InputError(f"render_with_jacobian: batch of {starts.shape[0]} states; expected 1")
+    roi = _check_roi(roi)
+    _, _, w, h = roi
+    dt = starts.dtype
+    sig = float(settings.sigma_px)
+    boxes = primitive_boxes(starts, ends, radii, K, roi, settings.margin_sigmas * sig + abs(offset_px))
+    pix, prim = _pairs(boxes, w, starts.device)
+    D = point_jac.shape[-1] + (1 if with_offset else 0)
+    if pix.numel() == 0:
+        z = torch.zeros(0, dtype=torch.long)
+        return RenderJacobian(torch.zeros(w * h, dtype=dt), z, torch.zeros(0, D, dtype=dt))
+    cdt = compute_dtype or dt
+    d = _rays(pix, roi, K, cdt).T.contiguous()  # (3, Q)
+    f = 0.5 * float(K[0, 0] + K[1, 1])
+    A = starts[0].detach().to(cdt).T[:, prim].contiguous().requires_grad_(True)  # (3, Q)
+    Bp = ends[0].detach().to(cdt).T[:, prim].contiguous().requires_grad_(True)
+    with torch.enable_grad():
+        e = _edge_px(A, Bp, radii.detach().to(cdt)[prim], d, f, settings.min_depth) + offset_px
+        e.sum().backward()
+    e = e.detach()
+    logout = F.logsigmoid(-e / sig)
+    L = torch.zeros(w * h, dtype=cdt).index_add(0, pix, logout)
+    sil = -torch.expm1(L)
+    c = torch.sigmoid(e / sig)
+    # o = 1 − Π(1 − c_k):  ∂o/∂e_k = Π_{j≠k}(1 − c_j) · dc_k/de_k = (1 − o)/(1 − c_k) · c_k(1 − c_k)/σ
+    wgt = (1.0 - sil[pix]) * c / sig
+    keep = torch.nonzero(wgt > tol).squeeze(1)
+    pix_k, prim_k, wk = pix[keep], prim[keep], wgt[keep]
+    M = starts.shape[1]
+    gAB = torch.cat([A.grad[:, keep], Bp.grad[:, keep]], 0) * wk  # (6, Q): ∂o/∂(A, B) per pair
+    # rows: ROI pixels with a derivative; inv: each kept pair's row (a lookup table, no sort)
+    seen = torch.zeros(w * h, dtype=torch.bool)
+    seen[pix_k] = True
+    rows = torch.nonzero(seen).squeeze(1)
+    lut = torch.zeros(w * h, dtype=torch.long)
+    lut[rows] = torch.arange(rows.numel())
+    inv = lut[pix_k]
+    # S (R, 6M): per row, the derivatives with respect to every primitive's (A, B); J = S · G
+    S = torch.zeros(rows.numel() * 6 * M, dtype=cdt)
+    flat = (inv * (6 * M) + prim_k * 6)[None] + torch.arange(6)[:, None]
+    S.index_add_(0, flat.reshape(-1), gAB.reshape(-1))
+    S = S.view(rows.numel(), 6 * M)
+    Gm = point_jac.to(cdt).reshape(M * 6, -1)  # (M, 2, 3, D) → rows (A_x, A_y, A_z, B_x, B_y, B_z) per primitive
+    jac = S @ Gm
+    if with_offset:
+        jac = torch.cat([jac, torch.zeros(rows.numel(), 1, dtype=cdt).index_add(0, inv, wk[:, None])], 1)
+    sil, jac = sil.to(dt), jac.to(dt)
+    return RenderJacobian(sil, rows, jac)
+
+
+class SilhouetteRenderer:
+    """Renders a robot's silhouette from pose vectors (see :mod:`snaketrack.tracker.state`).
+
+    ``robot``: the robot; ``K`` (3, 3) [px]; ``width``, ``height`` [px];
+    ``model``: its :class:`CapsuleModel` (default: :meth:`CapsuleModel.from_visual`);
+    ``settings``: :class:`SilhouetteSettings`, overridable per call.
+
+    ``renderer(x)`` with pose vectors ``x`` (B, J + 6) gives ``(sil, roi)``:
+    the soft silhouette (B, h, w) over the ROI (default: the robot's padded
+    screen box, clipped to the image), and the ROI ``(u0, v0, w, h)``.
+    """
+
+    def __init__(self, robot: Robot, K, width: int, height: int, model: Optional[CapsuleModel] = None,
+                 settings: SilhouetteSettings = SilhouetteSettings()):
+        from snaketrack.tracker.state import StateLayout
+
+        self.robot = robot
+        self.K = torch.as_tensor(np.asarray(K, dtype=float))
+        if self.K.shape != (3, 3):
+            raise InputError(f"K: shape {tuple(self.K.shape)}; expected (3, 3)")
+        self.width, self.height = int(width), int(height)
+        self.model = model if model is not None else CapsuleModel.from_visual(robot)
+        self.settings = settings
+        self.layout = StateLayout.for_robot(robot)
+
+    def primitives(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Primitive end points (B, M, 3), (B, M, 3) and radii (M,) of pose vectors (B, D)."""
+        q, R0, t0 = self.layout.to_fk(x)
+        pose = forward_kinematics(self.robot, q, R0, t0)
+        a, b = self.model.place(pose.rotations, pose.origins)
+        return a, b, torch.as_tensor(self.model.radius, dtype=x.dtype)
+
+    def screen_roi(self, x: torch.Tensor, pad_px: float = 4.0) -> tuple[int, int, int, int]:
+        """The image box (u0, v0, w, h) holding the silhouettes of all states ``x`` (B, D)."""
+        a, b, r = self.primitives(x.detach())
+        full = (0, 0, self.width, self.height)
+        boxes = primitive_boxes(a, b, r, self.K, full, pad_px)
+        good = boxes[:, 2] >= boxes[:, 0]
+        if not good.any():
+            return (0, 0, 1, 1)
+        bx = boxes[good]
+        ul, vl = int(bx[:, 0].min()), int(bx[:, 1].min())
+        uh, vh = int(bx[:, 2].max()), int(bx[:, 3].max())
+        return (ul, vl, max(uh - ul + 1, 1), max(vh - vl + 1, 1))
+
+    def __call__(self, x: torch.Tensor, roi: Optional[Sequence[int]] = None,
+                 settings: Optional[SilhouetteSettings] = None, offset_px: Optional[torch.Tensor] = None):
+        s = settings or self.settings
+        if x.ndim != 2:
+            raise InputError(f"pose vectors: shape {tuple(x.shape)}; expected (B, {self.layout.dim})")
+        if roi is None:
+            roi = self.screen_roi(x, s.margin_sigmas * s.sigma_px + 2.0)
+        a, b, r = self.primitives(x)
+        return soft_silhouette(a, b, r, self.K.to(x.dtype), roi, s, offset_px), tuple(roi)
+
+    def full_image(self, x: torch.Tensor, settings: Optional[SilhouetteSettings] = None) -> torch.Tensor:
+        """Silhouette (B, H, W) over the whole image."""
+        return self(x, (0, 0, self.width, self.height), settings)[0]
+
+    def with_settings(self, **kw) -> "SilhouetteRenderer":
+        return SilhouetteRenderer(self.robot, self.K.numpy(), self.width, self.height, self.model,
+                                  replace(self.settings, **kw))

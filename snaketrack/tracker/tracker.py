@@ -1,0 +1,354 @@
+"""The single-camera tracker session: masks in, :class:`TrackState` out.
+
+Per frame (:meth:`Tracker.step`)::
+
+    predict        constant velocity (KalmanFilter.predict, filter.py)
+    [moment update image moments of the mask vs. the rendered prediction
+                   (EKF, observation matrix by autograd; off by default, see below)]
+    refine         Levenberg–Marquardt on the silhouette (refine.py)
+    velocity       filter.set_refined: the paper's finite-difference velocity
+
+Choices, measured (docs/tracker.md): LM refinement with the visual capsule
+model and a fitted edge offset; the moment update is *off* by default
+(``moment_update=False``) because once LM refinement runs it did not lower
+the error (it measured slightly worse and costs a render plus five
+backward passes a frame); turn it on to reproduce the paper's pipeline.
+
+First frame without a given pose (:meth:`Tracker.initialise`): the mask's
+largest component is skeletonised and its longest path taken as the
+robot's axis; for a set of ground-plane hypotheses (plane normals tilted
+0°, 35° and 60° from the optical axis in six directions) and both
+head/tail directions the path is lifted onto the plane at the depth that
+makes its length the robot's, cut into links, and turned into a pose
+vector; the starts are ranked by IoU and the best few refined by LM with a
+coarse-to-fine edge. The best refined IoU wins.
+
+Visibility: a mask with fewer than ``min_mask_px`` pixels means the robot is
+not seen; the tracker coasts on its prediction (status ``coasting``) and,
+after ``lost_after`` such frames, stops the motion (velocity zeroed) and
+reports ``lost``. When a mask returns, it refines from the prediction; if
+the IoU stays below ``reacquire_iou`` (or it was lost) it runs the
+initialisation search too and keeps the better.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+import torch
+
+from snaketrack.errors import InputError, StateError
+from snaketrack.models.kinematics import forward_kinematics
+from snaketrack.models.robot import Robot
+from snaketrack.tracker.filter import FilterConfig, KalmanFilter
+from snaketrack.tracker.refine import Observation, RefineConfig, Refiner
+from snaketrack.tracker.render import CapsuleModel, SilhouetteRenderer, SilhouetteSettings
+from snaketrack.tracker.state import StateLayout, TrackState
+
+
+@dataclass(frozen=True)
+class TrackerConfig:
+    """Tracker settings (defaults are the measured choices, docs/tracker.md).
+
+    refine: :class:`RefineConfig`; filter: :class:`FilterConfig`.
+    model: silhouette model, ``"visual"`` (capsules and housings from
+        ``robot.visual``) or ``"capsules"`` (the kinematic capsules only).
+    moment_update: run the filter's image-moment EKF update before refinement.
+    moment_order: 1 (centroid, the paper) or 2 (+ second moments).
+    min_mask_px: fewer mask pixels than this = robot not visible.
+    lost_after: coasting frames before the status becomes ``lost``.
+    reacquire_iou: below this IoU after refinement, run the initialisation search.
+    init_refine_steps: LM steps for each refined start of the search.
+    init_candidates: how many of the ranked starts are refined.
+    init_sigma_schedule: edge softness [px] schedule of the search's LM.
+    """
+
+    refine: RefineConfig = field(default_factory=RefineConfig)
+    filter: FilterConfig = field(default_factory=FilterConfig)
+    model: str = "visual"
+    moment_update: bool = False
+    moment_order: int = 2
+    min_mask_px: int = 30
+    lost_after: int = 5
+    reacquire_iou: float = 0.6
+    init_refine_steps: int = 12
+    init_candidates: int = 4
+    init_sigma_schedule: tuple[float, ...] = (4.0, 4.0, 2.0, 2.0, 1.0, 1.0)
+
+    def __post_init__(self):
+        if self.model not in ("visual", "capsules"):
+            raise InputError(f"tracker model {self.model!r}; expected 'visual' or 'capsules'")
+        if self.moment_order not in (1, 2):
+            raise InputError(f"moment_order = {self.moment_order!r}; expected 1 or 2")
+
+
+class Tracker:
+    """A tracking session (``start`` / ``step`` / ``reset``).
+
+    robot: :class:`Robot`; K: (3, 3) intrinsics [px]; width, height: image size
+    [px] of the masks; fps: frame rate [1/s]; config: :class:`TrackerConfig`.
+    """
+
+    def __init__(self, robot: Robot, K, width: int, height: int, fps: float = 30.0,
+                 config: TrackerConfig = TrackerConfig()):
+        if not fps > 0:
+            raise InputError(f"fps = {fps!r}; expected > 0")
+        self.robot, self.config, self.fps = robot, config, float(fps)
+        self.width, self.height = int(width), int(height)
+        model = CapsuleModel.from_visual(robot) if config.model == "visual" else CapsuleModel.capsules(robot)
+        self.renderer = SilhouetteRenderer(robot, K, width, height, model,
+                                           SilhouetteSettings(sigma_px=config.refine.sigma_px))
+        self.layout: StateLayout = self.renderer.layout
+        self.refiner = Refiner(self.renderer, config.refine)
+        self.reset()
+
+    # -- session --------------------------------------------------------
+    def reset(self) -> None:
+        """Forget the track; the next call must be :meth:`start`."""
+        self.filter = KalmanFilter(self.layout, 1.0 / self.fps, self.config.filter)
+        self.frame = -1
+        self.offset = 0.0
+        self.n_coast = 0
+        self.started = False
+        self.last: Optional[TrackState] = None
+
+    def _check_mask(self, mask) -> np.ndarray:
+        m = np.asarray(mask)
+        if m.shape != (self.height, self.width):
+            raise InputError(f"mask: shape {m.shape}; expected ({self.height}, {self.width})")
+        return m > 0
+
+    def start(self, first_mask, initial_guess=None, t: float = 0.0) -> TrackState:
+        """Begin a track on the first mask (H, W). ``initial_guess``: a pose vector (D,) or a
+        :class:`TrackState` to refine from; None runs the initialisation search."""
+        self.reset()
+        m = self._check_mask(first_mask)
+        self.frame = 0
+        self.started = True
+        if m.sum() < self.config.min_mask_px and initial_guess is None:
+            raise InputError(f"first mask has {int(m.sum())} pixels; expected at least "
+                             f"{self.config.min_mask_px} to initialise (or give initial_guess)")
+        obs = Observation.from_mask(m, self.config.refine.loss, self.config.refine.dt_gain,
+                                    self.config.refine.dt_clip_px)
+        if initial_guess is not None:
+            x0 = initial_guess.pose_vector(self.layout) if isinstance(initial_guess, TrackState) \
+                else np.asarray(initial_guess, float)
+            self.layout.check(x0, "initial guess")
+            res = self.refiner.refine(x0, obs, steps=max(self.config.refine.steps, 5)) if m.sum() else None
+        else:
+            res = self.initialise(m, obs)
+        x = res.x if res is not None else x0
+        if res is not None:
+            self.offset = res.offset_px
+        self.filter.initialise(x)
+        return self._record(x, t, res, "tracked")
+
+    def step(self, mask, t: Optional[float] = None) -> TrackState:
+        """Track the next mask (H, W); returns its :class:`TrackState`."""
+        if not self.started:
+            raise StateError("Tracker.step: call start(first_mask) first")
+        m = self._check_mask(mask)
+        self.frame += 1
+        t = self.frame / self.fps if t is None else float(t)
+        cfg = self.config
+        pred = self.filter.predict()
+        if m.sum() < cfg.min_mask_px:
+            self.filter.coast()
+            self.n_coast += 1
+            status = "lost" if self.n_coast > cfg.lost_after else "coasting"
+            if status == "lost":  # stop extrapolating: hold the last pose
+                n = self.layout.dim
+                self.filter.x[n:] = 0.0
+            return self._record(pred, t, None, status)
+        obs = Observation.from_mask(m, cfg.refine.loss, cfg.refine.dt_gain, cfg.refine.dt_clip_px)
+        was_lost = self.n_coast > cfg.lost_after
+        if cfg.moment_update and not was_lost:
+            pred = self._moment_update(m)
+        res = self.refiner.refine(pred, obs, offset0=self.offset)
+        reinit = False
+        if was_lost or res.iou < cfg.reacquire_iou:
+            alt = self.initialise(m, obs, extra=[pred])
+            if alt.iou > res.iou:
+                res, reinit = alt, True
+        self.n_coast = 0
+        self.offset = res.offset_px
+        if reinit or was_lost:
+            self.filter.initialise(res.x)
+        else:
+            self.filter.set_refined(res.x)
+        return self._record(res.x, t, res, "tracked")
+
+    # -- pieces ---------------------------------------------------------
+    def _record(self, x: np.ndarray, t: float, res, status: str) -> TrackState:
+        xt = torch.as_tensor(np.asarray(x, float))[None]
+        q, R0, t0 = self.layout.to_fk(xt)
+        head = forward_kinematics(self.robot, q, R0, t0).head[0].numpy()
+        cov = res.covariance if (res is not None and res.covariance is not None) else self.filter.pose_covariance
+        st = TrackState.from_pose_vector(
+            self.layout, x, head, self.frame, t, cov_trace=float(np.trace(cov)),
+            iou=float(res.iou) if res is not None else float("nan"), status=status,
+            velocity=self.filter.velocity if self.filter.x is not None else None,
+            loss=float(res.cost) if res is not None else float("nan"))
+        self.last = st
+        return st
+
+    def _moment_update(self, m: np.ndarray) -> np.ndarray:
+        from snaketrack.tracker.moments import mask_moment_vector
+
+        order = self.config.moment_order
+        z = mask_moment_vector(torch.as_tensor(m, dtype=torch.float64)[None], order=order)[0].numpy()
+        roi = self.renderer.screen_roi(torch.as_tensor(self.filter.pose)[None], 30.0)
+        s = SilhouetteSettings(sigma_px=1.0)
+
+        def h(x: torch.Tensor) -> torch.Tensor:
+            sil, r = self.renderer(x[None], roi, s)
+            return mask_moment_vector(sil, torch.tensor(r[:2], dtype=x.dtype), order=order)[0]
+
+        return self.filter.update(z, h)
+
+    # -- initialisation -------------------------------------------------
+    def initial_poses(self, mask: np.ndarray) -> list[np.ndarray]:
+        """Candidate pose vectors (D,) from the mask's skeleton (see module doc)."""
+        path = mask_axis(mask)
+        if path is None or len(path) < 3:
+            return []
+        K = self.renderer.K.numpy()
+        rays = np.linalg.solve(K, np.vstack([path[:, 0], path[:, 1], np.ones(len(path))])).T
+        normals = [np.array([0.0, 0.0, 1.0])]
+        for tilt in (math.radians(35), math.radians(60)):
+            for az in np.arange(6) * math.pi / 3:
+                normals.append(np.array([math.sin(tilt) * math.cos(az), math.sin(tilt) * math.sin(az),
+                                         math.cos(tilt)]))
+        out = []
+        for n in normals:
+            nd = rays @ n
+            if (nd <= 1e-3).any():
+                continue
+            X = rays / nd[:, None]
+            seg = np.linalg.norm(np.diff(X, axis=0), axis=1).sum()
+            if seg <= 0:
+                continue
+            X *= self.robot.total_length / seg
+            for Xd in (X, X[::-1]):
+                x = self._chain_from_polyline(Xd, -n)
+                if x is not None:
+                    out.append(x)
+        return out
+
+    def _chain_from_polyline(self, X: np.ndarray, up: np.ndarray) -> Optional[np.ndarray]:
+        lengths = self.robot.lengths
+        pts = [X[0]]
+        k = 0
+        for L in lengths:
+            p = pts[-1]
+            while k < len(X) - 1 and np.linalg.norm(X[k + 1] - p) < L:
+                k += 1
+            if k < len(X) - 1:
+                a, b = X[k], X[k + 1]  # the crossing lies on segment a→b: solve |a + s(b−a) − p| = L
+                d = b - a
+                f = a - p
+                A, B, C = d @ d, 2 * f @ d, f @ f - L * L
+                disc = max(B * B - 4 * A * C, 0.0)
+                s = (-B + math.sqrt(disc)) / (2 * A) if A > 0 else 0.0
+                pts.append(a + np.clip(s, 0, 1) * d)
+            else:
+                dirv = (pts[-1] - pts[-2]) if len(pts) > 1 else (X[-1] - X[0])
+                pts.append(p + L * dirv / max(np.linalg.norm(dirv), 1e-9))
+        P = np.array(pts)
+        u = np.diff(P, axis=0)
+        u /= np.maximum(np.linalg.norm(u, axis=1, keepdims=True), 1e-9)
+        z = up / np.linalg.norm(up)
+        x0 = u[0] - (u[0] @ z) * z
+        if np.linalg.norm(x0) < 1e-6:
+            return None
+        x0 /= np.linalg.norm(x0)
+        R0 = np.stack([x0, np.cross(z, x0), z], axis=1)
+        q = []
+        R = R0
+        for i, joint in enumerate(self.robot.joints):
+            ul = R.T @ u[i + 1]  # next link's direction in link i's frame
+            yaw = math.atan2(ul[1], ul[0])
+            for ax in joint.axes:
+                if ax == "z":
+                    q.append(yaw)
+                else:
+                    q.append(0.0)
+            c, s = math.cos(yaw), math.sin(yaw)
+            R = R @ np.array([[c, -s, 0], [s, c, 0], [0, 0, 1.0]])
+        q = np.clip(np.array(q), self.robot.lower, self.robot.upper)
+        return self.layout.pack(q, R0, P[0])
+
+    def initialise(self, mask: np.ndarray, obs: Optional[Observation] = None, extra=()):
+        """Multi-start search for the pose of ``mask``; returns the best :class:`RefineResult`."""
+        from dataclasses import replace
+
+        cfg = self.config
+        if obs is None:
+            obs = Observation.from_mask(mask, cfg.refine.loss, cfg.refine.dt_gain, cfg.refine.dt_clip_px)
+        starts = self.initial_poses(mask) + [np.asarray(e, float) for e in extra]
+        if not starts:
+            raise InputError("initialisation: the mask has no usable skeleton; expected a visible robot")
+        scored = sorted(((self.refiner.evaluate(x, obs, 0.0, sigma=2.0)[1], i) for i, x in enumerate(starts)),
+                        reverse=True)
+        wide = Refiner(self.renderer, replace(cfg.refine, sigma_schedule=cfg.init_sigma_schedule,
+                                              prior_q=2.0, prior_rot=2.0, prior_trans=2.0))
+        best = None
+        for _, i in scored[: cfg.init_candidates]:
+            r = wide.refine(starts[i], obs, steps=cfg.init_refine_steps)
+            r = self.refiner.refine(r.x, obs, offset0=r.offset_px, steps=4)
+            if best is None or r.iou > best.iou:
+                best = r
+        return best
+
+
+def mask_axis(mask: np.ndarray, n_points: int = 64) -> Optional[np.ndarray]:
+    """The longest path through the skeleton of the mask's largest component, (n, 2) pixels (u, v).
+
+    Resampled to ``n_points`` points evenly spaced along the path; None when
+    the mask is empty. Both ends of the path are the ends of the robot's
+    axis (which end is the head is not known).
+    """
+    import cv2
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import breadth_first_order, dijkstra
+    from skimage.morphology import skeletonize
+
+    m = np.asarray(mask) > 0
+    if not m.any():
+        return None
+    n, lab, stats, _ = cv2.connectedComponentsWithStats(m.astype(np.uint8), connectivity=8)
+    big = 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
+    sk = skeletonize(lab == big)
+    vv, uu = np.nonzero(sk)
+    if len(uu) < 2:
+        return np.array([[uu[0], vv[0]]] * 2, float) if len(uu) else None
+    idx = -np.ones(sk.shape, int)
+    idx[vv, uu] = np.arange(len(uu))
+    rows, cols, wts = [], [], []
+    H, W = sk.shape
+    for dv, du in ((0, 1), (1, 0), (1, 1), (1, -1)):
+        v2, u2 = vv + dv, uu + du
+        ok = (v2 >= 0) & (v2 < H) & (u2 >= 0) & (u2 < W)
+        j = np.full(len(uu), -1)
+        j[ok] = idx[v2[ok], u2[ok]]
+        good = j >= 0
+        rows += list(np.nonzero(good)[0])
+        cols += list(j[good])
+        wts += [math.hypot(dv, du)] * int(good.sum())
+    G = csr_matrix((wts, (rows, cols)), shape=(len(uu), len(uu)))
+    G = G + G.T
+    d0 = dijkstra(G, indices=0)
+    a = int(np.nanargmax(np.where(np.isfinite(d0), d0, -1)))
+    da, pred = dijkstra(G, indices=a, return_predecessors=True)
+    b = int(np.nanargmax(np.where(np.isfinite(da), da, -1)))
+    path = [b]
+    while path[-1] != a and pred[path[-1]] >= 0:
+        path.append(int(pred[path[-1]]))
+    P = np.stack([uu[path], vv[path]], 1).astype(float)
+    s = np.concatenate([[0], np.cumsum(np.linalg.norm(np.diff(P, axis=0), axis=1))])
+    if s[-1] <= 0:
+        return P
+    t = np.linspace(0, s[-1], n_points)
+    return np.stack([np.interp(t, s, P[:, 0]), np.interp(t, s, P[:, 1])], 1)

@@ -174,6 +174,8 @@ def main(argv=None) -> int:
     # Fig. 14-like bar chart of all sixteen
     plot_reach_times([r["summary"] for r in rows], out / "reach_times_all.png")
     _plot_paths(rows, out / "paths_all.png", out / "default")
+    for f in FAULTS:
+        _plot_joint_grid(rows, f, out / f"joint_angles_{f.replace(',', '_')}.png", out / "default")
 
     # table
     lines = []
@@ -272,6 +274,37 @@ def _plot_paths(rows, path: Path, base: Path) -> None:
         ax.legend(fontsize=6, ncol=2)
     axes[-1].set_xlabel("x [m]")
     fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+
+
+def _plot_joint_grid(rows, fault: str, path: Path, base: Path) -> None:
+    """Joint angles of one fault case: centre (top) / head (bottom) × SJC (left) / CC (right) (Figs. 15–18)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from snaketrack.io import read_csv_columns
+
+    fig, axes = plt.subplots(2, 2, figsize=(11, 6), sharey=True)
+    for r in rows:
+        if r["fault"] != fault:
+            continue
+        ax = axes[0 if r["track"] == "com" else 1, 0 if r["control"] == "sjc" else 1]
+        f = base / r["summary"]["scenario"] / "trajectory.csv"
+        if not f.is_file():
+            continue
+        d = read_csv_columns(f)
+        for i in range(1, 10):
+            ax.plot(d["t"], np.degrees(d[f"phi_{i}"]), lw=0.3)
+        ax.axhline(40, color="r")
+        ax.axhline(-40, color="r")
+        ax.set_title(f"{'centre' if r['track'] == 'com' else 'head'} {r['control'].upper()}, faults {fault}", fontsize=9)
+        ax.set_xlabel("t [s]")
+    axes[0, 0].set_ylabel("joint angle [deg]")
+    axes[1, 0].set_ylabel("joint angle [deg]")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
     plt.close(fig)
 
 

@@ -14,7 +14,7 @@ Pieces, each a plain function:
   Liljebäck's line-of-sight law written for a cross-track error (``d_y = −y``);
   with ``d = P − p`` (eq. 31) pointing at the target the same law is
   ``θ̄_ref = atan2(d_y, d_x)``, which is what we use (with the minus sign the
-  robot turns away from the targets). ``θ̄ − θ̄_ref`` is wrapped to (−π, π].
+  robot turns away from the targets). ``θ̄ − θ̄_ref`` is wrapped to [−π, π] (``math.remainder``).
 - :func:`single_joint_control`: SJC, eq. 32, ``u = k_p(φ_ref − φ) − k_d φ̇``.
 - :func:`couple`: CC, eq. 37, ``u_mod,1 = u_1``, ``u_mod,i = u_i + ½ u_{i−1}``.
 - :func:`apply_broken`: a broken joint receives no command (its output is 0).

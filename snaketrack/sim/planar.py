@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import io as _io
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 

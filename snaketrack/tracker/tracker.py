@@ -60,6 +60,9 @@ class TrackerConfig:
     min_mask_px: fewer mask pixels than this = robot not visible.
     lost_after: coasting frames before the status becomes ``lost``.
     reacquire_iou: below this IoU after refinement, run the initialisation search.
+    offset_warm_start: start each frame's edge offset from the last frame's
+        (right when the mask bias is steady; the corrupted masks of
+        ``--corrupt-masks`` draw a new bias every frame, so off by default).
     init_refine_steps: LM steps for each refined start of the search.
     init_candidates: how many of the ranked starts are refined.
     init_sigma_schedule: edge softness [px] schedule of the search's LM.
@@ -72,7 +75,8 @@ class TrackerConfig:
     moment_order: int = 2
     min_mask_px: int = 30
     lost_after: int = 5
-    reacquire_iou: float = 0.6
+    reacquire_iou: float = 0.5
+    offset_warm_start: bool = False
     init_refine_steps: int = 12
     init_candidates: int = 4
     init_sigma_schedule: tuple[float, ...] = (4.0, 4.0, 2.0, 2.0, 1.0, 1.0)
@@ -166,7 +170,7 @@ class Tracker:
         was_lost = self.n_coast > cfg.lost_after
         if cfg.moment_update and not was_lost:
             pred = self._moment_update(m)
-        res = self.refiner.refine(pred, obs, offset0=self.offset)
+        res = self.refiner.refine(pred, obs, offset0=self.offset if cfg.offset_warm_start else 0.0)
         reinit = False
         if was_lost or res.iou < cfg.reacquire_iou:
             alt = self.initialise(m, obs, extra=[pred])

@@ -1,0 +1,157 @@
+"""Soft capsule silhouettes: gradcheck, a brute-force hard ray–capsule renderer, MuJoCo's segmentation."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from snaketrack.errors import InputError
+from snaketrack.models.robot import load_robot
+from snaketrack.tracker.render import (
+    CapsuleModel,
+    SilhouetteRenderer,
+    SilhouetteSettings,
+    render_with_jacobian,
+    soft_silhouette,
+)
+from snaketrack.tracker.state import StateLayout
+
+K64 = torch.tensor([[200.0, 0, 39.5], [0, 210.0, 29.5], [0, 0, 1]], dtype=torch.float64)
+
+
+def _capsules(seed=0, n=3):
+    g = torch.Generator().manual_seed(seed)
+    A = torch.rand(1, n, 3, generator=g, dtype=torch.float64) * torch.tensor([0.4, 0.3, 0.5]) - torch.tensor(
+        [0.2, 0.15, -1.0])
+    Bp = A + (torch.rand(1, n, 3, generator=g, dtype=torch.float64) - 0.5) * 0.3
+    r = 0.01 + 0.03 * torch.rand(n, generator=g, dtype=torch.float64)
+    return A, Bp, r
+
+
+def hard_capsule_mask(A, B, r, K, width, height):
+    """Brute force: per pixel ray, does it hit the capsule? Ray–cylinder quadratic + the two end spheres."""
+    Kinv = np.linalg.inv(K)
+    vv, uu = np.mgrid[0:height, 0:width]
+    d = np.stack([uu.ravel(), vv.ravel(), np.ones(uu.size)], 1) @ Kinv.T
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    hit = np.zeros(len(d), bool)
+    for a, b, rad in zip(A, B, r):
+        for c in (a, b):  # spheres: |t d − c|² = r² has a real root t > 0
+            bb = d @ c
+            disc = bb ** 2 - (c @ c - rad ** 2)
+            hit |= (disc >= 0) & (bb + np.sqrt(np.maximum(disc, 0)) > 0)
+        axis = b - a
+        L = np.linalg.norm(axis)
+        if L < 1e-12:
+            continue
+        w = axis / L
+        # points t d with distance to the infinite axis line ≤ r, and axial coordinate in [0, L]
+        dp = d - np.outer(d @ w, w)
+        ap = -a + (a @ w) * w  # (0 − a) minus its axial part
+        qa = (dp * dp).sum(1)
+        qb = 2 * (dp @ ap)
+        qc = ap @ ap - rad ** 2
+        disc = qb ** 2 - 4 * qa * qc
+        ok = disc >= 0
+        sq = np.sqrt(np.maximum(disc, 0))
+        for sgn in (-1, 1):
+            t = (-qb + sgn * sq) / (2 * np.maximum(qa, 1e-18))
+            s = (t[:, None] * d - a) @ w
+            hit |= ok & (t > 0) & (s >= 0) & (s <= L)
+    return hit.reshape(height, width)
+
+
+def test_gradcheck_float64():
+    A, Bp, r = _capsules(1, 2)
+    A.requires_grad_(True)
+    Bp.requires_grad_(True)
+    off = torch.tensor([0.3], dtype=torch.float64, requires_grad=True)
+    s = SilhouetteSettings(sigma_px=1.5)
+    roi = (20, 12, 24, 18)
+    f = lambda a, b, o: soft_silhouette(a, b, r, K64, roi, s, o)  # noqa: E731
+    assert f(A, Bp, off).sum() > 1  # something is drawn in the ROI
+    assert torch.autograd.gradcheck(f, (A, Bp, off), eps=1e-6, atol=1e-5, fast_mode=True)
+
+
+def test_matches_brute_force_ray_capsule():
+    A, Bp, r = _capsules(2, 4)
+    W, H = 80, 60
+    soft = soft_silhouette(A, Bp, r, K64, (0, 0, W, H), SilhouetteSettings(sigma_px=0.01))[0].numpy() > 0.5
+    hard = hard_capsule_mask(A[0].numpy(), Bp[0].numpy(), r.numpy(), K64.numpy(), W, H)
+    assert hard.sum() > 200
+    assert (soft != hard).sum() <= 2  # only pixels within numerical tie of the edge may differ
+
+
+def test_roi_equals_full_image_and_batch_and_dtype():
+    A, Bp, r = _capsules(3, 3)
+    s = SilhouetteSettings(sigma_px=0.5)
+    full = soft_silhouette(A, Bp, r, K64, (0, 0, 80, 60), s)
+    crop = soft_silhouette(A, Bp, r, K64, (20, 10, 30, 40), s)
+    assert torch.allclose(full[:, 10:50, 20:50], crop, atol=1e-12)
+    A2, B2, _ = _capsules(4, 3)
+    both = soft_silhouette(torch.cat([A, A2]), torch.cat([Bp, B2]), r, K64, (0, 0, 80, 60), s)
+    # boxes are the union over the batch, so only the truncated tails (< sigmoid(−8)) may differ
+    assert torch.allclose(both[0], full[0], atol=5e-4)
+    f32 = soft_silhouette(A.float(), Bp.float(), r.float(), K64.float(), (0, 0, 80, 60), s)
+    assert f32.dtype == torch.float32
+    assert (f32.double() - full).abs().mean() < 1e-4  # float32 rounding near the edges only
+    assert (f32.double() - full).abs().max() < 5e-2
+
+
+def test_jacobian_one_pass_matches_autograd():
+    A, Bp, r = _capsules(5, 3)
+    M, D = 3, 4
+    G = torch.randn(M, 2, 3, D, dtype=torch.float64, generator=torch.Generator().manual_seed(0)) * 0.1
+    s = SilhouetteSettings(sigma_px=1.0)
+    roi = (0, 0, 80, 60)
+    rj = render_with_jacobian(A, Bp, r, K64, roi, G, s, offset_px=0.2, with_offset=True, tol=0.0)
+
+    def f(p):
+        a = A + torch.einsum("mjd,d->mj", G[:, 0], p[:D])[None]
+        b = Bp + torch.einsum("mjd,d->mj", G[:, 1], p[:D])[None]
+        return soft_silhouette(a, b, r, K64, roi, s, p[D:] + 0.2)[0].reshape(-1)
+
+    p0 = torch.zeros(D + 1, dtype=torch.float64)
+    h = 1e-6  # central differences, one column per parameter
+    Jref = torch.stack([(f(p0 + h * e) - f(p0 - h * e)) / (2 * h) for e in torch.eye(D + 1, dtype=torch.float64)], 1)
+    assert torch.allclose(rj.sil, f(p0), atol=1e-12)
+    dense = torch.zeros_like(Jref)
+    dense[rj.rows] = rj.jac
+    assert Jref.abs().max() > 0.1
+    err = (dense - Jref).abs()
+    assert err.max() < 1e-3 * Jref.abs().max()  # box-truncated tails (< sigmoid(−8)) may differ slightly
+    assert err.mean() < 1e-7
+
+
+def test_bad_inputs():
+    A, Bp, r = _capsules(0, 2)
+    with pytest.raises(InputError):
+        soft_silhouette(A, Bp, r[:1], K64, (0, 0, 10, 10))
+    with pytest.raises(InputError):
+        soft_silhouette(A, Bp, r, K64, (0, 0, 0, 10))
+
+
+@pytest.mark.parametrize("name", ["planar-snake-11", "arcsnake-4"])
+def test_against_mujoco_segmentation(name):
+    from mj_scene import MujocoMasks, serpentine
+
+    robot = load_robot(name)
+    W, H, f = 320, 240, 420.0
+    mj = MujocoMasks(robot, W, H, f)
+    lay = StateLayout.for_robot(robot)
+    try:
+        ious = {}
+        for model_name, model in [("visual", CapsuleModel.from_visual(robot)), ("capsules", CapsuleModel.capsules(robot))]:
+            ren = SilhouetteRenderer(robot, mj.K, W, H, model, SilhouetteSettings(sigma_px=0.3))
+            vals = []
+            for k in (0, 20):
+                q, R0, t0 = serpentine(robot, k)
+                truth = mj.mask(q, R0, t0)
+                x = torch.as_tensor(lay.pack(q, R0, t0))[None]
+                ours = ren.full_image(x)[0].numpy() > 0.5
+                vals.append((ours & truth).sum() / (ours | truth).sum())
+            ious[model_name] = min(vals)
+    finally:
+        mj.close()
+    assert ious["visual"] >= 0.9
+    assert ious["visual"] > ious["capsules"] - 0.01  # the housings model the look better (or as well)

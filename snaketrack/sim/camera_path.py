@@ -245,11 +245,11 @@ def camera_path(scene: str, times: np.ndarray, robot_points: np.ndarray, *, body
     axis = gaussian_filter1d(pts[:, -1, :2] - pts[:, 0, :2], sigma=sig, axis=0, mode="nearest")
     heading = np.unwrap(np.arctan2(axis[:, 1], axis[:, 0]))
     heading = gaussian_filter1d(heading, sigma=2 * sig, mode="nearest")
-    yaw_off = np.deg2rad(22.0) * smooth_noise(rng, times, 0.02, 0.1, n=3) / 1.5
+    yaw_off = np.deg2rad(22.0) * smooth_noise(rng, times, 0.04, 0.12, n=3) / 1.5
     img_up = heading + np.pi / 2 * rng.choice([-1.0, 1.0]) + yaw_off
     up = np.column_stack([np.cos(img_up), np.sin(img_up), np.zeros(T)])
-    hgt = 3.0 + 0.6 * smooth_noise(rng, times, 0.02, 0.08, n=3) / 1.5
-    tilt = np.deg2rad(12.0 + 6.0 * smooth_noise(rng, times, 0.02, 0.1, n=3) / 1.5)
+    hgt = 3.0 + 0.6 * smooth_noise(rng, times, 0.05, 0.15, n=3) / 1.5
+    tilt = np.deg2rad(12.0 + 6.0 * smooth_noise(rng, times, 0.05, 0.2, n=3) / 1.5)
     tilt_dir = img_up + rng.uniform(-0.6, 0.6)
     off = np.column_stack([-np.tan(tilt) * np.cos(tilt_dir), -np.tan(tilt) * np.sin(tilt_dir), np.ones(T)])
 

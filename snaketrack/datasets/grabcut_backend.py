@@ -1,19 +1,24 @@
 """GrabCut (OpenCV) behind the labeller's box-prompt protocol: no weights needed.
 
 ``cv2.grabCut`` is run on a crop around the prompt box (the box plus a
-margin of background), which is what makes it affordable per frame. The
-first frame is initialised from the rectangle alone; later frames, when
-the labeller passes the last good mask as ``prior``, start from a
-better guess: inside the box, pixels near the last mask are "probably
-robot", the rest "probably background" (outside the box is certain
-background). The initial "probably robot" pixels are those whose colour
+margin of background), which is what makes it affordable per frame. It
+starts from a mask, not the bare rectangle: outside the box is certain
+background; inside, a pixel starts as "probably robot" when its colour
 is much commoner inside the box than in a wide ring around it (colour
-histogram back-projection): the ring sees the same ground and obstacles
-as the box, so what is special to the box is the robot. With
-``thin_object`` (on: snake robots are thin), parts of the result much
-thicker than its typical width — round obstacles GrabCut glued to the
-robot — are cut off. The result keeps only the connected pieces holding
-at least ``min_component_frac`` of the largest, which drops speckle.
+histogram back-projection: the ring sees the same ground and obstacles
+as the box, so what is special to the box is the robot), and, when the
+labeller passes the last good mask as ``prior``, it also lies near that
+mask; ground in shade (the ring's chromaticity, darker) starts as
+"probably background". After GrabCut, with ``thin_object`` (on: snake
+robots are thin) parts much thicker than the result's typical width —
+round obstacles glued to the robot — are cut off, and only connected
+pieces holding at least ``min_component_frac`` of the largest are kept.
+
+Options left off by default because they did not help on the synthetic
+drone video (measured, see docs/segmentation.md): a colour-likelihood
+re-decision of the boundary band (``refine_band_px``), hard shadow
+removal (``shadow_soft=False``) with gap closing (``close_factor``), Lab
+colour (``colour_space``).
 
 >>> import numpy as np
 >>> from snaketrack.datasets.boxes import Box, mask_iou
@@ -42,7 +47,19 @@ class GrabCutConfig:
     """iterations: GrabCut EM iterations; margin_frac: background margin around the box
     (fraction of the larger box side, at least ``margin_px_min`` pixels); prior_dilate_px:
     how far from the last good mask a pixel still counts as "probably robot" [pixels];
-    min_component_frac: smallest kept component relative to the largest."""
+    min_component_frac: smallest kept component relative to the largest;
+    ring_frac: width of the background ring for the colour contrast (fraction of
+    the larger box side); bins: colour histogram bins per channel; contrast_ratio:
+    a box pixel starts as "probably robot" when its colour's ring frequency is
+    below this times its box frequency; thin_object, thick_factor: cut parts
+    thicker than ``thick_factor`` times the typical width; use_prior: keep the
+    initial robot guess near the last good mask; colour_space: "bgr" or "lab";
+    refine_band_px, refine_bins: boundary refinement band [pixels] and its
+    histogram bins (0 turns it off); shadow_chroma, shadow_dark, shadow_floor:
+    shade detection (chromaticity distance to the ring's, brightness range as
+    fractions of the ring's); shadow_soft: shade starts as "probably" (True) or
+    "certain" background; close_factor: closing disc over the typical half-width
+    (0: off)."""
 
     iterations: int = 4
     margin_frac: float = 0.15
@@ -55,6 +72,13 @@ class GrabCutConfig:
     thin_object: bool = True
     use_prior: bool = True
     colour_space: str = "bgr"
+    refine_band_px: int = 0
+    shadow_chroma: float = 0.06
+    shadow_dark: float = 0.85
+    shadow_soft: bool = True
+    shadow_floor: float = 0.0
+    close_factor: float = 0.0
+    refine_bins: int = 32
     thick_factor: float = 1.7
 
 
@@ -112,6 +136,11 @@ class GrabCutBackend:
             likely &= near
         gc_mask = np.where(inside, cv2.GC_PR_BGD, cv2.GC_BGD).astype(np.uint8)
         gc_mask[likely] = cv2.GC_PR_FGD
+        if cfg.shadow_chroma > 0:
+            shadow = inside & _shadow_like(crop, ring_mask[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w] > 0,
+                                           cfg.shadow_chroma, cfg.shadow_dark, cfg.shadow_floor)
+            gc_mask[shadow] = cv2.GC_PR_BGD if cfg.shadow_soft else cv2.GC_BGD
+            likely &= ~shadow
         if not likely.any():
             gc_mask[inside] = cv2.GC_PR_FGD
         bgd = np.zeros((1, 65), np.float64)
@@ -121,9 +150,13 @@ class GrabCutBackend:
         except cv2.error:
             return out  # degenerate colour model (e.g. a flat crop): an empty answer, flagged upstream
         fg = (gc_mask == cv2.GC_FGD) | (gc_mask == cv2.GC_PR_FGD)
+        if cfg.close_factor > 0:
+            fg = _close_gaps(fg, cfg.close_factor) & inside
         if cfg.thin_object:
             fg = _remove_thick_blobs(fg, cfg.thick_factor)
         fg = _keep_large_components(fg, cfg.min_component_frac)
+        if cfg.refine_band_px > 0:
+            fg = refine_boundary(crop, fg, cfg.refine_band_px, cfg.refine_bins)
         out[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w] = fg
         return out
 
@@ -168,3 +201,69 @@ def _remove_thick_blobs(mask: np.ndarray, factor: float) -> np.ndarray:
         return mask
     thick = cv2.dilate(thick, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (5, 5)))
     return mask & (thick == 0)
+
+
+def refine_boundary(img: np.ndarray, mask: np.ndarray, band_px: int = 2, bins: int = 32) -> np.ndarray:
+    """Re-label the pixels within ``band_px`` of a mask's edge by colour likelihood.
+
+    Colour histograms (``bins`` per channel) of the sure inside (mask
+    eroded by ``band_px``) and the sure outside (a ring beyond the mask
+    dilated by ``band_px``) classify each pixel of the band: robot when its
+    colour is likelier inside than outside. ``img`` (H, W, 3) uint8, ``mask``
+    bool (H, W); returns a new bool mask.
+    """
+    m = mask.astype(np.uint8)
+    k = np.ones((3, 3), np.uint8)
+    core = cv2.erode(m, k, iterations=band_px)
+    if core.sum() < 20:
+        return mask
+    grown = cv2.dilate(m, k, iterations=band_px)
+    outside = (cv2.dilate(m, k, iterations=band_px + 20) > 0) & (grown == 0)
+    if outside.sum() < 20:
+        return mask
+    p_in = _colour_hist(img, core, bins)
+    p_out = _colour_hist(img, outside.astype(np.uint8), bins)
+    band = (grown > 0) & (core == 0)
+    q = (img[band] // (256 // bins)).astype(np.intp)
+    out = mask.copy()
+    out[band] = p_in[q[:, 0], q[:, 1], q[:, 2]] > p_out[q[:, 0], q[:, 1], q[:, 2]]
+    return out
+
+
+def _shadow_like(img: np.ndarray, ring: np.ndarray, chroma_tol: float, dark: float,
+                 floor: float = 0.0) -> np.ndarray:
+    """Pixels that look like the ground in shade: the ring's chromaticity, darker than it.
+
+    Chromaticity is each channel over the channel sum; a pixel within
+    ``chroma_tol`` of the ring's median chromaticity whose brightness is
+    below ``dark`` times the ring's median is shadow-like. (A cast shadow
+    dims the ground but keeps its colour; the robot's colours differ.)
+    """
+    if ring.sum() < 16:
+        return np.zeros(img.shape[:2], bool)
+    f = img.astype(np.float32) + 1.0
+    s = f.sum(axis=-1, keepdims=True)
+    chrom = f / s
+    c_ref = np.median(chrom[ring], axis=0)
+    i_ref = float(np.median(s[ring]))
+    return ((np.linalg.norm(chrom - c_ref, axis=-1) < chroma_tol) & (s[..., 0] < dark * i_ref)
+            & (s[..., 0] > floor * i_ref))
+
+
+def _close_gaps(mask: np.ndarray, factor: float) -> np.ndarray:
+    """Morphological closing with a disc ``factor`` times the mask's typical half-width.
+
+    Fills dark robot parts (joints) that look like shade and were left out
+    between the robot's coloured segments.
+    """
+    from skimage.morphology import skeletonize
+
+    m = mask.astype(np.uint8)
+    if m.sum() < 20:
+        return mask
+    r = float(m.sum()) / max(2.0 * np.count_nonzero(skeletonize(m > 0)), 1.0)
+    R = int(np.ceil(factor * r))
+    if R < 1:
+        return mask
+    disc = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * R + 1, 2 * R + 1))
+    return cv2.morphologyEx(m, cv2.MORPH_CLOSE, disc) > 0

@@ -271,13 +271,16 @@ def degrade(rgb: np.ndarray, rng: np.random.Generator, clip: dict, flow: np.ndar
     if link_map is not None and link_flows is not None:
         img = img.copy() if img is img0 else img
         H, W = link_map.shape
+        ys_all, xs_all = np.nonzero(link_map >= 0)
+        links_all = link_map[ys_all, xs_all]
         for link, fl in enumerate(link_flows):
             kl = _kernel_for(np.asarray(fl), clip["exposure"])
             if kl is None:
                 continue
-            ys, xs = np.nonzero(link_map == link)
-            if len(ys) == 0:
+            sel = links_all == link
+            if not sel.any():
                 continue
+            ys, xs = ys_all[sel], xs_all[sel]
             pad = kl.shape[0] + 2
             y0, y1 = max(ys.min() - pad, 0), min(ys.max() + pad + 1, H)
             x0, x1 = max(xs.min() - pad, 0), min(xs.max() + pad + 1, W)

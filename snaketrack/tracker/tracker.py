@@ -27,8 +27,9 @@ Visibility: a mask with fewer than ``min_mask_px`` pixels means the robot is
 not seen; the tracker coasts on its prediction (status ``coasting``) and,
 after ``lost_after`` such frames, stops the motion (velocity zeroed) and
 reports ``lost``. When a mask returns, it refines from the prediction; if
-the IoU stays below ``reacquire_iou`` (or it was lost) it runs the
-initialisation search too and keeps the better.
+the IoU stays below ``reacquire_iou`` it runs the initialisation search
+too and keeps the better. After a ``lost`` spell the first refinement
+uses the search's coarse-to-fine edge schedule (the robot may have moved).
 """
 from __future__ import annotations
 
@@ -77,8 +78,8 @@ class TrackerConfig:
     lost_after: int = 5
     reacquire_iou: float = 0.5
     offset_warm_start: bool = False
-    init_refine_steps: int = 12
-    init_candidates: int = 4
+    init_refine_steps: int = 10
+    init_candidates: int = 3
     init_sigma_schedule: tuple[float, ...] = (4.0, 4.0, 2.0, 2.0, 1.0, 1.0)
 
     def __post_init__(self):
@@ -170,9 +171,14 @@ class Tracker:
         was_lost = self.n_coast > cfg.lost_after
         if cfg.moment_update and not was_lost:
             pred = self._moment_update(m)
-        res = self.refiner.refine(pred, obs, offset0=self.offset if cfg.offset_warm_start else 0.0)
+        b0 = self.offset if cfg.offset_warm_start else 0.0
+        if was_lost:  # the robot may have moved while hidden: a wide edge first
+            res = self._wide_refiner().refine(pred, obs, steps=cfg.init_refine_steps)
+            res = self.refiner.refine(res.x, obs, offset0=res.offset_px, steps=4)
+        else:
+            res = self.refiner.refine(pred, obs, offset0=b0)
         reinit = False
-        if was_lost or res.iou < cfg.reacquire_iou:
+        if res.iou < cfg.reacquire_iou:
             alt = self.initialise(m, obs, extra=[pred])
             if alt.iou > res.iou:
                 res, reinit = alt, True
@@ -284,6 +290,13 @@ class Tracker:
         q = np.clip(np.array(q), self.robot.lower, self.robot.upper)
         return self.layout.pack(q, R0, P[0])
 
+    def _wide_refiner(self) -> Refiner:
+        from dataclasses import replace
+
+        cfg = self.config
+        return Refiner(self.renderer, replace(cfg.refine, sigma_schedule=cfg.init_sigma_schedule,
+                                              prior_q=2.0, prior_rot=2.0, prior_trans=2.0))
+
     def initialise(self, mask: np.ndarray, obs: Optional[Observation] = None, extra=()):
         """Multi-start search for the pose of ``mask``; returns the best :class:`RefineResult`."""
         from dataclasses import replace
@@ -296,8 +309,7 @@ class Tracker:
             raise InputError("initialisation: the mask has no usable skeleton; expected a visible robot")
         scored = sorted(((self.refiner.evaluate(x, obs, 0.0, sigma=2.0)[1], i) for i, x in enumerate(starts)),
                         reverse=True)
-        wide = Refiner(self.renderer, replace(cfg.refine, sigma_schedule=cfg.init_sigma_schedule,
-                                              prior_q=2.0, prior_rot=2.0, prior_trans=2.0))
+        wide = self._wide_refiner()
         best = None
         for _, i in scored[: cfg.init_candidates]:
             r = wide.refine(starts[i], obs, steps=cfg.init_refine_steps)

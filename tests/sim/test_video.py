@@ -173,3 +173,20 @@ def test_cli_refuses_to_overwrite(tmp_path, capsys):
     assert status == 2
     assert "already holds 1 frames" in capsys.readouterr().err
     assert main(["sim", "video", "--scene", "drone", "--frames", "0", "--out", str(tmp_path / "x")]) == 2
+
+
+def test_degradations_change_pixels_not_truth():
+    from snaketrack.sim.video import Degradation
+
+    cfg = VideoConfig(scene="drone", seed=2, frames=4, width=160, height=96, target_width_px=4.0,
+                      scene_config=FAST_SCENE)
+    with VideoRenderer(cfg) as r:
+        img, mask, truth = r.frame(2)
+    with VideoRenderer(replace(cfg, degradation=Degradation(enabled=False))) as r:
+        clean, clean_mask, clean_truth = r.frame(2)
+    np.testing.assert_array_equal(mask, clean_mask)
+    assert truth == clean_truth
+    diff = np.abs(img.astype(float) - clean.astype(float))
+    # noise, blur, vignetting and JPEG: visibly different, but the same picture
+    assert 1.0 < diff.mean() < 40.0
+    assert np.corrcoef(img.reshape(-1), clean.reshape(-1))[0, 1] > 0.8

@@ -61,6 +61,10 @@ class TrackerConfig:
     min_mask_px: fewer mask pixels than this = robot not visible.
     lost_after: coasting frames before the status becomes ``lost``.
     reacquire_iou: below this IoU after refinement, run the initialisation search.
+        Kept low: with 1–3 px mask bias and ragged edges a correct fit can
+        score 0.6, and a needless search may swap head and tail.
+    reinit_margin: while tracking, the search's result replaces the refined
+        one only when its IoU is higher by this much.
     offset_warm_start: start each frame's edge offset from the last frame's
         (right when the mask bias is steady; the corrupted masks of
         ``--corrupt-masks`` draw a new bias every frame, so off by default).
@@ -76,7 +80,8 @@ class TrackerConfig:
     moment_order: int = 2
     min_mask_px: int = 30
     lost_after: int = 5
-    reacquire_iou: float = 0.5
+    reacquire_iou: float = 0.35
+    reinit_margin: float = 0.15
     offset_warm_start: bool = False
     init_refine_steps: int = 10
     init_candidates: int = 3
@@ -180,7 +185,7 @@ class Tracker:
         reinit = False
         if res.iou < cfg.reacquire_iou:
             alt = self.initialise(m, obs, extra=[pred])
-            if alt.iou > res.iou:
+            if alt.iou > res.iou + (0.0 if was_lost else cfg.reinit_margin):
                 res, reinit = alt, True
         self.n_coast = 0
         self.offset = res.offset_px

@@ -7,7 +7,8 @@ tracked with corrupted truth masks (``--corrupt-masks``, seeded by the
 dataset's seed), 10 refinement steps. Per scene and robot it reports the
 ``metrics.json`` figures (DESIGN.md names) and ``reacquire_frames``: a second
 run in which the observed masks of frames [60, 90) are emptied (the robot
-hidden for 30 frames), counting frames from the first visible one (90) until
+hidden for 30 frames; ``--hide-start`` moves the window), counting frames
+from the first visible one (90) until
 the rendered silhouette's IoU against the *truth* mask reaches 0.8 (null if
 it never does within the run).
 
@@ -41,7 +42,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 SHORT = {"planar-snake-11": "planar", "arcsnake-4": "arcsnake"}
-HIDE = (60, 90)
+HIDE_FRAMES = 30  # the robot is hidden (empty masks) for this many frames
 
 
 def dataset_dir(data: Path, scene: str, robot: str, seed: int) -> Path:
@@ -127,6 +128,9 @@ def main(argv=None) -> int:
     ap.add_argument("--robots", nargs="+", default=["planar-snake-11", "arcsnake-4"])
     ap.add_argument("--refine-steps", type=int, default=10)
     ap.add_argument("--no-reacquire", action="store_true", help="skip the hidden-robot runs")
+    ap.add_argument("--hide-start", type=int, default=60, help="first hidden frame of the re-acquisition run")
+    ap.add_argument("--reacquire-tail", type=int, default=60,
+                    help="frames tracked after the robot reappears in the re-acquisition run")
     args = ap.parse_args(argv)
     torch.set_num_threads(min(2, os.cpu_count() or 1))
     data, out = Path(args.data), Path(args.out)
@@ -145,11 +149,16 @@ def main(argv=None) -> int:
                                      "iou_truth", "fps", "frames_lost", "frames", "head_position_error_m")}
             res["wall_s"] = time.perf_counter() - t0
             if not args.no_reacquire:
-                n = min(args.frames, HIDE[1] + 60)
+                hide = (args.hide_start, args.hide_start + HIDE_FRAMES)
+                ensure_dataset(ds, scene, robot, args.seed, hide[1] + args.reacquire_tail)
                 hopts = TrackOptions(refine_steps=args.refine_steps, corrupt_masks=True, corrupt_seed=seed,
-                                     max_frames=n, video=False, plots=False, progress=False, hide=(HIDE,))
+                                     max_frames=hide[1] + args.reacquire_tail, video=False, plots=False,
+                                     progress=False, hide=(hide,))
+                t1 = time.perf_counter()
                 run_tracking(ds, robot, run_dir / "hidden", options=hopts)
-                res["reacquire_frames"] = reacquire_frames(run_dir / "hidden" / "track.csv", HIDE[1])
+                res["reacquire_frames"] = reacquire_frames(run_dir / "hidden" / "track.csv", hide[1])
+                res["reacquire_hidden_frames"] = list(hide)
+                res["reacquire_wall_s"] = time.perf_counter() - t1
             results[key] = res
             print(f"{key}: {json.dumps(res)}", file=sys.stderr)
     timing = render_timing(dataset_dir(data, "drone", "planar-snake-11", args.seed)

@@ -21,8 +21,8 @@ from snaketrack.models.kinematics import forward_kinematics_np
 from snaketrack.models.robot import load_robot
 from snaketrack.tracker.state import StateLayout, TrackState
 
-W, H, FPS, N = 160, 120, 30.0, 10
-K = np.array([[200.0, 0, 79.5], [0, 200.0, 59.5], [0, 0, 1]])
+W, H, FPS, N = 320, 240, 30.0, 10
+K = np.array([[400.0, 0, 159.5], [0, 400.0, 119.5], [0, 0, 1]])  # body about 8 px wide at 2 m
 R_DOWN = np.array([[1.0, 0, 0], [0, -1, 0], [0, 0, -1]])  # robot lying flat, camera looking down
 
 
@@ -217,3 +217,19 @@ def test_segmenter_masks(dataset, oracle, tmp_path, capsys):
     code, _, err = _main(["track", dataset, "--masks", f"segmenter:{tmp_path / 'none.pt'}", "--out",
                           tmp_path / "s2"], capsys)
     assert code == 2 and "none.pt" in err
+
+
+@pytest.mark.slow
+def test_real_tracker_end_to_end_with_hidden_frames(dataset, tmp_path):
+    """The real Tracker through run_tracking: found without a given pose, coasts while hidden, re-acquires."""
+    from snaketrack.commands.track import TrackOptions, run_tracking
+
+    out = tmp_path / "real"
+    opts = TrackOptions(hide=((4, 6),), video=True, plots=False, progress=False)
+    m = run_tracking(dataset, "planar-snake-11", out, options=opts)
+    cols = read_csv_columns(out / "track.csv")
+    status = cols["status"].tolist()
+    assert status[4:6] == ["coasting", "coasting"] and status[6:] == ["tracked"] * (N - 6)
+    ok = [i for i in range(N) if i not in (4, 5)]
+    assert np.all(cols["iou_truth"][ok] >= 0.8), cols["iou_truth"]
+    assert m["base_position_error_m"] < 0.05 and m["joint_error_rad"] < 0.1, m

@@ -30,7 +30,6 @@ def _flipped_joint_error(q, qt):
     return np.abs(-q[::-1] - qt).mean()
 
 
-@pytest.mark.slow
 def test_initialises_without_pose(sequence):
     robot, K, frames, lay = sequence
     trk = Tracker(robot, K, W, H, fps=30.0)
@@ -62,7 +61,6 @@ def test_tracks_a_sequence(sequence):
     assert np.allclose(st.pose_vector(lay), x_last)
 
 
-@pytest.mark.slow  # the re-acquisition search takes tens of seconds on two busy cores
 def test_lost_and_found(sequence):
     robot, K, frames, lay = sequence
     cfg = TrackerConfig(lost_after=2)

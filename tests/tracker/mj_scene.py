@@ -13,6 +13,13 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import torch
 
+# torch.optim / torch.func import triton lazily; importing it after MuJoCo has
+# loaded EGL crashed the process (segfault in triton's C module), so load it first.
+try:  # pragma: no cover - depends on the installation
+    import triton  # noqa: F401
+except Exception:
+    pass
+
 os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
 

@@ -19,6 +19,19 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
 
 
+def _preload_triton() -> None:
+    """Import triton before MuJoCo opens an EGL context.
+
+    torch imports triton lazily (torch.optim, torch.func); that import
+    segfaults once MuJoCo's EGL context exists, which a command that renders
+    and then tracks (``demo``) would hit. Importing it first costs ~0.2 s.
+    """
+    try:
+        import triton  # noqa: F401
+    except Exception:
+        pass
+
+
 def _commands():
     import snaketrack.commands as pkg
 
@@ -52,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``snaketrack`` console script."""
+    _preload_triton()
     parser = build_parser()
     args = parser.parse_args(argv)
     run = getattr(args, "_run", None)

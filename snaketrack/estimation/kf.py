@@ -68,6 +68,16 @@ class KFConfig:
     j0: Optional[np.ndarray] = None
 
 
+def _initial_state(config: "KFConfig", J: int) -> np.ndarray:
+    """vec(Ĵ₀) (2J,): zeros, or the configured ``j0`` (2, J) flattened row by row."""
+    if config.j0 is None:
+        return np.zeros(2 * J)
+    j0 = np.asarray(config.j0, dtype=float)
+    if j0.shape != (2, J):
+        raise InputError(f"KFConfig.j0: shape {j0.shape}; expected (2, {J})")
+    return j0.reshape(-1).copy()
+
+
 def _cov(value: ArrayLike, n: int, name: str) -> np.ndarray:
     """A scalar, diagonal or full covariance as a symmetric (n, n) array."""
     a = np.asarray(value, dtype=float)
@@ -162,13 +172,7 @@ class KalmanJacobianEstimator:
         self.Q = _cov(config.q, n, "q")
         self.R = _cov(config.r, 2, "r")
         self._P0 = _cov(config.p0, n, "p0")
-        if config.j0 is None:
-            self._x0 = np.zeros(n)
-        else:
-            j0 = np.asarray(config.j0, dtype=float)
-            if j0.shape != (2, J):
-                raise InputError(f"KFConfig.j0: shape {j0.shape}; expected (2, {J})")
-            self._x0 = j0.reshape(-1).copy()
+        self._x0 = _initial_state(config, J)
         self.reset()
 
     def reset(self) -> None:

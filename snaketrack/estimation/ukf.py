@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from snaketrack.errors import InputError
-from snaketrack.estimation.kf import KFConfig, _cov
+from snaketrack.estimation.kf import KFConfig, _cov, _initial_state
 
 
 @dataclass(frozen=True)
@@ -69,13 +69,7 @@ class UKFEstimator:
         f.Q = _cov(config.q, n, "q")
         f.R = _cov(config.r, 2, "r")
         self._P0 = _cov(config.p0, n, "p0")
-        if config.j0 is None:
-            self._x0 = np.zeros(n)
-        else:
-            j0 = np.asarray(config.j0, dtype=float)
-            if j0.shape != (2, J):
-                raise InputError(f"KFConfig.j0: shape {j0.shape}; expected (2, {J})")
-            self._x0 = j0.reshape(-1).copy()
+        self._x0 = _initial_state(config, J)
         self.filter = f
         self.reset()
 

@@ -112,6 +112,15 @@ class CvxpyCO:
         return np.array(J_next.value)
 
 
+
+def as_vector(a: np.ndarray, width: int, name: str) -> np.ndarray:
+    """``a`` as a float64 vector of shape (width,); InputError naming ``name`` otherwise."""
+    if type(a) is not np.ndarray or a.dtype != np.float64:
+        a = np.asarray(a, dtype=float)
+    if a.shape != (width,):
+        raise InputError(f"{name}: shape {a.shape}; expected ({width},)")
+    return a
+
 @dataclass(frozen=True)
 class COConfig:
     """Options of the CO estimator (all off by default: the paper's behaviour).
@@ -167,18 +176,10 @@ class COEstimator:
         self._still = 0
         self.resets = 0
 
-    @staticmethod
-    def _check(a: np.ndarray, width: int, name: str) -> np.ndarray:
-        if type(a) is not np.ndarray or a.dtype != np.float64:
-            a = np.asarray(a, dtype=float)
-        if a.shape != (width,):
-            raise InputError(f"{name}: shape {a.shape}; expected ({width},)")
-        return a
-
     def update(self, phidot: np.ndarray, rdot: np.ndarray) -> None:
         """One step of problem (5) with φ̇ (N_j,) [rad/s] and ṙ (2,) [m/s]."""
-        p = self._check(phidot, self.n_joints, "phidot")
-        r = self._check(rdot, 2, "rdot")
+        p = as_vector(phidot, self.n_joints, "phidot")
+        r = as_vector(rdot, 2, "rdot")
         c = self.config
         nn = float(p @ p)
         if c.reset_after_halt:
@@ -201,7 +202,7 @@ class COEstimator:
 
     def predict(self, phidot: np.ndarray) -> np.ndarray:
         """Predicted head velocity Ĵ φ̇ (2,) [m/s]."""
-        return self.J @ self._check(phidot, self.n_joints, "phidot")
+        return self.J @ as_vector(phidot, self.n_joints, "phidot")
 
     @property
     def jacobian(self) -> np.ndarray:

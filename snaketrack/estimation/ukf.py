@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from snaketrack.errors import InputError
+from snaketrack.estimation.co import as_vector
 from snaketrack.estimation.kf import KFConfig, _cov, _initial_state
 
 
@@ -85,22 +86,16 @@ class UKFEstimator:
         self.filter.x = self._x0.copy()
         self.filter.P = self._P0.copy()
 
-    def _check(self, a: np.ndarray, width: int, name: str) -> np.ndarray:
-        a = np.asarray(a, dtype=float)
-        if a.shape != (width,):
-            raise InputError(f"{name}: shape {a.shape}; expected ({width},)")
-        return a
-
     def update(self, phidot: np.ndarray, rdot: np.ndarray) -> None:
         """Fuse one measurement: φ̇ (J,) [rad/s], ṙ (2,) [m/s]."""
-        p = self._check(phidot, self.n_joints, "phidot")
-        r = self._check(rdot, 2, "rdot")
+        p = as_vector(phidot, self.n_joints, "phidot")
+        r = as_vector(rdot, 2, "rdot")
         self.filter.predict()
         self.filter.update(r, phidot=p)
 
     def predict(self, phidot: np.ndarray) -> np.ndarray:
         """Predicted head velocity Ĵ φ̇ (2,) [m/s]."""
-        return self.jacobian @ self._check(phidot, self.n_joints, "phidot")
+        return self.jacobian @ as_vector(phidot, self.n_joints, "phidot")
 
     @property
     def jacobian(self) -> np.ndarray:

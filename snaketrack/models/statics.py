@@ -561,18 +561,8 @@ def _gravity_vectors(geo: _Geometry, g1: tuple, theta: list) -> list:
 
 def _gravity_vectors_half(geo: _Geometry, g1: tuple, hsin: list, hcos: list) -> list:
     """:func:`_gravity_vectors_cs` from sin and cos of the half angles θ/2."""
-    gx, gy, gz = g1
-    ca_, sa_ = geo.ca, geo.sa
-    out = [g1] * geo.n
-    for u in range(2, geo.n + 1):
-        p = (u - 1) & 1
-        ca, sa = ca_[p], sa_[p]
-        wx, wy = ca * gx + sa * gy, -sa * gx + ca * gy
-        sh, ch = hsin[u - 2], hcos[u - 2]
-        ct, st = ch * ch - sh * sh, 2.0 * sh * ch
-        gx, gy, gz = ct * wx + st * gz, wy, -st * wx + ct * gz
-        out[u - 1] = (gx, gy, gz)
-    return out
+    return _gravity_vectors_cs(geo, g1, [c * c - s * s for s, c in zip(hsin, hcos)],
+                               [2.0 * s * c for s, c in zip(hsin, hcos)])
 
 
 def _world_from_link1(alpha: float):

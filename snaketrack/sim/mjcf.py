@@ -9,9 +9,14 @@ the forward kinematics of the same ``qpos``.
 
 Two kinds of geometry per link:
 
-- a collision capsule (geom group 3, hidden in renders) of the description's
-  length and radius, carrying the link's mass: this is what touches the
-  floor and the obstacles;
+- a collision geom (group 3, hidden in renders) of the description's length
+  and radius, carrying the link's mass: this is what touches the floor and
+  the obstacles. By default a capsule (axis from the link origin to
+  ``length`` along x). A robot file may ask for a square-section prism
+  instead with a top-level ``collision: {shape: box}`` (see
+  :func:`collision_shape`): a box of half-sizes (length/2, radius, radius)
+  centred on the link axis, whose flat bottom and sides match the capsule's
+  lowest and outermost points when upright;
 - visual geometry (group 1, no contacts, no mass) from ``robot.visual``: body
   cylinders, joint housings, a tail cap and a head cap. Renders and
   segmentation masks see only these, so synthetic video differs from the
@@ -28,10 +33,40 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from snaketrack.errors import FileFormatError
 from snaketrack.models.robot import Robot
 
 COLLISION_GROUP = 3
 VISUAL_GROUP = 1
+COLLISION_SHAPES = ("capsule", "box")
+
+
+def collision_shape(robot: Robot) -> str:
+    """The links' collision shape: ``"capsule"`` (default) or ``"box"`` (robot file ``collision: {shape: box}``).
+
+    Why ``box`` exists (measured, docs/oal.md "arcsnake-4 upright"): a chain of
+    round capsules has no resistance to rolling about its own axis. A
+    yaw-only chain lying bent on the floor cannot roll without lifting links
+    (its joints hold the bend in one plane), but a yaw–pitch (universal-joint)
+    chain can, and ``arcsnake-4`` with its quadrature pitch wave rolled over
+    and over among the posts (its base roll spanned 7.6 rad in 10 s, the tail
+    rode up a post to 0.17 m). A square section gives each segment a resting
+    face (rolling needs lifting its centre, a righting torque up to m·g·r) and
+    flat sides that press horizontally on the posts instead of riding up them.
+
+    >>> from snaketrack.models.robot import load_robot
+    >>> collision_shape(load_robot("planar-snake-11")), collision_shape(load_robot("arcsnake-4"))
+    ('capsule', 'box')
+    """
+    spec = robot.extra.get("collision")
+    if spec is None:
+        return "capsule"
+    if not isinstance(spec, dict):
+        raise FileFormatError(f"{robot.source}: collision = {spec!r}; expected a mapping like {{shape: box}}")
+    shape = spec.get("shape", "capsule")
+    if shape not in COLLISION_SHAPES:
+        raise FileFormatError(f"{robot.source}: collision.shape = {shape!r}; expected one of {', '.join(COLLISION_SHAPES)}")
+    return shape
 
 
 @dataclass(frozen=True)
@@ -81,6 +116,7 @@ def add_robot(
 ) -> ET.Element:
     """Append the robot's body tree under ``parent``; returns the ``link_1`` body."""
     vis = robot.visual
+    shape = collision_shape(robot)
     body = ET.SubElement(parent, "body", name="link_1", pos=_f(*base_pos), quat=_f(*base_quat))
     if free:
         ET.SubElement(body, "freejoint", name="root")
@@ -105,8 +141,12 @@ def add_robot(
                               fromto=_f(*(-h * np.array(a)), *(h * np.array(a))), size=_f(vis.housing_radius),
                               rgba=_f(*vis.housing_rgba), group=str(VISUAL_GROUP), contype="0", conaffinity="0", mass="0")
         L = link.length
-        ET.SubElement(body, "geom", name=f"col_link_{i + 1}", type="capsule", fromto=_f(0, 0, 0, L, 0, 0),
-                      size=_f(link.radius), mass=_f(link.mass), friction=_f(contact.snake_friction, 0.005, 0.0001),
+        if shape == "box":
+            where = dict(type="box", pos=_f(0.5 * L, 0, 0), size=_f(0.5 * L, link.radius, link.radius))
+        else:
+            where = dict(type="capsule", fromto=_f(0, 0, 0, L, 0, 0), size=_f(link.radius))
+        ET.SubElement(body, "geom", name=f"col_link_{i + 1}", **where,
+                      mass=_f(link.mass), friction=_f(contact.snake_friction, 0.005, 0.0001),
                       group=str(COLLISION_GROUP), rgba="0.5 0.5 0.5 0.3")
         rgba = vis.head_rgba if i == n - 1 else vis.rgba
         ET.SubElement(body, "geom", name=f"vis_link_{i + 1}", type="cylinder", fromto=_f(0, 0, 0, L, 0, 0),

@@ -5,7 +5,9 @@ import pytest
 
 from snaketrack.models.kinematics import forward_kinematics_np
 from snaketrack.models.robot import load_robot
-from snaketrack.sim.mjcf import (COLLISION_GROUP, build_world, joint_qpos_addresses, load_model,
+from snaketrack.errors import FileFormatError
+from snaketrack.models.robot import robot_from_dict
+from snaketrack.sim.mjcf import (COLLISION_GROUP, build_world, collision_shape, joint_qpos_addresses, load_model,
                                  obstacle_positions, robot_geom_ids)
 
 
@@ -20,7 +22,12 @@ def test_model_matches_description(name):
         assert model.body_mass[b] == pytest.approx(link.mass)
         g = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, f"col_link_{i + 1}")
         assert model.geom_group[g] == COLLISION_GROUP
-        assert model.geom_size[g][0] == pytest.approx(link.radius)
+        if collision_shape(robot) == "box":
+            assert model.geom_type[g] == mujoco.mjtGeom.mjGEOM_BOX
+            np.testing.assert_allclose(model.geom_size[g], [link.length / 2, link.radius, link.radius])
+        else:
+            assert model.geom_type[g] == mujoco.mjtGeom.mjGEOM_CAPSULE
+            assert model.geom_size[g][0] == pytest.approx(link.radius)
     jr = model.jnt_range[[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n) for n in robot.joint_names]]
     np.testing.assert_allclose(jr[:, 0], robot.lower)
     np.testing.assert_allclose(jr[:, 1], robot.upper)
@@ -64,3 +71,29 @@ def test_default_start_puts_head_at_origin():
     mujoco.mj_kinematics(model, data)
     head = data.site_xpos[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, "head_site")]
     np.testing.assert_allclose(head[:2], [0, 0], atol=1e-12)
+
+
+def _two_link(**extra):
+    return robot_from_dict({"name": "t", "links": {"count": 2, "length": 0.1, "radius": 0.02, "mass": 0.1},
+                            "joints": {"count": 1, "axes": ["z", "y"]}, **extra}, source="t.yaml")
+
+
+def test_collision_shape_from_robot_file():
+    assert collision_shape(_two_link()) == "capsule"
+    assert collision_shape(_two_link(collision={"shape": "box"})) == "box"
+    with pytest.raises(FileFormatError, match="collision.shape"):
+        collision_shape(_two_link(collision={"shape": "sphere"}))
+    with pytest.raises(FileFormatError, match="collision"):
+        collision_shape(_two_link(collision="box"))
+
+
+def test_box_links_rest_on_the_floor():
+    """A box-section robot dropped at its default start settles with every link's axis at z = radius, level."""
+    robot = _two_link(collision={"shape": "box"})
+    model = load_model(build_world(robot, torque_limit=None))
+    data = mujoco.MjData(model)
+    for _ in range(480):
+        mujoco.mj_step(model, data)
+    ids = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, f"link_{i + 1}") for i in range(2)]
+    np.testing.assert_allclose(data.xpos[ids, 2], 0.02, atol=1e-3)
+    np.testing.assert_allclose(data.xmat[ids].reshape(-1, 3, 3)[:, 2, 2], 1.0, atol=1e-4)

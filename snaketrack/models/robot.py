@@ -6,7 +6,11 @@ Conventions (DESIGN.md):
 - Each link has a frame with its origin on the tail-side end of the link's
   axis and x pointing along the link towards the head; for a robot lying
   flat, z points up. The link's tracking/collision model is a capsule whose
-  axis runs from the origin to ``length`` along x, with ``radius``.
+  axis runs from the origin to ``length`` along x, with ``radius``; an
+  optional ``collision: {shape: box}`` makes the simulator collide with a
+  square-section box of half-sizes (length/2, radius, radius) instead, so a
+  robot with 2-DOF joints cannot roll over (docs/oal.md); the tracker keeps
+  the capsules.
 - Joint i joins link i to link i+1 at the head-side end of link i. Its axes
   are coordinate axes of link i's frame, applied in the listed order:
   ``R_{i+1} = R_i · Rot(a_1, q_1) · Rot(a_2, q_2)``. For a yaw joint (z)

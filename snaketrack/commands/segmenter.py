@@ -31,6 +31,14 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-minutes", type=float, default=None, help="stop after the epoch in which this much time passed")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     p.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    p.add_argument("--loss", default=None, help="loss terms joined by '+': bce, dice, iou, lovasz (default bce+dice)")
+    p.add_argument("--pos-weight", type=float, default=None, help="BCE weight of robot pixels (default 1)")
+    p.add_argument("--schedule", default=None, choices=["step", "cosine", "onecycle"],
+                   help="lr schedule: step (x0.1 at --lr-step-epoch), cosine or onecycle over the run (default step)")
+    p.add_argument("--p-robot", type=float, default=None, help="share of --crop-size crops centred near the robot (default 0.7)")
+    p.add_argument("--architecture", default=None, choices=["DeepLabV3Plus", "Unet"], help="network (default DeepLabV3Plus)")
+    p.add_argument("--fixed-threshold", action="store_true",
+                   help="keep the probability threshold at 0.5 instead of choosing it on the validation split")
     p.add_argument("--out", required=True, metavar="MODEL.pt", help="model file to write (resumes when its .last.pt exists)")
     p.add_argument("--json", action="store_true", help="print a JSON summary")
 
@@ -52,6 +60,11 @@ def run_train(args: argparse.Namespace) -> int:
         kw["val_fraction"] = args.val_fraction
     if args.max_minutes is not None:
         kw["time_limit_s"] = 60.0 * args.max_minutes
+    for name in ("loss", "pos_weight", "schedule", "p_robot", "architecture"):
+        if getattr(args, name) is not None:
+            kw[name] = getattr(args, name)
+    if args.fixed_threshold:
+        kw["pick_threshold"] = False
     res = train(args.datasets, args.out, TrainConfig(**kw))
     summary = {"model": args.out, "best_val_iou": res.best_val_iou, "epochs": res.epochs_done,
                "stopped_by_time": res.stopped_by_time, **{k: v for k, v in res.paths.items() if k != "model"}}
@@ -65,7 +78,8 @@ def add_segment_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, metavar="MODEL.pt", help="a model file from `snaketrack train`")
     p.add_argument("--out", required=True, metavar="DIR", help="output dataset folder: frames/ and masks/ (resumed)")
     p.add_argument("--batch-size", type=int, default=4, help="frames per forward pass (default 4)")
-    p.add_argument("--threshold", type=float, default=0.5, help="robot probability threshold (default 0.5)")
+    p.add_argument("--threshold", type=float, default=None,
+                   help="robot probability threshold (default: the model's, chosen on validation by training)")
 
 
 def run_segment(args: argparse.Namespace) -> int:

@@ -142,7 +142,8 @@ class SegmentationData(torch.utils.data.Dataset):
     (height, width) [pixels] the frames are resized to; split: ``"train"``
     (augmented), ``"val"`` or ``"all"`` (neither split nor augmented).
     crop_size: (height, width) training crops at the input resolution
-    (None: whole frames, as the seed); max_frames: evenly spaced subset
+    (None: whole frames, as the seed); p_robot: share of crops centred near
+    the robot; max_frames: evenly spaced subset
     (e.g. to keep validation cheap). Resized frames are cached in memory
     after first use.
     """
@@ -151,7 +152,8 @@ class SegmentationData(torch.utils.data.Dataset):
                  val_fraction: float = 0.15, block: int = 20, seed: int = 0,
                  mean: Sequence[float] = IMAGENET_MEAN, std: Sequence[float] = IMAGENET_STD,
                  augment_train: bool = True, skip_flagged: bool = True,
-                 crop_size: Optional[tuple[int, int]] = None, max_frames: Optional[int] = None):
+                 crop_size: Optional[tuple[int, int]] = None, max_frames: Optional[int] = None,
+                 p_robot: float = 0.7):
         if split not in ("train", "val", "all"):
             raise InputError(f"split {split!r}: expected train, val or all")
         if not roots:
@@ -181,6 +183,7 @@ class SegmentationData(torch.utils.data.Dataset):
             self.items = [self.items[k] for k in keep]
         self._cache: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         self._epoch = 0
+        self.p_robot = float(p_robot)
 
     def set_epoch(self, epoch: int) -> None:
         """Vary the augmentation draws by epoch (same seed and epoch, same samples)."""
@@ -209,7 +212,7 @@ class SegmentationData(torch.utils.data.Dataset):
             rgb, m = augment(rgb, m, rng)
         if self.crop_size is not None:
             rng = np.random.default_rng([self.seed, self._epoch, k, 1])
-            rgb, m = robot_crop(rgb, m, self.crop_size, rng)
+            rgb, m = robot_crop(rgb, m, self.crop_size, rng, self.p_robot)
         x = pad_to(normalise(rgb, self.mean, self.std), self.net_size)
         y = pad_to(m[None].astype(np.float32), self.net_size)
         return torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(np.ascontiguousarray(y))

@@ -35,6 +35,7 @@ from snaketrack.io import atomic_write_bytes
 MODEL_FORMAT = "snaketrack-segmenter"
 MODEL_VERSION = 1
 OUTPUT_STRIDE = 16
+ARCHITECTURES = ("DeepLabV3Plus", "Unet")
 ENCODERS = ("resnet18", "resnet34", "mobilenet_v2", "efficientnet-b0")
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -46,7 +47,10 @@ class SegmenterConfig:
 
     encoder: smp encoder name; input_size: (height, width) the image is
     resized to [pixels]; mean/std: per-channel RGB normalisation of
-    [0, 1] pixels; classes: class names, index 1 the robot.
+    [0, 1] pixels; classes: class names, index 1 the robot; architecture:
+    ``DeepLabV3Plus`` (the seed's) or ``Unet`` (smp's, for comparison);
+    threshold: robot probability above which a pixel is robot (training
+    picks it on the validation split).
     """
 
     encoder: str = "resnet18"
@@ -55,6 +59,7 @@ class SegmenterConfig:
     std: tuple[float, float, float] = IMAGENET_STD
     classes: tuple[str, ...] = ("background", "robot")
     architecture: str = "DeepLabV3Plus"
+    threshold: float = 0.5
 
     def __post_init__(self) -> None:
         h, w = self.input_size
@@ -64,6 +69,9 @@ class SegmenterConfig:
         object.__setattr__(self, "mean", tuple(float(v) for v in self.mean))
         object.__setattr__(self, "std", tuple(float(v) for v in self.std))
         object.__setattr__(self, "classes", tuple(self.classes))
+        if not 0.0 < float(self.threshold) < 1.0:
+            raise InputError(f"threshold {self.threshold}: expected a probability in (0, 1)")
+        object.__setattr__(self, "threshold", float(self.threshold))
 
 
 def parse_input_size(text: str) -> tuple[int, int]:
@@ -94,12 +102,13 @@ def build_model(config: SegmenterConfig, encoder_weights: Optional[str | os.Path
     """A fresh DeepLabV3+ for ``config``; random encoder unless ``encoder_weights`` (a local file) is given."""
     import segmentation_models_pytorch as smp
 
-    if config.architecture != "DeepLabV3Plus":
-        raise InputError(f"architecture {config.architecture!r}: only DeepLabV3Plus is supported")
+    if config.architecture not in ARCHITECTURES:
+        raise InputError(f"architecture {config.architecture!r}: expected one of {', '.join(ARCHITECTURES)}")
     names = smp.encoders.get_encoder_names()
     if config.encoder not in names and not config.encoder.startswith("tu-"):
         raise InputError(f"--encoder {config.encoder!r}: not an smp encoder; e.g. {', '.join(ENCODERS)}")
-    model = smp.DeepLabV3Plus(encoder_name=config.encoder, encoder_weights=None, in_channels=3, classes=1)
+    arch = getattr(smp, config.architecture)
+    model = arch(encoder_name=config.encoder, encoder_weights=None, in_channels=3, classes=1)
     if encoder_weights is not None:
         load_encoder_weights(model, encoder_weights, config.encoder)
     return model
@@ -174,6 +183,6 @@ def load_model(path: str | os.PathLike) -> tuple[torch.nn.Module, SegmenterConfi
     try:
         model.load_state_dict(blob["state_dict"])
     except RuntimeError as e:
-        raise FileFormatError(f"{path}: weights do not match {config.encoder} DeepLabV3+ "
+        raise FileFormatError(f"{path}: weights do not match {config.encoder} {config.architecture} "
                               f"({str(e).splitlines()[0][:160]})") from None
     return model.eval(), config, dict(blob.get("extra", {}))

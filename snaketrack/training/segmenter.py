@@ -4,7 +4,8 @@ This is the tracker's entry point (``--masks segmenter:MODEL.pt``): give
 it an RGB uint8 frame (H, W, 3) of any size, get a bool mask (H, W). The
 frame is resized to the model's input size, normalised with its stored
 mean/std, padded to a multiple of 16, segmented, and the robot
-probability resized back to (H, W) and thresholded at 0.5.
+probability resized back to (H, W) and thresholded at the model's
+threshold (stored in the model file; 0.5 unless training chose another).
 
 >>> import tempfile, os, numpy as np, torch
 >>> from snaketrack.training.model import SegmenterConfig, build_model, save_model
@@ -19,7 +20,7 @@ probability resized back to (H, W) and thresholded at 0.5.
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from typing import Optional, Sequence
 
 import cv2
 import numpy as np
@@ -31,13 +32,13 @@ from snaketrack.training.model import SegmenterConfig, load_model, padded_size
 
 
 class Segmenter:
-    """A DeepLabV3+ with its preprocessing. ``threshold`` on the robot probability."""
+    """A DeepLabV3+ with its preprocessing. ``threshold`` on the robot probability (None: the config's)."""
 
-    def __init__(self, model: torch.nn.Module, config: SegmenterConfig, threshold: float = 0.5,
+    def __init__(self, model: torch.nn.Module, config: SegmenterConfig, threshold: Optional[float] = None,
                  device: str = "cpu"):
         self.model = model.to(device).eval()
         self.config = config
-        self.threshold = float(threshold)
+        self.threshold = float(config.threshold if threshold is None else threshold)
         self.device = device
         self.net_size = padded_size(config.input_size)
 
@@ -74,7 +75,10 @@ class Segmenter:
         return self.predict_proba(rgb) > self.threshold
 
 
-def load_segmenter(path: str | os.PathLike, device: str = "cpu", threshold: float = 0.5) -> Segmenter:
-    """Load a model file written by ``snaketrack train`` as a :class:`Segmenter`."""
+def load_segmenter(path: str | os.PathLike, device: str = "cpu", threshold: Optional[float] = None) -> Segmenter:
+    """Load a model file written by ``snaketrack train`` as a :class:`Segmenter`.
+
+    threshold: robot probability threshold; None takes the model file's
+    (chosen on the validation split by training; 0.5 in older files)."""
     model, config, _ = load_model(path)
     return Segmenter(model, config, threshold=threshold, device=device)

@@ -72,3 +72,14 @@ def test_train_segment_eval_commands(tmp_path, toy_root, capsys):
     assert got["iou"] == pytest.approx(ref) and got["frames"] == 24
     # the segment output's masks are the segmenter's
     assert np.array_equal(seg_ds.mask(3), seg.predict(truth.frame(3)))
+
+
+def test_the_model_files_threshold_is_used(tmp_path):
+    cfg = SegmenterConfig(encoder="resnet18", input_size=(48, 64), threshold=0.45)
+    torch.manual_seed(0)
+    save_model(tmp_path / "t.pt", build_model(cfg), cfg)
+    seg = load_segmenter(tmp_path / "t.pt")
+    rgb = np.random.default_rng(1).integers(0, 255, (48, 64, 3), dtype=np.uint8)
+    p = seg.predict_proba(rgb)
+    assert seg.threshold == 0.45 and np.array_equal(seg.predict(rgb), p > 0.45)
+    assert np.array_equal(load_segmenter(tmp_path / "t.pt", threshold=0.6).predict(rgb), p > 0.6)

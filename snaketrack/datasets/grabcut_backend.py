@@ -69,17 +69,23 @@ class GrabCutConfig:
     ring_frac: float = 0.5
     bins: int = 16
     contrast_ratio: float = 0.2
-    thin_object: bool = True
+    thin_object: bool = False
     use_prior: bool = True
     colour_space: str = "bgr"
     refine_band_px: int = 0
     shadow_chroma: float = 0.06
     shadow_dark: float = 0.85
-    shadow_soft: bool = True
-    shadow_floor: float = 0.0
+    shadow_soft: bool = False
+    shadow_floor: float = 0.6
     close_factor: float = 0.0
     refine_bins: int = 32
     thick_factor: float = 1.7
+    tone: str = "loglab"
+    tone_knee: float = 4.0
+    prior_init: bool = False
+    prior_band_px: int = 8
+    second_pass_px: int = 0
+    second_pass_iterations: int = 3
 
 
 class GrabCutBackend:
@@ -95,6 +101,7 @@ class GrabCutBackend:
         """Hold the frame (RGB uint8 (H, W, 3)) for the next prompts."""
         bgr = cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2BGR)
         self._bgr = cv2.cvtColor(bgr, cv2.COLOR_BGR2Lab) if self.config.colour_space == "lab" else bgr
+        self._feat = tone_map(bgr, self.config.tone, self.config.tone_knee)
 
     def reset_image(self) -> None:
         self._bgr = None
@@ -124,6 +131,55 @@ class GrabCutBackend:
         ring_mask[box.y:box.y + box.h, box.x:box.x + box.w] = 0
         if ring_mask.sum() < 16 or (~inside).sum() < 16:
             return out
+        feat = np.ascontiguousarray(self._feat[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w])
+        has_prior = prior is not None and prior.shape == (H, W) and bool(prior.any())
+        if cfg.prior_init and has_prior and (prior[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w] & inside).any():
+            # the last good mask seeds the labels: on it "probably robot", within the motion band
+            # around it "probably background", farther away (and outside the box) background
+            pr = prior[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w] & inside
+            gc_mask = np.full(crop.shape[:2], cv2.GC_BGD, np.uint8)
+            gc_mask[dilate_mask(pr, cfg.prior_band_px) & inside] = cv2.GC_PR_BGD
+            gc_mask[pr] = cv2.GC_PR_FGD
+        else:
+            gc_mask = self._contrast_init(crop, inside, box, roi, ring_mask, prior if has_prior else None)
+        bgd = np.zeros((1, 65), np.float64)
+        fgd = np.zeros((1, 65), np.float64)
+        try:
+            cv2.grabCut(feat, gc_mask, None, bgd, fgd, cfg.iterations, cv2.GC_INIT_WITH_MASK)
+        except cv2.error:
+            return out  # degenerate colour model (e.g. a flat crop): an empty answer, flagged upstream
+        if cfg.second_pass_px > 0:
+            fg0 = (gc_mask == cv2.GC_FGD) | (gc_mask == cv2.GC_PR_FGD)
+            if cfg.thin_object:
+                fg0 = _remove_thick_blobs(fg0, cfg.thick_factor)
+            if fg0.sum() >= 20:
+                # re-cut in a narrow band around the first answer, colour models learnt afresh from it
+                gc_mask = np.full(crop.shape[:2], cv2.GC_BGD, np.uint8)
+                gc_mask[dilate_mask(fg0, cfg.second_pass_px) & inside] = cv2.GC_PR_BGD
+                gc_mask[fg0] = cv2.GC_PR_FGD
+                bgd[:] = 0
+                fgd[:] = 0
+                try:
+                    cv2.grabCut(feat, gc_mask, None, bgd, fgd, cfg.second_pass_iterations, cv2.GC_INIT_WITH_MASK)
+                except cv2.error:
+                    gc_mask = np.where(fg0, cv2.GC_PR_FGD, cv2.GC_BGD).astype(np.uint8)
+        fg = (gc_mask == cv2.GC_FGD) | (gc_mask == cv2.GC_PR_FGD)
+        if cfg.close_factor > 0:
+            fg = _close_gaps(fg, cfg.close_factor) & inside
+        if cfg.thin_object:
+            fg = _remove_thick_blobs(fg, cfg.thick_factor)
+        fg = _keep_large_components(fg, cfg.min_component_frac)
+        if cfg.refine_band_px > 0:
+            fg = refine_boundary(crop, fg, cfg.refine_band_px, cfg.refine_bins)
+        out[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w] = fg
+        return out
+
+
+    def _contrast_init(self, crop: np.ndarray, inside: np.ndarray, box: Box, roi: Box, ring_mask: np.ndarray,
+                       prior: Optional[np.ndarray]) -> np.ndarray:
+        """GrabCut labels from the box alone: colours special to the box start as "probably robot"."""
+        cfg = self.config
+        H, W = self._bgr.shape[:2]
         box_mask = np.zeros((H, W), np.uint8)
         box_mask[box.y:box.y + box.h, box.x:box.x + box.w] = 1
         p_bg = _colour_hist(self._bgr, ring_mask, cfg.bins)
@@ -131,7 +187,7 @@ class GrabCutBackend:
         q = (crop // (256 // cfg.bins)).astype(np.intp)
         ratio = p_bg[q[..., 0], q[..., 1], q[..., 2]] / np.maximum(p_box[q[..., 0], q[..., 1], q[..., 2]], 1e-12)
         likely = inside & (ratio < cfg.contrast_ratio)
-        if cfg.use_prior and prior is not None and prior.shape == (H, W) and prior.any():
+        if cfg.use_prior and prior is not None:
             near = dilate_mask(prior, cfg.prior_dilate_px)[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w]
             likely &= near
         gc_mask = np.where(inside, cv2.GC_PR_BGD, cv2.GC_BGD).astype(np.uint8)
@@ -143,22 +199,32 @@ class GrabCutBackend:
             likely &= ~shadow
         if not likely.any():
             gc_mask[inside] = cv2.GC_PR_FGD
-        bgd = np.zeros((1, 65), np.float64)
-        fgd = np.zeros((1, 65), np.float64)
-        try:
-            cv2.grabCut(crop, gc_mask, None, bgd, fgd, cfg.iterations, cv2.GC_INIT_WITH_MASK)
-        except cv2.error:
-            return out  # degenerate colour model (e.g. a flat crop): an empty answer, flagged upstream
-        fg = (gc_mask == cv2.GC_FGD) | (gc_mask == cv2.GC_PR_FGD)
-        if cfg.close_factor > 0:
-            fg = _close_gaps(fg, cfg.close_factor) & inside
-        if cfg.thin_object:
-            fg = _remove_thick_blobs(fg, cfg.thick_factor)
-        fg = _keep_large_components(fg, cfg.min_component_frac)
-        if cfg.refine_band_px > 0:
-            fg = refine_boundary(crop, fg, cfg.refine_band_px, cfg.refine_bins)
-        out[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w] = fg
-        return out
+        return gc_mask
+
+
+def tone_map(bgr: np.ndarray, tone: str, knee: float = 4.0) -> np.ndarray:
+    """The image GrabCut sees: ``"linear"`` as is, ``"log"`` each channel as log(1 + v/knee), rescaled to 0–255.
+
+    A log tone gives a dark robot part next to its cast shadow (40 vs 70 of
+    255) about the same contrast as the shadow next to lit ground (70 vs
+    125), so the graph cut no longer prefers the shadow's outer edge, and
+    a shadow (a multiplicative dimming) becomes a shift in colour space.
+    """
+    if tone == "linear":
+        return bgr
+    if tone == "log":
+        f = np.log1p(bgr.astype(np.float32) / knee) * (255.0 / np.log1p(255.0 / knee))
+        return np.clip(f + 0.5, 0, 255).astype(np.uint8)
+    if tone == "loglab":
+        lab = cv2.cvtColor(bgr, cv2.COLOR_BGR2Lab).astype(np.float32)
+        lab[..., 0] = np.log1p(lab[..., 0] / knee) * (255.0 / np.log1p(255.0 / knee))
+        return np.clip(lab + 0.5, 0, 255).astype(np.uint8)
+    if tone == "loglab2":
+        lab = cv2.cvtColor(bgr, cv2.COLOR_BGR2Lab).astype(np.float32)
+        lab[..., 0] = np.log1p(lab[..., 0] / knee) * (255.0 / np.log1p(255.0 / knee))
+        lab[..., 1:] = 128.0 + 2.0 * (lab[..., 1:] - 128.0)
+        return np.clip(lab + 0.5, 0, 255).astype(np.uint8)
+    raise ValueError(f"tone {tone!r}: expected 'linear', 'log' or 'loglab'")
 
 
 def _keep_large_components(mask: np.ndarray, min_frac: float) -> np.ndarray:

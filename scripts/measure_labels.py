@@ -1,0 +1,91 @@
+"""Measure the GrabCut labeller against truth masks on synthetic videos, in process.
+
+For each video: frame 0 is prompted with the truth mask's box grown by
+``--box-margin`` pixels (the stand-in for the user's box, as in
+``scripts/bench_labels.py``); every later frame with the labeller's own
+propagated box. Truth masks are read only for that first box and for
+scoring. Nothing is written to disk. Prints per video the mean IoU, the
+number of flagged frames and ms per frame; the JSON object last.
+
+    python scripts/measure_labels.py --videos /work/data/drone-planar-s0 --set iterations=6
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import sys
+import time
+from dataclasses import asdict, fields
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+DEFAULT_VIDEOS = ["/work/data/drone-planar-s0", "/work/data/static-planar-s0",
+                  "/work/data/handheld-planar-s0", "/work/data/drone-arcsnake-s0"]
+
+
+def _overrides(pairs: list[str], cls) -> dict:
+    names = {f.name for f in fields(cls)}
+    out = {}
+    for p in pairs:
+        k, _, v = p.partition("=")
+        if k not in names:
+            raise SystemExit(f"--set {p}: {cls.__name__} has no field {k!r}; fields: {sorted(names)}")
+        try:
+            out[k] = ast.literal_eval(v)
+        except (ValueError, SyntaxError):
+            out[k] = v
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--videos", nargs="+", default=DEFAULT_VIDEOS)
+    ap.add_argument("--frames", type=int, default=None, help="first N frames of each video (default all)")
+    ap.add_argument("--box-margin", type=int, default=5)
+    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="GrabCutConfig overrides")
+    ap.add_argument("--label-set", nargs="*", default=[], metavar="KEY=VALUE", help="LabelConfig overrides")
+    ap.add_argument("--threads", type=int, default=1, help="cv2.setNumThreads")
+    ap.add_argument("--per-frame", action="store_true", help="also list per-frame IoU in the JSON")
+    args = ap.parse_args()
+
+    import cv2
+    import numpy as np
+
+    from snaketrack.datasets.boxes import mask_iou, mask_to_box
+    from snaketrack.datasets.grabcut_backend import GrabCutBackend, GrabCutConfig
+    from snaketrack.datasets.label import LabelConfig, Labeller
+    from snaketrack.datasets.layout import Dataset
+
+    cv2.setNumThreads(args.threads)
+    gcfg = GrabCutConfig(**_overrides(args.set, GrabCutConfig))
+    lcfg = LabelConfig(**_overrides(args.label_set, LabelConfig))
+    result = {"grabcut_config": asdict(gcfg), "label_config": asdict(lcfg), "videos": {}}
+    for v in args.videos:
+        ds = Dataset(v)
+        n = len(ds) if args.frames is None else min(args.frames, len(ds))
+        box = mask_to_box(ds.mask(0)).expand(args.box_margin).clip(ds.width, ds.height)
+        lab = Labeller(GrabCutBackend(gcfg), lcfg)
+        ious, flagged, secs = [], 0, 0.0
+        for i in range(n):
+            rgb = ds.frame(i)
+            t0 = time.perf_counter()
+            fl = lab.start(rgb, box) if i == 0 else lab.step(rgb)
+            secs += time.perf_counter() - t0
+            ious.append(mask_iou(fl.mask, ds.mask(i)))
+            flagged += bool(fl.flags)
+        r = {"frames": n, "mean_iou": float(np.mean(ious)), "min_iou": float(np.min(ious)),
+             "frac_below_0_7": float(np.mean(np.array(ious) < 0.7)), "flagged": flagged,
+             "ms_per_frame": 1000 * secs / n}
+        if args.per_frame:
+            r["iou"] = [round(x, 3) for x in ious]
+        result["videos"][Path(v).name] = r
+        print(f"{Path(v).name}: mean IoU {r['mean_iou']:.4f}, min {r['min_iou']:.3f}, flagged {flagged}, "
+              f"{r['ms_per_frame']:.0f} ms/frame", file=sys.stderr, flush=True)
+    result["mean_iou_all"] = float(np.mean([r["mean_iou"] for r in result["videos"].values()]))
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

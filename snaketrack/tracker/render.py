@@ -28,10 +28,12 @@ by its projected radius, ``|b|`` and ``margin_sigmas · σ``), as a flat list of
 for. The soft union is a scatter-add over those pairs.
 
 :func:`render_with_jacobian` gives the silhouette and its Jacobian with
-respect to the primitives' end points (and the edge offset) from one
-backward pass: each pair's coverage depends only on its own primitive, so
-the per-pair derivatives come out of a single ``backward`` and the soft
-union's product rule is applied by hand, ``∂o/∂e_k = (1 − o) c_k / σ``.
+respect to the primitives' end points (and the edge offset) in one pass
+without autograd: each pair's coverage depends only on its own primitive,
+so the per-pair derivatives ``∂e/∂(A, B)`` are taken in closed form
+(:func:`_edge_px_grad`, checked against autograd), only for the pairs near
+a visible edge, and the soft union's product rule is applied by hand,
+``∂o/∂e_k = (1 − o) c_k / σ``.
 
 Shapes: B states, M primitives, pixels of an ROI ``(u0, v0, w, h)`` (top-left
 pixel and size) flattened row-major, ``P = w·h``. Units: metres in the
@@ -191,31 +193,35 @@ def primitive_boxes(starts: torch.Tensor, ends: torch.Tensor, radii: torch.Tenso
     behind the camera gets an empty box (lo > hi).
     """
     u0, v0, w, h = _check_roi(roi)
-    with torch.no_grad():
-        P = torch.stack([starts, ends], dim=2).double()  # (B, M, 2, 3)
-        Kd = K.double()
-        z = P[..., 2]
-        zc = z.clamp_min(1e-3)
-        u = Kd[0, 0] * P[..., 0] / zc + Kd[0, 1] * P[..., 1] / zc + Kd[0, 2] - u0
-        v = Kd[1, 1] * P[..., 1] / zc + Kd[1, 2] - v0
-        f = 0.5 * float(Kd[0, 0] + Kd[1, 1])
-        rpx = f * radii.double()[None, :] / zc.min(dim=2).values + pad_px  # (B, M)
-        ulo = (u.min(dim=2).values - rpx).min(dim=0).values.floor()
-        uhi = (u.max(dim=2).values + rpx).max(dim=0).values.ceil()
-        vlo = (v.min(dim=2).values - rpx).min(dim=0).values.floor()
-        vhi = (v.max(dim=2).values + rpx).max(dim=0).values.ceil()
-        behind = (z.max(dim=2).values < 1e-3).all(dim=0)
-        boxes = torch.stack([ulo.clamp(0, w - 1), vlo.clamp(0, h - 1), uhi.clamp(-1, w - 1), vhi.clamp(-1, h - 1)], -1)
-        boxes = boxes.clamp(-1e6, 1e6).long().numpy()
-        out_u = (uhi < 0) | (ulo > w - 1) | behind
-        out_v = (vhi < 0) | (vlo > h - 1)
-        boxes[(out_u | out_v).numpy(), 2] = -1
-        boxes[(out_u | out_v).numpy(), 0] = 0
+    # numpy: a handful of primitives, where torch's per-call overhead would dominate
+    P = np.stack([starts.detach().double().cpu().numpy(), ends.detach().double().cpu().numpy()], axis=2)
+    Kd = K.detach().double().cpu().numpy() if torch.is_tensor(K) else np.asarray(K, float)
+    rad = radii.detach().double().cpu().numpy() if torch.is_tensor(radii) else np.asarray(radii, float)
+    z = P[..., 2]
+    zc = np.maximum(z, 1e-3)
+    u = Kd[0, 0] * P[..., 0] / zc + Kd[0, 1] * P[..., 1] / zc + Kd[0, 2] - u0
+    v = Kd[1, 1] * P[..., 1] / zc + Kd[1, 2] - v0
+    f = 0.5 * float(Kd[0, 0] + Kd[1, 1])
+    rpx = f * rad[None, :] / zc.min(axis=2) + pad_px  # (B, M)
+    ulo = np.floor((u.min(axis=2) - rpx).min(axis=0))
+    uhi = np.ceil((u.max(axis=2) + rpx).max(axis=0))
+    vlo = np.floor((v.min(axis=2) - rpx).min(axis=0))
+    vhi = np.ceil((v.max(axis=2) + rpx).max(axis=0))
+    behind = (z.max(axis=2) < 1e-3).all(axis=0)
+    boxes = np.stack([np.clip(ulo, 0, w - 1), np.clip(vlo, 0, h - 1), np.clip(uhi, -1, w - 1),
+                      np.clip(vhi, -1, h - 1)], -1)
+    boxes = np.clip(boxes, -1e6, 1e6).astype(np.int64)
+    out = (uhi < 0) | (ulo > w - 1) | behind | (vhi < 0) | (vlo > h - 1)
+    boxes[out, 2] = -1
+    boxes[out, 0] = 0
     return boxes
 
 
-def _pairs(boxes: np.ndarray, w: int, device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Flat (pixel, primitive) pairs of all boxes: pixel index (row-major in the ROI), u, v, primitive."""
+def _pairs(boxes: np.ndarray, w: int, device, roi=None, image_width: Optional[int] = None):
+    """Flat (pixel, primitive) pairs of all boxes: pixel index (row-major in the ROI) and primitive.
+
+    With ``roi`` and ``image_width`` also the pixels' row-major index in the whole image.
+    """
     pix, prim = [], []
     for k, (ul, vl, uh, vh) in enumerate(boxes.tolist()):
         if uh < ul or vh < vl:
@@ -225,11 +231,34 @@ def _pairs(boxes: np.ndarray, w: int, device) -> tuple[torch.Tensor, torch.Tenso
         p = (vv[:, None] * w + uu[None, :]).reshape(-1)
         pix.append(p)
         prim.append(np.full(p.shape, k))
+    glob = image_width is not None
     if not pix:
         z = torch.zeros(0, dtype=torch.long, device=device)
-        return z, z
-    return (torch.as_tensor(np.concatenate(pix), device=device),
-            torch.as_tensor(np.concatenate(prim), device=device))
+        return (z, z, z) if glob else (z, z)
+    pix_np = np.concatenate(pix)
+    out = (torch.as_tensor(pix_np, device=device), torch.as_tensor(np.concatenate(prim), device=device))
+    if glob:
+        u0, v0 = int(roi[0]), int(roi[1])
+        g = (pix_np // w + v0) * int(image_width) + (pix_np % w + u0)
+        out = out + (torch.as_tensor(g, device=device),)
+    return out
+
+
+_RAY_TABLES: dict = {}
+
+
+def ray_table(K: torch.Tensor, width: int, height: int, dtype=torch.float32) -> torch.Tensor:
+    """Unit rays (3, height·width) through every pixel centre of the image (cached per K, size, dtype)."""
+    Kn = K.detach().double().cpu().numpy()
+    key = (Kn.tobytes(), int(width), int(height), dtype)
+    tab = _RAY_TABLES.get(key)
+    if tab is None:
+        if len(_RAY_TABLES) > 8:
+            _RAY_TABLES.clear()
+        pix = torch.arange(int(width) * int(height))
+        tab = _rays(pix, (0, 0, int(width), int(height)), torch.as_tensor(Kn), torch.float64).T.to(dtype).contiguous()
+        _RAY_TABLES[key] = tab
+    return tab
 
 
 def _rays(pix: torch.Tensor, roi: tuple[int, int, int, int], K: torch.Tensor, dtype) -> torch.Tensor:
@@ -242,6 +271,51 @@ def _rays(pix: torch.Tensor, roi: tuple[int, int, int, int], K: torch.Tensor, dt
     x = (u - Kd[0, 2] - Kd[0, 1] * y) / Kd[0, 0]
     d = torch.stack([x, y, torch.ones_like(x)], -1)
     return d / d.norm(dim=-1, keepdim=True)
+
+
+def _edge_px_grad(A: torch.Tensor, Bp: torch.Tensor, r: torch.Tensor, d: torch.Tensor, f: float,
+                  min_depth: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`_edge_px` and its derivatives with respect to A and B, in closed form (no autograd).
+
+    A, Bp, d: (3, Q); r: (Q,). Returns ``e`` (Q,), ``∂e/∂A`` (3, Q), ``∂e/∂B`` (3, Q).
+    With ``E = B − A``, ``X⊥ = X − (X·d) d``, the closest axis point
+    ``P = A + s E`` (``s = −(A⊥·E⊥)/|E⊥|²`` clamped to [0, 1]), ``dist = |P⊥|``,
+    ``z = P·d``: ``∂dist/∂A = (1 − s) P⊥/dist``, ``∂dist/∂B = s P⊥/dist``
+    (``s`` is stationary or clamped), and for an unclamped ``s``
+    ``∂s/∂A = (A⊥ + (2s − 1) E⊥)/|E⊥|²``, ``∂s/∂B = −(A⊥ + 2s E⊥)/|E⊥|²``, so
+    ``∂z/∂A = (1 − s) d + (E·d) ∂s/∂A``, ``∂z/∂B = s d + (E·d) ∂s/∂B``;
+    ``e = f (r − dist)/z`` gives ``∂e = −(f ∂dist + e ∂z)/z``. Equal to
+    autograd through :func:`_edge_px` (tests/tracker/test_render.py).
+    """
+    E = Bp - A
+    Ad = (A * d).sum(0)
+    Ed = (E * d).sum(0)
+    Ap = A - Ad * d  # A⊥
+    Epp = E - Ed * d  # E⊥
+    a = (Epp * Epp).sum(0)
+    bq = (Ap * Epp).sum(0)
+    ok = a > 1e-12
+    a_safe = torch.where(ok, a, torch.ones_like(a))
+    s_raw = -bq / a_safe
+    s = torch.where(ok, s_raw.clamp(0.0, 1.0), torch.zeros_like(a))
+    free = ok & (s_raw > 0.0) & (s_raw < 1.0)
+    Pp = Ap + s * Epp  # P⊥
+    dist = torch.sqrt((Pp * Pp).sum(0) + 1e-14)
+    z = Ad + s * Ed
+    front = z > min_depth
+    zc = z.clamp_min(min_depth)
+    e_raw = f * (r - dist) / zc
+    e = torch.where(front, e_raw, torch.full_like(e_raw, -1e3))
+    k = torch.where(front, -1.0 / zc, torch.zeros_like(zc))  # ∂e = k (f ∂dist + e ∂z)
+    ndist = Pp * (f / dist)  # f ∂dist/∂P
+    # ∂s terms only where s is free; scaled by (E·d) e for ∂z
+    c = torch.where(free, Ed * e_raw / a_safe, torch.zeros_like(a))
+    ds_common = c * Ap  # c A⊥
+    sA = ds_common + (c * (2 * s - 1)) * Epp  # (E·d) e ∂s/∂A
+    sB = -(ds_common + (c * 2 * s) * Epp)  # (E·d) e ∂s/∂B
+    gA = k * ((1 - s) * (ndist + e_raw * d) + sA)
+    gB = k * (s * (ndist + e_raw * d) + sB)
+    return e, gA, gB
 
 
 def _edge_px(A: torch.Tensor, Bp: torch.Tensor, r: torch.Tensor, d: torch.Tensor, f: float,
@@ -322,8 +396,9 @@ def render_with_jacobian(starts: torch.Tensor, ends: torch.Tensor, radii: torch.
                          roi: Sequence[int], point_jac: torch.Tensor,
                          settings: SilhouetteSettings = SilhouetteSettings(),
                          offset_px: float = 0.0, with_offset: bool = False,
-                         tol: float = 1e-6, compute_dtype: Optional[torch.dtype] = None) -> RenderJacobian:
-    """Silhouette of one state and its Jacobian, from one backward pass.
+                         tol: float = 1e-6, compute_dtype: Optional[torch.dtype] = None,
+                         image_size: Optional[tuple[int, int]] = None) -> RenderJacobian:
+    """Silhouette of one state and its Jacobian, in one pass.
 
     starts, ends: (1, M, 3) [m]; point_jac: (M, 2, 3, D) derivatives of each
     primitive's start and end point with respect to D parameters (e.g. from
@@ -331,7 +406,10 @@ def render_with_jacobian(starts: torch.Tensor, ends: torch.Tensor, radii: torch.
     silhouette (P,) and the non-zero rows of ``∂sil/∂params`` (R, D[+1]).
     ``compute_dtype``: dtype of the per-pixel work (float32 is about twice as
     fast and accurate to ~0.01 px at a few metres); outputs are in the
-    dtype of ``starts``.
+    dtype of ``starts``. ``image_size``: (W, H) of the image the ROI lies
+    in; given, the pixel rays come from a cached table (:func:`ray_table`).
+    The derivatives are in closed form (:func:`_edge_px_grad`), evaluated
+    only for the pairs whose derivative exceeds ``tol``.
     """
     _check_inputs(starts, ends, radii, K)
     if starts.shape[0] != 1:
@@ -341,44 +419,59 @@ def render_with_jacobian(starts: torch.Tensor, ends: torch.Tensor, radii: torch.
     dt = starts.dtype
     sig = float(settings.sigma_px)
     boxes = primitive_boxes(starts, ends, radii, K, roi, settings.margin_sigmas * sig + abs(offset_px))
-    pix, prim = _pairs(boxes, w, starts.device)
+    glob = None
+    if image_size is not None:
+        pix, prim, glob = _pairs(boxes, w, starts.device, roi, image_size[0])
+    else:
+        pix, prim = _pairs(boxes, w, starts.device)
     D = point_jac.shape[-1] + (1 if with_offset else 0)
     if pix.numel() == 0:
         z = torch.zeros(0, dtype=torch.long)
         return RenderJacobian(torch.zeros(w * h, dtype=dt), z, torch.zeros(0, D, dtype=dt))
     cdt = compute_dtype or dt
-    d = _rays(pix, roi, K, cdt).T.contiguous()  # (3, Q)
+    if glob is not None:
+        d = ray_table(K, image_size[0], image_size[1], cdt).index_select(1, glob)  # (3, Q)
+    else:
+        d = _rays(pix, roi, K, cdt).T.contiguous()  # (3, Q)
     f = 0.5 * float(K[0, 0] + K[1, 1])
-    A = starts[0].detach().to(cdt).T[:, prim].contiguous().requires_grad_(True)  # (3, Q)
-    Bp = ends[0].detach().to(cdt).T[:, prim].contiguous().requires_grad_(True)
-    with torch.enable_grad():
-        e = _edge_px(A, Bp, radii.detach().to(cdt)[prim], d, f, settings.min_depth) + offset_px
-        e.sum().backward()
-    e = e.detach()
+    S0 = starts[0].detach().to(cdt).T.contiguous()  # (3, M)
+    E0 = ends[0].detach().to(cdt).T.contiguous()
+    rad = radii.detach().to(cdt)
+    # forward over all pairs; derivatives only for the pairs that have one (near a visible edge)
+    e = _edge_px(S0.index_select(1, prim), E0.index_select(1, prim), rad.index_select(0, prim), d, f,
+                 settings.min_depth) + offset_px
     logout = F.logsigmoid(-e / sig)
     L = torch.zeros(w * h, dtype=cdt).index_add(0, pix, logout)
     sil = -torch.expm1(L)
     c = torch.sigmoid(e / sig)
     # o = 1 − Π(1 − c_k):  ∂o/∂e_k = Π_{j≠k}(1 − c_j) · dc_k/de_k = (1 − o)/(1 − c_k) · c_k(1 − c_k)/σ
-    wgt = (1.0 - sil[pix]) * c / sig
+    wgt = (1.0 - sil.index_select(0, pix)) * c / sig
     keep = torch.nonzero(wgt > tol).squeeze(1)
-    pix_k, prim_k, wk = pix[keep], prim[keep], wgt[keep]
+    pix_k, prim_k, wk = pix.index_select(0, keep), prim.index_select(0, keep), wgt.index_select(0, keep)
+    _, gA, gB = _edge_px_grad(S0.index_select(1, prim_k), E0.index_select(1, prim_k), rad.index_select(0, prim_k),
+                              d.index_select(1, keep), f, settings.min_depth)
     M = starts.shape[1]
-    gAB = torch.cat([A.grad[:, keep], Bp.grad[:, keep]], 0) * wk  # (6, Q): ∂o/∂(A, B) per pair
+    gAB = torch.cat([gA, gB], 0) * wk  # (6, Q): ∂o/∂(A, B) per pair
     # rows: ROI pixels with a derivative; inv: each kept pair's row (a lookup table, no sort)
     seen = torch.zeros(w * h, dtype=torch.bool)
     seen[pix_k] = True
     rows = torch.nonzero(seen).squeeze(1)
     lut = torch.zeros(w * h, dtype=torch.long)
     lut[rows] = torch.arange(rows.numel())
-    inv = lut[pix_k]
-    # S (R, 6M): per row, the derivatives with respect to every primitive's (A, B); J = S · G
-    S = torch.zeros(rows.numel() * 6 * M, dtype=cdt)
-    flat = (inv * (6 * M) + prim_k * 6)[None] + torch.arange(6)[:, None]
-    S.index_add_(0, flat.reshape(-1), gAB.reshape(-1))
-    S = S.view(rows.numel(), 6 * M)
-    Gm = point_jac.to(cdt).reshape(M * 6, -1)  # (M, 2, 3, D) → rows (A_x, A_y, A_z, B_x, B_y, B_z) per primitive
-    jac = S @ Gm
+    inv = lut.index_select(0, pix_k)
+    # per pair: ∂o/∂θ = Σ_c ∂o/∂(A, B)_c · G[prim, c]; then summed per row (most rows hold one pair)
+    G6 = point_jac.to(cdt).reshape(M, 6, -1)  # (M, 2, 3, D) → (A_x, A_y, A_z, B_x, B_y, B_z) per primitive
+    Dp = G6.shape[-1]
+    # the pairs come grouped by primitive (``_pairs`` lists them box by box): one small product per primitive
+    counts = torch.bincount(prim_k, minlength=M).tolist()
+    gT = gAB.T  # (Qk, 6)
+    jp = torch.empty(gT.shape[0], Dp, dtype=cdt)
+    lo = 0
+    for m, n_m in enumerate(counts):
+        if n_m:
+            torch.mm(gT[lo:lo + n_m], G6[m], out=jp[lo:lo + n_m])
+            lo += n_m
+    jac = torch.zeros(rows.numel(), Dp, dtype=cdt).index_add_(0, inv, jp)
     if with_offset:
         jac = torch.cat([jac, torch.zeros(rows.numel(), 1, dtype=cdt).index_add(0, inv, wk[:, None])], 1)
     sil, jac = sil.to(dt), jac.to(dt)

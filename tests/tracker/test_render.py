@@ -155,3 +155,29 @@ def test_against_mujoco_segmentation(name):
         mj.close()
     assert ious["visual"] >= 0.9
     assert ious["visual"] > ious["capsules"] - 0.01  # the housings model the look better (or as well)
+
+
+def test_closed_form_edge_gradient_equals_autograd():
+    from snaketrack.tracker.render import _edge_px, _edge_px_grad
+
+    g = torch.Generator().manual_seed(3)
+    Q = 4000
+    A = (torch.rand(3, Q, generator=g, dtype=torch.float64) - 0.5) * torch.tensor([[0.6], [0.6], [0.4]])
+    A[2] += 1.0
+    Bp = A + (torch.rand(3, Q, generator=g, dtype=torch.float64) - 0.5) * 0.4
+    Bp[:, :200] = A[:, :200]  # spheres
+    A[2, 200:260] = -0.5  # partly behind the camera
+    d = torch.rand(3, Q, generator=g, dtype=torch.float64) - 0.5
+    d[2] = 1.0
+    d = d / d.norm(dim=0, keepdim=True)
+    r = 0.01 + 0.03 * torch.rand(Q, generator=g, dtype=torch.float64)
+    a, b = A.clone().requires_grad_(True), Bp.clone().requires_grad_(True)
+    e_ref = _edge_px(a, b, r, d, 300.0, 0.05)
+    e_ref.sum().backward()
+    e, gA, gB = _edge_px_grad(A, Bp, r, d, 300.0, 0.05)
+    assert torch.allclose(e, e_ref.detach(), atol=1e-12)
+    s_free = (gA.abs().sum(0) > 0)  # both clamped and free closest points occur
+    assert 100 < int(s_free.sum()) < Q
+    scale = float(a.grad.abs().max())
+    assert torch.allclose(gA, a.grad, rtol=1e-6, atol=1e-8 * scale)
+    assert torch.allclose(gB, b.grad, rtol=1e-6, atol=1e-8 * scale)

@@ -5,7 +5,9 @@
    GrabCut backend, prompted on frame 0 with the truth mask's box grown by
    ``--box-margin`` pixels (standing in for the user's box); mean IoU of
    the labels against the truth masks.
-2. Train DeepLabV3+ on those labels within ``--minutes`` on this CPU.
+2. Train DeepLabV3+ on those labels within ``--minutes`` on this CPU
+   (``--labels DIR`` trains on an existing dataset instead, e.g. the
+   truth masks of the training video for the upper bound).
 3. Evaluate it against the truth masks of another synthetic video (another
    scene and seed; default made by ``snaketrack sim video --scene handheld
    --frames 150 --seed 1``).
@@ -36,9 +38,15 @@ def main() -> None:
     ap.add_argument("--encoder", default="resnet18")
     ap.add_argument("--input-size", default="360x640")
     ap.add_argument("--crop-size", default="160x160")
-    ap.add_argument("--epochs", type=int, default=8)
-    ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--lr-step-epoch", type=int, default=6)
+    ap.add_argument("--epochs", type=int, default=200, help="upper bound; --minutes ends the run")
+    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--lr-step-epoch", type=int, default=6, help="for --schedule step")
+    ap.add_argument("--schedule", default="cosine")
+    ap.add_argument("--loss", default="bce+dice")
+    ap.add_argument("--p-robot", type=float, default=0.9)
+    ap.add_argument("--architecture", default="DeepLabV3Plus")
+    ap.add_argument("--labels", default=None,
+                    help="train on this existing label dataset (e.g. truth masks as an upper bound) instead of labelling")
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--minutes", type=float, default=20.0)
     ap.add_argument("--max-val-frames", type=int, default=16)
@@ -61,9 +69,12 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     truth = Dataset(args.train_video)
     box = mask_to_box(truth.mask(0)).expand(args.box_margin).clip(truth.width, truth.height)
-    labels = work / "labels-grabcut"
+    labels = Path(args.labels) if args.labels else work / "labels-grabcut"
     t0 = time.perf_counter()
-    res = label_video(open_frames(args.train_video), labels, GrabCutBackend(), box, LabelConfig())
+    if args.labels:
+        res = None
+    else:
+        res = label_video(open_frames(args.train_video), labels, GrabCutBackend(), box, LabelConfig())
     label_s = time.perf_counter() - t0
     lab_eval = evaluate_dataset_masks(labels, args.train_video)
     from dataclasses import asdict
@@ -72,17 +83,18 @@ def main() -> None:
 
     out = {"grabcut_config": asdict(GrabCutConfig()), "label_config": asdict(LabelConfig()),
            "train_video": args.train_video, "test_video": args.test_video, "box": str(box),
-           "label_frames": res.frames, "label_flagged": res.flagged,
-           "grabcut_label_iou": lab_eval["iou"],
-           "grabcut_label_s_per_frame": label_s / max(res.written, 1) if res.written else None}
+           "labels": str(labels), "label_frames": lab_eval["frames"],
+           "label_flagged": res.flagged if res else None, "grabcut_label_iou": lab_eval["iou"],
+           "grabcut_label_s_per_frame": label_s / max(res.written, 1) if res and res.written else None}
     print(json.dumps(out), flush=True)
     if not args.skip_train:
-        model = work / f"deeplab-{args.encoder}.pt"
+        model = work / f"{args.architecture.lower()}-{args.encoder}.pt"
         cfg = TrainConfig(encoder=args.encoder, input_size=parse_input_size(args.input_size),
                           crop_size=parse_input_size(args.crop_size) if args.crop_size else None,
                           epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
                           lr_step_epoch=args.lr_step_epoch, time_limit_s=60 * args.minutes,
-                          max_val_frames=args.max_val_frames, threads=args.threads)
+                          max_val_frames=args.max_val_frames, threads=args.threads, schedule=args.schedule,
+                          loss=args.loss, p_robot=args.p_robot, architecture=args.architecture)
         t0 = time.perf_counter()
         tr = train([str(labels)], model, cfg)
         train_s = time.perf_counter() - t0
@@ -96,7 +108,9 @@ def main() -> None:
                                       frames=range(0, len(truth), 10))
         out.update({"encoder": args.encoder, "input_size": args.input_size, "crop_size": args.crop_size,
                     "epochs_done": tr.epochs_done, "stopped_by_time": tr.stopped_by_time,
-                    "lr": args.lr, "lr_step_epoch": args.lr_step_epoch, "batch_size": args.batch_size,
+                    "lr": args.lr, "schedule": args.schedule, "loss": args.loss, "p_robot": args.p_robot,
+                    "architecture": args.architecture, "threshold": seg.threshold,
+                    "lr_step_epoch": args.lr_step_epoch, "batch_size": args.batch_size,
                     "train_wall_min": train_s / 60 if tr.history else None,
                     "train_epoch_s": [h["seconds"] for h in tr.history],
                     "best_val_iou_vs_labels": tr.best_val_iou,

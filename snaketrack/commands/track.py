@@ -20,8 +20,14 @@ when the dataset has truth masks; a row per finished frame), ``overlay.mp4``,
 ``summary.json``; with ``truth.jsonl`` also ``metrics.json`` (DESIGN.md
 names) and ``joint_angles.png`` / ``base_position.png``.
 
-``fps`` counts the tracker alone (``start``/``step``), not reading,
-segmentation, rendering the overlay or writing.
+``fps`` counts the tracker alone (``start``/``step``, the first frame's pose
+search and any later searches included), not reading, segmentation,
+rendering the overlay or writing; ``fps_excluding_search`` leaves the
+searches out (``search_s`` is their time). ``iou`` is the tracker's fit
+against the observed mask *with* its fitted edge offset ``b`` (the model
+silhouette dilated/eroded by ``b`` px, absorbing the mask's boundary bias);
+``iou_no_offset`` is the model's own silhouette (``b = 0``) against the
+observed mask; ``iou_truth`` the model's own silhouette against the truth mask.
 """
 from __future__ import annotations
 
@@ -231,6 +237,8 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
         OverlayVideo, TrackWriter, draw_overlay, link_axes_cam, mask_iou, plot_tracking, project_points,
         tracking_metrics,
     )
+    import torch
+
     from snaketrack.tracker.render import SilhouetteRenderer
     from snaketrack.io import read_csv_columns, write_json
 
@@ -268,7 +276,7 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
             raise InputError(f"--max-frames {options.max_frames}; expected a positive number of frames")
         n_total = min(n_total, options.max_frames) if n_total else options.max_frames
     out.mkdir(parents=True, exist_ok=True)
-    extra = ["iou_truth"] if has_truth_masks else []
+    extra = (["iou_truth"] if has_truth_masks else []) + ["iou_no_offset"]
     writer = TrackWriter(out / "track.csv", robot.dof, extra)
     video = OverlayVideo(out / "overlay.mp4", frames.fps, width, height) if options.video else None
     it = iter(frames)
@@ -296,13 +304,11 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
             if n == 0 and state is None:  # a start() that does not report a state
                 raise InputError("tracker.start returned no state")
             row_extra: dict[str, Any] = {"frame": i, "t": i / frames.fps}  # the source's numbering
-            rendered = None
-            if has_truth_masks or video is not None:
-                x = state.pose_vector(layout)
-                import torch
-
-                with torch.no_grad():
-                    rendered = renderer.full_image(torch.as_tensor(x, dtype=torch.float64)[None])[0].numpy() > 0.5
+            # the model's own silhouette (no edge offset): iou_no_offset, iou_truth, overlay
+            x = state.pose_vector(layout)
+            with torch.no_grad():
+                rendered = renderer.full_image(torch.as_tensor(x, dtype=torch.float64)[None])[0].numpy() > 0.5
+            row_extra["iou_no_offset"] = mask_iou(rendered, mask > 0) if mask.any() else float("nan")
             if has_truth_masks:
                 tm = undistort.mask(frames.truth_mask(i))
                 row_extra["iou_truth"] = mask_iou(rendered, tm)
@@ -325,12 +331,18 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
     if n == 0:
         raise FileFormatError(f"{source}: no frames were read")
     fps = n / track_time if track_time > 0 else float("nan")
+    search_s = float(getattr(tracker, "search_time_s", 0.0))
+    fps_tracking = n / (track_time - search_s) if track_time - search_s > 0 else float("nan")
     track = read_csv_columns(out / "track.csv")
     summary: dict[str, Any] = {"source": str(source), "robot": robot.name, "frames": n, "fps": fps,
+                               "fps_excluding_search": fps_tracking, "search_s": search_s,
                                "masks": masks or "truth", "corrupt_masks": bool(options.corrupt_masks),
                                "refine_steps": options.refine_steps}
     if truth is not None:
         metrics = tracking_metrics(track, truth, robot.dof, fps=fps)
+        ino = np.asarray(track["iou_no_offset"], float)
+        metrics.update(fps_excluding_search=fps_tracking, search_s=search_s,
+                       iou_no_offset=float(np.nanmean(ino)) if np.isfinite(ino).any() else float("nan"))
         write_json(out / "metrics.json", metrics)
         summary.update(metrics)
         if options.plots:

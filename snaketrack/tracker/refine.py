@@ -53,7 +53,6 @@ from snaketrack.tracker.render import (
 from snaketrack.tracker.state import unwrap_rotvec
 
 METHODS = ("lm", "adam")
-_TRACE = None
 LOSSES = ("ssd", "dt")
 
 
@@ -366,8 +365,6 @@ class Refiner:
             d2, _ = prior_terms(new_theta, new_R, new_b)
             new_cost = new_lin["cost_img"] + float((Pi * d2 * d2).sum()) + \
                 float((Wb * absolute(new_theta) ** 2).sum())
-            if _TRACE is not None:
-                _TRACE.append((it, sigma, cost, new_cost, float(step.norm())))
             if new_cost < cost:
                 theta, R_ref, b, lin = new_theta, new_R, new_b, new_lin
                 lam = max(lam / 3, 1e-6)

@@ -77,7 +77,7 @@ class GrabCutConfig:
     shadow_dark: float = 0.85
     shadow_soft: bool = False
     shadow_floor: float = 0.6
-    close_factor: float = 0.0
+    close_factor: float = 1.5
     refine_bins: int = 32
     thick_factor: float = 1.7
     tone: str = "loglab"
@@ -86,6 +86,12 @@ class GrabCutConfig:
     prior_band_px: int = 8
     second_pass_px: int = 0
     second_pass_iterations: int = 3
+    upsample: int = 1
+    peel_steps: int = 3
+    peel_sat_frac: float = 0.75
+    peel_floor: float = 0.5
+    matte_threshold: float = 0.0
+    matte_window: int = 7
 
 
 class GrabCutBackend:
@@ -102,6 +108,7 @@ class GrabCutBackend:
         bgr = cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2BGR)
         self._bgr = cv2.cvtColor(bgr, cv2.COLOR_BGR2Lab) if self.config.colour_space == "lab" else bgr
         self._feat = tone_map(bgr, self.config.tone, self.config.tone_knee)
+        self._feat_lin = bgr
 
     def reset_image(self) -> None:
         self._bgr = None
@@ -140,34 +147,34 @@ class GrabCutBackend:
             gc_mask = np.full(crop.shape[:2], cv2.GC_BGD, np.uint8)
             gc_mask[dilate_mask(pr, cfg.prior_band_px) & inside] = cv2.GC_PR_BGD
             gc_mask[pr] = cv2.GC_PR_FGD
+            if cfg.shadow_chroma > 0:
+                shadow = inside & _shadow_like(crop, ring_mask[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w] > 0,
+                                               cfg.shadow_chroma, cfg.shadow_dark, cfg.shadow_floor)
+                gc_mask[shadow] = cv2.GC_PR_BGD if cfg.shadow_soft else cv2.GC_BGD
         else:
             gc_mask = self._contrast_init(crop, inside, box, roi, ring_mask, prior if has_prior else None)
-        bgd = np.zeros((1, 65), np.float64)
-        fgd = np.zeros((1, 65), np.float64)
-        try:
-            cv2.grabCut(feat, gc_mask, None, bgd, fgd, cfg.iterations, cv2.GC_INIT_WITH_MASK)
-        except cv2.error:
+        fg = _cut(feat, gc_mask, cfg.iterations, cfg.upsample)
+        if fg is None:
             return out  # degenerate colour model (e.g. a flat crop): an empty answer, flagged upstream
         if cfg.second_pass_px > 0:
-            fg0 = (gc_mask == cv2.GC_FGD) | (gc_mask == cv2.GC_PR_FGD)
-            if cfg.thin_object:
-                fg0 = _remove_thick_blobs(fg0, cfg.thick_factor)
+            fg0 = _remove_thick_blobs(fg, cfg.thick_factor) if cfg.thin_object else fg
             if fg0.sum() >= 20:
                 # re-cut in a narrow band around the first answer, colour models learnt afresh from it
                 gc_mask = np.full(crop.shape[:2], cv2.GC_BGD, np.uint8)
                 gc_mask[dilate_mask(fg0, cfg.second_pass_px) & inside] = cv2.GC_PR_BGD
                 gc_mask[fg0] = cv2.GC_PR_FGD
-                bgd[:] = 0
-                fgd[:] = 0
-                try:
-                    cv2.grabCut(feat, gc_mask, None, bgd, fgd, cfg.second_pass_iterations, cv2.GC_INIT_WITH_MASK)
-                except cv2.error:
-                    gc_mask = np.where(fg0, cv2.GC_PR_FGD, cv2.GC_BGD).astype(np.uint8)
-        fg = (gc_mask == cv2.GC_FGD) | (gc_mask == cv2.GC_PR_FGD)
+                fg1 = _cut(feat, gc_mask, cfg.second_pass_iterations, cfg.upsample)
+                fg = fg0 if fg1 is None else fg1
         if cfg.close_factor > 0:
             fg = _close_gaps(fg, cfg.close_factor) & inside
         if cfg.thin_object:
             fg = _remove_thick_blobs(fg, cfg.thick_factor)
+        if cfg.peel_steps > 0:
+            fg = _peel_ground(crop, fg, ring_mask[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w] > 0, cfg.peel_steps,
+                              cfg.peel_sat_frac, cfg.peel_floor)
+        if cfg.matte_threshold > 0:
+            fg = matte_edges(self._feat_lin[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w], fg, cfg.matte_threshold,
+                             cfg.matte_window)
         fg = _keep_large_components(fg, cfg.min_component_frac)
         if cfg.refine_band_px > 0:
             fg = refine_boundary(crop, fg, cfg.refine_band_px, cfg.refine_bins)
@@ -225,6 +232,98 @@ def tone_map(bgr: np.ndarray, tone: str, knee: float = 4.0) -> np.ndarray:
         lab[..., 1:] = 128.0 + 2.0 * (lab[..., 1:] - 128.0)
         return np.clip(lab + 0.5, 0, 255).astype(np.uint8)
     raise ValueError(f"tone {tone!r}: expected 'linear', 'log' or 'loglab'")
+
+
+def _cut(feat: np.ndarray, gc_mask: np.ndarray, iterations: int, upsample: int) -> Optional[np.ndarray]:
+    """Run ``cv2.grabCut`` from ``gc_mask`` (GC_* labels) on ``feat``, optionally ``upsample`` times larger.
+
+    Returns the foreground (bool, the crop's size) or None when OpenCV
+    refuses (degenerate colour model). Upsampled, the cut runs on a
+    bilinearly enlarged image and each original pixel takes the majority of
+    its sub-pixels, which places a thin object's edges to a fraction of a
+    pixel and weakens the smoothness term against the colour term.
+    """
+    h, w = gc_mask.shape
+    if upsample > 1:
+        feat = cv2.resize(feat, (w * upsample, h * upsample), interpolation=cv2.INTER_LINEAR)
+        gc_mask = cv2.resize(gc_mask, (w * upsample, h * upsample), interpolation=cv2.INTER_NEAREST)
+    bgd = np.zeros((1, 65), np.float64)
+    fgd = np.zeros((1, 65), np.float64)
+    try:
+        cv2.grabCut(feat, gc_mask, None, bgd, fgd, iterations, cv2.GC_INIT_WITH_MASK)
+    except cv2.error:
+        return None
+    fg = (gc_mask == cv2.GC_FGD) | (gc_mask == cv2.GC_PR_FGD)
+    if upsample > 1:
+        fg = cv2.resize(fg.astype(np.float32), (w, h), interpolation=cv2.INTER_AREA) > 0.5
+    return fg
+
+
+def _peel_ground(img: np.ndarray, mask: np.ndarray, ring: np.ndarray, steps: int, sat_frac: float,
+                 floor: float) -> np.ndarray:
+    """Peel washed-out, not-dark pixels off a mask's edge, one pixel layer per step.
+
+    An edge pixel (in the mask, 4-adjacent to outside) is dropped when its
+    saturation ((max − min) / max of its channels) is below ``sat_frac``
+    times the mask's median saturation and its brightness (channel sum) is
+    above ``floor`` times the ring's median: a mix of the robot's colour
+    with ground or cast shadow, not the much darker robot parts (joints,
+    the shaded underside), which stay. ``img`` (H, W, 3) uint8; ``mask``,
+    ``ring`` bool (H, W).
+    """
+    if ring.sum() < 16 or mask.sum() < 20:
+        return mask
+    f = img.astype(np.float32) + 1.0
+    ssum = f.sum(axis=-1)
+    sat = (f.max(-1) - f.min(-1)) / f.max(-1)
+    i_ref = float(np.median(ssum[ring]))
+    washed = (sat < sat_frac * float(np.median(sat[mask]))) & (ssum > floor * i_ref)
+    m = mask.copy()
+    cross = cv2.getStructuringElement(cv2.MORPH_CROSS, (3, 3))
+    for _ in range(steps):
+        drop = m & (cv2.erode(m.astype(np.uint8), cross) == 0) & washed
+        if not drop.any():
+            break
+        m &= ~drop
+    return m
+
+
+def matte_edges(img: np.ndarray, mask: np.ndarray, threshold: float = 0.5, window: int = 7) -> np.ndarray:
+    """Re-decide the pixels on both sides of a mask's edge by their estimated coverage.
+
+    Each edge pixel's colour ``c`` is written as a mix of the local robot
+    colour ``f`` (mean of the mask's interior within ``window`` pixels) and
+    the local background colour ``b`` (mean of a ring 2–3 pixels outside the
+    mask): coverage ``alpha = (c - b)·(f - b) / |f - b|²``. The pixel is robot
+    when ``alpha > threshold``. A blurred thin object's edge pixels are
+    mixes; this places the edge where the coverage crosses the threshold
+    instead of where the graph cut found the strongest gradient.
+    ``img`` (H, W, 3) uint8, ``mask`` bool (H, W); returns a new mask.
+    """
+    m = mask.astype(np.uint8)
+    if m.sum() < 20:
+        return mask
+    cross = cv2.getStructuringElement(cv2.MORPH_CROSS, (3, 3))
+    core = cv2.erode(m, cross).astype(np.float32)
+    d1 = cv2.dilate(m, cross)
+    far = ((cv2.dilate(m, cross, iterations=3) > 0) & (d1 == 0)).astype(np.float32)
+    band = (d1 > 0) & (core == 0)
+    f = img.astype(np.float32)
+    k = (window, window)
+
+    def local_mean(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        den = cv2.boxFilter(w, -1, k, normalize=False)
+        num = cv2.boxFilter(f * w[..., None], -1, k, normalize=False)
+        return num / np.maximum(den, 1e-6)[..., None], den > 0.5
+
+    fg_c, ok_f = local_mean(core)
+    bg_c, ok_b = local_mean(far)
+    fb = fg_c - bg_c
+    alpha = ((f - bg_c) * fb).sum(-1) / np.maximum((fb * fb).sum(-1), 1.0)
+    decide = band & ok_f & ok_b & ((fb * fb).sum(-1) > 100.0)
+    out = mask.copy()
+    out[decide] = alpha[decide] > threshold
+    return out
 
 
 def _keep_large_components(mask: np.ndarray, min_frac: float) -> np.ndarray:

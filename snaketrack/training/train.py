@@ -4,7 +4,10 @@ Defaults follow the seed (§IV-A): Adam, learning rate 1e-4 decayed ×0.1 at
 epoch 10, 20 epochs, batch 8. The loss, which the seed does not give, is
 binary cross-entropy plus soft Dice on the robot channel (Dice keeps a
 thin robot that covers a few percent of the image from being drowned by
-background).
+background); soft IoU and the Lovász hinge are options (:func:`seg_loss`),
+as are cosine and one-cycle schedules (:func:`lr_at`). The probability
+threshold is chosen on the validation split and stored in the model file.
+The 20-minute CPU recipe and its measurements: docs/segmenter-training.md.
 
 Outputs, beside ``out`` (the best model by validation IoU, a model file
 of :mod:`~snaketrack.training.model`):
@@ -51,8 +54,8 @@ class TrainConfig:
     on batches an epoch (None: all); crop_size: (height, width) training
     crops at the input resolution (None: whole frames; crops make CPU
     training affordable, see :func:`~snaketrack.training.data.robot_crop`);
-    max_val_frames: evenly spaced cap on validation frames; time_limit_s: stop after the epoch in
-    which this many seconds of this run passed [s]; encoder_weights: a
+    max_val_frames: evenly spaced cap on validation frames; time_limit_s: stop once this many
+    seconds of this run passed [s] (mid-epoch; that epoch is still validated and saved); encoder_weights: a
     local encoder weights file or None; threads: torch CPU threads (None:
     torch's default; 1 is fastest on a machine shared with other jobs);
     seed: shuffling, augmentation, init; loss: terms joined by ``+``

@@ -7,6 +7,7 @@ import torch
 
 from snaketrack.training.data import SegmentationData
 from snaketrack.training.model import SegmenterConfig, build_model, load_model
+import snaketrack.training.train as train_module
 from snaketrack.training.train import TrainConfig, evaluate_loss_iou, side_paths, train
 
 CFG = dict(encoder="resnet18", input_size=(96, 128), crop_size=(64, 64), batch_size=4, lr=1e-3,
@@ -35,11 +36,18 @@ def test_validation_iou_rises(tmp_path, toy_root):
     assert [int(r["epoch"]) for r in rows] == [1, 2, 3]
 
 
-def test_resume_continues_to_the_same_weights(tmp_path, toy_root):
-    full = TrainConfig(epochs=2, lr_step_epoch=1, **dict(CFG, max_steps_per_epoch=2))
+@pytest.mark.parametrize("schedule", ["step", "cosine"])
+def test_resume_continues_to_the_same_weights(tmp_path, toy_root, schedule, monkeypatch):
+    full = TrainConfig(epochs=2, lr_step_epoch=1, schedule=schedule, **dict(CFG, max_steps_per_epoch=2))
     ref = train([toy_root], tmp_path / "ref.pt", full, progress=False)
-    first = TrainConfig(epochs=1, lr_step_epoch=1, **dict(CFG, max_steps_per_epoch=2))
-    train([toy_root], tmp_path / "run.pt", first, progress=False)  # "interrupted" after epoch 1
+
+    def interrupt(*a, **k):  # called right after epoch 1's checkpoint is written
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(train_module, "plot_history", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        train([toy_root], tmp_path / "run.pt", full, progress=False)
+    monkeypatch.undo()
     res = train([toy_root], tmp_path / "run.pt", full, progress=False)
     assert res.epochs_done == 2
     assert [h["val_iou"] for h in res.history] == pytest.approx([h["val_iou"] for h in ref.history])

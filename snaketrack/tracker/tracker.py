@@ -80,6 +80,9 @@ class TrackerConfig:
         azimuths) pairs.
     init_offset_guess: start each refined start of the search from the edge
         offset that explains the mask's area (``_offset_guess``) instead of 0.
+    init_join_min_frac: the search's mask axis chains on other components of
+        at least this fraction of the largest one's area (a segmentation hole
+        cut frame 0 of the corrupted static planar mask in two; 0: largest only).
     warmup_frames, warmup_iou, warmup_margin: after the first frame, while
         no frame's fit has reached ``warmup_iou`` against its mask and for at
         most ``warmup_frames`` frames, the search runs again on each new mask
@@ -105,6 +108,7 @@ class TrackerConfig:
     init_sigma_schedule: tuple[float, ...] = (4.0, 4.0, 2.0, 2.0, 1.0, 1.0)
     init_plane_tilts: tuple[tuple[float, int], ...] = ((35.0, 6), (60.0, 6))
     init_offset_guess: bool = True
+    init_join_min_frac: float = 0.15
     warmup_frames: int = 10
     warmup_iou: float = 0.85
     warmup_margin: float = 0.02
@@ -258,7 +262,7 @@ class Tracker:
     # -- initialisation -------------------------------------------------
     def initial_poses(self, mask: np.ndarray) -> list[np.ndarray]:
         """Candidate pose vectors (D,) from the mask's skeleton (see module doc)."""
-        path = mask_axis(mask, extend=True)
+        path = mask_axis(mask, extend=True, join_min_frac=self.config.init_join_min_frac)
         if path is None or len(path) < 3:
             return []
         tail_ext, head_ext = self._end_extents()
@@ -297,7 +301,7 @@ class Tracker:
         axis_len = getattr(self, "_axis_len_cache", None)
         key = id(mask)
         if axis_len is None or axis_len[0] != key:
-            path = mask_axis(mask, extend=True)
+            path = mask_axis(mask, extend=True, join_min_frac=self.config.init_join_min_frac)
             L = float(np.linalg.norm(np.diff(path, axis=0), axis=1).sum()) if path is not None else 0.0
             self._axis_len_cache = axis_len = (key, L)
         if axis_len[1] <= 0:
@@ -413,30 +417,13 @@ def _trim_start(X: np.ndarray, length: float) -> np.ndarray:
     return np.concatenate([start[None], X[k + 1:]])
 
 
-def mask_axis(mask: np.ndarray, n_points: int = 64, smooth_px: int = 4,
-              extend: bool = False) -> Optional[np.ndarray]:
-    """The longest path through the skeleton of the mask's largest component, (n, 2) pixels (u, v).
-
-    ``smooth_px``: half-width [samples ≈ px] of the moving average that takes the
-    pixel chain's zigzag out (0: none). ``extend``: prolong both ends along
-    their tangent to the mask's boundary (the skeleton stops about a body
-    radius short of each end).
-
-    Resampled to ``n_points`` points evenly spaced along the path; None when
-    the mask is empty. Both ends of the path are the ends of the robot's
-    axis (which end is the head is not known).
-    """
-    import cv2
+def _component_axis(comp: np.ndarray, smooth_px: int, extend: bool) -> Optional[np.ndarray]:
+    """The longest skeleton path (n, 2) [px] of one connected component (bool (H, W)), unresampled."""
     from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import breadth_first_order, dijkstra
+    from scipy.sparse.csgraph import dijkstra
     from skimage.morphology import skeletonize
 
-    m = np.asarray(mask) > 0
-    if not m.any():
-        return None
-    n, lab, stats, _ = cv2.connectedComponentsWithStats(m.astype(np.uint8), connectivity=8)
-    big = 1 + int(np.argmax(stats[1:, cv2.CC_STAT_AREA]))
-    sk = skeletonize(lab == big)
+    sk = skeletonize(comp)
     vv, uu = np.nonzero(sk)
     if len(uu) < 2:
         return np.array([[uu[0], vv[0]]] * 2, float) if len(uu) else None
@@ -473,7 +460,6 @@ def mask_axis(mask: np.ndarray, n_points: int = 64, smooth_px: int = 4,
     if extend and len(P) >= 3:
         # the skeleton stops about a body radius short of each end: extend both ends along their
         # tangent to the mask's boundary
-        comp = lab == big
         ends = []
         for tip, inner in ((P[0], P[min(len(P) - 1, 6)]), (P[-1], P[max(0, len(P) - 7)])):
             d = tip - inner
@@ -489,6 +475,57 @@ def mask_axis(mask: np.ndarray, n_points: int = 64, smooth_px: int = 4,
                     ext.append(tip + step * d)
             ends.append(np.array(ext[-1]))
         P = np.concatenate([ends[0][None], P, ends[1][None]])
+    return P
+
+
+def mask_axis(mask: np.ndarray, n_points: int = 64, smooth_px: int = 4, extend: bool = False,
+              join_min_frac: float = 0.0, join_max_gap: float = 0.5) -> Optional[np.ndarray]:
+    """The longest path through the skeleton of the mask's largest component, (n, 2) pixels (u, v).
+
+    ``smooth_px``: half-width [samples ≈ px] of the moving average that takes the
+    pixel chain's zigzag out (0: none). ``extend``: prolong both ends along
+    their tangent to the mask's boundary (the skeleton stops about a body
+    radius short of each end). ``join_min_frac`` > 0: other components of at
+    least this fraction of the largest one's area are chained on (nearest
+    ends first) while the gap is under ``join_max_gap`` × the path's length
+    (a hole in the mask can cut the body in two).
+
+    Resampled to ``n_points`` points evenly spaced along the path; None when
+    the mask is empty. Both ends of the path are the ends of the robot's
+    axis (which end is the head is not known).
+    """
+    import cv2
+
+    m = np.asarray(mask) > 0
+    if not m.any():
+        return None
+    n, lab, stats, _ = cv2.connectedComponentsWithStats(m.astype(np.uint8), connectivity=8)
+    areas = stats[1:, cv2.CC_STAT_AREA]
+    order = 1 + np.argsort(-areas)
+    P = _component_axis(lab == order[0], smooth_px, extend)
+    if P is None:
+        return None
+    if join_min_frac > 0 and len(order) > 1:
+        # a segmentation hole can cut the body in two: chain the other large components' axes
+        # onto the path's nearer end when the gap is short against the path
+        parts = [(_component_axis(lab == c, smooth_px, extend)) for c in order[1:]
+                 if areas[c - 1] >= join_min_frac * areas[order[0] - 1]]
+        parts = [q for q in parts if q is not None and len(q) >= 2]
+        while parts:
+            L = float(np.linalg.norm(np.diff(P, axis=0), axis=1).sum())
+            best = None
+            for j, q in enumerate(parts):
+                for end_p, end_q in ((0, 0), (0, -1), (-1, 0), (-1, -1)):
+                    gap = float(np.linalg.norm(P[end_p] - q[end_q]))
+                    if best is None or gap < best[0]:
+                        best = (gap, j, end_p, end_q)
+            gap, j, end_p, end_q = best
+            if gap > join_max_gap * max(L, 1.0):
+                break
+            q = parts.pop(j)
+            if end_q == -1:
+                q = q[::-1]  # q now starts at the end that meets P
+            P = np.concatenate([P, q]) if end_p == -1 else np.concatenate([q[::-1], P])
     s = np.concatenate([[0], np.cumsum(np.linalg.norm(np.diff(P, axis=0), axis=1))])
     if s[-1] <= 0:
         return P

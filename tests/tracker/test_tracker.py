@@ -105,3 +105,21 @@ def test_mask_axis_follows_a_bar():
     assert path.shape == (10, 2)
     assert np.all(np.abs(path[:, 1] - 20) <= 1)
     assert abs(abs(path[-1, 0] - path[0, 0]) - 56) < 6
+
+
+def test_mask_axis_extends_to_the_ends_and_joins_a_cut_body():
+    import cv2
+
+    m = np.zeros((60, 200), np.uint8)
+    cv2.line(m, (20, 30), (180, 30), 1, thickness=9)  # a bar 160 px long between the cap centres
+    length = lambda p: float(np.linalg.norm(np.diff(p, axis=0), axis=1).sum())  # noqa: E731
+    plain = mask_axis(m)
+    ext = mask_axis(m, extend=True)
+    assert length(ext) > length(plain)
+    assert abs(length(ext) - 168) < 4  # to the rounded ends: 160 px + about a radius each side
+    cut = m.copy()
+    cut[:, 90:110] = 0  # a hole cuts the body in two
+    assert length(mask_axis(cut, extend=True)) < 100
+    joined = mask_axis(cut, extend=True, join_min_frac=0.15)
+    assert abs(length(joined) - 168) < 6
+    assert np.all(np.abs(joined[:, 1] - 30) <= 1.5)

@@ -6,7 +6,7 @@ Usage::
         --frames 40 --corrupt --truth-init [--config '{"refine": {"method": "adam"}}'] [--hide 10 40]
 
 ``--config`` is JSON for :class:`TrackerConfig` fields (``refine`` holds
-:class:`RefineConfig` fields). ``--truth-init`` starts from frame 0's true
+:class:`RefineConfig` fields, ``filter`` :class:`FilterConfig` fields). ``--truth-init`` starts from frame 0's true
 pose (measures tracking, not initialisation). Runs on one torch thread;
 ``cpu_ms_per_frame`` is process CPU time (fair on a shared machine),
 ``wall_ms_per_frame`` wall time. Prints one JSON object as the last line.
@@ -45,7 +45,10 @@ def main() -> int:
     ds = Dataset(a.dataset)
     robot = load_robot(ds.meta["robot"])
     kw = json.loads(a.config)
-    cfg = TrackerConfig(refine=RefineConfig(**kw.pop("refine", {})), **kw)
+    from snaketrack.tracker.filter import FilterConfig
+
+    cfg = TrackerConfig(refine=RefineConfig(**kw.pop("refine", {})), filter=FilterConfig(**kw.pop("filter", {})),
+                        **kw)
     trk = Tracker(robot, np.array(ds.meta["K"]), ds.meta["width"], ds.meta["height"], ds.meta["fps"], cfg)
     lay = StateLayout.for_robot(robot)
     corrupt = MaskCorruptor(0) if a.corrupt else None

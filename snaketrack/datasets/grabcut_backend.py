@@ -85,7 +85,7 @@ class GrabCutConfig:
     iterations: int = 1
     margin_frac: float = 0.15
     margin_px_min: int = 12
-    prior_dilate_px: int = 5
+    prior_dilate_px: int = 12
     min_component_frac: float = 0.05
     ring_frac: float = 0.5
     bins: int = 16

@@ -339,9 +339,10 @@ class Refiner:
             it_done = it + 1
             sigma = cfg.sigma(it)
             if it > 0 and sigma != cfg.sigma(it - 1):
-                lin = linearise(theta, R_ref, b, sigma)
-                if lin is None:
+                relin = linearise(theta, R_ref, b, sigma)
+                if relin is None:  # off-screen at the new edge: keep the last linearisation
                     break
+                lin = relin
             d, Pi = prior_terms(theta, R_ref, b)
             H = lin["H"] + torch.diag(Pi + Wb)
             g = lin["g"] + Pi * d + Wb * absolute(theta)

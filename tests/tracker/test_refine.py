@@ -106,3 +106,24 @@ def test_config_and_velocity():
         velocity_update(np.zeros(2), np.zeros(2), 0.0)
     v = velocity_update(np.array([1.0]), np.array([0.0]), 0.1, v_old=np.array([0.0]), alpha=0.5)
     assert np.allclose(v, [5.0])
+
+
+def test_lm_pose_leaving_the_image_returns_a_result():
+    """A pose whose padded screen box vanishes when the edge sharpens ends the LM with its last
+    linearisation (it used to raise TypeError on the static planar benchmark's first frame)."""
+    robot = load_robot("planar-snake-11")
+    K = np.array([[F, 0, W / 2 - 0.5], [0, F, H / 2 - 0.5], [0, 0, 1.0]])
+    ren = SilhouetteRenderer(robot, K, W, H)
+    lay = StateLayout.for_robot(robot)
+    q = np.zeros(robot.dof)
+    R0 = np.array([[0.0, 1, 0], [-1, 0, 0], [0, 0, 1]])  # chain along the image's −v direction
+    # 15 px left of the image: inside the σ = 2 px box (pad 8σ + 4 = 20 px), outside at σ = 1 (12 px)
+    z = 2.0
+    u_right = -15.0
+    x_cam = (u_right - K[0, 2]) * z / F - 0.02
+    x0 = lay.pack(q, R0, np.array([x_cam, 0.5, z]))
+    mask = np.zeros((H, W), bool)
+    mask[100:110, 150:200] = True
+    res = Refiner(ren, RefineConfig(steps=6, sigma_schedule=(2.0, 1.0))).refine(x0, Observation.from_mask(mask))
+    assert np.all(np.isfinite(res.x))
+    assert res.iou == 0.0

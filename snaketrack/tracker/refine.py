@@ -273,7 +273,10 @@ class Refiner:
         D = self.layout.dim
         n_iter = cfg.steps if steps is None else steps
         R_ref = axis_angle_to_matrix(torch.as_tensor(x0[J:J + 3]))
-        theta = torch.as_tensor(np.concatenate([x0[:J], np.zeros(3), x0[J + 3:]]))
+        # start inside the joint limits: a constant-velocity prediction can overshoot a limit, and
+        # every clamped trial step from there is rejected (the track then slides off on its velocity)
+        q0 = np.clip(x0[:J], self.robot.lower, self.robot.upper)
+        theta = torch.as_tensor(np.concatenate([q0, np.zeros(3), x0[J + 3:]]))
         b = float(offset0) if cfg.estimate_offset else 0.0
         # prior on [q, δ, t] around the prediction, expressed at the current R_ref
         std = np.concatenate([np.full(J, cfg.prior_q), np.full(3, cfg.prior_rot), np.full(3, cfg.prior_trans)])

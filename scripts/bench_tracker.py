@@ -152,6 +152,8 @@ def main(argv=None) -> int:
     ap.add_argument("--hide-start", type=int, default=60, help="first hidden frame of the re-acquisition run")
     ap.add_argument("--threads", type=int, default=2,
                     help="torch intra-op threads (default 2, the issue's two cores)")
+    ap.add_argument("--up", default="none", choices=["none", "sim-imu"],
+                    help="the tracker's up direction: none, or the simulated IMU of snaketrack.tracker.gravity")
     ap.add_argument("--reacquire-tail", type=int, default=60,
                     help="frames tracked after the robot reappears in the re-acquisition run")
     args = ap.parse_args(argv)
@@ -165,7 +167,7 @@ def main(argv=None) -> int:
             seed = int(read_json(ds / "meta.json").get("seed", args.seed))
             run_dir = out / f"{scene}-{SHORT.get(robot, robot)}"
             opts = TrackOptions(refine_steps=args.refine_steps, corrupt_masks=True, corrupt_seed=seed,
-                                max_frames=args.frames, video=False, plots=False, progress=False)
+                                max_frames=args.frames, video=False, plots=False, progress=False, up=args.up)
             t0 = time.perf_counter()
             s = run_tracking(ds, robot, run_dir, options=opts)
             res = {k: s.get(k) for k in ("base_position_error_m", "joint_error_rad", "joint_error_l2_rad", "iou",
@@ -177,7 +179,7 @@ def main(argv=None) -> int:
                 ensure_dataset(ds, scene, robot, args.seed, hide[1] + args.reacquire_tail)
                 hopts = TrackOptions(refine_steps=args.refine_steps, corrupt_masks=True, corrupt_seed=seed,
                                      max_frames=hide[1] + args.reacquire_tail, video=False, plots=False,
-                                     progress=False, hide=(hide,))
+                                     progress=False, hide=(hide,), up=args.up)
                 t1 = time.perf_counter()
                 run_tracking(ds, robot, run_dir / "hidden", options=hopts)
                 res["reacquire_frames"] = reacquire_frames(run_dir / "hidden" / "track.csv", hide[1])
@@ -191,7 +193,8 @@ def main(argv=None) -> int:
                                                args.scenes[0], args.robots[0], args.seed, args.frames))
     summary = {"per_scene": results, **timing,
                "mean_fps": float(np.mean([r["fps"] for r in results.values()])) if results else None,
-               "refine_steps": args.refine_steps, "frames": args.frames, "torch_threads": torch.get_num_threads()}
+               "refine_steps": args.refine_steps, "frames": args.frames, "torch_threads": torch.get_num_threads(),
+               "up": args.up}
     print(json.dumps(summary))
     return 0
 

@@ -198,6 +198,8 @@ class TrackOptions:
     hide: frame ranges [start, stop) whose observed masks are emptied (the
         robot is hidden; used by the benchmark's re-acquisition test).
     progress: show a tqdm bar.
+    up: the world's up direction per frame (:mod:`snaketrack.tracker.gravity`):
+        None/``"none"``, ``"sim-imu"`` (datasets with truth) or an IMU CSV path.
     """
 
     refine_steps: Optional[int] = None
@@ -208,6 +210,7 @@ class TrackOptions:
     plots: bool = True
     hide: tuple[tuple[int, int], ...] = ()
     progress: bool = True
+    up: Optional[str] = None
 
 
 def make_tracker(robot, camera, fps: float, refine_steps: Optional[int] = None):
@@ -265,6 +268,9 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
     undistort = Undistorter(camera)
     cam = undistort.output_camera
     corrupt = MaskCorruptor(options.corrupt_seed) if options.corrupt_masks else None
+    from snaketrack.tracker.gravity import open_up
+
+    up_source = open_up(options.up, truth, int(frames.meta.get("seed", 0) or 0))
     tracker = make_tracker(robot, cam, frames.fps, options.refine_steps)
     renderer = SilhouetteRenderer(robot, cam.K, width, height)
     layout = renderer.layout
@@ -299,7 +305,8 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
             if any(a <= i < b for a, b in hide):
                 mask = np.zeros_like(mask)
             t0 = time.perf_counter()
-            state = tracker.start(mask) if n == 0 else tracker.step(mask)
+            kw = {"up": up_source(i)} if up_source is not None else {}
+            state = tracker.start(mask, **kw) if n == 0 else tracker.step(mask, **kw)
             track_time += time.perf_counter() - t0
             if n == 0 and state is None:  # a start() that does not report a state
                 raise InputError("tracker.start returned no state")
@@ -337,7 +344,7 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
     summary: dict[str, Any] = {"source": str(source), "robot": robot.name, "frames": n, "fps": fps,
                                "fps_excluding_search": fps_tracking, "search_s": search_s,
                                "masks": masks or "truth", "corrupt_masks": bool(options.corrupt_masks),
-                               "refine_steps": options.refine_steps}
+                               "refine_steps": options.refine_steps, "up": options.up or "none"}
     if truth is not None:
         metrics = tracking_metrics(track, truth, robot.dof, fps=fps)
         ino = np.asarray(track["iou_no_offset"], float)
@@ -377,6 +384,10 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    help="seed of --corrupt-masks (default: the dataset's seed, else 0)")
     p.add_argument("--max-frames", type=int, default=None, help="track at most N frames")
     p.add_argument("--no-video", action="store_true", help="skip overlay.mp4")
+    p.add_argument("--up", default=None, metavar="sim-imu|FILE|none",
+                   help="the world's up direction in the camera frame per frame, to hold the robot to the "
+                        "ground: an IMU CSV (frame, up_x, up_y, up_z) or 'sim-imu' (a dataset's camera attitude "
+                        "with 1° bias and 0.5° noise); default none")
     p.add_argument("--out", required=True, help="output folder (track.csv, overlay.mp4, metrics.json, plots)")
 
 
@@ -393,7 +404,7 @@ def _run(args: argparse.Namespace) -> int:
 
             seed = int(read_json(meta).get("seed", 0) or 0)
     opts = TrackOptions(refine_steps=args.refine_steps, corrupt_masks=args.corrupt_masks, corrupt_seed=seed,
-                        max_frames=args.max_frames, video=not args.no_video)
+                        max_frames=args.max_frames, video=not args.no_video, up=args.up)
     summary = run_tracking(src, args.robot, args.out, args.intrinsics, args.masks, opts)
     keys = ("frames", "fps", "base_position_error_m", "joint_error_rad", "iou", "iou_truth", "frames_lost")
     print("  ".join(f"{k}={summary[k]:.4g}" if isinstance(summary.get(k), float) else f"{k}={summary[k]}"

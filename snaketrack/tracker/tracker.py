@@ -78,6 +78,8 @@ class TrackerConfig:
     init_plane_tilts: ground-plane hypotheses of the search besides the
         fronto-parallel one: (tilt from the optical axis [deg], number of
         azimuths) pairs.
+    init_up_tilts: the same around the ground's normal when the up direction
+        is known (``start``/``step``'s ``up``).
     init_offset_guess: start each refined start of the search from the edge
         offset that explains the mask's area (``_offset_guess``) instead of 0.
     init_join_min_frac: the search's mask axis chains on other components of
@@ -112,6 +114,7 @@ class TrackerConfig:
     init_candidates: int = 5
     init_sigma_schedule: tuple[float, ...] = (4.0, 4.0, 2.0, 2.0, 1.0, 1.0)
     init_plane_tilts: tuple[tuple[float, int], ...] = ((35.0, 6), (60.0, 6))
+    init_up_tilts: tuple[tuple[float, int], ...] = ((10.0, 6),)
     init_offset_guess: bool = True
     init_join_min_frac: float = 0.15
     keep_reading: bool = False
@@ -157,6 +160,7 @@ class Tracker:
         self.warming = True
         self.search_time_s = 0.0
         self.last: Optional[TrackState] = None
+        self.up: Optional[np.ndarray] = None
 
     def _check_mask(self, mask) -> np.ndarray:
         m = np.asarray(mask)
@@ -164,11 +168,14 @@ class Tracker:
             raise InputError(f"mask: shape {m.shape}; expected ({self.height}, {self.width})")
         return m > 0
 
-    def start(self, first_mask, initial_guess=None, t: float = 0.0) -> TrackState:
+    def start(self, first_mask, initial_guess=None, t: float = 0.0, up=None) -> TrackState:
         """Begin a track on the first mask (H, W). ``initial_guess``: a pose vector (D,) or a
-        :class:`TrackState` to refine from; None runs the initialisation search."""
+        :class:`TrackState` to refine from; None runs the initialisation search.
+        ``up``: optional (3,) world up direction in the camera frame (IMU gravity, negated);
+        the robot's plane is held near the ground it defines (``RefineConfig.up_prior_rad``)."""
         self.reset()
         m = self._check_mask(first_mask)
+        self.up = None if up is None else np.asarray(up, float)
         self.frame = 0
         self.started = True
         if m.sum() < self.config.min_mask_px and initial_guess is None:
@@ -180,7 +187,8 @@ class Tracker:
             x0 = initial_guess.pose_vector(self.layout) if isinstance(initial_guess, TrackState) \
                 else np.asarray(initial_guess, float)
             self.layout.check(x0, "initial guess")
-            res = self.refiner.refine(x0, obs, steps=max(self.config.refine.steps, 5)) if m.sum() else None
+            res = self.refiner.refine(x0, obs, steps=max(self.config.refine.steps, 5), up=self.up) \
+                if m.sum() else None
         else:
             res = self.initialise(m, obs)
         x = res.x if res is not None else x0
@@ -189,11 +197,12 @@ class Tracker:
         self.filter.initialise(x)
         return self._record(x, t, res, "tracked")
 
-    def step(self, mask, t: Optional[float] = None) -> TrackState:
-        """Track the next mask (H, W); returns its :class:`TrackState`."""
+    def step(self, mask, t: Optional[float] = None, up=None) -> TrackState:
+        """Track the next mask (H, W); returns its :class:`TrackState`. ``up``: as in :meth:`start`."""
         if not self.started:
             raise StateError("Tracker.step: call start(first_mask) first")
         m = self._check_mask(mask)
+        self.up = None if up is None else np.asarray(up, float)
         self.frame += 1
         t = self.frame / self.fps if t is None else float(t)
         cfg = self.config
@@ -212,10 +221,10 @@ class Tracker:
             pred = self._moment_update(m)
         b0 = self.offset if cfg.offset_warm_start else 0.0
         if was_lost:  # the robot may have moved while hidden: a wide edge first
-            res = self._wide_refiner().refine(pred, obs, steps=cfg.init_refine_steps)
-            res = self.refiner.refine(res.x, obs, offset0=res.offset_px, steps=4)
+            res = self._wide_refiner().refine(pred, obs, steps=cfg.init_refine_steps, up=self.up)
+            res = self.refiner.refine(res.x, obs, offset0=res.offset_px, steps=4, up=self.up)
         else:
-            res = self.refiner.refine(pred, obs, offset0=b0)
+            res = self.refiner.refine(pred, obs, offset0=b0, up=self.up)
         reinit = False
         if res.iou < cfg.reacquire_iou:
             # while tracking, keep the track's reading of the chain (tail vs head): a silhouette barely
@@ -276,12 +285,21 @@ class Tracker:
         tail_ext, head_ext = self._end_extents()
         K = self.renderer.K.numpy()
         rays = np.linalg.solve(K, np.vstack([path[:, 0], path[:, 1], np.ones(len(path))])).T
-        normals = [np.array([0.0, 0.0, 1.0])]
-        for tilt_deg, n_az in self.config.init_plane_tilts:
+        # ground-plane hypotheses: normals (pointing away from the camera) tilted from the optical axis,
+        # or, when the up direction is known, from the ground's own normal (the prior pulls them back)
+        axis = np.array([0.0, 0.0, 1.0]) if self.up is None else -self.up / np.linalg.norm(self.up)
+        if self.up is None:
+            e1, e2 = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
+        else:
+            e1 = np.cross(axis, [1.0, 0.0, 0.0] if abs(axis[0]) < 0.9 else [0.0, 1.0, 0.0])
+            e1 /= np.linalg.norm(e1)
+            e2 = np.cross(axis, e1)
+        normals = [axis]
+        tilts = self.config.init_plane_tilts if self.up is None else self.config.init_up_tilts
+        for tilt_deg, n_az in tilts:
             tilt = math.radians(tilt_deg)
             for az in np.arange(n_az) * 2 * math.pi / n_az:
-                normals.append(np.array([math.sin(tilt) * math.cos(az), math.sin(tilt) * math.sin(az),
-                                         math.cos(tilt)]))
+                normals.append(math.cos(tilt) * axis + math.sin(tilt) * (math.cos(az) * e1 + math.sin(az) * e2))
         out = []
         for n in normals:
             nd = rays @ n
@@ -416,8 +434,8 @@ class Tracker:
         wide = self._wide_refiner()
         best = None
         for _, i in scored[: cfg.init_candidates]:
-            r = wide.refine(starts[i], obs, steps=cfg.init_refine_steps, offset0=b0[i])
-            r = self.refiner.refine(r.x, obs, offset0=r.offset_px, steps=4)
+            r = wide.refine(starts[i], obs, steps=cfg.init_refine_steps, offset0=b0[i], up=self.up)
+            r = self.refiner.refine(r.x, obs, offset0=r.offset_px, steps=4, up=self.up)
             if best is None or r.iou > best.iou:
                 best = r
         return best

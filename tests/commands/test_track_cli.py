@@ -73,12 +73,14 @@ class OracleTracker:
                           base_position=base + self.dbase, head=head, cov_trace=0.01, iou=0.9,
                           status="tracked" if mask.any() else "coasting")
 
-    def start(self, mask):
+    def start(self, mask, up=None):
         self.i = 0
+        self.ups = [up]
         return self._state(mask)
 
-    def step(self, mask):
+    def step(self, mask, up=None):
         self.i += 1
+        self.ups.append(up)
         return self._state(mask)
 
 
@@ -233,3 +235,21 @@ def test_real_tracker_end_to_end_with_hidden_frames(dataset, tmp_path):
     ok = [i for i in range(N) if i not in (4, 5)]
     assert np.all(cols["iou_truth"][ok] >= 0.8), cols["iou_truth"]
     assert m["base_position_error_m"] < 0.05 and m["joint_error_rad"] < 0.1, m
+
+
+def test_up_log_reaches_the_tracker(dataset, oracle, tmp_path, capsys):
+    made, _ = oracle
+    log = tmp_path / "imu.csv"
+    log.write_text("frame,up_x,up_y,up_z\n" + "".join(f"{i},0,0,{-2.0 - i}\n" for i in range(0, N, 2)))
+    code, _, err = _main(["track", dataset, "--up", log, "--no-video", "--max-frames", "4", "--out",
+                          tmp_path / "u"], capsys)
+    assert code == 0, err
+    ups = made[0].ups
+    assert np.allclose(ups[0], [0, 0, -1]) and ups[1] is None and np.allclose(ups[2], [0, 0, -1]) and ups[3] is None
+    assert json.loads((tmp_path / "u" / "summary.json").read_text())["up"] == str(log)
+    # the toy dataset has no camera attitude to simulate an IMU from; a broken log is refused
+    bad = tmp_path / "bad.csv"
+    bad.write_text("frame,up_x,up_y,up_z\n0,0,0,0\n")
+    for spec, word in (("sim-imu", "sim-imu"), (bad, "bad.csv"), (tmp_path / "none.csv", "none.csv")):
+        code, _, err = _main(["track", dataset, "--up", spec, "--out", tmp_path / "u2"], capsys)
+        assert code == 2 and word in err and len(err.strip().splitlines()) == 1, err

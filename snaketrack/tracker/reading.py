@@ -1,0 +1,96 @@
+"""Which end is the head: the direction of the body wave, and the chain read the other way.
+
+A silhouette barely tells a snake's head from its tail (the head cap and a
+slight taper are the only cues), so a search can return the chain read
+backwards: base at the head, ``q' ≈ −reverse(q)``, an error of a body
+length. Motion tells them apart. A snake crawling forward by lateral
+undulation sends its body wave from the head to the tail (the simulator's
+gait, ``snaketrack.sim.gait``: joint k's phase is ``ωt + δk`` with δ > 0,
+joints counted from the tail; so does any serpentine gait that pushes
+forward). Read backwards, the same motion shows a wave running from the
+tracked tail to the tracked head.
+
+:func:`wave_direction` measures it from a window of tracked joint angles:
+``S = Σ_lag [C(lag) − C(−lag)] / norm`` with
+``C(lag) = Σ_t Σ_k q_k(t) q_{k+1}(t − lag)`` over the yaw joints: joint
+k repeats what joint k+1 did ``lag`` frames earlier when the wave runs
+towards the tail, so ``S > 0`` is the forward reading and ``S < 0`` the
+backward one (reading the chain backwards maps ``C(lag)`` to ``C(−lag)``).
+The assumption — the robot crawls forward with a travelling wave — is the
+tracker's to use or not (``TrackerConfig.wave_check``); a robot backing up
+or standing still gives a small or wrong-signed S.
+
+:func:`flip_pose` turns a pose vector into the same body read from the
+other end (exact for single-axis joints and equal links; for multi-axis
+joints the reversed axis order is approximated, and the tracker refines
+the result).
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from snaketrack.models.kinematics import forward_kinematics
+from snaketrack.models.robot import Robot
+
+
+def yaw_indices(robot: Robot) -> list[int]:
+    """Joint-coordinate indices of each joint's first ``z`` axis (the yaw joints that undulate)."""
+    out, k = [], 0
+    for joint in robot.joints:
+        for j, ax in enumerate(joint.axes):
+            if ax == "z" and not any(a == "z" for a in joint.axes[:j]):
+                out.append(k)
+            k += 1
+    return out
+
+
+def wave_direction(q: np.ndarray, max_lag: int = 8) -> float:
+    """Travelling-wave statistic S in [−1, 1] of joint angles ``q`` (T, J) [rad], joints tail to head.
+
+    Positive: the wave runs from the head to the tail (a forward crawl read
+    the right way round); negative: the other way. Each joint's mean over the
+    window is removed first.
+
+    >>> t = np.arange(60)[:, None] / 30.0; k = np.arange(6)[None]
+    >>> wave_direction(np.sin(4 * t + np.pi / 3 * k)) > 0.5
+    True
+    >>> wave_direction(-np.sin(4 * t + np.pi / 3 * k)[:, ::-1]) < -0.5
+    True
+    """
+    q = np.asarray(q, float)
+    if q.ndim != 2 or q.shape[1] < 2 or q.shape[0] < 2 * max_lag + 2:
+        return 0.0
+    q = q - q.mean(axis=0, keepdims=True)
+    a, b = q[:, :-1], q[:, 1:]  # joint k and joint k+1
+    diff, norm = 0.0, 0.0
+    for lag in range(1, max_lag + 1):
+        fwd = float((a[lag:] * b[:-lag]).sum())  # q_k(t) q_{k+1}(t − lag)
+        bwd = float((b[lag:] * a[:-lag]).sum())  # q_{k+1}(t) q_k(t − lag)
+        diff += fwd - bwd
+        norm += abs(fwd) + abs(bwd)
+    return diff / norm if norm > 0 else 0.0
+
+
+def flip_pose(robot: Robot, layout, x: np.ndarray) -> np.ndarray:
+    """The pose vector (D,) of the same body read from the other end (module doc).
+
+    New base: the head end of the last link's axis, x axis reversed (turned
+    by π about its z); joint j' = J + 1 − j with its axes' angles
+    ``(z, x, y) → (−z, x, y)``.
+    """
+    x = np.asarray(x, float)
+    q, R0, t0 = layout.to_fk(torch.as_tensor(x)[None])
+    pose = forward_kinematics(robot, q, R0, t0)
+    Rn = pose.rotations[0, -1].numpy()
+    end = pose.ends[0, -1].numpy()
+    Rz_pi = np.diag([-1.0, -1.0, 1.0])
+    qn = np.asarray(x[layout.q], float)
+    blocks, k = [], 0
+    for joint in robot.joints:
+        vals = qn[k:k + len(joint.axes)]
+        blocks.append([(-v if ax == "z" else v) for ax, v in zip(joint.axes, vals)])
+        k += len(joint.axes)
+    q_new = np.array([v for blk in reversed(blocks) for v in blk])
+    q_new = np.clip(q_new, robot.lower, robot.upper)
+    return layout.pack(q_new, Rn @ Rz_pi, end, reference=x)

@@ -22,7 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 DEFAULT_VIDEOS = ["/work/data/drone-planar-s0", "/work/data/static-planar-s0",
-                  "/work/data/handheld-planar-s0", "/work/data/drone-arcsnake-s0"]
+                  "/work/data/handheld-planar-s0", "/work/data/drone-arcsnake-s0",
+                  "/work/data/handheld-arcsnake-s0", "/work/data/static-arcsnake-s0"]
 
 
 def _overrides(pairs: list[str], cls) -> dict:

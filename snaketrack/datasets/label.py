@@ -25,8 +25,11 @@ robot that kept moving during a bad stretch is found again. Training
 skips flagged frames.
 
 Outputs in the dataset folder besides DESIGN.md's layout: ``labels.csv``
-(one row a frame: prompt box, area, overlap, flags), ``labels_report.json``
-and, when any frame is flagged, ``labels_flagged.png``.
+(one row a frame: prompt box, area, overlap, flags), ``labels_report.json``,
+when any frame is flagged ``labels_flagged.png``, and ``labels_resume.npz``
+(the unpolished masks of the last two good frames, bit-packed, so a resumed
+run propagates exactly as an uninterrupted one; without it a resume
+propagates from the written label).
 """
 from __future__ import annotations
 
@@ -46,6 +49,7 @@ from snaketrack.io import CsvAppender, atomic_write_bytes, atomic_write_text, re
 
 LABELS_CSV = "labels.csv"
 REPORT_JSON = "labels_report.json"
+RESUME_NPZ = "labels_resume.npz"
 CONTACT_SHEET = "labels_flagged.png"
 CSV_COLUMNS = ["frame", "source_frame", "box_x", "box_y", "box_w", "box_h", "area_px",
                "area_ratio", "overlap", "iou_prev", "flags"]
@@ -57,7 +61,9 @@ class BoxPredictor(Protocol):
     ``set_image(rgb)`` does the per-image work (RGB uint8 (H, W, 3));
     ``predict(box, prior)`` returns a bool mask (H, W) for a :class:`Box`;
     ``prior`` is the last good mask (bool (H, W)) or None, a hint a backend
-    may use or ignore.
+    may use or ignore. A backend may also have ``polish(mask)``: the label
+    to write for a mask ``predict`` returned (e.g. a smoothed outline); the
+    quality guard and the propagation then use the unpolished mask.
     """
 
     name: str
@@ -97,7 +103,9 @@ class LabelConfig:
 class FrameLabel:
     """One labelled frame.
 
-    mask: bool (H, W); box: the prompt used; area_px: mask pixels;
+    mask: bool (H, W), the label (the backend's ``polish`` of ``raw_mask``
+    when it has one); raw_mask: bool (H, W), what ``predict`` returned, which
+    the guard judged and propagation uses; box: the prompt used; area_px: raw mask pixels;
     area_ratio: area / last good area (None on the first frame);
     overlap: fraction of the mask inside the dilated last good mask (None on the first);
     iou_prev: IoU with the last good mask (None on the first);
@@ -111,6 +119,7 @@ class FrameLabel:
     overlap: Optional[float]
     iou_prev: Optional[float]
     flags: tuple[str, ...]
+    raw_mask: Optional[np.ndarray] = field(default=None, repr=False)
 
     @property
     def good(self) -> bool:
@@ -213,7 +222,9 @@ class Labeller:
             self._since_good += 1
         else:
             self._last_good, self._last_good_area, self._since_good = mask, area, 1
-        return FrameLabel(mask, box, area, ratio, overlap, iou, tuple(flags))
+        polish = getattr(self.predictor, "polish", None)
+        label = np.asarray(polish(mask), bool) if polish is not None else mask
+        return FrameLabel(label, box, area, ratio, overlap, iou, tuple(flags), raw_mask=mask)
 
 
 def _check_rgb(rgb: np.ndarray) -> None:
@@ -304,10 +315,16 @@ def label_video(source: FrameSource, out: str | os.PathLike, predictor: BoxPredi
         total = min(total, max_frames) if total is not None else max_frames
 
     labeller = Labeller(predictor, config)
+    resume_state: dict[int, np.ndarray] = {}  # unpolished masks of the last two good frames
     if n_done > 0:
         good = [int(r["frame"]) for r in rows if not r["flags"]]
         last = good[-1] if good else None
-        last_mask = read_mask(out / "masks" / frame_name(last, MASK_EXT)) if last is not None else None
+        last_mask = None
+        if last is not None:
+            last_mask = _read_resume_mask(out / RESUME_NPZ, last, (h, w))
+            if last_mask is None:
+                last_mask = read_mask(out / "masks" / frame_name(last, MASK_EXT))
+            resume_state[last] = last_mask
         labeller.restore(box, last_mask, (n_done - last) if last is not None else 0)
 
     written = 0
@@ -322,6 +339,11 @@ def label_video(source: FrameSource, out: str | os.PathLike, predictor: BoxPredi
                         break
                     lab = labeller.start(rgb, box) if not labeller.started else labeller.step(rgb)
                     writer.write_frame(rgb, lab.mask)
+                    if lab.good and lab.raw_mask is not None and not np.array_equal(lab.raw_mask, lab.mask):
+                        prev = max(resume_state, default=None)
+                        resume_state = {prev: resume_state[prev]} if prev is not None else {}
+                        resume_state[i] = lab.raw_mask
+                        _write_resume(out / RESUME_NPZ, resume_state)
                     log.write({"frame": i, "source_frame": src_i, "box_x": lab.box.x, "box_y": lab.box.y,
                                "box_w": lab.box.w, "box_h": lab.box.h, "area_px": lab.area_px,
                                "area_ratio": "" if lab.area_ratio is None else round(lab.area_ratio, 4),
@@ -337,6 +359,32 @@ def label_video(source: FrameSource, out: str | os.PathLike, predictor: BoxPredi
         writer.close()
         report = write_report(out)
     return LabelResult(str(out), report["frames"], written, report["flagged_count"], report)
+
+
+def _write_resume(path: Path, masks: dict[int, np.ndarray]) -> None:
+    """Write the unpolished good masks {dataset frame: bool (H, W)} bit-packed, atomically."""
+    import io
+
+    buf = io.BytesIO()
+    np.savez_compressed(buf, frames=np.array(sorted(masks), np.int64),
+                        shape=np.array(next(iter(masks.values())).shape, np.int64),
+                        bits=np.stack([np.packbits(masks[k]) for k in sorted(masks)]))
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def _read_resume_mask(path: Path, frame: int, shape: tuple[int, int]) -> Optional[np.ndarray]:
+    """The unpolished mask of dataset ``frame`` from ``labels_resume.npz``, or None when it holds none."""
+    if not path.is_file():
+        return None
+    try:
+        with np.load(path) as z:
+            frames, bits, shp = z["frames"].tolist(), z["bits"], tuple(int(v) for v in z["shape"])
+    except (OSError, ValueError, KeyError):
+        return None
+    if frame not in frames or shp != tuple(shape):
+        return None
+    n = shp[0] * shp[1]
+    return np.unpackbits(bits[frames.index(frame)])[:n].reshape(shp).astype(bool)
 
 
 def write_report(out: str | os.PathLike) -> dict[str, Any]:

@@ -156,3 +156,46 @@ def test_refuses_a_folder_that_is_not_a_labelling_run(tmp_path, toy):
     root = write_toy_dataset(tmp_path / "ds", 3, W, H)
     with pytest.raises(InputError, match="labels.csv"):
         label_video(open_frames(root), root, Oracle(*toy), Box(1, 1, 9, 9), progress=False)
+
+
+class PolishingOracle(Oracle):
+    """An oracle whose written label is its answer eroded by one pixel (a stand-in for outline smoothing)."""
+
+    def polish(self, mask):
+        return cv2.erode(mask.astype(np.uint8), np.ones((3, 3), np.uint8)) > 0
+
+
+def test_polished_label_is_written_but_the_raw_mask_propagates(toy):
+    frames, truth = toy
+    lab = Labeller(PolishingOracle(frames, truth), LabelConfig(dilate_px=8))
+    first = lab.start(frames[0], mask_to_box(truth[0]).expand(3))
+    assert np.array_equal(first.raw_mask, truth[0])
+    assert np.array_equal(first.mask, PolishingOracle.polish(None, truth[0]))
+    assert first.area_px == truth[0].sum()               # the guard judges the raw mask
+    assert lab.next_box(W, H) == mask_to_box(dilate_mask(truth[0], 8))  # and the prompt comes from it
+
+
+def test_resume_with_a_polishing_backend_equals_uninterrupted_run(tmp_path, toy):
+    frames, truth = toy
+    src = open_frames(write_toy_dataset(tmp_path / "src", 12, W, H, seed=4))
+    box = mask_to_box(truth[0]).expand(3)
+    edits = {2: lambda m: np.zeros_like(m)}
+    ref = PolishingOracle(frames, truth, edits=edits)
+    label_video(src, tmp_path / "ref", ref, box, progress=False)
+    with pytest.raises(KeyboardInterrupt):
+        label_video(src, tmp_path / "run", PolishingOracle(frames, truth, fail_at=7, edits=edits), box,
+                    progress=False)
+    again = PolishingOracle(frames, truth, edits=edits)
+    label_video(src, tmp_path / "run", again, box, progress=False)
+    assert again.boxes == ref.boxes[7:]                  # the same prompts as without the interruption
+    assert _rows(tmp_path / "run" / "labels.csv") == _rows(tmp_path / "ref" / "labels.csv")
+    # without the resume file the prompt would come from the polished (eroded) label on disk
+    (tmp_path / "run" / "labels_resume.npz").unlink()
+    rows = _rows(tmp_path / "run" / "labels.csv")
+    with open(tmp_path / "run" / "labels.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, list(rows[0]))
+        w.writeheader()
+        w.writerows(rows[:7])
+    third = PolishingOracle(frames, truth, edits=edits)
+    label_video(src, tmp_path / "run", third, box, progress=False)
+    assert third.boxes[0] != ref.boxes[7]

@@ -102,9 +102,6 @@ class TrackerConfig:
         of the chain (head vs tail); on corrupted drone-planar-s0 a warm-up
         search swapped head and tail on a better IoU by 0.02 and the track
         stayed read backwards (0.83 m base error over 300 frames).
-    gap_weight, gap_margin_px, gap_max_fraction: residual weight of model
-        pixels in gaps of the mask along the predicted body (an occluding post,
-        a missed stretch; :mod:`snaketrack.tracker.occlusion`); 1 turns it off.
     warmup_frames, warmup_iou, warmup_margin: after the first frame, while
         no frame's fit has reached ``warmup_iou`` against its mask and for at
         most ``warmup_frames`` frames, the search runs again on each new mask
@@ -141,9 +138,6 @@ class TrackerConfig:
     wave_max_lag: int = 5
     wave_threshold: float = 0.35
     warmup_keep_reading: bool = True
-    gap_weight: float = 1.0
-    gap_margin_px: float = 3.0
-    gap_max_fraction: float = 0.5
 
     def __post_init__(self):
         if self.model not in ("visual", "capsules"):
@@ -245,15 +239,6 @@ class Tracker:
         if cfg.moment_update and not was_lost:
             pred = self._moment_update(m)
         b0 = self.offset if cfg.offset_warm_start else 0.0
-        obs_search = obs  # the searches start from scratch: no weights from the prediction
-        if cfg.gap_weight < 1.0 and not was_lost:
-            from dataclasses import replace
-
-            from snaketrack.tracker.occlusion import gap_weights
-
-            w = gap_weights(self.renderer, pred, m, cfg.gap_weight, cfg.gap_margin_px, cfg.gap_max_fraction)
-            if w is not None:
-                obs = replace(obs, weight=obs.weight * torch.as_tensor(w))
         if was_lost:  # the robot may have moved while hidden: a wide edge first
             res = self._wide_refiner().refine(pred, obs, steps=cfg.init_refine_steps, up=self.up)
             res = self.refiner.refine(res.x, obs, offset0=res.offset_px, steps=4, up=self.up)
@@ -264,13 +249,13 @@ class Tracker:
             # while tracking, keep the track's reading of the chain (tail vs head): a silhouette barely
             # tells them apart and a flipped search result puts the base a body length off
             orient = None if was_lost or not cfg.keep_reading else pred
-            alt = self.initialise(m, obs_search, extra=[pred], orient=orient)
+            alt = self.initialise(m, obs, extra=[pred], orient=orient)
             if alt.iou > res.iou + (0.0 if was_lost else cfg.reinit_margin):
                 res, reinit = alt, True
         elif self.warming and self.frame <= cfg.warmup_frames and res.iou < cfg.warmup_iou:
             # warm-up: the first frame's pose came from one mask; search again on the next masks
             # until a fit explains its mask well (a single corrupted mask can mislead the search)
-            alt = self.initialise(m, obs_search, extra=[pred, res.x],
+            alt = self.initialise(m, obs, extra=[pred, res.x],
                                   orient=res.x if cfg.warmup_keep_reading else None)
             if alt.iou > res.iou + cfg.warmup_margin:
                 res, reinit = alt, True
@@ -284,7 +269,7 @@ class Tracker:
         else:
             self.filter.set_refined(res.x)
         if cfg.wave_check:
-            res = self._check_reading(res, obs_search)
+            res = self._check_reading(res, obs)
         return self._record(res.x, t, res, "tracked")
 
     def _check_reading(self, res, obs):

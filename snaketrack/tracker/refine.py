@@ -95,6 +95,16 @@ class RefineConfig:
         robot rolled over and over; the simulator now keeps it upright.)
     compute_dtype: dtype of the per-pixel work of LM (``"float32"`` or
         ``"float64"``); the normal equations are always float64.
+    cover_weight, cover_max_px, cover_step_px, cover_margin_px: the coverage
+        term (model-to-data ICP on the mask's skeleton): samples of the
+        observed mask's skeleton every ``cover_step_px`` that lie more than
+        ``cover_margin_px`` outside the model's body pull the nearest point
+        of the model's axis towards them, residual = their distance beyond
+        that [px], weight ``cover_weight`` (0: off); farther than
+        ``cover_max_px`` from the axis they are ignored (false blobs). The
+        margin keeps a dilated or ragged mask's skeleton spurs out. The pixel loss has no reach
+        beyond the edge: a stretch of mask cut off by an occluder (the head
+        beyond a post) does not attract the model, which folds away from the gap.
     up_prior_rad: std [rad] of the prior that tilts the base's z axis (the
         normal of the body's plane) towards the "up" direction passed to
         :meth:`Refiner.refine` (gravity from the camera's IMU or gimbal): a
@@ -121,7 +131,11 @@ class RefineConfig:
     roi_pad_px: float = 4.0
     compute_dtype: str = "float32"
     out_of_plane_prior_rad: float = 0.15
-    up_prior_rad: float = 0.05
+    up_prior_rad: float = 0.02
+    cover_weight: float = 1.0
+    cover_max_px: float = 40.0
+    cover_step_px: float = 2.0
+    cover_margin_px: float = 5.0
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -142,19 +156,23 @@ class Observation:
     """An observed mask prepared for refinement.
 
     mask: (H, W) float64 tensor of 0/1; area: its pixel count;
-    weight: (H, W) residual weights (all ones for ``ssd``).
+    weight: (H, W) residual weights (all ones for ``ssd``);
+    skeleton: (n, 2) pixel coordinates (u, v) of the mask's skeleton, every
+        ``step`` px, for the coverage term (None unless asked for).
     """
 
     mask: torch.Tensor
     area: float
     weight: torch.Tensor
+    skeleton: Optional[np.ndarray] = None
 
     @classmethod
     def from_mask(cls, mask: np.ndarray, loss: str = "ssd", dt_gain: float = 0.5,
-                  dt_clip_px: float = 20.0) -> "Observation":
+                  dt_clip_px: float = 20.0, skeleton_step_px: float = 0.0) -> "Observation":
         m = np.asarray(mask) > 0
         if m.ndim != 2:
             raise InputError(f"mask: shape {m.shape}; expected (H, W)")
+        skel = _skeleton_samples(m, skeleton_step_px) if skeleton_step_px > 0 else None
         if loss == "dt" and m.any():
             m8 = m.astype(np.uint8)
             d_in = cv2.distanceTransform(m8, cv2.DIST_L2, 3)
@@ -163,7 +181,7 @@ class Observation:
         else:
             w = np.ones(m.shape)
         return cls(torch.as_tensor(m, dtype=torch.float64), float(m.sum()),
-                   torch.as_tensor(w, dtype=torch.float64))
+                   torch.as_tensor(w, dtype=torch.float64), skel)
 
     def crop(self, roi, what: torch.Tensor) -> torch.Tensor:
         u0, v0, w, h = roi
@@ -306,6 +324,7 @@ class Refiner:
         # prior information over [q, δ, t, b] (diagonal)
         Pi = torch.as_tensor(np.concatenate([1.0 / std ** 2, [1.0 / cfg.offset_prior_px ** 2]])[:nP])
         lam = cfg.lambda0
+        cover = cfg.cover_weight > 0 and obs.skeleton is not None and len(obs.skeleton) > 0
 
         def linearise(theta, R_ref, b, sigma):
             pts, G = self._points_and_jac(theta, R_ref)
@@ -324,6 +343,9 @@ class Refiner:
             Jw = rj.jac * w[rj.rows, None]
             H = Jw.T @ Jw
             g = Jw.T @ r[rj.rows]
+            if cover:
+                Hc, gc, cc = self._coverage(pts, G, obs.skeleton, nP)
+                H, g, cost_img = H + Hc, g + gc, cost_img + cc
             return dict(roi=roi, sil=rj.sil, H=H, g=g, cost_img=cost_img, n=rj.rows.numel())
 
         def prior_terms(theta, R_ref, b):
@@ -429,6 +451,71 @@ class Refiner:
         except RuntimeError:
             cov = None
         return RefineResult(x, b, cost, iou, cov, it_done, {"sigma": sigma_f, "lambda": lam})
+
+    def _coverage(self, pts: torch.Tensor, G: torch.Tensor, skel: np.ndarray, nP: int):
+        """Gauss–Newton terms (H (nP, nP), g (nP,), cost) of the coverage term (``cover_weight``).
+
+        pts (M, 2, 3) primitive end points [m], G (M, 2, 3, D) their Jacobian;
+        skel (n, 2) mask skeleton samples [px]. Each sample's nearest point on
+        the projected primitive axes (end points interpolated in 3-D at the
+        image parameter) is pulled to it by the distance beyond the body's
+        image radius.
+        """
+        cfg = self.config
+        K = self.K.numpy()
+        P = pts.detach().numpy().astype(float)
+        A, B = P[:, 0], P[:, 1]
+        ok = (A[:, 2] > 1e-6) & (B[:, 2] > 1e-6)
+        Hc = torch.zeros(nP, nP, dtype=torch.float64)
+        gc = torch.zeros(nP, dtype=torch.float64)
+        if not ok.any():
+            return Hc, gc, 0.0
+        ua = (A @ K.T)[:, :2] / A[:, 2:3]
+        ub = (B @ K.T)[:, :2] / B[:, 2:3]
+        d = ub - ua  # (M, 2)
+        rel = skel[:, None, :] - ua[None]  # (n, M, 2)
+        dd = np.maximum((d * d).sum(-1), 1e-12)
+        lam = np.clip((rel * d[None]).sum(-1) / dd[None], 0.0, 1.0)  # (n, M)
+        near = ua[None] + lam[..., None] * d[None]
+        dist = np.linalg.norm(skel[:, None, :] - near, axis=-1)
+        dist[:, ~ok] = np.inf
+        m = np.argmin(dist, axis=1)
+        idx = np.arange(len(skel))
+        dmin = dist[idx, m]
+        lm = lam[idx, m]
+        X = (1 - lm)[:, None] * A[m] + lm[:, None] * B[m]  # (n, 3) the nearest axis point in 3-D
+        r_px = K[0, 0] * self._radii.numpy()[m] / X[:, 2] + cfg.cover_margin_px
+        active = (dmin > r_px) & (dmin < cfg.cover_max_px)
+        if not active.any():
+            return Hc, gc, 0.0
+        ia = np.nonzero(active)[0]
+        Xa, ma, la = X[ia], m[ia], lm[ia]
+        uv = (Xa @ K.T)[:, :2] / Xa[:, 2:3]
+        e_full = uv - skel[ia]  # (k, 2): model point minus sample
+        nrm = np.maximum(np.linalg.norm(e_full, axis=1, keepdims=True), 1e-9)
+        ra = r_px[ia, None]
+        e = e_full * (1.0 - ra / nrm)  # beyond the body's edge
+        fx, fy = K[0, 0], K[1, 1]
+        Z = Xa[:, 2]
+        dproj = np.zeros((len(ia), 2, 3))
+        dproj[:, 0, 0] = fx / Z
+        dproj[:, 0, 2] = -fx * Xa[:, 0] / Z ** 2
+        dproj[:, 1, 1] = fy / Z
+        dproj[:, 1, 2] = -fy * Xa[:, 1] / Z ** 2
+        Gn = G.detach().numpy().astype(float)
+        dX = (1 - la)[:, None, None] * Gn[ma, 0] + la[:, None, None] * Gn[ma, 1]  # (k, 3, D)
+        Jf = np.einsum("kij,kjd->kid", dproj, dX)  # (k, 2, D): of the full offset
+        # e = e_f (1 − r/|e_f|): de = (1 − r/|e_f|) de_f + r e_f e_fᵀ de_f / |e_f|³ (r held fixed)
+        u = e_full / nrm
+        Je = ((1.0 - ra / nrm)[..., None] * Jf
+              + (ra / nrm)[..., None] * u[:, :, None] * np.einsum("ki,kid->kd", u, Jf)[:, None, :])
+        Je = Je.reshape(-1, Gn.shape[-1])  # (2k, D)
+        ev = e.reshape(-1)
+        w = cfg.cover_weight
+        D = Gn.shape[-1]
+        Hc[:D, :D] = torch.as_tensor(w * Je.T @ Je)
+        gc[:D] = torch.as_tensor(w * Je.T @ ev)
+        return Hc, gc, float(w * ev @ ev)
 
     # -- Adam (the paper) -------------------------------------------------
     def _adam(self, x0: np.ndarray, obs: Observation, steps: Optional[int]) -> RefineResult:
@@ -548,3 +635,21 @@ def velocity_update(x_new: np.ndarray, x_old: np.ndarray, dt: float, v_old: Opti
     if v_old is None or alpha >= 1.0:
         return v
     return alpha * v + (1 - alpha) * np.asarray(v_old, float)
+
+
+def _skeleton_samples(mask: np.ndarray, step_px: float) -> np.ndarray:
+    """Skeleton pixels (n, 2) (u, v) of a bool mask (H, W), thinned to about one every ``step_px``."""
+    from skimage.morphology import skeletonize
+
+    if not mask.any():
+        return np.zeros((0, 2))
+    vv, uu = np.nonzero(mask)
+    v0, v1, u0, u1 = vv.min(), vv.max() + 1, uu.min(), uu.max() + 1
+    sk = skeletonize(mask[v0:v1, u0:u1])
+    sv, su = np.nonzero(sk)
+    pts = np.stack([su + u0, sv + v0], 1).astype(float)
+    if step_px > 1 and len(pts):
+        cell = np.floor(pts / step_px).astype(np.int64)
+        _, keep = np.unique(cell[:, 0] * 1_000_003 + cell[:, 1], return_index=True)
+        pts = pts[np.sort(keep)]
+    return pts

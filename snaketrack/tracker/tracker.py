@@ -200,8 +200,7 @@ class Tracker:
         if m.sum() < self.config.min_mask_px and initial_guess is None:
             raise InputError(f"first mask has {int(m.sum())} pixels; expected at least "
                              f"{self.config.min_mask_px} to initialise (or give initial_guess)")
-        obs = Observation.from_mask(m, self.config.refine.loss, self.config.refine.dt_gain,
-                                    self.config.refine.dt_clip_px)
+        obs = self._observe(m)
         if initial_guess is not None:
             x0 = initial_guess.pose_vector(self.layout) if isinstance(initial_guess, TrackState) \
                 else np.asarray(initial_guess, float)
@@ -234,7 +233,7 @@ class Tracker:
                 n = self.layout.dim
                 self.filter.x[n:] = 0.0
             return self._record(pred, t, None, status)
-        obs = Observation.from_mask(m, cfg.refine.loss, cfg.refine.dt_gain, cfg.refine.dt_clip_px)
+        obs = self._observe(m)
         was_lost = self.n_coast > cfg.lost_after
         if cfg.moment_update and not was_lost:
             pred = self._moment_update(m)
@@ -298,6 +297,11 @@ class Tracker:
         return alt
 
     # -- pieces ---------------------------------------------------------
+    def _observe(self, m: np.ndarray) -> Observation:
+        r = self.config.refine
+        step = r.cover_step_px if r.cover_weight > 0 else 0.0
+        return Observation.from_mask(m, r.loss, r.dt_gain, r.dt_clip_px, skeleton_step_px=step)
+
     def _record(self, x: np.ndarray, t: float, res, status: str) -> TrackState:
         xt = torch.as_tensor(np.asarray(x, float))[None]
         q, R0, t0 = self.layout.to_fk(xt)
@@ -468,7 +472,7 @@ class Tracker:
     def _search(self, mask: np.ndarray, obs: Optional[Observation], extra, orient=None):
         cfg = self.config
         if obs is None:
-            obs = Observation.from_mask(mask, cfg.refine.loss, cfg.refine.dt_gain, cfg.refine.dt_clip_px)
+            obs = self._observe(mask)
         starts = self.initial_poses(mask)
         if orient is not None:
             tail_o, head_o = self._ends(orient)

@@ -109,3 +109,4 @@ def test_up_prior_fixes_the_tilt_a_thin_robot_hides():
     assert abs(held.x[lay.trans][2] - t0[2]) < abs(x0[lay.trans][2] - t0[2])
     with pytest.raises(InputError):
         ref.refine(x0, obs, up=np.zeros(3))
+

@@ -80,6 +80,8 @@ def add_segment_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=4, help="frames per forward pass (default 4)")
     p.add_argument("--threshold", type=float, default=None,
                    help="robot probability threshold (default: the model's, chosen on validation by training)")
+    p.add_argument("--scale", type=float, default=1.0,
+                   help="run the network on frames enlarged this much over its input size (default 1)")
 
 
 def run_segment(args: argparse.Namespace) -> int:
@@ -89,7 +91,7 @@ def run_segment(args: argparse.Namespace) -> int:
     from snaketrack.datasets.video import open_frames, source_meta
     from snaketrack.training.segmenter import load_segmenter
 
-    seg = load_segmenter(args.model, threshold=args.threshold)
+    seg = load_segmenter(args.model, threshold=args.threshold, scale=args.scale)
     src = open_frames(args.source)
     meta = source_meta(src)
     meta["segmenter"] = str(args.model)
@@ -119,6 +121,11 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dataset", metavar="DATASET", help="dataset folder with masks/ to compare against")
     p.add_argument("--model", required=True, metavar="MODEL.pt", help="a model file from `snaketrack train`")
     p.add_argument("--batch-size", type=int, default=4, help="frames per forward pass (default 4)")
+    p.add_argument("--threshold", type=float, default=None,
+                   help="robot probability threshold (default: the model's)")
+    p.add_argument("--scale", type=float, default=1.0,
+                   help="run the network on frames enlarged this much over its input size (default 1)")
+    p.add_argument("--every", type=int, default=1, metavar="K", help="evaluate every K-th frame (default 1)")
     p.add_argument("--json", action="store_true", help='print {"iou": ..., "frames": ...}')
 
 
@@ -126,8 +133,14 @@ def run_eval(args: argparse.Namespace) -> int:
     from snaketrack.training.evaluate import evaluate_segmenter
     from snaketrack.training.segmenter import load_segmenter
 
-    res = evaluate_segmenter(load_segmenter(args.model), args.dataset, batch_size=args.batch_size,
-                             progress=not args.json)
+    from snaketrack.datasets.layout import Dataset
+    from snaketrack.errors import InputError
+
+    if args.every < 1:
+        raise InputError(f"--every {args.every}: expected a positive integer")
+    seg = load_segmenter(args.model, threshold=args.threshold, scale=args.scale)
+    res = evaluate_segmenter(seg, args.dataset, batch_size=args.batch_size, progress=not args.json,
+                             frames=range(0, len(Dataset(args.dataset)), args.every))
     if args.json:
         print(json.dumps({"iou": res["iou"], "frames": res["frames"]}))
     else:

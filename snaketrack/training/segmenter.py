@@ -32,15 +32,26 @@ from snaketrack.training.model import SegmenterConfig, load_model, padded_size
 
 
 class Segmenter:
-    """A DeepLabV3+ with its preprocessing. ``threshold`` on the robot probability (None: the config's)."""
+    """A DeepLabV3+ with its preprocessing. ``threshold`` on the robot probability (None: the config's);
+    ``scale``: the network runs on frames resized to ``scale`` × the model's input size (1: as trained).
+
+    DeepLabV3+ predicts at 1/4 of its input and upsamples; a thin robot's
+    edge is placed more finely when the frame is enlarged (``scale`` 1.5
+    costs 2.25× the time; measured in docs/segmenter-training.md).
+    """
 
     def __init__(self, model: torch.nn.Module, config: SegmenterConfig, threshold: Optional[float] = None,
-                 device: str = "cpu"):
+                 device: str = "cpu", scale: float = 1.0):
+        if not 0.1 <= float(scale) <= 8.0:
+            raise InputError(f"--scale {scale}: expected a factor between 0.1 and 8")
         self.model = model.to(device).eval()
         self.config = config
         self.threshold = float(config.threshold if threshold is None else threshold)
         self.device = device
-        self.net_size = padded_size(config.input_size)
+        self.scale = float(scale)
+        h, w = config.input_size
+        self.size = (max(int(round(h * self.scale)), 16), max(int(round(w * self.scale)), 16))
+        self.net_size = padded_size(self.size)
 
     def predict_proba_batch(self, frames: Sequence[np.ndarray] | np.ndarray) -> np.ndarray:
         """Robot probability float32 (B, H, W) for RGB uint8 frames (B, H, W, 3) of one size."""
@@ -53,7 +64,7 @@ class Segmenter:
                 raise InputError(f"frame: {f.dtype} {f.shape}; expected RGB uint8 (H, W, 3)")
             if f.shape[:2] != (H, W):
                 raise InputError(f"frames differ in size: {f.shape[:2]} vs {(H, W)}; predict them separately")
-        h, w = self.config.input_size
+        h, w = self.size
         x = np.stack([normalise(resize_to(f, (h, w)), self.config.mean, self.config.std) for f in frames])
         x = torch.from_numpy(np.ascontiguousarray(pad_to(x, self.net_size))).to(self.device)
         with torch.inference_mode():
@@ -75,10 +86,12 @@ class Segmenter:
         return self.predict_proba(rgb) > self.threshold
 
 
-def load_segmenter(path: str | os.PathLike, device: str = "cpu", threshold: Optional[float] = None) -> Segmenter:
+def load_segmenter(path: str | os.PathLike, device: str = "cpu", threshold: Optional[float] = None,
+                   scale: float = 1.0) -> Segmenter:
     """Load a model file written by ``snaketrack train`` as a :class:`Segmenter`.
 
     threshold: robot probability threshold; None takes the model file's
-    (chosen on the validation split by training; 0.5 in older files)."""
+    (chosen on the validation split by training; 0.5 in older files);
+    scale: inference size over the trained input size (see :class:`Segmenter`)."""
     model, config, _ = load_model(path)
-    return Segmenter(model, config, threshold=threshold, device=device)
+    return Segmenter(model, config, threshold=threshold, device=device, scale=scale)

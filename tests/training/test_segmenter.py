@@ -83,3 +83,20 @@ def test_the_model_files_threshold_is_used(tmp_path):
     p = seg.predict_proba(rgb)
     assert seg.threshold == 0.45 and np.array_equal(seg.predict(rgb), p > 0.45)
     assert np.array_equal(load_segmenter(tmp_path / "t.pt", threshold=0.6).predict(rgb), p > 0.6)
+
+
+def test_scale_enlarges_the_network_input_not_the_mask(model_file, toy_root, capsys):
+    from snaketrack.errors import InputError
+
+    seen = []
+    seg = load_segmenter(model_file, scale=1.5)
+    hook = seg.model.register_forward_pre_hook(lambda mod, inp: seen.append(tuple(inp[0].shape[-2:])))
+    m = seg.predict(np.zeros((90, 160, 3), np.uint8))
+    hook.remove()
+    assert m.shape == (90, 160)
+    assert seen == [(80, 96)]                                          # 72x96 (1.5 x 48x64), padded to x16
+    with pytest.raises(InputError, match="scale"):
+        load_segmenter(model_file, scale=0.0)
+    n = len(Dataset(toy_root))
+    assert main(["eval-seg", toy_root, "--model", str(model_file), "--scale", "1.5", "--every", "2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["frames"] == (n + 1) // 2

@@ -8,9 +8,12 @@
 2. Train DeepLabV3+ on those labels within ``--minutes`` on this CPU
    (``--labels DIR`` trains on an existing dataset instead, e.g. the
    truth masks of the training video for the upper bound).
-3. Evaluate it against the truth masks of another synthetic video (another
-   scene and seed; default made by ``snaketrack sim video --scene handheld
-   --frames 150 --seed 1``).
+3. Evaluate it against the truth masks of other synthetic videos (another
+   scene and seed; ``--test-video`` may be given several times; e.g. made
+   by ``snaketrack sim video --scene handheld --frames 300 --seed 1``), at
+   the checkpoint, inference scale and threshold training chose on the
+   training video's validation split (stored in the model file; the test
+   videos play no part in any choice).
 
 Every stage resumes (labels and training continue where they stopped).
 Prints one JSON object last.
@@ -32,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--train-video", default="/work/data/drone-planar-s0")
-    ap.add_argument("--test-video", default="/tmp/segbench/handheld-s1")
+    ap.add_argument("--test-video", action="append", default=None,
+                    help="a test dataset with truth masks (repeatable; default /work/data/handheld-planar-s1)")
     ap.add_argument("--work", default="/tmp/segbench")
     ap.add_argument("--box-margin", type=int, default=5)
     ap.add_argument("--encoder", default="resnet18")
@@ -52,8 +56,20 @@ def main() -> None:
     ap.add_argument("--max-val-frames", type=int, default=16)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--test-stride", type=int, default=2, help="evaluate every k-th test frame")
+    ap.add_argument("--train-truth-stride", type=int, default=0,
+                    help="also score every k-th frame of the training video against its truth (0: no)")
+    ap.add_argument("--scales", default="1,1.25,1.5", help="inference scales training may choose on validation")
+    ap.add_argument("--tie-tolerance", type=float, default=0.002)
+    ap.add_argument("--no-select-last", action="store_true")
+    ap.add_argument("--ignore-edge", type=int, default=0)
+    ap.add_argument("--ground-colour", type=float, default=0.0)
+    ap.add_argument("--out-name", default=None, help="model file name inside --work")
     ap.add_argument("--skip-train", action="store_true")
     args = ap.parse_args()
+    args.test_video = args.test_video or ["/work/data/handheld-planar-s1"]
+    import cv2
+
+    cv2.setNumThreads(1)
 
     from snaketrack.datasets.boxes import mask_to_box
     from snaketrack.datasets.grabcut_backend import GrabCutBackend
@@ -88,35 +104,46 @@ def main() -> None:
            "grabcut_label_s_per_frame": label_s / max(res.written, 1) if res and res.written else None}
     print(json.dumps(out), flush=True)
     if not args.skip_train:
-        model = work / f"{args.architecture.lower()}-{args.encoder}.pt"
+        model = work / (args.out_name or f"{args.architecture.lower()}-{args.encoder}.pt")
         cfg = TrainConfig(encoder=args.encoder, input_size=parse_input_size(args.input_size),
                           crop_size=parse_input_size(args.crop_size) if args.crop_size else None,
                           epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
                           lr_step_epoch=args.lr_step_epoch, time_limit_s=60 * args.minutes,
                           max_val_frames=args.max_val_frames, threads=args.threads, schedule=args.schedule,
-                          loss=args.loss, p_robot=args.p_robot, architecture=args.architecture)
+                          loss=args.loss, p_robot=args.p_robot, architecture=args.architecture,
+                          scales=tuple(float(v) for v in args.scales.split(",")),
+                          tie_tolerance=args.tie_tolerance, select_last=not args.no_select_last,
+                          ignore_edge=args.ignore_edge, ground_colour=args.ground_colour)
         t0 = time.perf_counter()
         tr = train([str(labels)], model, cfg)
         train_s = time.perf_counter() - t0
-        seg = load_segmenter(model)
-        t0 = time.perf_counter()
-        test = Dataset(args.test_video)
-        ev = evaluate_segmenter(seg, args.test_video, batch_size=4, progress=True,
-                                frames=range(0, len(test), args.test_stride))
-        eval_s = time.perf_counter() - t0
-        ev_train = evaluate_segmenter(seg, args.train_video, batch_size=4,
-                                      frames=range(0, len(truth), 10))
+        seg = load_segmenter(model)  # the stored choice: checkpoint, scale, threshold
+        sel = tr.selection or {}
         out.update({"encoder": args.encoder, "input_size": args.input_size, "crop_size": args.crop_size,
                     "epochs_done": tr.epochs_done, "stopped_by_time": tr.stopped_by_time,
                     "lr": args.lr, "schedule": args.schedule, "loss": args.loss, "p_robot": args.p_robot,
-                    "architecture": args.architecture, "threshold": seg.threshold,
-                    "lr_step_epoch": args.lr_step_epoch, "batch_size": args.batch_size,
+                    "architecture": args.architecture, "ignore_edge": args.ignore_edge,
+                    "ground_colour": args.ground_colour, "lr_step_epoch": args.lr_step_epoch,
+                    "batch_size": args.batch_size, "threads": args.threads,
                     "train_wall_min": train_s / 60 if tr.history else None,
+                    "selection_s": sel.get("seconds"),
                     "train_epoch_s": [h["seconds"] for h in tr.history],
-                    "best_val_iou_vs_labels": tr.best_val_iou,
-                    "test_frames": ev["frames"], "trained_iou_test_video": ev["iou"], "trained_iou_train_video_truth": ev_train["iou"],
-                    "segment_ms_per_frame": 1000 * eval_s / max(ev["frames"], 1),
-                    "threads": args.threads})
+                    "best_epoch_val_iou_vs_labels": tr.best_val_iou,
+                    "chosen_epoch": sel.get("epoch"), "chosen_scale": seg.scale, "chosen_threshold": seg.threshold,
+                    "chosen_val_iou_vs_labels": sel.get("iou"), "model": str(model), "tests": {}})
+        print(json.dumps(out), flush=True)
+        for tv in args.test_video:
+            t0 = time.perf_counter()
+            test = Dataset(tv)
+            ev = evaluate_segmenter(seg, tv, batch_size=4, progress=True,
+                                    frames=range(0, len(test), args.test_stride))
+            out["tests"][tv] = {"frames": ev["frames"], "iou": ev["iou"],
+                                "segment_ms_per_frame": 1000 * (time.perf_counter() - t0) / max(ev["frames"], 1)}
+            print(json.dumps({tv: out["tests"][tv]}), flush=True)
+        if args.train_truth_stride > 0:
+            ev_train = evaluate_segmenter(seg, args.train_video, batch_size=4,
+                                          frames=range(0, len(truth), args.train_truth_stride))
+            out["trained_iou_train_video_truth"] = ev_train["iou"]
     print(json.dumps(out))
 
 

@@ -39,11 +39,22 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--architecture", default=None, choices=["DeepLabV3Plus", "Unet"], help="network (default DeepLabV3Plus)")
     p.add_argument("--fixed-threshold", action="store_true",
                    help="keep the probability threshold at 0.5 instead of choosing it on the validation split")
+    p.add_argument("--scales", default=None, metavar="S,S,...",
+                   help="inference scales the final choice on validation tries (default 1,1.25,1.5; 1: none)")
+    p.add_argument("--no-select-last", action="store_true",
+                   help="keep the best epoch by validation; the last epoch does not compete in the final choice")
+    p.add_argument("--tie-tolerance", type=float, default=None,
+                   help="validation IoUs this close to the best are ties, going to the smaller scale (default 0.002)")
+    p.add_argument("--ignore-edge", type=int, default=None, metavar="PX",
+                   help="leave pixels within PX of the label's edge out of the loss (default 0)")
+    p.add_argument("--ground-colour", type=float, default=None, metavar="P",
+                   help="probability of recolouring the ground of a training sample (default 0)")
     p.add_argument("--out", required=True, metavar="MODEL.pt", help="model file to write (resumes when its .last.pt exists)")
     p.add_argument("--json", action="store_true", help="print a JSON summary")
 
 
 def run_train(args: argparse.Namespace) -> int:
+    from snaketrack.errors import InputError
     from snaketrack.training.model import parse_input_size
     from snaketrack.training.train import TrainConfig, train
 
@@ -60,16 +71,29 @@ def run_train(args: argparse.Namespace) -> int:
         kw["val_fraction"] = args.val_fraction
     if args.max_minutes is not None:
         kw["time_limit_s"] = 60.0 * args.max_minutes
-    for name in ("loss", "pos_weight", "schedule", "p_robot", "architecture"):
+    for name in ("loss", "pos_weight", "schedule", "p_robot", "architecture", "tie_tolerance", "ignore_edge",
+                 "ground_colour"):
         if getattr(args, name) is not None:
             kw[name] = getattr(args, name)
     if args.fixed_threshold:
         kw["pick_threshold"] = False
+    if args.no_select_last:
+        kw["select_last"] = False
+    if args.scales is not None:
+        try:
+            kw["scales"] = tuple(float(v) for v in args.scales.split(","))
+        except ValueError:
+            raise InputError(f"--scales {args.scales!r}: expected factors separated by commas, e.g. 1,1.25,1.5") from None
     res = train(args.datasets, args.out, TrainConfig(**kw))
+    sel = res.selection or {}
     summary = {"model": args.out, "best_val_iou": res.best_val_iou, "epochs": res.epochs_done,
-               "stopped_by_time": res.stopped_by_time, **{k: v for k, v in res.paths.items() if k != "model"}}
+               "stopped_by_time": res.stopped_by_time, "chosen_epoch": sel.get("epoch"),
+               "chosen_scale": sel.get("scale"), "chosen_threshold": sel.get("threshold"),
+               "chosen_val_iou": sel.get("iou"), "selection_s": sel.get("seconds"),
+               **{k: v for k, v in res.paths.items() if k != "model"}}
     print(json.dumps(summary) if args.json else
-          f"{args.out}: best validation IoU {res.best_val_iou:.4f} after {res.epochs_done} epochs")
+          f"{args.out}: epoch {sel.get('epoch')} at scale {sel.get('scale')}, threshold {sel.get('threshold')}: "
+          f"validation IoU {sel.get('iou', float('nan')):.4f} ({res.epochs_done} epochs)")
     return 0
 
 
@@ -80,8 +104,9 @@ def add_segment_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=4, help="frames per forward pass (default 4)")
     p.add_argument("--threshold", type=float, default=None,
                    help="robot probability threshold (default: the model's, chosen on validation by training)")
-    p.add_argument("--scale", type=float, default=1.0,
-                   help="run the network on frames enlarged this much over its input size (default 1)")
+    p.add_argument("--scale", type=float, default=None,
+                   help="run the network on frames resized this much over its input size "
+                        "(default: the model's, chosen on validation by training)")
 
 
 def run_segment(args: argparse.Namespace) -> int:
@@ -123,8 +148,9 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=4, help="frames per forward pass (default 4)")
     p.add_argument("--threshold", type=float, default=None,
                    help="robot probability threshold (default: the model's)")
-    p.add_argument("--scale", type=float, default=1.0,
-                   help="run the network on frames enlarged this much over its input size (default 1)")
+    p.add_argument("--scale", type=float, default=None,
+                   help="run the network on frames resized this much over its input size "
+                        "(default: the model's, chosen on validation by training)")
     p.add_argument("--every", type=int, default=1, metavar="K", help="evaluate every K-th frame (default 1)")
     p.add_argument("--json", action="store_true", help='print {"iou": ..., "frames": ...}')
 

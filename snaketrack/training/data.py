@@ -14,7 +14,9 @@ Augmentations for field video (training split only), each drawn from the
 sample's own generator so a seed gives the same batches: horizontal and
 vertical flips, scale (0.7–1.4) and a random crop back to the input size,
 colour jitter (brightness, contrast, saturation, hue), Gaussian blur (as
-from defocus or motion) and Gaussian pixel noise.
+from defocus or motion) and Gaussian pixel noise; optionally
+(``ground_colour``) a recolouring of the ground alone, away from the robot,
+for a robot filmed on other ground than it was labelled on.
 
 >>> import tempfile, os
 >>> from snaketrack.datasets.toy import write_toy_dataset
@@ -78,8 +80,34 @@ def pad_to(x: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     return np.pad(x, pad)
 
 
-def augment(rgb: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Field-video augmentations of an RGB uint8 (h, w, 3) image and its bool mask, same size out."""
+def recolour_ground(rgb: np.ndarray, mask: np.ndarray, rng: np.random.Generator,
+                    margin_px: int = 3) -> np.ndarray:
+    """The image with its ground (farther than ``margin_px`` from the mask) recoloured.
+
+    A random hue shift (±60°), saturation gain (0.5–2.5) and per-channel
+    gains (0.8–1.25) are applied to the ground, blended in over the 2 px
+    beyond ``margin_px`` from the mask; the robot and its near surroundings
+    (label error, the cast shadow's fringe) keep their colours.
+    """
+    if not np.any(mask):
+        dist = np.full(mask.shape, np.inf, np.float32)
+    else:
+        dist = cv2.distanceTransform((~np.asarray(mask, bool)).astype(np.uint8), cv2.DIST_L2, 5)
+    wgt = np.clip((dist - float(margin_px)) / 2.0, 0.0, 1.0)[..., None]
+    hsv = cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2HSV).astype(np.float32)
+    hsv[..., 0] = (hsv[..., 0] + rng.uniform(-30, 30)) % 180
+    hsv[..., 1] *= rng.uniform(0.5, 2.5)
+    alt = cv2.cvtColor(np.clip(hsv, 0, [179, 255, 255]).astype(np.uint8), cv2.COLOR_HSV2RGB).astype(np.float32)
+    alt *= rng.uniform(0.8, 1.25, 3).astype(np.float32)
+    out = wgt * alt + (1.0 - wgt) * rgb.astype(np.float32)
+    return np.clip(out, 0, 255).astype(np.uint8)
+
+
+def augment(rgb: np.ndarray, mask: np.ndarray, rng: np.random.Generator,
+            ground_colour: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """Field-video augmentations of an RGB uint8 (h, w, 3) image and its bool mask, same size out;
+    ``ground_colour``: probability of :func:`recolour_ground` first (its draws come after all others,
+    so 0 gives the same samples as before it existed)."""
     h, w = mask.shape
     if rng.random() < 0.5:
         rgb, mask = rgb[:, ::-1], mask[:, ::-1]
@@ -111,7 +139,10 @@ def augment(rgb: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> tupl
         x = cv2.GaussianBlur(x, (0, 0), sigma)
     if rng.random() < 0.5:
         x = x + rng.normal(0, rng.uniform(2, 10), x.shape).astype(np.float32)
-    return np.clip(x, 0, 255).astype(np.uint8), mask
+    x = np.clip(x, 0, 255).astype(np.uint8)
+    if ground_colour > 0 and rng.random() < ground_colour:
+        x = recolour_ground(x, mask, rng)
+    return x, mask
 
 
 def robot_crop(rgb: np.ndarray, mask: np.ndarray, size: tuple[int, int], rng: np.random.Generator,
@@ -144,7 +175,8 @@ class SegmentationData(torch.utils.data.Dataset):
     crop_size: (height, width) training crops at the input resolution
     (None: whole frames, as the seed); p_robot: share of crops centred near
     the robot; max_frames: evenly spaced subset
-    (e.g. to keep validation cheap). Resized frames are cached in memory
+    (e.g. to keep validation cheap); ground_colour: probability of
+    recolouring the ground of a training sample (:func:`recolour_ground`). Resized frames are cached in memory
     after first use.
     """
 
@@ -153,7 +185,7 @@ class SegmentationData(torch.utils.data.Dataset):
                  mean: Sequence[float] = IMAGENET_MEAN, std: Sequence[float] = IMAGENET_STD,
                  augment_train: bool = True, skip_flagged: bool = True,
                  crop_size: Optional[tuple[int, int]] = None, max_frames: Optional[int] = None,
-                 p_robot: float = 0.7):
+                 p_robot: float = 0.7, ground_colour: float = 0.0):
         if split not in ("train", "val", "all"):
             raise InputError(f"split {split!r}: expected train, val or all")
         if not roots:
@@ -184,6 +216,7 @@ class SegmentationData(torch.utils.data.Dataset):
         self._cache: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         self._epoch = 0
         self.p_robot = float(p_robot)
+        self.ground_colour = float(ground_colour)
 
     def set_epoch(self, epoch: int) -> None:
         """Vary the augmentation draws by epoch (same seed and epoch, same samples)."""
@@ -209,7 +242,7 @@ class SegmentationData(torch.utils.data.Dataset):
         rgb, m = self.raw(k)
         if self.augment:
             rng = np.random.default_rng([self.seed, self._epoch, k])
-            rgb, m = augment(rgb, m, rng)
+            rgb, m = augment(rgb, m, rng, self.ground_colour)
         if self.crop_size is not None:
             rng = np.random.default_rng([self.seed, self._epoch, k, 1])
             rgb, m = robot_crop(rgb, m, self.crop_size, rng, self.p_robot)

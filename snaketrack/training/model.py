@@ -8,7 +8,7 @@ weights saved by the user) may be given instead.
 
 A model file is one ``torch.save`` dict: ``format``, ``version``,
 ``config`` (:class:`SegmenterConfig` as a dict: architecture, encoder,
-input size, mean/std, classes) and ``state_dict``, plus ``extra``
+input size, mean/std, classes, threshold, inference scale) and ``state_dict``, plus ``extra``
 (training summary). :func:`load_model` rebuilds from it alone.
 
 DeepLabV3+ has output stride 16, so the network sees the input size
@@ -49,8 +49,11 @@ class SegmenterConfig:
     resized to [pixels]; mean/std: per-channel RGB normalisation of
     [0, 1] pixels; classes: class names, index 1 the robot; architecture:
     ``DeepLabV3Plus`` (the seed's) or ``Unet`` (smp's, for comparison);
-    threshold: robot probability above which a pixel is robot (training
-    picks it on the validation split).
+    threshold: robot probability above which a pixel is robot; scale:
+    the network runs on frames resized to ``scale`` × ``input_size`` (1:
+    as trained). Training picks both on the validation split
+    (:func:`~snaketrack.training.train.select_inference`); files written
+    before ``scale`` existed load with 1.
     """
 
     encoder: str = "resnet18"
@@ -60,6 +63,7 @@ class SegmenterConfig:
     classes: tuple[str, ...] = ("background", "robot")
     architecture: str = "DeepLabV3Plus"
     threshold: float = 0.5
+    scale: float = 1.0
 
     def __post_init__(self) -> None:
         h, w = self.input_size
@@ -72,6 +76,9 @@ class SegmenterConfig:
         if not 0.0 < float(self.threshold) < 1.0:
             raise InputError(f"threshold {self.threshold}: expected a probability in (0, 1)")
         object.__setattr__(self, "threshold", float(self.threshold))
+        if not 0.1 <= float(self.scale) <= 8.0:
+            raise InputError(f"scale {self.scale}: expected a factor between 0.1 and 8")
+        object.__setattr__(self, "scale", float(self.scale))
 
 
 def parse_input_size(text: str) -> tuple[int, int]:

@@ -5,7 +5,10 @@ it an RGB uint8 frame (H, W, 3) of any size, get a bool mask (H, W). The
 frame is resized to the model's input size, normalised with its stored
 mean/std, padded to a multiple of 16, segmented, and the robot
 probability resized back to (H, W) and thresholded at the model's
-threshold (stored in the model file; 0.5 unless training chose another).
+threshold. The frame is first resized to the model's inference scale ×
+its input size. Threshold and scale are stored in the model file, chosen
+by training on its validation split (0.5 and 1 in files that predate the
+choice); either can be overridden.
 
 >>> import tempfile, os, numpy as np, torch
 >>> from snaketrack.training.model import SegmenterConfig, build_model, save_model
@@ -33,15 +36,17 @@ from snaketrack.training.model import SegmenterConfig, load_model, padded_size
 
 class Segmenter:
     """A DeepLabV3+ with its preprocessing. ``threshold`` on the robot probability (None: the config's);
-    ``scale``: the network runs on frames resized to ``scale`` × the model's input size (1: as trained).
+    ``scale``: the network runs on frames resized to ``scale`` × the model's input size (None: the
+    config's, which training chose on validation; 1: as trained).
 
     DeepLabV3+ predicts at 1/4 of its input and upsamples; a thin robot's
-    edge is placed more finely when the frame is enlarged (``scale`` 1.5
-    costs 2.25× the time; measured in docs/segmenter-training.md).
+    edge can be placed more finely when the frame is enlarged (``scale``
+    1.5 costs 2.25× the time; measured in docs/segmenter-training.md).
     """
 
     def __init__(self, model: torch.nn.Module, config: SegmenterConfig, threshold: Optional[float] = None,
-                 device: str = "cpu", scale: float = 1.0):
+                 device: str = "cpu", scale: Optional[float] = None):
+        scale = config.scale if scale is None else scale
         if not 0.1 <= float(scale) <= 8.0:
             raise InputError(f"--scale {scale}: expected a factor between 0.1 and 8")
         self.model = model.to(device).eval()
@@ -87,11 +92,12 @@ class Segmenter:
 
 
 def load_segmenter(path: str | os.PathLike, device: str = "cpu", threshold: Optional[float] = None,
-                   scale: float = 1.0) -> Segmenter:
+                   scale: Optional[float] = None) -> Segmenter:
     """Load a model file written by ``snaketrack train`` as a :class:`Segmenter`.
 
     threshold: robot probability threshold; None takes the model file's
     (chosen on the validation split by training; 0.5 in older files);
-    scale: inference size over the trained input size (see :class:`Segmenter`)."""
+    scale: inference size over the trained input size; None takes the model
+    file's (chosen on validation by training; 1 in older files)."""
     model, config, _ = load_model(path)
     return Segmenter(model, config, threshold=threshold, device=device, scale=scale)

@@ -5,18 +5,33 @@ epoch 10, 20 epochs, batch 8. The loss, which the seed does not give, is
 binary cross-entropy plus soft Dice on the robot channel (Dice keeps a
 thin robot that covers a few percent of the image from being drowned by
 background); soft IoU and the Lovász hinge are options (:func:`seg_loss`),
-as are cosine and one-cycle schedules (:func:`lr_at`). The probability
-threshold is chosen on the validation split and stored in the model file.
-The 20-minute CPU recipe and its measurements: docs/segmenter-training.md.
+as are cosine and one-cycle schedules (:func:`lr_at`) and ignoring a
+thin band at the labels' edge (``ignore_edge``).
 
-Outputs, beside ``out`` (the best model by validation IoU, a model file
-of :mod:`~snaketrack.training.model`):
+Every choice the model file carries is made on the validation split,
+against its labels (:func:`select_inference`): each epoch is scored at the
+trained scale over probability thresholds, and the best epoch is kept;
+when training ends, the kept epoch and the last one are scored at each
+inference scale of ``scales`` and each threshold, on the validation frames
+at their own size (as ``eval-seg`` scores), and the best (checkpoint,
+scale, threshold) is written into the model file. Scores within
+``tie_tolerance`` of the best count as ties, which go to the cheaper
+option (the smaller scale). A time-limited run keeps back the time this
+final choice takes, so the limit covers it. The 20-minute CPU recipe and
+its measurements: docs/segmenter-training.md.
+
+Outputs, beside ``out`` (the chosen model, a model file of
+:mod:`~snaketrack.training.model`; while training runs, the best epoch
+by validation IoU at the trained scale):
 
 - ``<stem>.last.pt``: the last checkpoint (model, optimiser, scheduler,
   epoch, history); training resumes from it when run again on the same
   ``out`` with the same encoder and input size;
 - ``<stem>.log.csv``: one row an epoch (``epoch, lr, train_loss,
-  val_loss, val_iou, seconds``), flushed as it goes;
+  val_loss, val_iou, threshold, val_iou_at_threshold, seconds``),
+  flushed as it goes;
+- ``<stem>.select.csv``: the final choice's table (``candidate, epoch,
+  scale, threshold, val_iou``; the chosen row has ``chosen`` 1);
 - ``<stem>.plot.png``: loss and IoU per epoch.
 """
 from __future__ import annotations
@@ -35,12 +50,14 @@ import torch
 from snaketrack.errors import FileFormatError, InputError
 from snaketrack.io import CsvAppender, atomic_write_bytes, write_json
 from snaketrack.training.data import SegmentationData
-from snaketrack.training.model import SegmenterConfig, build_model, model_bytes
+from snaketrack.training.model import SegmenterConfig, build_model, load_model, model_bytes
 
 LOG_COLUMNS = ["epoch", "lr", "train_loss", "val_loss", "val_iou", "threshold", "val_iou_at_threshold", "seconds"]
 LOSS_TERMS = ("bce", "dice", "iou", "lovasz")
 SCHEDULES = ("step", "cosine", "onecycle")
 THRESHOLDS = tuple(round(t, 2) for t in np.arange(0.2, 0.81, 0.05))
+SCALES = (1.0, 1.25, 1.5)
+SELECT_COLUMNS = ["candidate", "epoch", "scale", "threshold", "val_iou", "chosen"]
 
 
 @dataclass(frozen=True)
@@ -54,10 +71,12 @@ class TrainConfig:
     on batches an epoch (None: all); crop_size: (height, width) training
     crops at the input resolution (None: whole frames; crops make CPU
     training affordable, see :func:`~snaketrack.training.data.robot_crop`);
-    max_val_frames: evenly spaced cap on validation frames; time_limit_s: stop once this many
-    seconds of this run passed [s] (mid-epoch; that epoch is still validated and saved); encoder_weights: a
-    local encoder weights file or None; threads: torch CPU threads (None:
-    torch's default; 1 is fastest on a machine shared with other jobs);
+    max_val_frames: evenly spaced cap on validation frames; time_limit_s: the run's time [s],
+    final choice included: training stops (mid-epoch; that epoch is still validated and saved) once
+    the time passed plus the time kept back for the last validation and the final choice (estimated
+    from the last validation's time) reaches it; encoder_weights: a
+    local encoder weights file or None; threads: torch and OpenCV CPU threads (None:
+    their defaults; 1 is fastest on a machine shared with other jobs);
     seed: shuffling, augmentation, init; loss: terms joined by ``+``
     from :data:`LOSS_TERMS` (see :func:`seg_loss`); pos_weight: BCE
     weight of robot pixels; schedule: ``step`` (the seed's: × lr_gamma
@@ -67,7 +86,15 @@ class TrainConfig:
     the time fraction of ``time_limit_s``, so a time-limited run still
     ends annealed; p_robot: share of training crops centred near the
     robot; architecture: ``DeepLabV3Plus`` or ``Unet``; pick_threshold:
-    choose the probability threshold on the validation split (else 0.5).
+    choose the probability threshold on the validation split (else 0.5);
+    scales: inference scales (× input size) the final choice tries (``(1,)``:
+    none but the trained one); select_last: let the last epoch compete with
+    the best one in the final choice; tie_tolerance: validation IoUs this
+    close to the best are ties, broken towards the smaller scale;
+    ignore_edge: pixels within this many pixels (chessboard distance) of the
+    label's edge, on either side, are left out of the loss (0: none);
+    ground_colour: probability of recolouring the ground, away from the
+    robot, in a training sample (see :func:`~snaketrack.training.data.augment`).
     """
 
     encoder: str = "resnet18"
@@ -93,6 +120,11 @@ class TrainConfig:
     p_robot: float = 0.7
     architecture: str = "DeepLabV3Plus"
     pick_threshold: bool = True
+    scales: tuple[float, ...] = SCALES
+    select_last: bool = True
+    tie_tolerance: float = 0.002
+    ignore_edge: int = 0
+    ground_colour: float = 0.0
 
     def __post_init__(self) -> None:
         terms = str(self.loss).split("+")
@@ -109,18 +141,33 @@ class TrainConfig:
                 raise InputError(f"--{name.replace('_', '-')} {getattr(self, name)}: expected a positive integer")
         if not self.lr > 0:
             raise InputError(f"--lr {self.lr}: expected a positive learning rate")
+        scales = tuple(float(v) for v in (self.scales if isinstance(self.scales, (tuple, list)) else [self.scales]))
+        if not scales or any(not 0.1 <= v <= 8.0 for v in scales):
+            raise InputError(f"--scales {self.scales}: expected factors between 0.1 and 8")
+        object.__setattr__(self, "scales", scales)
+        if not self.tie_tolerance >= 0:
+            raise InputError(f"--tie-tolerance {self.tie_tolerance}: expected a non-negative IoU difference")
+        if int(self.ignore_edge) < 0 or int(self.ignore_edge) != self.ignore_edge:
+            raise InputError(f"--ignore-edge {self.ignore_edge}: expected a non-negative number of pixels")
+        if int(self.ignore_edge) > 0 and "lovasz" in terms:
+            raise InputError("--ignore-edge with --loss lovasz: the Lovász hinge cannot leave pixels out")
+        if not 0.0 <= float(self.ground_colour) <= 1.0:
+            raise InputError(f"--ground-colour {self.ground_colour}: expected a probability in [0, 1]")
 
 
 @dataclass(frozen=True)
 class TrainResult:
-    """best_val_iou: the saved model's validation IoU; epochs_done: epochs finished in total;
-    history: one dict a finished epoch (the CSV's rows); paths: the files written."""
+    """best_val_iou: the best epoch's validation IoU at the trained scale (at its threshold);
+    epochs_done: epochs finished in total; history: one dict a finished epoch (the CSV's rows);
+    paths: the files written; selection: the final choice (:func:`select_inference`'s dict plus
+    ``epoch``), None when no epoch was trained."""
 
     best_val_iou: float
     epochs_done: int
     history: list[dict[str, float]]
     paths: dict[str, str] = field(default_factory=dict)
     stopped_by_time: bool = False
+    selection: Optional[dict[str, Any]] = None
 
 
 def side_paths(out: str | os.PathLike) -> dict[str, Path]:
@@ -128,7 +175,7 @@ def side_paths(out: str | os.PathLike) -> dict[str, Path]:
     out = Path(out)
     stem = out.name[:-3] if out.name.endswith(".pt") else out.name
     return {"model": out, "last": out.with_name(stem + ".last.pt"), "log": out.with_name(stem + ".log.csv"),
-            "plot": out.with_name(stem + ".plot.png")}
+            "plot": out.with_name(stem + ".plot.png"), "select": out.with_name(stem + ".select.csv")}
 
 
 def lovasz_hinge(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -152,29 +199,56 @@ def lovasz_hinge(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return torch.stack(losses).mean()
 
 
+def edge_band(target: torch.Tensor, px: int) -> torch.Tensor:
+    """1 where a pixel of the (B, 1, H, W) {0, 1} ``target`` is within ``px`` pixels (chessboard
+    distance) of a pixel of the other class, else 0: the label's edge, ``px`` pixels each side.
+
+    >>> t = torch.zeros(1, 1, 1, 6); t[..., 2:4] = 1
+    >>> edge_band(t, 1)[0, 0, 0].tolist()
+    [0.0, 1.0, 1.0, 1.0, 1.0, 0.0]
+    """
+    if px <= 0:
+        return torch.zeros_like(target)
+    k = 2 * int(px) + 1
+    dil = torch.nn.functional.max_pool2d(target, k, stride=1, padding=int(px))
+    ero = -torch.nn.functional.max_pool2d(-target, k, stride=1, padding=int(px))
+    return dil - ero
+
+
 def seg_loss(logits: torch.Tensor, target: torch.Tensor, loss: str = "bce+dice",
-             pos_weight: float = 1.0) -> torch.Tensor:
+             pos_weight: float = 1.0, ignore_edge: int = 0) -> torch.Tensor:
     """Sum of the terms named in ``loss`` on (B, 1, H, W) logits and {0, 1} targets.
 
     ``bce``: binary cross-entropy with logits, robot pixels weighted by
     ``pos_weight``; ``dice``: 1 − soft Dice (+1 smoothing) per image;
     ``iou``: 1 − soft IoU, (I + 1) / (ΣP + ΣT − I + 1) per image;
     ``lovasz``: :func:`lovasz_hinge`. Per-image terms are averaged.
+    ``ignore_edge`` > 0 leaves the pixels of :func:`edge_band` out of every
+    term (BCE is then the mean over the pixels kept).
     """
     total = logits.new_zeros(())
     p = torch.sigmoid(logits) if ("dice" in loss or "iou" in loss) else None
+    w = None if ignore_edge <= 0 else 1.0 - edge_band(target, ignore_edge)
     for term in loss.split("+"):
         if term == "bce":
             pw = None if pos_weight == 1.0 else logits.new_tensor(float(pos_weight))
-            total = total + torch.nn.functional.binary_cross_entropy_with_logits(logits, target, pos_weight=pw)
+            if w is None:
+                total = total + torch.nn.functional.binary_cross_entropy_with_logits(logits, target, pos_weight=pw)
+            else:
+                b = torch.nn.functional.binary_cross_entropy_with_logits(logits, target, weight=w, pos_weight=pw,
+                                                                         reduction="sum")
+                total = total + b / w.sum().clamp(min=1.0)
         elif term in ("dice", "iou"):
-            inter = (p * target).sum(dim=(1, 2, 3))
-            sp, st = p.sum(dim=(1, 2, 3)), target.sum(dim=(1, 2, 3))
+            pp, tt = (p, target) if w is None else (p * w, target * w)
+            inter = (pp * tt).sum(dim=(1, 2, 3))
+            sp, st = pp.sum(dim=(1, 2, 3)), tt.sum(dim=(1, 2, 3))
             if term == "dice":
                 total = total + (1 - (2 * inter + 1) / (sp + st + 1)).mean()
             else:
                 total = total + (1 - (inter + 1) / (sp + st - inter + 1)).mean()
         elif term == "lovasz":
+            if w is not None:
+                raise InputError("the Lovász hinge cannot leave edge pixels out (ignore_edge)")
             total = total + lovasz_hinge(logits, target)
         else:
             raise InputError(f"loss term {term!r}: expected one of {', '.join(LOSS_TERMS)}")
@@ -205,7 +279,7 @@ def lr_at(cfg: TrainConfig, epoch: int, progress: float = 0.0) -> float:
 
 def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: TrainConfig = TrainConfig(),
           progress: bool = True) -> TrainResult:
-    """Train on the dataset folders ``roots``; write the best model to ``out`` (see module doc)."""
+    """Train on the dataset folders ``roots``; write the chosen model to ``out`` (see module doc)."""
     from tqdm import tqdm
 
     paths = side_paths(out)
@@ -213,11 +287,14 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
     seg_cfg = SegmenterConfig(encoder=config.encoder, input_size=tuple(config.input_size),
                               architecture=config.architecture)
     if config.threads is not None:
+        import cv2
+
         torch.set_num_threads(int(config.threads))
+        cv2.setNumThreads(int(config.threads))
     torch.manual_seed(config.seed)
     model = build_model(seg_cfg, config.encoder_weights)
     opt = torch.optim.Adam(model.parameters(), lr=config.lr)
-    start_epoch, best, history, elapsed0, global_step = 0, -1.0, [], 0.0, 0
+    start_epoch, best, history, elapsed0, global_step, val_s = 0, -1.0, [], 0.0, 0, None
     if paths["last"].is_file():
         ck = torch.load(paths["last"], map_location="cpu", weights_only=False)
         old = ck.get("config", {})
@@ -231,10 +308,12 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
         torch.set_rng_state(ck["torch_rng"])
         start_epoch, best, history = int(ck["epoch"]) + 1, float(ck["best_val_iou"]), list(ck["history"])
         elapsed0, global_step = float(ck.get("elapsed_s", 0.0)), int(ck.get("global_step", 0))
+        val_s = ck.get("val_s")
 
     train_ds = SegmentationData(roots, seg_cfg.input_size, "train", config.val_fraction, config.block,
                                 config.seed, seg_cfg.mean, seg_cfg.std, augment_train=config.augment,
-                                crop_size=config.crop_size, p_robot=config.p_robot)
+                                crop_size=config.crop_size, p_robot=config.p_robot,
+                                ground_colour=config.ground_colour)
     val_ds = SegmentationData(roots, seg_cfg.input_size, "val", config.val_fraction, config.block,
                               config.seed, seg_cfg.mean, seg_cfg.std, max_frames=config.max_val_frames)
     if len(train_ds) == 0:
@@ -245,18 +324,36 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
     n_batches = len(train_ds) // config.batch_size if len(train_ds) > config.batch_size else 1
     steps_per_epoch = n_batches if config.max_steps_per_epoch is None else min(n_batches, config.max_steps_per_epoch)
     total_steps = max(config.epochs * steps_per_epoch, 1)
+    thresholds = THRESHOLDS if config.pick_threshold else (0.5,)
+    n_cand = 2 if config.select_last else 1
     t_run = time.perf_counter()
+
+    def reserve_s() -> float:
+        """Time kept back for the last validation and the final choice [s] (from the last validation's time)."""
+        if val_s is None:
+            return 0.0
+        return float(val_s) * (1.0 + n_cand * sum(s_ * s_ for s_ in config.scales))
+
+    def elapsed() -> float:
+        return elapsed0 + time.perf_counter() - t_run
+
+    def out_of_time() -> bool:
+        return config.time_limit_s is not None and elapsed() > config.time_limit_s - reserve_s()
 
     def progress_now() -> float:
         f = global_step / total_steps
         if config.time_limit_s is not None:
-            f = max(f, (elapsed0 + time.perf_counter() - t_run) / config.time_limit_s)
+            f = max(f, elapsed() / max(config.time_limit_s - reserve_s(), 1e-9))
         return f
 
     stopped = False
+    ran_epochs = 0
     log = CsvAppender(paths["log"], LOG_COLUMNS, resume=start_epoch > 0)
     try:
         for epoch in range(start_epoch, config.epochs):
+            if history and out_of_time():  # a resumed run already past its time
+                stopped = True
+                break
             t0 = time.perf_counter()
             train_ds.set_epoch(epoch)
             gen = torch.Generator().manual_seed(config.seed * 100003 + epoch)  # batch order: f(seed, epoch)
@@ -274,24 +371,27 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
                     g["lr"] = lr
                 lrs.append(lr)
                 opt.zero_grad(set_to_none=True)
-                loss = seg_loss(model(x), y, config.loss, config.pos_weight)
+                loss = seg_loss(model(x), y, config.loss, config.pos_weight, config.ignore_edge)
                 loss.backward()
                 opt.step()
                 global_step += 1
                 losses.append(loss.item())
                 bar.update(1)
                 bar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}", lr=f"{lr:.2g}")
-                if config.time_limit_s is not None and time.perf_counter() - t_run > config.time_limit_s:
+                if out_of_time():
                     stopped = True
                     break
             bar.close()
+            tv = time.perf_counter()
             val = validate(model, val_ds, config.batch_size, seg_cfg.input_size, config.loss, config.pos_weight,
-                           THRESHOLDS if config.pick_threshold else (0.5,))
+                           thresholds, config.ignore_edge)
+            val_s = time.perf_counter() - tv
             row = {"epoch": epoch + 1, "lr": float(np.mean(lrs)) if lrs else lr_at(config, epoch, progress_now()),
                    "train_loss": float(np.mean(losses)) if losses else float("nan"),
                    "val_loss": val["loss"], "val_iou": val["iou"], "threshold": val["threshold"],
                    "val_iou_at_threshold": val["iou_at_threshold"], "seconds": time.perf_counter() - t0}
             history.append(row)
+            ran_epochs += 1
             log.write(row)
             extra = {"epoch": epoch + 1, "val_iou": val["iou_at_threshold"], "val_iou_at_0.5": val["iou"],
                      "threshold": val["threshold"], "datasets": roots, "train": _cfg_dict(config)}
@@ -303,7 +403,7 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
             torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "epoch": epoch,
                         "best_val_iou": best, "history": history, "config": _cfg_dict(config),
                         "torch_rng": torch.get_rng_state(), "global_step": global_step,
-                        "elapsed_s": elapsed0 + time.perf_counter() - t_run}, buf)
+                        "elapsed_s": elapsed(), "val_s": val_s}, buf)
             atomic_write_bytes(paths["last"], buf.getvalue())
             plot_history(history, paths["plot"])
             if progress:
@@ -314,7 +414,114 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
                 break
     finally:
         log.close()
-    return TrainResult(best, len(history), history, {k: str(v) for k, v in paths.items()}, stopped)
+    selection = None
+    if history:
+        selection = _final_choice(paths, model, seg_cfg, val_ds, config, thresholds, history, roots,
+                                  redo=ran_epochs > 0, progress=progress)
+    return TrainResult(best, len(history), history, {k: str(v) for k, v in paths.items()}, stopped, selection)
+
+
+def _final_choice(paths: dict[str, Path], last_model: torch.nn.Module, seg_cfg: SegmenterConfig,
+                  val_ds: SegmentationData, config: TrainConfig, thresholds: Sequence[float],
+                  history: list[dict[str, float]], roots: list[str], redo: bool, progress: bool) -> dict[str, Any]:
+    """Choose checkpoint, scale and threshold on the validation frames; write the model file (module doc)."""
+    best_model, _, best_extra = load_model(paths["model"])
+    if "selection" in best_extra and not redo:  # a finished run opened again: its choice stands
+        return best_extra["selection"]
+    t0 = time.perf_counter()
+    best_epoch, last_epoch = int(best_extra["epoch"]), int(history[-1]["epoch"])
+    cands = [("best", best_epoch, best_model)]
+    if config.select_last and last_epoch != best_epoch:
+        cands.append(("last", last_epoch, last_model.eval()))
+    frames = []
+    for ds, i in val_ds.items:
+        m = ds.mask(i)
+        if m is None:
+            raise FileFormatError(f"{ds.root}: frame {i} has no mask")
+        frames.append((ds.frame(i), m > 0))
+    sel = select_inference([(n, m) for n, _, m in cands], frames, seg_cfg, config.scales, thresholds,
+                           config.tie_tolerance, config.batch_size)
+    name, epoch, chosen = cands[sel["candidate"]]
+    sel.update(epoch=epoch, candidates=[{"name": n, "epoch": e} for n, e, _ in cands],
+               seconds=time.perf_counter() - t0)
+    for r in sel["table"]:
+        r["epoch"] = cands[r["candidate"]][1]
+    extra = {"epoch": epoch, "val_iou": sel["iou"], "threshold": sel["threshold"], "scale": sel["scale"],
+             "checkpoint": name, "best_epoch_val_iou": float(best_extra["val_iou"]), "selection": sel,
+             "datasets": roots, "train": _cfg_dict(config)}
+    chosen_row = sel.pop("row")
+    atomic_write_bytes(paths["model"], model_bytes(
+        chosen, replace(seg_cfg, threshold=sel["threshold"], scale=sel["scale"]), extra))
+    with CsvAppender(paths["select"], SELECT_COLUMNS, resume=False) as w:
+        for r in sel["table"]:
+            w.write({"candidate": cands[r["candidate"]][0], "epoch": r["epoch"], "scale": r["scale"],
+                     "threshold": r["threshold"], "val_iou": r["iou"], "chosen": int(r is chosen_row)})
+    if progress:
+        print(f"chosen on validation: {name} epoch {epoch}, scale {sel['scale']:g}, threshold "
+              f"{sel['threshold']:.2f}: IoU {sel['iou']:.4f} ({sel['seconds']:.0f} s)", flush=True)
+    return sel
+
+
+def select_inference(candidates: Sequence[tuple[str, torch.nn.Module]], frames: Sequence[tuple[np.ndarray, np.ndarray]],
+                     config: SegmenterConfig, scales: Sequence[float] = (1.0,),
+                     thresholds: Sequence[float] = THRESHOLDS, tie_tolerance: float = 0.0,
+                     batch_size: int = 4) -> dict[str, Any]:
+    """The (candidate, scale, threshold) with the best mean IoU on validation ``frames``.
+
+    candidates: (name, model) pairs; frames: (RGB uint8 (H, W, 3), bool label
+    mask (H, W)) at the video's own size, scored as ``eval-seg`` scores (the
+    :class:`~snaketrack.training.segmenter.Segmenter` path: resize to scale ×
+    input size, probability back at (H, W), mean per-frame IoU). Rows within
+    ``tie_tolerance`` of the best IoU are ties; among them the smallest scale
+    wins (the cheapest: cost grows with its square), then the higher IoU,
+    then the threshold nearer 0.5, then the earlier candidate.
+
+    Returns ``candidate`` (index), ``scale``, ``threshold``, ``iou``, ``table``
+    (one dict a combination: candidate, scale, threshold, iou) and ``row``
+    (the chosen table row).
+    """
+    from snaketrack.datasets.boxes import mask_iou
+    from snaketrack.training.segmenter import Segmenter
+
+    if not candidates or not frames:
+        raise InputError("select_inference: no candidates or no validation frames")
+    ts = np.asarray([float(t) for t in thresholds], np.float32)
+    table = []
+    for ci, (_, model) in enumerate(candidates):
+        for s in scales:
+            seg = Segmenter(model, config, scale=float(s))
+            ious = np.zeros((len(frames), len(ts)))
+            for k in range(0, len(frames), batch_size):
+                chunk = frames[k:k + batch_size]
+                if len({f.shape for f, _ in chunk}) == 1:
+                    probs = seg.predict_proba_batch([f for f, _ in chunk])
+                else:
+                    probs = [seg.predict_proba(f) for f, _ in chunk]
+                for j, (p, (_, m)) in enumerate(zip(probs, chunk)):
+                    for ti, t in enumerate(ts):
+                        ious[k + j, ti] = mask_iou(p > t, m)
+            for ti, t in enumerate(ts):
+                table.append({"candidate": ci, "scale": float(s), "threshold": float(thresholds[ti]),
+                              "iou": float(ious[:, ti].mean())})
+    row = choose_row(table, tie_tolerance)
+    return {"candidate": row["candidate"], "scale": row["scale"], "threshold": row["threshold"],
+            "iou": row["iou"], "best_iou": max(r["iou"] for r in table), "table": table, "row": row}
+
+
+def choose_row(table: Sequence[dict[str, Any]], tie_tolerance: float = 0.0) -> dict[str, Any]:
+    """The row :func:`select_inference` chooses: among rows within ``tie_tolerance`` of the best
+    ``iou``, the smallest ``scale``, then the highest ``iou``, the ``threshold`` nearest 0.5, the
+    lowest ``candidate``.
+
+    >>> t = [{"candidate": 0, "scale": 1.5, "threshold": 0.5, "iou": 0.888},
+    ...      {"candidate": 0, "scale": 1.25, "threshold": 0.4, "iou": 0.887},
+    ...      {"candidate": 1, "scale": 1.0, "threshold": 0.5, "iou": 0.876}]
+    >>> choose_row(t, 0.002)["scale"], choose_row(t, 0.0)["scale"], choose_row(t, 0.02)["scale"]
+    (1.25, 1.5, 1.0)
+    """
+    top = max(r["iou"] for r in table)
+    tied = [r for r in table if r["iou"] >= top - tie_tolerance]
+    return min(tied, key=lambda r: (r["scale"], -r["iou"], abs(r["threshold"] - 0.5), r["candidate"]))
 
 
 def _cfg_dict(config: TrainConfig) -> dict[str, Any]:
@@ -327,7 +534,7 @@ def _cfg_dict(config: TrainConfig) -> dict[str, Any]:
 @torch.no_grad()
 def validate(model: torch.nn.Module, ds: SegmentationData, batch_size: int, size: tuple[int, int],
              loss: str = "bce+dice", pos_weight: float = 1.0,
-             thresholds: Sequence[float] = (0.5,)) -> dict[str, float]:
+             thresholds: Sequence[float] = (0.5,), ignore_edge: int = 0) -> dict[str, float]:
     """Mean loss, mean per-image IoU at probability 0.5 (``iou``), and the threshold among ``thresholds``
     with the highest mean IoU (``threshold``, ``iou_at_threshold``; ties go to the one nearest 0.5)."""
     model.eval()
@@ -337,7 +544,7 @@ def validate(model: torch.nn.Module, ds: SegmentationData, batch_size: int, size
     loader = torch.utils.data.DataLoader(ds, batch_size=batch_size, shuffle=False, num_workers=0)
     for x, y in loader:
         logits = model(x)
-        losses += float(seg_loss(logits, y, loss, pos_weight)) * len(x)
+        losses += float(seg_loss(logits, y, loss, pos_weight, ignore_edge)) * len(x)
         n += len(x)
         for t in ious:
             ious[t].extend(batch_iou(logits - math.log(t / (1 - t)), y, size))

@@ -5,8 +5,10 @@ Per frame (:meth:`Tracker.step`)::
     predict        constant velocity (KalmanFilter.predict, filter.py)
     [moment update image moments of the mask vs. the rendered prediction
                    (EKF, observation matrix by autograd; off by default, see below)]
-    refine         Levenberg–Marquardt on the silhouette (refine.py)
+    refine         Levenberg–Marquardt on the silhouette (refine.py), with the
+                   coverage term and, given an up direction, the ground prior
     velocity       filter.set_refined: the paper's finite-difference velocity
+    reading        flip the chain when its body wave runs tail-ward (reading.py)
 
 Choices, measured (docs/tracker.md): LM refinement with the visual capsule
 model and a fitted edge offset; the moment update is *off* by default
@@ -14,14 +16,23 @@ model and a fitted edge offset; the moment update is *off* by default
 the error (it measured slightly worse and costs a render plus five
 backward passes a frame); turn it on to reproduce the paper's pipeline.
 
+The up direction (``start``/``step``'s ``up``, from an IMU;
+:mod:`snaketrack.tracker.gravity`) is optional. Without it a thin robot's
+plane may tilt while it slides in depth and its edge offset erodes (the
+silhouette hardly changes); with it the plane is held to the ground.
+
 First frame without a given pose (:meth:`Tracker.initialise`): the mask's
 largest component is skeletonised and its longest path taken as the
 robot's axis; for a set of ground-plane hypotheses (plane normals tilted
-0°, 35° and 60° from the optical axis in six directions) and both
+0°, 35° and 60° from the optical axis in six directions, or, given the up
+direction, the ground's normal and six normals 10° off it) and both
 head/tail directions the path is lifted onto the plane at the depth that
 makes its length the robot's, cut into links, and turned into a pose
 vector; the starts are ranked by IoU and the best few refined by LM with a
-coarse-to-fine edge. The best refined IoU wins.
+coarse-to-fine edge. The best refined IoU wins. Head and tail look alike:
+later searches keep the track's reading, and the body wave's direction
+(a robot crawling forward sends it from head to tail) turns a track read
+backwards round after ``wave_window`` frames.
 
 Visibility: a mask with fewer than ``min_mask_px`` pixels means the robot is
 not seen; the tracker coasts on its prediction (status ``coasting``) and,

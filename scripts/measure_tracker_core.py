@@ -66,19 +66,19 @@ def main() -> int:
         if a.hide and a.hide[0] <= i < a.hide[1]:
             m = np.zeros_like(m)
         t0, c0 = time.perf_counter(), time.process_time()
-        kw = {}
+        step_kw = {}
         if a.up_noise_deg is not None:
             from snaketrack.tracker.gravity import up_from_camera_quat
 
             u = up_from_camera_quat(truth[i]["camera_quat_world"])
             u = u + np.radians(a.up_noise_deg) * np.random.default_rng([7, i]).normal(size=3)
-            kw["up"] = u / np.linalg.norm(u)
+            step_kw["up"] = u / np.linalg.norm(u)
         if i == 0:
             t = truth[0]
             guess = lay.from_quat(t["joint_angles"], t["base_quat_cam"], t["base_position_cam"]) if a.truth_init else None
-            st = trk.start(m, guess, **kw)
+            st = trk.start(m, guess, **step_kw)
         else:
-            st = trk.step(m, **kw)
+            st = trk.step(m, **step_kw)
         wall.append(time.perf_counter() - t0)
         cpu.append(time.process_time() - c0)
         t = truth[i]

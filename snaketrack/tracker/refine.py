@@ -110,6 +110,14 @@ class RefineConfig:
         :meth:`Refiner.refine` (gravity from the camera's IMU or gimbal): a
         robot lies on the ground, and the silhouette of a thin body seen from
         above hardly fixes its plane's tilt, which then trades against depth.
+    jac_tol: LM takes the derivative of a (pixel, primitive) pair only where
+        its weight ``c (1 − o)`` (coverage times the uncovered rest) exceeds
+        this: far outside the edge the derivative is negligible. Measured
+        (corrupted static/drone planar, 100 frames from the true pose, one
+        thread): 2e-6 → 1e-2 left errors and IoU unchanged to 1e-4 and cut
+        time per frame by about 15 %.
+    margin_sigmas: how far past the hard edge LM evaluates each primitive
+        [σ]; None: the renderer's setting.
     """
 
     method: str = "lm"
@@ -136,6 +144,8 @@ class RefineConfig:
     cover_max_px: float = 40.0
     cover_step_px: float = 2.0
     cover_margin_px: float = 5.0
+    jac_tol: float = 1e-2
+    margin_sigmas: Optional[float] = None
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -331,9 +341,9 @@ class Refiner:
             roi = self._roi(pts, sigma, b)
             if roi is None:
                 return None
-            s = SilhouetteSettings(sigma_px=sigma, margin_sigmas=self.renderer.settings.margin_sigmas)
+            s = SilhouetteSettings(sigma_px=sigma, margin_sigmas=cfg.margin_sigmas or self.renderer.settings.margin_sigmas)
             rj = render_with_jacobian(pts[None, :, 0], pts[None, :, 1], self._radii, self.K, roi, G, s,
-                                      offset_px=b, with_offset=cfg.estimate_offset,
+                                      offset_px=b, with_offset=cfg.estimate_offset, tol=cfg.jac_tol / sigma,
                                       compute_dtype=getattr(torch, cfg.compute_dtype),
                                       image_size=(self.renderer.width, self.renderer.height))
             m = obs.crop(roi, obs.mask)

@@ -133,6 +133,36 @@ def render_timing(data_path: Path, reps: int = 20) -> dict:
             once(roi)
         out[name] = (time.perf_counter() - t0) / reps * 1e3
     out["render_roi_speedup_x"] = out["render_full_frame_fwd_bwd_ms"] / out["render_fwd_bwd_ms"]
+    out.update(jacobian_timing(r, x0, reps))
+    return out
+
+
+def jacobian_timing(r, x0, reps: int) -> dict:
+    """One LM linearisation (silhouette + closed-form Jacobian, σ = 0.5 px) of the first true pose:
+    pixels of each capsule's screen band (the tracker's) against its whole screen box (the reference)."""
+    from snaketrack.tracker.refine import point_jacobian
+    from snaketrack.tracker.render import SilhouetteSettings, render_with_jacobian
+
+    lay, J = r.layout, r.layout.n_joints
+    x = torch.as_tensor(x0, dtype=torch.float64)
+    q, R0, t0 = lay.to_fk(x[None])
+    pts, G = point_jacobian(r.robot, r.model, q[0], R0[0], t0[0])
+    roi = r.screen_roi(x[None], 8.0)
+    s = SilhouetteSettings(sigma_px=0.5)
+    radii = torch.as_tensor(r.model.radius, dtype=torch.float64)
+    out = {}
+    for name, band in (("jacobian_band_ms", True), ("jacobian_box_ms", False)):
+        def once():
+            return render_with_jacobian(pts[None, :, 0], pts[None, :, 1], radii, r.K.double(), roi, G, s,
+                                        with_offset=True, tol=1e-2 / 0.5, compute_dtype=torch.float32,
+                                        image_size=(r.width, r.height), band=band)
+        for _ in range(3):
+            once()
+        t0_ = time.perf_counter()
+        for _ in range(reps):
+            once()
+        out[name] = (time.perf_counter() - t0_) / reps * 1e3
+    out["jacobian_band_speedup_x"] = out["jacobian_box_ms"] / out["jacobian_band_ms"]
     return out
 
 

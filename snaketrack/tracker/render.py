@@ -283,7 +283,7 @@ def _band_spans(au, av, bu, bv, half, vv):
 
 
 def primitive_pixels(starts: torch.Tensor, ends: torch.Tensor, radii: torch.Tensor, K: torch.Tensor,
-                     roi: Sequence[int], pad_px: float) -> tuple[np.ndarray, np.ndarray]:
+                     roi: Sequence[int], pad_px: float, band: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """The (pixel, primitive) pairs to evaluate: ROI pixel indices (row-major) and primitive, int64 arrays.
 
     A pixel is listed for a primitive when its centre lies within the
@@ -292,7 +292,9 @@ def primitive_pixels(starts: torch.Tensor, ends: torch.Tensor, radii: torch.Tens
     its whole bounding box (a diagonal link's box holds several times the
     pixels of its band). Conservative: every pixel whose signed edge
     distance exceeds ``−pad_px`` is listed (tests/tracker/test_render.py).
-    Pairs come grouped by primitive, in primitive order.
+    Pairs come grouped by primitive, in primitive order. ``band=False``
+    lists each primitive's whole screen box instead (the reference, for
+    benchmarks).
     """
     u0, v0, w, h = _check_roi(roi)
     u, v, z, half = _projected(starts, ends, radii, K, (u0, v0, w, h), pad_px)
@@ -313,7 +315,7 @@ def primitive_pixels(starts: torch.Tensor, ends: torch.Tensor, radii: torch.Tens
                                half[bi, prim_r], vv)
         lo, hi = np.minimum(lo, l_b), np.maximum(hi, h_b)
     # an end behind the camera: its projection is unbounded, keep the whole box row
-    unbounded = (z[:, prim_r].min(axis=(0, 2)) < 1e-3)
+    unbounded = (z[:, prim_r].min(axis=(0, 2)) < 1e-3) | (not band)
     ul, uh = boxes[prim_r, 0], boxes[prim_r, 2]
     lo = np.where(unbounded, ul, np.maximum(np.ceil(lo), ul))
     hi = np.where(unbounded, uh, np.minimum(np.floor(hi), uh))
@@ -490,7 +492,7 @@ def render_with_jacobian(starts: torch.Tensor, ends: torch.Tensor, radii: torch.
                          settings: SilhouetteSettings = SilhouetteSettings(),
                          offset_px: float = 0.0, with_offset: bool = False,
                          tol: float = 1e-6, compute_dtype: Optional[torch.dtype] = None,
-                         image_size: Optional[tuple[int, int]] = None) -> RenderJacobian:
+                         image_size: Optional[tuple[int, int]] = None, band: bool = True) -> RenderJacobian:
     """Silhouette of one state and its Jacobian, in one pass.
 
     starts, ends: (1, M, 3) [m]; point_jac: (M, 2, 3, D) derivatives of each
@@ -502,7 +504,8 @@ def render_with_jacobian(starts: torch.Tensor, ends: torch.Tensor, radii: torch.
     dtype of ``starts``. ``image_size``: (W, H) of the image the ROI lies
     in; given, the pixel rays come from a cached table (:func:`ray_table`).
     The derivatives are in closed form (:func:`_edge_px_grad`), evaluated
-    only for the pairs whose derivative exceeds ``tol``.
+    only for the pairs whose derivative exceeds ``tol``. ``band``: see
+    :func:`primitive_pixels`.
     """
     _check_inputs(starts, ends, radii, K)
     if starts.shape[0] != 1:
@@ -511,7 +514,7 @@ def render_with_jacobian(starts: torch.Tensor, ends: torch.Tensor, radii: torch.
     _, _, w, h = roi
     dt = starts.dtype
     sig = float(settings.sigma_px)
-    pixels = primitive_pixels(starts, ends, radii, K, roi, settings.margin_sigmas * sig + abs(offset_px))
+    pixels = primitive_pixels(starts, ends, radii, K, roi, settings.margin_sigmas * sig + abs(offset_px), band)
     glob = None
     if image_size is not None:
         pix, prim, glob = _pairs(pixels, w, starts.device, roi, image_size[0])

@@ -216,3 +216,22 @@ def test_pixel_bands_hold_every_pixel_near_the_silhouette(seed):
         assert len(have) == len(have_l)
         band_total += len(have)
     assert band_total > 0
+
+
+def test_band_and_box_give_the_same_silhouette_and_jacobian():
+    """Band pixels against whole screen boxes: differences only in the truncated tails (< sigmoid(−8))."""
+    A, Bp, r = _capsules(7, 4)
+    M, D = 4, 5
+    G = torch.randn(M, 2, 3, D, dtype=torch.float64, generator=torch.Generator().manual_seed(1)) * 0.1
+    s = SilhouetteSettings(sigma_px=0.5)
+    roi = (0, 0, 80, 60)
+    out = [render_with_jacobian(A, Bp, r, K64, roi, G, s, offset_px=0.3, with_offset=True, tol=1e-8, band=band)
+           for band in (True, False)]
+    assert (out[0].sil - out[1].sil).abs().max() < 1e-3
+    dense = []
+    for rj in out:
+        d = torch.zeros(80 * 60, D + 1, dtype=torch.float64)
+        d[rj.rows] = rj.jac
+        dense.append(d)
+    assert dense[1].abs().max() > 0.1
+    assert (dense[0] - dense[1]).abs().max() < 1e-3 * dense[1].abs().max()

@@ -138,9 +138,10 @@ def render_timing(data_path: Path, reps: int = 20) -> dict:
 
 
 def jacobian_timing(r, x0, reps: int) -> dict:
-    """One LM linearisation (silhouette + closed-form Jacobian, σ = 0.5 px) of the first true pose:
+    """One LM linearisation (silhouette + closed-form Jacobian, σ = 0.5 px, the tracker's ``jac_tol``)
+    of the first true pose:
     pixels of each capsule's screen band (the tracker's) against its whole screen box (the reference)."""
-    from snaketrack.tracker.refine import point_jacobian
+    from snaketrack.tracker.refine import RefineConfig, point_jacobian
     from snaketrack.tracker.render import SilhouetteSettings, render_with_jacobian
 
     lay, J = r.layout, r.layout.n_joints
@@ -154,7 +155,7 @@ def jacobian_timing(r, x0, reps: int) -> dict:
     for name, band in (("jacobian_band_ms", True), ("jacobian_box_ms", False)):
         def once():
             return render_with_jacobian(pts[None, :, 0], pts[None, :, 1], radii, r.K.double(), roi, G, s,
-                                        with_offset=True, tol=1e-2 / 0.5, compute_dtype=torch.float32,
+                                        with_offset=True, tol=RefineConfig().jac_tol / 0.5, compute_dtype=torch.float32,
                                         image_size=(r.width, r.height), band=band)
         for _ in range(3):
             once()

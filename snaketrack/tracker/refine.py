@@ -112,10 +112,17 @@ class RefineConfig:
         above hardly fixes its plane's tilt, which then trades against depth.
     jac_tol: LM takes the derivative of a (pixel, primitive) pair only where
         its weight ``c (1 − o)`` (coverage times the uncovered rest) exceeds
-        this: far outside the edge the derivative is negligible. Measured
-        (corrupted static/drone planar, 100 frames from the true pose, one
-        thread): 2e-6 → 1e-2 left errors and IoU unchanged to 1e-4 and cut
-        time per frame by about 15 %.
+        this: far outside the edge the derivative is negligible once the fit
+        is close. Measured (corrupted masks): from the true pose (static and
+        drone planar, 100 frames, one thread) 2e-6 → 1e-2 left errors and
+        IoU unchanged to 1e-4 and cut time per frame by about 15 %. Full
+        benchmark from the mask alone (6 clips, 2 threads, docs/tracking.md):
+        1e-3 against 1e-2 gave the same planar errors, mean 6.4 against
+        7.7 frames/s, and arcsnake base errors 0.261 / 0.219 / 0.030 m
+        against 0.273 / 0.172 / 0.062 m (static / handheld / drone): the
+        arcsnake's first-frame search ends differently under any small
+        change (drone: 0.35 m against 0.04 m over frames 0–29), better on
+        one clip and worse on another, so the faster setting is kept.
     margin_sigmas: how far past the hard edge LM evaluates each primitive
         [σ]; None: the renderer's setting.
     """

@@ -63,6 +63,7 @@ def main() -> None:
     ap.add_argument("--no-select-last", action="store_true")
     ap.add_argument("--ignore-edge", type=int, default=0)
     ap.add_argument("--ground-colour", type=float, default=0.0)
+    ap.add_argument("--seed", type=int, default=0, help="training seed (shuffling, augmentation, init)")
     ap.add_argument("--out-name", default=None, help="model file name inside --work")
     ap.add_argument("--skip-train", action="store_true")
     args = ap.parse_args()
@@ -113,7 +114,7 @@ def main() -> None:
                           loss=args.loss, p_robot=args.p_robot, architecture=args.architecture,
                           scales=tuple(float(v) for v in args.scales.split(",")),
                           tie_tolerance=args.tie_tolerance, select_last=not args.no_select_last,
-                          ignore_edge=args.ignore_edge, ground_colour=args.ground_colour)
+                          ignore_edge=args.ignore_edge, ground_colour=args.ground_colour, seed=args.seed)
         t0 = time.perf_counter()
         tr = train([str(labels)], model, cfg)
         train_s = time.perf_counter() - t0
@@ -124,7 +125,7 @@ def main() -> None:
                     "lr": args.lr, "schedule": args.schedule, "loss": args.loss, "p_robot": args.p_robot,
                     "architecture": args.architecture, "ignore_edge": args.ignore_edge,
                     "ground_colour": args.ground_colour, "lr_step_epoch": args.lr_step_epoch,
-                    "batch_size": args.batch_size, "threads": args.threads,
+                    "batch_size": args.batch_size, "threads": args.threads, "seed": args.seed,
                     "train_wall_min": train_s / 60 if tr.history else None,
                     "selection_s": sel.get("seconds"),
                     "train_epoch_s": [h["seconds"] for h in tr.history],

@@ -82,3 +82,26 @@ def test_tracker_started_backwards_turns_round():
     assert base_err[0] > 0.5  # read backwards: the base is at the head
     assert trk.flips == 1
     assert max(base_err[-10:]) < 0.02
+
+
+@pytest.mark.parametrize("backwards", [False, True])
+def test_search_with_a_reading_keeps_it(backwards):
+    """``initialise(orient=...)`` (a re-search while tracking, ``keep_reading``) returns a pose read
+    the same way as ``orient``, whichever way that is; without it the search reads the chain freely."""
+    from snaketrack.tracker.tracker import Tracker, TrackerConfig
+
+    robot = load_robot("planar-snake-11")
+    lay = StateLayout.for_robot(robot)
+    W, H = 320, 240
+    ren = SilhouetteRenderer(robot, K, W, H)
+    q = _gait(np.array([0.3]), robot.dof)[0] * 0.6
+    x = lay.pack(q, R_DOWN, np.array([-0.4, 0.0, 2.0]))
+    with torch.no_grad():
+        mask = ren.full_image(torch.as_tensor(x)[None])[0].numpy() > 0.5
+    trk = Tracker(robot, K, W, H, fps=30.0, config=TrackerConfig(init_candidates=3, init_refine_steps=15))
+    orient = flip_pose(robot, lay, x) if backwards else x
+    res = trk.initialise(mask, orient=orient)
+    tail_o, head_o = trk._ends(orient)
+    tail, _ = trk._ends(res.x)
+    assert np.linalg.norm(tail - tail_o) < np.linalg.norm(tail - head_o)
+    assert res.iou > 0.8

@@ -144,7 +144,7 @@ def jacobian_timing(r, x0, reps: int) -> dict:
     from snaketrack.tracker.refine import RefineConfig, point_jacobian
     from snaketrack.tracker.render import SilhouetteSettings, render_with_jacobian
 
-    lay, J = r.layout, r.layout.n_joints
+    lay = r.layout
     x = torch.as_tensor(x0, dtype=torch.float64)
     q, R0, t0 = lay.to_fk(x[None])
     pts, G = point_jacobian(r.robot, r.model, q[0], R0[0], t0[0])

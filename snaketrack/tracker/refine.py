@@ -123,8 +123,6 @@ class RefineConfig:
         arcsnake's first-frame search ends differently under any small
         change (drone: 0.35 m against 0.04 m over frames 0–29), better on
         one clip and worse on another, so the faster setting is kept.
-    margin_sigmas: how far past the hard edge LM evaluates each primitive
-        [σ]; None: the renderer's setting.
     """
 
     method: str = "lm"
@@ -152,7 +150,6 @@ class RefineConfig:
     cover_step_px: float = 2.0
     cover_margin_px: float = 5.0
     jac_tol: float = 1e-2
-    margin_sigmas: Optional[float] = None
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -348,7 +345,7 @@ class Refiner:
             roi = self._roi(pts, sigma, b)
             if roi is None:
                 return None
-            s = SilhouetteSettings(sigma_px=sigma, margin_sigmas=cfg.margin_sigmas or self.renderer.settings.margin_sigmas)
+            s = SilhouetteSettings(sigma_px=sigma, margin_sigmas=self.renderer.settings.margin_sigmas)
             rj = render_with_jacobian(pts[None, :, 0], pts[None, :, 1], self._radii, self.K, roi, G, s,
                                       offset_px=b, with_offset=cfg.estimate_offset, tol=cfg.jac_tol / sigma,
                                       compute_dtype=getattr(torch, cfg.compute_dtype),

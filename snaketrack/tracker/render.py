@@ -310,11 +310,11 @@ def primitive_pixels(starts: torch.Tensor, ends: torch.Tensor, radii: torch.Tens
     vv = vv_i.astype(float)
     lo = np.full(total, np.inf)
     hi = np.full(total, -np.inf)
-    for bi in range(u.shape[0]):
+    for bi in range(u.shape[0] if band else 0):
         l_b, h_b = _band_spans(u[bi, prim_r, 0], v[bi, prim_r, 0], u[bi, prim_r, 1], v[bi, prim_r, 1],
                                half[bi, prim_r], vv)
         lo, hi = np.minimum(lo, l_b), np.maximum(hi, h_b)
-    # an end behind the camera: its projection is unbounded, keep the whole box row
+    # the whole box row: asked for (band=False), or an end behind the camera (its projection is unbounded)
     unbounded = (z[:, prim_r].min(axis=(0, 2)) < 1e-3) | (not band)
     ul, uh = boxes[prim_r, 0], boxes[prim_r, 2]
     lo = np.where(unbounded, ul, np.maximum(np.ceil(lo), ul))

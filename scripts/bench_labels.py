@@ -63,6 +63,9 @@ def main() -> None:
     ap.add_argument("--no-select-last", action="store_true")
     ap.add_argument("--ignore-edge", type=int, default=0)
     ap.add_argument("--ground-colour", type=float, default=0.0)
+    ap.add_argument("--zoom", default="0.7,1.4", help="training zoom range LOW,HIGH")
+    ap.add_argument("--rotate", type=float, default=0.0, help="training rotations within +-DEG")
+    ap.add_argument("--flips", default="1", help="test-time flip counts the final choice may pick (1,2,4)")
     ap.add_argument("--seed", type=int, default=0, help="training seed (shuffling, augmentation, init)")
     ap.add_argument("--out-name", default=None, help="model file name inside --work")
     ap.add_argument("--skip-train", action="store_true")
@@ -114,7 +117,9 @@ def main() -> None:
                           loss=args.loss, p_robot=args.p_robot, architecture=args.architecture,
                           scales=tuple(float(v) for v in args.scales.split(",")),
                           tie_tolerance=args.tie_tolerance, select_last=not args.no_select_last,
-                          ignore_edge=args.ignore_edge, ground_colour=args.ground_colour, seed=args.seed)
+                          ignore_edge=args.ignore_edge, ground_colour=args.ground_colour, seed=args.seed,
+                          zoom=tuple(float(v) for v in args.zoom.split(",")), rotate_deg=args.rotate,
+                          flips=tuple(int(v) for v in args.flips.split(",")))
         t0 = time.perf_counter()
         tr = train([str(labels)], model, cfg)
         train_s = time.perf_counter() - t0
@@ -124,13 +129,14 @@ def main() -> None:
                     "epochs_done": tr.epochs_done, "stopped_by_time": tr.stopped_by_time,
                     "lr": args.lr, "schedule": args.schedule, "loss": args.loss, "p_robot": args.p_robot,
                     "architecture": args.architecture, "ignore_edge": args.ignore_edge,
-                    "ground_colour": args.ground_colour, "lr_step_epoch": args.lr_step_epoch,
+                    "ground_colour": args.ground_colour, "zoom": args.zoom, "rotate": args.rotate, "flips": args.flips,
+                    "lr_step_epoch": args.lr_step_epoch,
                     "batch_size": args.batch_size, "threads": args.threads, "seed": args.seed,
                     "train_wall_min": train_s / 60 if tr.history else None,
                     "selection_s": sel.get("seconds"),
                     "train_epoch_s": [h["seconds"] for h in tr.history],
                     "best_epoch_val_iou_vs_labels": tr.best_val_iou,
-                    "chosen_epoch": sel.get("epoch"), "chosen_scale": seg.scale, "chosen_threshold": seg.threshold,
+                    "chosen_epoch": sel.get("epoch"), "chosen_scale": seg.scale, "chosen_flips": seg.flips, "chosen_threshold": seg.threshold,
                     "chosen_val_iou_vs_labels": sel.get("iou"), "model": str(model), "tests": {}})
         print(json.dumps(out), flush=True)
         for tv in args.test_video:

@@ -41,6 +41,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="keep the probability threshold at 0.5 instead of choosing it on the validation split")
     p.add_argument("--scales", default=None, metavar="S,S,...",
                    help="inference scales the final choice on validation tries (default 1,1.25,1.5; 1: none)")
+    p.add_argument("--flips", default=None, metavar="F,F,...",
+                   help="test-time flip counts the final choice tries at the chosen scale: 1 none, 2 left-right, "
+                        "4 and up-down (default 1: none)")
     p.add_argument("--no-select-last", action="store_true",
                    help="keep the best epoch by validation; the last epoch does not compete in the final choice")
     p.add_argument("--tie-tolerance", type=float, default=None,
@@ -49,6 +52,10 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="leave pixels within PX of the label's edge out of the loss (default 0)")
     p.add_argument("--ground-colour", type=float, default=None, metavar="P",
                    help="probability of recolouring the ground of a training sample (default 0)")
+    p.add_argument("--zoom", default=None, metavar="LOW,HIGH",
+                   help="training zoom range, log-uniform (default 0.7,1.4): cover the robot's size in the videos to segment")
+    p.add_argument("--rotate", type=float, default=None, metavar="DEG",
+                   help="training rotations drawn from +-DEG degrees (camera roll, other headings; default 0)")
     p.add_argument("--out", required=True, metavar="MODEL.pt", help="model file to write (resumes when its .last.pt exists)")
     p.add_argument("--json", action="store_true", help="print a JSON summary")
 
@@ -75,6 +82,13 @@ def run_train(args: argparse.Namespace) -> int:
                  "ground_colour"):
         if getattr(args, name) is not None:
             kw[name] = getattr(args, name)
+    if args.zoom is not None:
+        try:
+            kw["zoom"] = tuple(float(v) for v in args.zoom.split(","))
+        except ValueError:
+            raise InputError(f"--zoom {args.zoom!r}: expected LOW,HIGH, e.g. 0.7,2") from None
+    if args.rotate is not None:
+        kw["rotate_deg"] = args.rotate
     if args.fixed_threshold:
         kw["pick_threshold"] = False
     if args.no_select_last:
@@ -84,11 +98,16 @@ def run_train(args: argparse.Namespace) -> int:
             kw["scales"] = tuple(float(v) for v in args.scales.split(","))
         except ValueError:
             raise InputError(f"--scales {args.scales!r}: expected factors separated by commas, e.g. 1,1.25,1.5") from None
+    if args.flips is not None:
+        try:
+            kw["flips"] = tuple(int(v) for v in args.flips.split(","))
+        except ValueError:
+            raise InputError(f"--flips {args.flips!r}: expected counts separated by commas, e.g. 1,2,4") from None
     res = train(args.datasets, args.out, TrainConfig(**kw))
     sel = res.selection or {}
     summary = {"model": args.out, "best_val_iou": res.best_val_iou, "epochs": res.epochs_done,
                "stopped_by_time": res.stopped_by_time, "chosen_epoch": sel.get("epoch"),
-               "chosen_scale": sel.get("scale"), "chosen_threshold": sel.get("threshold"),
+               "chosen_scale": sel.get("scale"), "chosen_flips": sel.get("flips"), "chosen_threshold": sel.get("threshold"),
                "chosen_val_iou": sel.get("iou"), "selection_s": sel.get("seconds"),
                **{k: v for k, v in res.paths.items() if k != "model"}}
     print(json.dumps(summary) if args.json else
@@ -107,6 +126,9 @@ def add_segment_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scale", type=float, default=None,
                    help="run the network on frames resized this much over its input size "
                         "(default: the model's, chosen on validation by training)")
+    p.add_argument("--flips", type=int, default=None, choices=[1, 2, 4],
+                   help="test-time flips averaged: 1 none, 2 left-right, 4 and up-down "
+                        "(default: the model's, chosen on validation by training)")
 
 
 def run_segment(args: argparse.Namespace) -> int:
@@ -116,7 +138,7 @@ def run_segment(args: argparse.Namespace) -> int:
     from snaketrack.datasets.video import open_frames, source_meta
     from snaketrack.training.segmenter import load_segmenter
 
-    seg = load_segmenter(args.model, threshold=args.threshold, scale=args.scale)
+    seg = load_segmenter(args.model, threshold=args.threshold, scale=args.scale, flips=args.flips)
     src = open_frames(args.source)
     meta = source_meta(src)
     meta["segmenter"] = str(args.model)
@@ -151,6 +173,9 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scale", type=float, default=None,
                    help="run the network on frames resized this much over its input size "
                         "(default: the model's, chosen on validation by training)")
+    p.add_argument("--flips", type=int, default=None, choices=[1, 2, 4],
+                   help="test-time flips averaged: 1 none, 2 left-right, 4 and up-down "
+                        "(default: the model's, chosen on validation by training)")
     p.add_argument("--every", type=int, default=1, metavar="K", help="evaluate every K-th frame (default 1)")
     p.add_argument("--json", action="store_true", help='print {"iou": ..., "frames": ...}')
 
@@ -164,7 +189,7 @@ def run_eval(args: argparse.Namespace) -> int:
 
     if args.every < 1:
         raise InputError(f"--every {args.every}: expected a positive integer")
-    seg = load_segmenter(args.model, threshold=args.threshold, scale=args.scale)
+    seg = load_segmenter(args.model, threshold=args.threshold, scale=args.scale, flips=args.flips)
     res = evaluate_segmenter(seg, args.dataset, batch_size=args.batch_size, progress=not args.json,
                              frames=range(0, len(Dataset(args.dataset)), args.every))
     if args.json:

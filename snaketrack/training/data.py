@@ -104,17 +104,22 @@ def recolour_ground(rgb: np.ndarray, mask: np.ndarray, rng: np.random.Generator,
 
 
 def augment(rgb: np.ndarray, mask: np.ndarray, rng: np.random.Generator,
-            ground_colour: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+            ground_colour: float = 0.0, scale_range: tuple[float, float] = (0.7, 1.4),
+            rotate_deg: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """Field-video augmentations of an RGB uint8 (h, w, 3) image and its bool mask, same size out;
-    ``ground_colour``: probability of :func:`recolour_ground` first (its draws come after all others,
-    so 0 gives the same samples as before it existed)."""
+    ``ground_colour``: probability of :func:`recolour_ground`; ``scale_range``: (low, high) of the
+    log-uniform zoom (a robot closer to or farther from the camera than in the labelled video);
+    ``rotate_deg``: a rotation about the image centre drawn from ±``rotate_deg`` [degrees] (camera
+    roll, other headings of the robot), applied last. The draws of ``ground_colour`` and
+    ``rotate_deg`` come after all others, so 0 gives the same samples as before they existed."""
     h, w = mask.shape
+    lo, hi = float(scale_range[0]), float(scale_range[1])
     if rng.random() < 0.5:
         rgb, mask = rgb[:, ::-1], mask[:, ::-1]
     if rng.random() < 0.5:
         rgb, mask = rgb[::-1], mask[::-1]
     # scale and crop back to (h, w), padding with reflection where the image shrank
-    s = float(np.exp(rng.uniform(np.log(0.7), np.log(1.4))))
+    s = float(np.exp(rng.uniform(np.log(lo), np.log(hi))))
     sh, sw = max(int(round(h * s)), 8), max(int(round(w * s)), 8)
     rgb = cv2.resize(np.ascontiguousarray(rgb), (sw, sh), interpolation=cv2.INTER_LINEAR)
     m = cv2.resize(np.ascontiguousarray(mask).astype(np.uint8), (sw, sh), interpolation=cv2.INTER_NEAREST)
@@ -142,7 +147,22 @@ def augment(rgb: np.ndarray, mask: np.ndarray, rng: np.random.Generator,
     x = np.clip(x, 0, 255).astype(np.uint8)
     if ground_colour > 0 and rng.random() < ground_colour:
         x = recolour_ground(x, mask, rng)
+    if rotate_deg > 0:
+        x, mask = rotate(x, mask, float(rng.uniform(-rotate_deg, rotate_deg)))
     return x, mask
+
+
+def rotate(rgb: np.ndarray, mask: np.ndarray, degrees: float) -> tuple[np.ndarray, np.ndarray]:
+    """Image (h, w, 3) and bool mask (h, w) rotated by ``degrees`` (counter-clockwise on screen) about
+    the image centre, same size, borders reflected; the mask is interpolated and cut at 0.5 so its
+    edge keeps sub-pixel place."""
+    h, w = mask.shape
+    M = cv2.getRotationMatrix2D(((w - 1) / 2.0, (h - 1) / 2.0), degrees, 1.0)
+    out = cv2.warpAffine(np.ascontiguousarray(rgb), M, (w, h), flags=cv2.INTER_LINEAR,
+                         borderMode=cv2.BORDER_REFLECT_101)
+    m = cv2.warpAffine(np.ascontiguousarray(mask).astype(np.float32), M, (w, h), flags=cv2.INTER_LINEAR,
+                       borderMode=cv2.BORDER_REFLECT_101)
+    return out, m > 0.5
 
 
 def robot_crop(rgb: np.ndarray, mask: np.ndarray, size: tuple[int, int], rng: np.random.Generator,
@@ -176,7 +196,8 @@ class SegmentationData(torch.utils.data.Dataset):
     (None: whole frames, as the seed); p_robot: share of crops centred near
     the robot; max_frames: evenly spaced subset
     (e.g. to keep validation cheap); ground_colour: probability of
-    recolouring the ground of a training sample (:func:`recolour_ground`). Resized frames are cached in memory
+    recolouring the ground of a training sample (:func:`recolour_ground`); scale_range, rotate_deg:
+    the zoom range and rotation bound of :func:`augment`. Resized frames are cached in memory
     after first use.
     """
 
@@ -185,7 +206,8 @@ class SegmentationData(torch.utils.data.Dataset):
                  mean: Sequence[float] = IMAGENET_MEAN, std: Sequence[float] = IMAGENET_STD,
                  augment_train: bool = True, skip_flagged: bool = True,
                  crop_size: Optional[tuple[int, int]] = None, max_frames: Optional[int] = None,
-                 p_robot: float = 0.7, ground_colour: float = 0.0):
+                 p_robot: float = 0.7, ground_colour: float = 0.0,
+                 scale_range: tuple[float, float] = (0.7, 1.4), rotate_deg: float = 0.0):
         if split not in ("train", "val", "all"):
             raise InputError(f"split {split!r}: expected train, val or all")
         if not roots:
@@ -217,6 +239,8 @@ class SegmentationData(torch.utils.data.Dataset):
         self._epoch = 0
         self.p_robot = float(p_robot)
         self.ground_colour = float(ground_colour)
+        self.scale_range = (float(scale_range[0]), float(scale_range[1]))
+        self.rotate_deg = float(rotate_deg)
 
     def set_epoch(self, epoch: int) -> None:
         """Vary the augmentation draws by epoch (same seed and epoch, same samples)."""
@@ -242,7 +266,7 @@ class SegmentationData(torch.utils.data.Dataset):
         rgb, m = self.raw(k)
         if self.augment:
             rng = np.random.default_rng([self.seed, self._epoch, k])
-            rgb, m = augment(rgb, m, rng, self.ground_colour)
+            rgb, m = augment(rgb, m, rng, self.ground_colour, self.scale_range, self.rotate_deg)
         if self.crop_size is not None:
             rng = np.random.default_rng([self.seed, self._epoch, k, 1])
             rgb, m = robot_crop(rgb, m, self.crop_size, rng, self.p_robot)

@@ -37,6 +37,7 @@ MODEL_VERSION = 1
 OUTPUT_STRIDE = 16
 ARCHITECTURES = ("DeepLabV3Plus", "Unet")
 ENCODERS = ("resnet18", "resnet34", "mobilenet_v2", "efficientnet-b0")
+FLIPS = (1, 2, 4)  # test-time flip counts: none, left-right, left-right and up-down
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
@@ -51,9 +52,11 @@ class SegmenterConfig:
     ``DeepLabV3Plus`` (the seed's) or ``Unet`` (smp's, for comparison);
     threshold: robot probability above which a pixel is robot; scale:
     the network runs on frames resized to ``scale`` × ``input_size`` (1:
-    as trained). Training picks both on the validation split
+    as trained); flips: test-time flips averaged (1: none; 2: the frame
+    and its mirror image; 4: also upside down, and both). Training picks all
+    three on the validation split
     (:func:`~snaketrack.training.train.select_inference`); files written
-    before ``scale`` existed load with 1.
+    before ``scale`` and ``flips`` existed load with 1.
     """
 
     encoder: str = "resnet18"
@@ -64,6 +67,7 @@ class SegmenterConfig:
     architecture: str = "DeepLabV3Plus"
     threshold: float = 0.5
     scale: float = 1.0
+    flips: int = 1
 
     def __post_init__(self) -> None:
         h, w = self.input_size
@@ -79,6 +83,9 @@ class SegmenterConfig:
         if not 0.1 <= float(self.scale) <= 8.0:
             raise InputError(f"scale {self.scale}: expected a factor between 0.1 and 8")
         object.__setattr__(self, "scale", float(self.scale))
+        if int(self.flips) not in FLIPS:
+            raise InputError(f"flips {self.flips}: expected one of {', '.join(map(str, FLIPS))}")
+        object.__setattr__(self, "flips", int(self.flips))
 
 
 def parse_input_size(text: str) -> tuple[int, int]:

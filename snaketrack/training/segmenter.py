@@ -6,9 +6,11 @@ frame is resized to the model's input size, normalised with its stored
 mean/std, padded to a multiple of 16, segmented, and the robot
 probability resized back to (H, W) and thresholded at the model's
 threshold. The frame is first resized to the model's inference scale ×
-its input size. Threshold and scale are stored in the model file, chosen
-by training on its validation split (0.5 and 1 in files that predate the
-choice); either can be overridden.
+its input size; with test-time flips the probabilities of the frame and
+of its flipped copies (flipped back) are averaged. Threshold, scale and
+flips are stored in the model file, chosen by training on its validation
+split (0.5, 1 and 1 in files that predate the choice); each can be
+overridden.
 
 >>> import tempfile, os, numpy as np, torch
 >>> from snaketrack.training.model import SegmenterConfig, build_model, save_model
@@ -30,14 +32,17 @@ import numpy as np
 import torch
 
 from snaketrack.errors import InputError
-from snaketrack.training.data import normalise, pad_to, resize_to
-from snaketrack.training.model import SegmenterConfig, load_model, padded_size
+from snaketrack.training.data import normalise, resize_to
+from snaketrack.training.model import FLIPS, SegmenterConfig, load_model, padded_size
+
+FLIP_DIMS = ((), (3,), (2,), (2, 3))  # (B, 3, h, w) axes flipped: none, left-right, up-down, both
 
 
 class Segmenter:
     """A DeepLabV3+ with its preprocessing. ``threshold`` on the robot probability (None: the config's);
     ``scale``: the network runs on frames resized to ``scale`` × the model's input size (None: the
-    config's, which training chose on validation; 1: as trained).
+    config's, which training chose on validation; 1: as trained); ``flips``: test-time flips
+    averaged, 1, 2 (left-right) or 4 (and up-down) (None: the config's); each costs one more pass.
 
     DeepLabV3+ predicts at 1/4 of its input and upsamples; a thin robot's
     edge can be placed more finely when the frame is enlarged (``scale``
@@ -45,10 +50,14 @@ class Segmenter:
     """
 
     def __init__(self, model: torch.nn.Module, config: SegmenterConfig, threshold: Optional[float] = None,
-                 device: str = "cpu", scale: Optional[float] = None):
+                 device: str = "cpu", scale: Optional[float] = None, flips: Optional[int] = None):
         scale = config.scale if scale is None else scale
         if not 0.1 <= float(scale) <= 8.0:
             raise InputError(f"--scale {scale}: expected a factor between 0.1 and 8")
+        flips = config.flips if flips is None else flips
+        if int(flips) not in FLIPS:
+            raise InputError(f"--flips {flips}: expected one of {', '.join(map(str, FLIPS))}")
+        self.flips = int(flips)
         self.model = model.to(device).eval()
         self.config = config
         self.threshold = float(config.threshold if threshold is None else threshold)
@@ -71,9 +80,15 @@ class Segmenter:
                 raise InputError(f"frames differ in size: {f.shape[:2]} vs {(H, W)}; predict them separately")
         h, w = self.size
         x = np.stack([normalise(resize_to(f, (h, w)), self.config.mean, self.config.std) for f in frames])
-        x = torch.from_numpy(np.ascontiguousarray(pad_to(x, self.net_size))).to(self.device)
+        x = torch.from_numpy(np.ascontiguousarray(x)).to(self.device)
+        pad = (0, self.net_size[1] - w, 0, self.net_size[0] - h)  # right and bottom
         with torch.inference_mode():
-            p = torch.sigmoid(self.model(x))[:, 0, :h, :w].float().cpu().numpy()
+            p = torch.zeros((x.shape[0], h, w), dtype=torch.float32, device=self.device)
+            for dims in FLIP_DIMS[:self.flips]:  # flip the frame, pad, segment, crop, flip back
+                xf = torch.flip(x, dims) if dims else x
+                pf = torch.sigmoid(self.model(torch.nn.functional.pad(xf, pad)))[:, 0, :h, :w].float()
+                p += torch.flip(pf, [d - 1 for d in dims]) if dims else pf
+            p = (p / self.flips).cpu().numpy()
         if (h, w) == (H, W):
             return p
         return np.stack([cv2.resize(pi, (W, H), interpolation=cv2.INTER_LINEAR) for pi in p])
@@ -92,12 +107,13 @@ class Segmenter:
 
 
 def load_segmenter(path: str | os.PathLike, device: str = "cpu", threshold: Optional[float] = None,
-                   scale: Optional[float] = None) -> Segmenter:
+                   scale: Optional[float] = None, flips: Optional[int] = None) -> Segmenter:
     """Load a model file written by ``snaketrack train`` as a :class:`Segmenter`.
 
     threshold: robot probability threshold; None takes the model file's
     (chosen on the validation split by training; 0.5 in older files);
     scale: inference size over the trained input size; None takes the model
-    file's (chosen on validation by training; 1 in older files)."""
+    file's (chosen on validation by training; 1 in older files); flips: test-time flips (1, 2, 4);
+    None takes the model file's (likewise)."""
     model, config, _ = load_model(path)
-    return Segmenter(model, config, threshold=threshold, device=device, scale=scale)
+    return Segmenter(model, config, threshold=threshold, device=device, scale=scale, flips=flips)

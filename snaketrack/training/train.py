@@ -14,9 +14,11 @@ trained scale over probability thresholds, and the best epoch is kept;
 when training ends, the kept epoch and the last one are scored at each
 inference scale of ``scales`` and each threshold, on the validation frames
 at their own size (as ``eval-seg`` scores), and the best (checkpoint,
-scale, threshold) is written into the model file. Scores within
-``tie_tolerance`` of the best count as ties, which go to the cheaper
-option (the smaller scale). A time-limited run keeps back the time this
+scale, threshold) is written into the model file; then that checkpoint at
+that scale is scored with each test-time flip count of ``flips`` (the
+probabilities of flipped copies averaged), each threshold again. Scores
+within ``tie_tolerance`` of the best count as ties, which go to the
+cheaper option (the smaller scale, then fewer flips). A time-limited run keeps back the time this
 final choice takes, so the limit covers it. The 20-minute CPU recipe and
 its measurements: docs/segmenter-training.md.
 
@@ -31,7 +33,7 @@ by validation IoU at the trained scale):
   val_loss, val_iou, threshold, val_iou_at_threshold, seconds``),
   flushed as it goes;
 - ``<stem>.select.csv``: the final choice's table (``candidate, epoch,
-  scale, threshold, val_iou``; the chosen row has ``chosen`` 1);
+  scale, flips, threshold, val_iou``; the chosen row has ``chosen`` 1);
 - ``<stem>.plot.png``: loss and IoU per epoch.
 """
 from __future__ import annotations
@@ -50,14 +52,14 @@ import torch
 from snaketrack.errors import FileFormatError, InputError
 from snaketrack.io import CsvAppender, atomic_write_bytes, write_json
 from snaketrack.training.data import SegmentationData
-from snaketrack.training.model import SegmenterConfig, build_model, load_model, model_bytes
+from snaketrack.training.model import FLIPS, SegmenterConfig, build_model, load_model, model_bytes
 
 LOG_COLUMNS = ["epoch", "lr", "train_loss", "val_loss", "val_iou", "threshold", "val_iou_at_threshold", "seconds"]
 LOSS_TERMS = ("bce", "dice", "iou", "lovasz")
 SCHEDULES = ("step", "cosine", "onecycle")
 THRESHOLDS = tuple(round(t, 2) for t in np.arange(0.2, 0.81, 0.05))
 SCALES = (1.0, 1.25, 1.5)
-SELECT_COLUMNS = ["candidate", "epoch", "scale", "threshold", "val_iou", "chosen"]
+SELECT_COLUMNS = ["candidate", "epoch", "scale", "flips", "threshold", "val_iou", "chosen"]
 
 
 @dataclass(frozen=True)
@@ -88,13 +90,17 @@ class TrainConfig:
     robot; architecture: ``DeepLabV3Plus`` or ``Unet``; pick_threshold:
     choose the probability threshold on the validation split (else 0.5);
     scales: inference scales (× input size) the final choice tries (``(1,)``:
-    none but the trained one); select_last: let the last epoch compete with
+    none but the trained one); flips: test-time flip counts the final choice
+    tries at the chosen scale (1, 2, 4; ``(1,)``: none);
+    select_last: let the last epoch compete with
     the best one in the final choice; tie_tolerance: validation IoUs this
-    close to the best are ties, broken towards the smaller scale;
+    close to the best are ties, broken towards the smaller scale, then fewer flips;
     ignore_edge: pixels within this many pixels (chessboard distance) of the
     label's edge, on either side, are left out of the loss (0: none);
     ground_colour: probability of recolouring the ground, away from the
-    robot, in a training sample (see :func:`~snaketrack.training.data.augment`).
+    robot, in a training sample; zoom: (low, high) of the training zoom
+    (log-uniform); rotate_deg: training rotations are drawn from ± this
+    [degrees] (0: none) (both: :func:`~snaketrack.training.data.augment`).
     """
 
     encoder: str = "resnet18"
@@ -121,10 +127,13 @@ class TrainConfig:
     architecture: str = "DeepLabV3Plus"
     pick_threshold: bool = True
     scales: tuple[float, ...] = SCALES
+    flips: tuple[int, ...] = (1,)
     select_last: bool = True
     tie_tolerance: float = 0.002
     ignore_edge: int = 0
     ground_colour: float = 0.0
+    zoom: tuple[float, float] = (0.7, 1.4)
+    rotate_deg: float = 0.0
 
     def __post_init__(self) -> None:
         terms = str(self.loss).split("+")
@@ -145,6 +154,10 @@ class TrainConfig:
         if not scales or any(not 0.1 <= v <= 8.0 for v in scales):
             raise InputError(f"--scales {self.scales}: expected factors between 0.1 and 8")
         object.__setattr__(self, "scales", scales)
+        flips = tuple(int(v) for v in (self.flips if isinstance(self.flips, (tuple, list)) else [self.flips]))
+        if any(v not in FLIPS for v in flips):
+            raise InputError(f"--flips {self.flips}: expected counts from {', '.join(map(str, FLIPS))}")
+        object.__setattr__(self, "flips", tuple(sorted(set(flips) | {1})))
         if not self.tie_tolerance >= 0:
             raise InputError(f"--tie-tolerance {self.tie_tolerance}: expected a non-negative IoU difference")
         if int(self.ignore_edge) < 0 or int(self.ignore_edge) != self.ignore_edge:
@@ -153,6 +166,12 @@ class TrainConfig:
             raise InputError("--ignore-edge with --loss lovasz: the Lovász hinge cannot leave pixels out")
         if not 0.0 <= float(self.ground_colour) <= 1.0:
             raise InputError(f"--ground-colour {self.ground_colour}: expected a probability in [0, 1]")
+        zoom = tuple(float(v) for v in self.zoom)
+        if len(zoom) != 2 or not 0.05 <= zoom[0] <= zoom[1] <= 20.0:
+            raise InputError(f"--zoom {self.zoom}: expected LOW,HIGH with 0.05 <= LOW <= HIGH <= 20")
+        object.__setattr__(self, "zoom", zoom)
+        if not 0.0 <= float(self.rotate_deg) <= 180.0:
+            raise InputError(f"--rotate {self.rotate_deg}: expected degrees in [0, 180]")
 
 
 @dataclass(frozen=True)
@@ -313,7 +332,8 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
     train_ds = SegmentationData(roots, seg_cfg.input_size, "train", config.val_fraction, config.block,
                                 config.seed, seg_cfg.mean, seg_cfg.std, augment_train=config.augment,
                                 crop_size=config.crop_size, p_robot=config.p_robot,
-                                ground_colour=config.ground_colour)
+                                ground_colour=config.ground_colour, scale_range=config.zoom,
+                                rotate_deg=config.rotate_deg)
     val_ds = SegmentationData(roots, seg_cfg.input_size, "val", config.val_fraction, config.block,
                               config.seed, seg_cfg.mean, seg_cfg.std, max_frames=config.max_val_frames)
     if len(train_ds) == 0:
@@ -332,7 +352,8 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
         """Time kept back for the last validation and the final choice [s] (from the last validation's time)."""
         if val_s is None:
             return 0.0
-        return float(val_s) * (1.0 + n_cand * sum(s_ * s_ for s_ in config.scales))
+        return float(val_s) * (1.0 + n_cand * sum(s_ * s_ for s_ in config.scales)
+                               + max(config.scales) ** 2 * sum(f for f in config.flips if f > 1))
 
     def elapsed() -> float:
         return elapsed0 + time.perf_counter() - t_run
@@ -440,24 +461,24 @@ def _final_choice(paths: dict[str, Path], last_model: torch.nn.Module, seg_cfg: 
             raise FileFormatError(f"{ds.root}: frame {i} has no mask")
         frames.append((ds.frame(i), m > 0))
     sel = select_inference([(n, m) for n, _, m in cands], frames, seg_cfg, config.scales, thresholds,
-                           config.tie_tolerance, config.batch_size)
+                           config.tie_tolerance, config.batch_size, config.flips)
     name, epoch, chosen = cands[sel["candidate"]]
     sel.update(epoch=epoch, candidates=[{"name": n, "epoch": e} for n, e, _ in cands],
                seconds=time.perf_counter() - t0)
     for r in sel["table"]:
         r["epoch"] = cands[r["candidate"]][1]
     extra = {"epoch": epoch, "val_iou": sel["iou"], "threshold": sel["threshold"], "scale": sel["scale"],
-             "checkpoint": name, "best_epoch_val_iou": float(best_extra["val_iou"]), "selection": sel,
+             "flips": sel["flips"], "checkpoint": name, "best_epoch_val_iou": float(best_extra["val_iou"]), "selection": sel,
              "datasets": roots, "train": _cfg_dict(config)}
     chosen_row = sel.pop("row")
     atomic_write_bytes(paths["model"], model_bytes(
-        chosen, replace(seg_cfg, threshold=sel["threshold"], scale=sel["scale"]), extra))
+        chosen, replace(seg_cfg, threshold=sel["threshold"], scale=sel["scale"], flips=sel["flips"]), extra))
     with CsvAppender(paths["select"], SELECT_COLUMNS, resume=False) as w:
         for r in sel["table"]:
             w.write({"candidate": cands[r["candidate"]][0], "epoch": r["epoch"], "scale": r["scale"],
-                     "threshold": r["threshold"], "val_iou": r["iou"], "chosen": int(r is chosen_row)})
+                     "flips": r["flips"], "threshold": r["threshold"], "val_iou": r["iou"], "chosen": int(r is chosen_row)})
     if progress:
-        print(f"chosen on validation: {name} epoch {epoch}, scale {sel['scale']:g}, threshold "
+        print(f"chosen on validation: {name} epoch {epoch}, scale {sel['scale']:g}, flips {sel['flips']}, threshold "
               f"{sel['threshold']:.2f}: IoU {sel['iou']:.4f} ({sel['seconds']:.0f} s)", flush=True)
     return sel
 
@@ -465,63 +486,81 @@ def _final_choice(paths: dict[str, Path], last_model: torch.nn.Module, seg_cfg: 
 def select_inference(candidates: Sequence[tuple[str, torch.nn.Module]], frames: Sequence[tuple[np.ndarray, np.ndarray]],
                      config: SegmenterConfig, scales: Sequence[float] = (1.0,),
                      thresholds: Sequence[float] = THRESHOLDS, tie_tolerance: float = 0.0,
-                     batch_size: int = 4) -> dict[str, Any]:
-    """The (candidate, scale, threshold) with the best mean IoU on validation ``frames``.
+                     batch_size: int = 4, flips: Sequence[int] = (1,)) -> dict[str, Any]:
+    """The (candidate, scale, flips, threshold) with the best mean IoU on validation ``frames``.
 
     candidates: (name, model) pairs; frames: (RGB uint8 (H, W, 3), bool label
     mask (H, W)) at the video's own size, scored as ``eval-seg`` scores (the
     :class:`~snaketrack.training.segmenter.Segmenter` path: resize to scale ×
-    input size, probability back at (H, W), mean per-frame IoU). Rows within
-    ``tie_tolerance`` of the best IoU are ties; among them the smallest scale
-    wins (the cheapest: cost grows with its square), then the higher IoU,
-    then the threshold nearer 0.5, then the earlier candidate.
+    input size, probability back at (H, W), mean per-frame IoU). Every
+    candidate is scored at every scale without flips; then the chosen
+    candidate and scale with each flip count of ``flips`` above 1 (the
+    flips multiply the cost, so they are tried where they would be used).
+    Rows within ``tie_tolerance`` of the best IoU are ties; among them the
+    smallest scale wins (the cheapest: cost grows with its square), then
+    the fewest flips, the higher IoU, the threshold nearer 0.5, the earlier
+    candidate.
 
-    Returns ``candidate`` (index), ``scale``, ``threshold``, ``iou``, ``table``
-    (one dict a combination: candidate, scale, threshold, iou) and ``row``
-    (the chosen table row).
+    Returns ``candidate`` (index), ``scale``, ``flips``, ``threshold``,
+    ``iou``, ``table`` (one dict a combination: candidate, scale, flips,
+    threshold, iou) and ``row`` (the chosen table row).
     """
-    from snaketrack.datasets.boxes import mask_iou
-    from snaketrack.training.segmenter import Segmenter
-
     if not candidates or not frames:
         raise InputError("select_inference: no candidates or no validation frames")
-    ts = np.asarray([float(t) for t in thresholds], np.float32)
     table = []
     for ci, (_, model) in enumerate(candidates):
         for s in scales:
-            seg = Segmenter(model, config, scale=float(s))
-            ious = np.zeros((len(frames), len(ts)))
-            for k in range(0, len(frames), batch_size):
-                chunk = frames[k:k + batch_size]
-                if len({f.shape for f, _ in chunk}) == 1:
-                    probs = seg.predict_proba_batch([f for f, _ in chunk])
-                else:
-                    probs = [seg.predict_proba(f) for f, _ in chunk]
-                for j, (p, (_, m)) in enumerate(zip(probs, chunk)):
-                    for ti, t in enumerate(ts):
-                        ious[k + j, ti] = mask_iou(p > t, m)
-            for ti, t in enumerate(ts):
-                table.append({"candidate": ci, "scale": float(s), "threshold": float(thresholds[ti]),
-                              "iou": float(ious[:, ti].mean())})
+            table += _score(model, ci, float(s), 1, frames, config, thresholds, batch_size)
     row = choose_row(table, tie_tolerance)
-    return {"candidate": row["candidate"], "scale": row["scale"], "threshold": row["threshold"],
-            "iou": row["iou"], "best_iou": max(r["iou"] for r in table), "table": table, "row": row}
+    for f in sorted({int(f) for f in flips} - {1}):
+        table += _score(candidates[row["candidate"]][1], row["candidate"], row["scale"], f, frames, config,
+                        thresholds, batch_size)
+    row = choose_row(table, tie_tolerance)
+    return {"candidate": row["candidate"], "scale": row["scale"], "flips": row["flips"],
+            "threshold": row["threshold"], "iou": row["iou"], "best_iou": max(r["iou"] for r in table),
+            "table": table, "row": row}
+
+
+def _score(model: torch.nn.Module, ci: int, scale: float, flips: int, frames: Sequence[tuple[np.ndarray, np.ndarray]],
+           config: SegmenterConfig, thresholds: Sequence[float], batch_size: int) -> list[dict[str, Any]]:
+    """Table rows (one a threshold) of one model at one scale and flip count: mean IoU over ``frames``."""
+    from snaketrack.datasets.boxes import mask_iou
+    from snaketrack.training.segmenter import Segmenter
+
+    ts = np.asarray([float(t) for t in thresholds], np.float32)
+    seg = Segmenter(model, config, scale=scale, flips=flips)
+    ious = np.zeros((len(frames), len(ts)))
+    for k in range(0, len(frames), batch_size):
+        chunk = frames[k:k + batch_size]
+        if len({f.shape for f, _ in chunk}) == 1:
+            probs = seg.predict_proba_batch([f for f, _ in chunk])
+        else:
+            probs = [seg.predict_proba(f) for f, _ in chunk]
+        for j, (p, (_, m)) in enumerate(zip(probs, chunk)):
+            for ti, t in enumerate(ts):
+                ious[k + j, ti] = mask_iou(p > t, m)
+    return [{"candidate": ci, "scale": scale, "flips": flips, "threshold": float(thresholds[ti]),
+             "iou": float(ious[:, ti].mean())} for ti in range(len(ts))]
 
 
 def choose_row(table: Sequence[dict[str, Any]], tie_tolerance: float = 0.0) -> dict[str, Any]:
     """The row :func:`select_inference` chooses: among rows within ``tie_tolerance`` of the best
-    ``iou``, the smallest ``scale``, then the highest ``iou``, the ``threshold`` nearest 0.5, the
-    lowest ``candidate``.
+    ``iou``, the smallest ``scale``, then the fewest ``flips`` (1 where absent), the highest ``iou``,
+    the ``threshold`` nearest 0.5, the lowest ``candidate``.
 
     >>> t = [{"candidate": 0, "scale": 1.5, "threshold": 0.5, "iou": 0.888},
     ...      {"candidate": 0, "scale": 1.25, "threshold": 0.4, "iou": 0.887},
     ...      {"candidate": 1, "scale": 1.0, "threshold": 0.5, "iou": 0.876}]
     >>> choose_row(t, 0.002)["scale"], choose_row(t, 0.0)["scale"], choose_row(t, 0.02)["scale"]
     (1.25, 1.5, 1.0)
+    >>> t += [{"candidate": 0, "scale": 1.25, "flips": 4, "threshold": 0.4, "iou": 0.889}]
+    >>> choose_row(t, 0.0025).get("flips", 1), choose_row(t, 0.0)["flips"]
+    (1, 4)
     """
     top = max(r["iou"] for r in table)
     tied = [r for r in table if r["iou"] >= top - tie_tolerance]
-    return min(tied, key=lambda r: (r["scale"], -r["iou"], abs(r["threshold"] - 0.5), r["candidate"]))
+    return min(tied, key=lambda r: (r["scale"], r.get("flips", 1), -r["iou"], abs(r["threshold"] - 0.5),
+                                    r["candidate"]))
 
 
 def _cfg_dict(config: TrainConfig) -> dict[str, Any]:

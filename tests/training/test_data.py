@@ -2,7 +2,7 @@ import json
 
 import numpy as np
 
-from snaketrack.training.data import SegmentationData, augment, robot_crop, split_indices
+from snaketrack.training.data import SegmentationData, augment, robot_crop, rotate, split_indices
 
 
 def test_split_is_a_partition_into_whole_blocks():
@@ -22,6 +22,33 @@ def test_augmentations_keep_mask_and_image_aligned():
         assert a.shape == rgb.shape and b.shape == m.shape
         if b.any() and (~b).any():
             assert a[b].mean() - a[~b].mean() > 100
+
+
+def test_wide_zoom_and_rotation_keep_mask_and_image_aligned():
+    rng = np.random.default_rng(2)
+    m = np.zeros((60, 80), bool)
+    m[20:30, 10:70] = True
+    rgb = np.where(m[..., None], 230, 30).astype(np.uint8).repeat(3, axis=2)
+    angles = []
+    for _ in range(20):
+        a, b = augment(rgb, m, rng, scale_range=(0.5, 2.0), rotate_deg=90.0)
+        assert a.shape == rgb.shape and b.shape == m.shape
+        if b.any() and (~b).any():
+            assert a[b].mean() - a[~b].mean() > 100
+        ys, xs = np.nonzero(b)
+        if ys.size > 20:
+            angles.append(np.cov(xs, ys)[0, 1] / np.sqrt(np.cov(xs, ys)[0, 0] * np.cov(xs, ys)[1, 1]))
+    assert max(np.abs(angles)) > 0.3  # some bars came out oblique: the rotation happened
+
+
+def test_rotate_by_90_degrees_is_rot90():
+    rng = np.random.default_rng(3)
+    rgb = rng.integers(0, 255, (31, 31, 3)).astype(np.uint8)
+    m = rng.random((31, 31)) > 0.5
+    a, b = rotate(rgb, m, 90.0)
+    assert np.array_equal(a, np.rot90(rgb)) and np.array_equal(b, np.rot90(m))
+    a0, b0 = rotate(rgb, m, 0.0)
+    assert np.array_equal(a0, rgb) and np.array_equal(b0, m)
 
 
 def test_robot_crop_centres_on_the_robot():

@@ -34,6 +34,23 @@ def test_predict_contract_and_batch_agree(model_file):
     assert np.array_equal(one[0], p1[0] > 0.5)
 
 
+def test_flips_average_the_flipped_frames(model_file):
+    """Test-time flips against flipping by hand: the frame (here 45×80, not a multiple of 16, so
+    padding sits at the bottom and right) and its mirror images through the plain segmenter,
+    flipped back, averaged."""
+    plain = load_segmenter(model_file, flips=1)
+    rng = np.random.default_rng(4)
+    frame = rng.integers(0, 255, (45, 80, 3), dtype=np.uint8)
+    by_hand = [plain.predict_proba(np.ascontiguousarray(frame[::sy, ::sx]))[::sy, ::sx]
+               for sy, sx in ((1, 1), (1, -1), (-1, 1), (-1, -1))]
+    for n in (2, 4):
+        got = load_segmenter(model_file, flips=n).predict_proba(frame)
+        assert np.allclose(got, np.mean(by_hand[:n], axis=0), atol=1e-5)
+    assert not np.allclose(by_hand[0], by_hand[1], atol=1e-3)  # the flips are not a no-op for this net
+    with pytest.raises(Exception, match="flips 3"):
+        load_segmenter(model_file, flips=3)
+
+
 class _Truth:
     """A stand-in segmenter returning a dataset's own masks: IoU must be exactly 1."""
 

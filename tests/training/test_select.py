@@ -64,6 +64,34 @@ def test_select_inference_scores_each_combination_and_picks_the_best():
                             tie_tolerance=0.5)["scale"] == 1.0
 
 
+class _Low(torch.nn.Module):
+    """A stand-in network whose robot sits ``shift`` pixels too low: averaging it with its up-down
+    mirror image (flipped back) puts the error on both sides, which a low threshold turns into a
+    wider but better-overlapping stripe (IoU 6/10 instead of 4/8 for a 6 px stripe, 2 px shift)."""
+
+    def __init__(self, shift=2):
+        super().__init__()
+        self.shift = shift
+
+    def forward(self, x):
+        r = (x[:, :1] > 0.5).float()
+        r = torch.nn.functional.pad(r, (0, 0, self.shift, 0))[:, :, :r.shape[2]]
+        return 20.0 * (r - 0.5)
+
+
+def test_flips_are_tried_at_the_chosen_scale_and_kept_only_when_better():
+    cfg = SegmenterConfig(input_size=(48, 64))
+    frames = _stripe_frames()
+    sel = select_inference([("low", _Low())], frames, cfg, scales=(1.0,), thresholds=(0.3, 0.5, 0.7), flips=(1, 2, 4))
+    iou = {(r["flips"], r["threshold"]): r["iou"] for r in sel["table"]}
+    assert iou[(1, 0.5)] == pytest.approx(4 * 55 / (8 * 55), abs=0.01)
+    assert iou[(4, 0.3)] == pytest.approx(6 * 55 / (10 * 55), abs=0.01)
+    assert (sel["flips"], sel["threshold"]) == (4, 0.3)
+    # a network without the bias gains nothing from flips: the tie goes to no flips
+    exact = select_inference([("exact", _Thick(0))], frames, cfg, scales=(1.0,), thresholds=(0.5,), flips=(1, 4))
+    assert exact["flips"] == 1 and {r["flips"] for r in exact["table"]} == {1, 4}
+
+
 def test_choose_row_ties_go_to_the_smaller_scale_then_the_higher_iou():
     t = [{"candidate": 0, "scale": 1.5, "threshold": 0.5, "iou": 0.8875},
          {"candidate": 1, "scale": 1.25, "threshold": 0.3, "iou": 0.8870},
@@ -77,22 +105,22 @@ def test_choose_row_ties_go_to_the_smaller_scale_then_the_higher_iou():
 def test_training_stores_the_validation_choice_and_tools_use_it(tmp_path, toy_root, capsys):
     cfg = TrainConfig(encoder="resnet18", input_size=(96, 128), crop_size=(64, 64), batch_size=4, lr=1e-3,
                       max_steps_per_epoch=4, block=4, val_fraction=0.25, max_val_frames=6, threads=1, seed=0,
-                      epochs=2, lr_step_epoch=10, scales=(1.0, 1.5))
+                      epochs=2, lr_step_epoch=10, scales=(1.0, 1.5), flips=(1, 2))
     out = tmp_path / "m.pt"
     res = train([toy_root], out, cfg, progress=False)
     with open(side_paths(out)["select"], newline="") as f:
         rows = [dict(r, scale=float(r["scale"]), threshold=float(r["threshold"]), iou=float(r["val_iou"]),
-                     candidate=int(r["candidate"] == "last")) for r in csv.DictReader(f)]
+                     candidate=int(r["candidate"] == "last"), flips=int(r["flips"])) for r in csv.DictReader(f)]
     n_cand = len({r["candidate"] for r in rows})
-    assert len(rows) == n_cand * 2 * 13
+    assert len(rows) == n_cand * 2 * 13 + 13  # every candidate and scale unflipped; the best one with 2 flips
     want = choose_row(rows, cfg.tie_tolerance)                        # the rule, applied to the written table
     assert [int(r["chosen"]) for r in rows].count(1) == 1 and want["chosen"] == "1"
     model, config, extra = load_model(out)
-    assert (config.scale, config.threshold) == (want["scale"], want["threshold"])
+    assert (config.scale, config.flips, config.threshold) == (want["scale"], want["flips"], want["threshold"])
     assert extra["epoch"] == int(want["epoch"]) and extra["val_iou"] == pytest.approx(want["iou"])
     # the reloaded segmenter uses the stored scale and threshold, and reproduces the validation score
     seg = load_segmenter(out)
-    assert (seg.scale, seg.threshold) == (want["scale"], want["threshold"])
+    assert (seg.scale, seg.flips, seg.threshold) == (want["scale"], want["flips"], want["threshold"])
     val = SegmentationData([toy_root], cfg.input_size, "val", cfg.val_fraction, cfg.block, cfg.seed,
                            max_frames=cfg.max_val_frames)
     got = evaluate_segmenter(seg, toy_root, frames=[i for _, i in val.items])

@@ -11,7 +11,7 @@
 3. Evaluate it against the truth masks of other synthetic videos (another
    scene and seed; ``--test-video`` may be given several times; e.g. made
    by ``snaketrack sim video --scene handheld --frames 300 --seed 1``), at
-   the checkpoint, inference scale and threshold training chose on the
+   the checkpoint, inference scale, test-time flips and threshold training chose on the
    training video's validation split (stored in the model file; the test
    videos play no part in any choice).
 
@@ -63,9 +63,9 @@ def main() -> None:
     ap.add_argument("--no-select-last", action="store_true")
     ap.add_argument("--ignore-edge", type=int, default=0)
     ap.add_argument("--ground-colour", type=float, default=0.0)
-    ap.add_argument("--zoom", default="0.7,1.4", help="training zoom range LOW,HIGH")
-    ap.add_argument("--rotate", type=float, default=0.0, help="training rotations within +-DEG")
-    ap.add_argument("--flips", default="1", help="test-time flip counts the final choice may pick (1,2,4)")
+    ap.add_argument("--zoom", default="0.7,2.0", help="training zoom range LOW,HIGH (the robot is 1-1.8x as wide in the test videos)")
+    ap.add_argument("--rotate", type=float, default=30.0, help="training rotations within +-DEG")
+    ap.add_argument("--flips", default="1,4", help="test-time flip counts the final choice may pick (1,2,4)")
     ap.add_argument("--seed", type=int, default=0, help="training seed (shuffling, augmentation, init)")
     ap.add_argument("--out-name", default=None, help="model file name inside --work")
     ap.add_argument("--skip-train", action="store_true")

@@ -57,6 +57,7 @@ from snaketrack.training.model import FLIPS, SegmenterConfig, build_model, load_
 LOG_COLUMNS = ["epoch", "lr", "train_loss", "val_loss", "val_iou", "threshold", "val_iou_at_threshold", "seconds"]
 LOSS_TERMS = ("bce", "dice", "iou", "lovasz")
 SCHEDULES = ("step", "cosine", "onecycle")
+RESERVE_MARGIN = 1.25  # time kept back for the final choice, over its estimate from the last validation
 THRESHOLDS = tuple(round(t, 2) for t in np.arange(0.2, 0.81, 0.05))
 SCALES = (1.0, 1.25, 1.5)
 SELECT_COLUMNS = ["candidate", "epoch", "scale", "flips", "threshold", "val_iou", "chosen"]
@@ -352,8 +353,10 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
         """Time kept back for the last validation and the final choice [s] (from the last validation's time)."""
         if val_s is None:
             return 0.0
-        return float(val_s) * (1.0 + n_cand * sum(s_ * s_ for s_ in config.scales)
-                               + max(config.scales) ** 2 * sum(f for f in config.flips if f > 1))
+        # estimated from the batched validation at the trained scale; the final choice's larger frames
+        # run slower per pixel: 20-minute runs with flips ended 6-24 s late without the margin
+        return RESERVE_MARGIN * float(val_s) * (1.0 + n_cand * sum(s_ * s_ for s_ in config.scales)
+                                                + max(config.scales) ** 2 * sum(f for f in config.flips if f > 1))
 
     def elapsed() -> float:
         return elapsed0 + time.perf_counter() - t_run

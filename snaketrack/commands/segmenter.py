@@ -82,27 +82,19 @@ def run_train(args: argparse.Namespace) -> int:
                  "ground_colour"):
         if getattr(args, name) is not None:
             kw[name] = getattr(args, name)
-    if args.zoom is not None:
-        try:
-            kw["zoom"] = tuple(float(v) for v in args.zoom.split(","))
-        except ValueError:
-            raise InputError(f"--zoom {args.zoom!r}: expected LOW,HIGH, e.g. 0.7,2") from None
     if args.rotate is not None:
         kw["rotate_deg"] = args.rotate
     if args.fixed_threshold:
         kw["pick_threshold"] = False
     if args.no_select_last:
         kw["select_last"] = False
-    if args.scales is not None:
-        try:
-            kw["scales"] = tuple(float(v) for v in args.scales.split(","))
-        except ValueError:
-            raise InputError(f"--scales {args.scales!r}: expected factors separated by commas, e.g. 1,1.25,1.5") from None
-    if args.flips is not None:
-        try:
-            kw["flips"] = tuple(int(v) for v in args.flips.split(","))
-        except ValueError:
-            raise InputError(f"--flips {args.flips!r}: expected counts separated by commas, e.g. 1,2,4") from None
+    for name, cast, example in (("zoom", float, "0.7,2"), ("scales", float, "1,1.25,1.5"), ("flips", int, "1,2,4")):
+        text = getattr(args, name)
+        if text is not None:
+            try:
+                kw[name] = tuple(cast(v) for v in text.split(","))
+            except ValueError:
+                raise InputError(f"--{name} {text!r}: expected numbers separated by commas, e.g. {example}") from None
     res = train(args.datasets, args.out, TrainConfig(**kw))
     sel = res.selection or {}
     summary = {"model": args.out, "best_val_iou": res.best_val_iou, "epochs": res.epochs_done,

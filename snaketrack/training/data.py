@@ -104,16 +104,16 @@ def recolour_ground(rgb: np.ndarray, mask: np.ndarray, rng: np.random.Generator,
 
 
 def augment(rgb: np.ndarray, mask: np.ndarray, rng: np.random.Generator,
-            ground_colour: float = 0.0, scale_range: tuple[float, float] = (0.7, 1.4),
+            ground_colour: float = 0.0, zoom: tuple[float, float] = (0.7, 1.4),
             rotate_deg: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """Field-video augmentations of an RGB uint8 (h, w, 3) image and its bool mask, same size out;
-    ``ground_colour``: probability of :func:`recolour_ground`; ``scale_range``: (low, high) of the
+    ``ground_colour``: probability of :func:`recolour_ground`; ``zoom``: (low, high) of the
     log-uniform zoom (a robot closer to or farther from the camera than in the labelled video);
     ``rotate_deg``: a rotation about the image centre drawn from ±``rotate_deg`` [degrees] (camera
     roll, other headings of the robot), applied last. The draws of ``ground_colour`` and
     ``rotate_deg`` come after all others, so 0 gives the same samples as before they existed."""
     h, w = mask.shape
-    lo, hi = float(scale_range[0]), float(scale_range[1])
+    lo, hi = float(zoom[0]), float(zoom[1])
     if rng.random() < 0.5:
         rgb, mask = rgb[:, ::-1], mask[:, ::-1]
     if rng.random() < 0.5:
@@ -196,7 +196,7 @@ class SegmentationData(torch.utils.data.Dataset):
     (None: whole frames, as the seed); p_robot: share of crops centred near
     the robot; max_frames: evenly spaced subset
     (e.g. to keep validation cheap); ground_colour: probability of
-    recolouring the ground of a training sample (:func:`recolour_ground`); scale_range, rotate_deg:
+    recolouring the ground of a training sample (:func:`recolour_ground`); zoom, rotate_deg:
     the zoom range and rotation bound of :func:`augment`. Resized frames are cached in memory
     after first use.
     """
@@ -207,7 +207,7 @@ class SegmentationData(torch.utils.data.Dataset):
                  augment_train: bool = True, skip_flagged: bool = True,
                  crop_size: Optional[tuple[int, int]] = None, max_frames: Optional[int] = None,
                  p_robot: float = 0.7, ground_colour: float = 0.0,
-                 scale_range: tuple[float, float] = (0.7, 1.4), rotate_deg: float = 0.0):
+                 zoom: tuple[float, float] = (0.7, 1.4), rotate_deg: float = 0.0):
         if split not in ("train", "val", "all"):
             raise InputError(f"split {split!r}: expected train, val or all")
         if not roots:
@@ -239,7 +239,7 @@ class SegmentationData(torch.utils.data.Dataset):
         self._epoch = 0
         self.p_robot = float(p_robot)
         self.ground_colour = float(ground_colour)
-        self.scale_range = (float(scale_range[0]), float(scale_range[1]))
+        self.zoom = (float(zoom[0]), float(zoom[1]))
         self.rotate_deg = float(rotate_deg)
 
     def set_epoch(self, epoch: int) -> None:
@@ -266,7 +266,7 @@ class SegmentationData(torch.utils.data.Dataset):
         rgb, m = self.raw(k)
         if self.augment:
             rng = np.random.default_rng([self.seed, self._epoch, k])
-            rgb, m = augment(rgb, m, rng, self.ground_colour, self.scale_range, self.rotate_deg)
+            rgb, m = augment(rgb, m, rng, self.ground_colour, self.zoom, self.rotate_deg)
         if self.crop_size is not None:
             rng = np.random.default_rng([self.seed, self._epoch, k, 1])
             rgb, m = robot_crop(rgb, m, self.crop_size, rng, self.p_robot)

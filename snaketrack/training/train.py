@@ -333,7 +333,7 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
     train_ds = SegmentationData(roots, seg_cfg.input_size, "train", config.val_fraction, config.block,
                                 config.seed, seg_cfg.mean, seg_cfg.std, augment_train=config.augment,
                                 crop_size=config.crop_size, p_robot=config.p_robot,
-                                ground_colour=config.ground_colour, scale_range=config.zoom,
+                                ground_colour=config.ground_colour, zoom=config.zoom,
                                 rotate_deg=config.rotate_deg)
     val_ds = SegmentationData(roots, seg_cfg.input_size, "val", config.val_fraction, config.block,
                               config.seed, seg_cfg.mean, seg_cfg.std, max_frames=config.max_val_frames)

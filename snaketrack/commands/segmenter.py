@@ -56,6 +56,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="training zoom range, log-uniform (default 0.7,1.4): cover the robot's size in the videos to segment")
     p.add_argument("--rotate", type=float, default=None, metavar="DEG",
                    help="training rotations drawn from +-DEG degrees (camera roll, other headings; default 0)")
+    p.add_argument("--average-from", type=float, default=None, metavar="F",
+                   help="average the weights at every step from this fraction of the run on and keep the average "
+                        "(stochastic weight averaging; default: off)")
     p.add_argument("--out", required=True, metavar="MODEL.pt", help="model file to write (resumes when its .last.pt exists)")
     p.add_argument("--json", action="store_true", help="print a JSON summary")
 
@@ -84,6 +87,8 @@ def run_train(args: argparse.Namespace) -> int:
             kw[name] = getattr(args, name)
     if args.rotate is not None:
         kw["rotate_deg"] = args.rotate
+    if args.average_from is not None:
+        kw["average_from"] = args.average_from
     if args.fixed_threshold:
         kw["pick_threshold"] = False
     if args.no_select_last:

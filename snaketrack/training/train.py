@@ -19,7 +19,15 @@ that scale is scored with each test-time flip count of ``flips`` (the
 probabilities of flipped copies averaged), each threshold again. Scores
 within ``tie_tolerance`` of the best count as ties, which go to the
 cheaper option (the smaller scale, then fewer flips). A time-limited run keeps back the time this
-final choice takes, so the limit covers it. The 20-minute CPU recipe and
+final choice takes, so the limit covers it.
+
+With ``average_from`` set, the weights are also averaged with equal
+weight at every step from that fraction of the run on (stochastic weight
+averaging, Izmailov et al. 2018, whose flatter minima generalise better
+out of domain: SWAD, Cha et al. 2021); the batch-norm statistics of the
+average are then recomputed over ``bn_batches`` training batches, and
+the averaged weights are the final checkpoint: the final choice picks
+only scale, flips and threshold for them. The 20-minute CPU recipe and
 its measurements: docs/segmenter-training.md.
 
 Outputs, beside ``out`` (the chosen model, a model file of
@@ -101,7 +109,11 @@ class TrainConfig:
     ground_colour: probability of recolouring the ground, away from the
     robot, in a training sample; zoom: (low, high) of the training zoom
     (log-uniform); rotate_deg: training rotations are drawn from ± this
-    [degrees] (0: none) (both: :func:`~snaketrack.training.data.augment`).
+    [degrees] (0: none) (both: :func:`~snaketrack.training.data.augment`);
+    average_from: fraction of the run (the schedule's progress) from which
+    the weights are averaged, the average being the final checkpoint (None:
+    no averaging; module doc); bn_batches: training batches over which the
+    average's batch-norm statistics are recomputed.
     """
 
     encoder: str = "resnet18"
@@ -135,6 +147,8 @@ class TrainConfig:
     ground_colour: float = 0.0
     zoom: tuple[float, float] = (0.7, 1.4)
     rotate_deg: float = 0.0
+    average_from: Optional[float] = None
+    bn_batches: int = 32
 
     def __post_init__(self) -> None:
         terms = str(self.loss).split("+")
@@ -173,6 +187,10 @@ class TrainConfig:
         object.__setattr__(self, "zoom", zoom)
         if not 0.0 <= float(self.rotate_deg) <= 180.0:
             raise InputError(f"--rotate {self.rotate_deg}: expected degrees in [0, 180]")
+        if self.average_from is not None and not 0.0 <= float(self.average_from) < 1.0:
+            raise InputError(f"--average-from {self.average_from}: expected a fraction of the run in [0, 1)")
+        if int(self.bn_batches) < 1:
+            raise InputError(f"--bn-batches {self.bn_batches}: expected a positive number of batches")
 
 
 @dataclass(frozen=True)
@@ -314,6 +332,9 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
     torch.manual_seed(config.seed)
     model = build_model(seg_cfg, config.encoder_weights)
     opt = torch.optim.Adam(model.parameters(), lr=config.lr)
+    averaging = config.average_from is not None
+    avg = torch.optim.swa_utils.AveragedModel(model) if averaging else None
+    step_s: list[float] = []  # seconds a training step, for the time kept back for the batch-norm pass
     start_epoch, best, history, elapsed0, global_step, val_s = 0, -1.0, [], 0.0, 0, None
     if paths["last"].is_file():
         ck = torch.load(paths["last"], map_location="cpu", weights_only=False)
@@ -325,6 +346,8 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
                              "use the same settings to resume or choose a new --out")
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["optimizer"])
+        if avg is not None and "avg" in ck:
+            avg.load_state_dict(ck["avg"])
         torch.set_rng_state(ck["torch_rng"])
         start_epoch, best, history = int(ck["epoch"]) + 1, float(ck["best_val_iou"]), list(ck["history"])
         elapsed0, global_step = float(ck.get("elapsed_s", 0.0)), int(ck.get("global_step", 0))
@@ -346,7 +369,8 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
     steps_per_epoch = n_batches if config.max_steps_per_epoch is None else min(n_batches, config.max_steps_per_epoch)
     total_steps = max(config.epochs * steps_per_epoch, 1)
     thresholds = THRESHOLDS if config.pick_threshold else (0.5,)
-    n_cand = 2 if config.select_last else 1
+    n_cand = 1 if averaging or not config.select_last else 2
+    n_bn = min(int(config.bn_batches), steps_per_epoch) if averaging else 0
     t_run = time.perf_counter()
 
     def reserve_s() -> float:
@@ -355,8 +379,10 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
             return 0.0
         # estimated from the batched validation at the trained scale; the final choice's larger frames
         # run slower per pixel: 20-minute runs with flips ended 6-24 s late without the margin
-        return RESERVE_MARGIN * float(val_s) * (1.0 + n_cand * sum(s_ * s_ for s_ in config.scales)
-                                                + max(config.scales) ** 2 * sum(f for f in config.flips if f > 1))
+        choice = float(val_s) * (1.0 + n_cand * sum(s_ * s_ for s_ in config.scales)
+                                 + max(config.scales) ** 2 * sum(f for f in config.flips if f > 1))
+        bn = n_bn * float(np.median(step_s[-50:])) / 2 if step_s else 0.0  # a forward pass: ~1/3 of a step
+        return RESERVE_MARGIN * (choice + bn)
 
     def elapsed() -> float:
         return elapsed0 + time.perf_counter() - t_run
@@ -394,10 +420,14 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
                 for g in opt.param_groups:
                     g["lr"] = lr
                 lrs.append(lr)
+                ts = time.perf_counter()
                 opt.zero_grad(set_to_none=True)
                 loss = seg_loss(model(x), y, config.loss, config.pos_weight, config.ignore_edge)
                 loss.backward()
                 opt.step()
+                if avg is not None and progress_now() >= config.average_from:
+                    avg.update_parameters(model)
+                step_s.append(time.perf_counter() - ts)
                 global_step += 1
                 losses.append(loss.item())
                 bar.update(1)
@@ -424,10 +454,13 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
                 atomic_write_bytes(paths["model"], model_bytes(model, replace(seg_cfg, threshold=val["threshold"]),
                                                                extra))
             buf = io.BytesIO()
-            torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "epoch": epoch,
-                        "best_val_iou": best, "history": history, "config": _cfg_dict(config),
-                        "torch_rng": torch.get_rng_state(), "global_step": global_step,
-                        "elapsed_s": elapsed(), "val_s": val_s}, buf)
+            ck = {"model": model.state_dict(), "optimizer": opt.state_dict(), "epoch": epoch,
+                  "best_val_iou": best, "history": history, "config": _cfg_dict(config),
+                  "torch_rng": torch.get_rng_state(), "global_step": global_step,
+                  "elapsed_s": elapsed(), "val_s": val_s}
+            if avg is not None:
+                ck["avg"] = avg.state_dict()
+            torch.save(ck, buf)
             atomic_write_bytes(paths["last"], buf.getvalue())
             plot_history(history, paths["plot"])
             if progress:
@@ -440,23 +473,45 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
         log.close()
     selection = None
     if history:
+        averaged = None
+        if avg is not None and int(avg.n_averaged) > 0 and ran_epochs > 0:
+            averaged = _average_with_bn(avg, train_ds, config, n_bn, len(history))
         selection = _final_choice(paths, model, seg_cfg, val_ds, config, thresholds, history, roots,
-                                  redo=ran_epochs > 0, progress=progress)
+                                  redo=ran_epochs > 0, progress=progress, averaged=averaged)
     return TrainResult(best, len(history), history, {k: str(v) for k, v in paths.items()}, stopped, selection)
+
+
+def _average_with_bn(avg: torch.optim.swa_utils.AveragedModel, train_ds: SegmentationData, config: TrainConfig,
+                     n_batches: int, epoch: int) -> dict[str, Any]:
+    """The averaged model with its batch-norm statistics recomputed over ``n_batches`` training batches
+    (augmented as in training, drawn for epoch ``epoch``); a dict with ``model``, ``n_averaged``, ``bn_s``."""
+    import itertools
+
+    t0 = time.perf_counter()
+    train_ds.set_epoch(epoch)
+    gen = torch.Generator().manual_seed(config.seed * 100003 + 99991)
+    loader = torch.utils.data.DataLoader(train_ds, batch_size=config.batch_size, shuffle=True, generator=gen,
+                                         num_workers=0, drop_last=len(train_ds) > config.batch_size)
+    torch.optim.swa_utils.update_bn(itertools.islice(loader, n_batches), avg.module)
+    return {"model": avg.module.eval(), "n_averaged": int(avg.n_averaged), "bn_s": time.perf_counter() - t0}
 
 
 def _final_choice(paths: dict[str, Path], last_model: torch.nn.Module, seg_cfg: SegmenterConfig,
                   val_ds: SegmentationData, config: TrainConfig, thresholds: Sequence[float],
-                  history: list[dict[str, float]], roots: list[str], redo: bool, progress: bool) -> dict[str, Any]:
+                  history: list[dict[str, float]], roots: list[str], redo: bool, progress: bool,
+                  averaged: Optional[dict[str, Any]] = None) -> dict[str, Any]:
     """Choose checkpoint, scale and threshold on the validation frames; write the model file (module doc)."""
     best_model, _, best_extra = load_model(paths["model"])
     if "selection" in best_extra and not redo:  # a finished run opened again: its choice stands
         return best_extra["selection"]
     t0 = time.perf_counter()
     best_epoch, last_epoch = int(best_extra["epoch"]), int(history[-1]["epoch"])
-    cands = [("best", best_epoch, best_model)]
-    if config.select_last and last_epoch != best_epoch:
-        cands.append(("last", last_epoch, last_model.eval()))
+    if averaged is not None:  # the average is the final checkpoint: only scale, flips, threshold are chosen
+        cands = [("avg", last_epoch, averaged["model"])]
+    else:
+        cands = [("best", best_epoch, best_model)]
+        if config.select_last and last_epoch != best_epoch:
+            cands.append(("last", last_epoch, last_model.eval()))
     frames = []
     for ds, i in val_ds.items:
         m = ds.mask(i)
@@ -468,6 +523,8 @@ def _final_choice(paths: dict[str, Path], last_model: torch.nn.Module, seg_cfg: 
     name, epoch, chosen = cands[sel["candidate"]]
     sel.update(epoch=epoch, candidates=[{"name": n, "epoch": e} for n, e, _ in cands],
                seconds=time.perf_counter() - t0)
+    if averaged is not None:
+        sel.update(n_averaged=averaged["n_averaged"], bn_s=averaged["bn_s"])
     for r in sel["table"]:
         r["epoch"] = cands[r["candidate"]][1]
     extra = {"epoch": epoch, "val_iou": sel["iou"], "threshold": sel["threshold"], "scale": sel["scale"],

@@ -1,4 +1,5 @@
-"""Short training runs on a toy video: IoU rises, resume equals an uninterrupted run."""
+"""Short training runs on a toy video: IoU rises, resume equals an uninterrupted run, weight averaging."""
+import itertools
 import csv
 
 import numpy as np
@@ -36,9 +37,10 @@ def test_validation_iou_rises(tmp_path, toy_root):
     assert [int(r["epoch"]) for r in rows] == [1, 2, 3]
 
 
-@pytest.mark.parametrize("schedule", ["step", "cosine"])
-def test_resume_continues_to_the_same_weights(tmp_path, toy_root, schedule, monkeypatch):
-    full = TrainConfig(epochs=2, lr_step_epoch=1, schedule=schedule, **dict(CFG, max_steps_per_epoch=2))
+@pytest.mark.parametrize("schedule,average_from", [("step", None), ("cosine", None), ("cosine", 0.0)])
+def test_resume_continues_to_the_same_weights(tmp_path, toy_root, schedule, average_from, monkeypatch):
+    full = TrainConfig(epochs=2, lr_step_epoch=1, schedule=schedule, average_from=average_from,
+                       **dict(CFG, max_steps_per_epoch=2))
     ref = train([toy_root], tmp_path / "ref.pt", full, progress=False)
 
     def interrupt(*a, **k):  # called right after epoch 1's checkpoint is written
@@ -51,9 +53,52 @@ def test_resume_continues_to_the_same_weights(tmp_path, toy_root, schedule, monk
     res = train([toy_root], tmp_path / "run.pt", full, progress=False)
     assert res.epochs_done == 2
     assert [h["val_iou"] for h in res.history] == pytest.approx([h["val_iou"] for h in ref.history])
-    a = torch.load(side_paths(tmp_path / "run.pt")["last"], weights_only=False)["model"]
-    b = torch.load(side_paths(tmp_path / "ref.pt")["last"], weights_only=False)["model"]
-    for k in a:
-        assert torch.allclose(a[k].float(), b[k].float(), atol=1e-6), k
+    ck_a = torch.load(side_paths(tmp_path / "run.pt")["last"], weights_only=False)
+    ck_b = torch.load(side_paths(tmp_path / "ref.pt")["last"], weights_only=False)
+    for part in ("model", "avg") if average_from is not None else ("model",):
+        a, b = ck_a[part], ck_b[part]
+        for k in a:
+            assert torch.allclose(a[k].float(), b[k].float(), atol=1e-6), (part, k)
+    if average_from is not None:
+        assert int(ck_a["avg"]["n_averaged"]) == 4  # both epochs' steps, across the interruption
     with open(side_paths(tmp_path / "run.pt")["log"], newline="") as f:
         assert [int(r["epoch"]) for r in csv.DictReader(f)] == [1, 2]
+
+
+def test_weight_average_is_the_final_model_with_its_own_batch_norm(tmp_path, toy_root, monkeypatch):
+    cfg = TrainConfig(epochs=2, average_from=0.0, bn_batches=3, **dict(CFG, max_steps_per_epoch=3))
+    seen = []  # the trained weights at every averaging step, recorded independently of AveragedModel
+    update = torch.optim.swa_utils.AveragedModel.update_parameters
+
+    def record(self, model):
+        seen.append(model.state_dict()["encoder.conv1.weight"].detach().clone())
+        return update(self, model)
+
+    monkeypatch.setattr(torch.optim.swa_utils.AveragedModel, "update_parameters", record)
+    res = train([toy_root], tmp_path / "m.pt", cfg, progress=False)
+    model, config, extra = load_model(tmp_path / "m.pt")
+    assert extra["checkpoint"] == "avg" and res.selection["n_averaged"] == len(seen) == 6
+    assert [c["name"] for c in res.selection["candidates"]] == ["avg"]
+    sd = model.state_dict()
+    assert torch.allclose(sd["encoder.conv1.weight"], torch.stack(seen).mean(0), atol=1e-6)
+    last = torch.load(side_paths(tmp_path / "m.pt")["last"], weights_only=False)["model"]
+    assert not torch.allclose(sd["encoder.conv1.weight"], last["encoder.conv1.weight"])
+    # first batch norm: running mean = mean over the recomputation's batches of each batch's channel means
+    ds = SegmentationData([toy_root], cfg.input_size, "train", cfg.val_fraction, cfg.block, cfg.seed,
+                          augment_train=True, crop_size=cfg.crop_size, p_robot=cfg.p_robot, zoom=cfg.zoom)
+    ds.set_epoch(res.epochs_done)
+    loader = torch.utils.data.DataLoader(ds, batch_size=cfg.batch_size, shuffle=True, drop_last=True,
+                                         generator=torch.Generator().manual_seed(cfg.seed * 100003 + 99991))
+    means = []
+    with torch.no_grad():
+        for x, _ in itertools.islice(loader, cfg.bn_batches):
+            means.append(model.encoder.conv1(x).mean(dim=(0, 2, 3)))
+    assert torch.allclose(sd["encoder.bn1.running_mean"], torch.stack(means).mean(0), atol=1e-5)
+    assert not torch.allclose(sd["encoder.bn1.running_mean"], last["encoder.bn1.running_mean"], atol=1e-4)
+
+
+def test_average_from_outside_the_run_is_refused():
+    from snaketrack.errors import InputError
+
+    with pytest.raises(InputError, match="--average-from"):
+        TrainConfig(average_from=1.0)

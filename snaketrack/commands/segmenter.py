@@ -56,6 +56,8 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="training zoom range, log-uniform (default 0.7,1.4): cover the robot's size in the videos to segment")
     p.add_argument("--rotate", type=float, default=None, metavar="DEG",
                    help="training rotations drawn from +-DEG degrees (camera roll, other headings; default 0)")
+    p.add_argument("--shadow", type=float, default=None, metavar="P",
+                   help="probability of a synthetic cast shadow beside the robot in a training sample (default 0)")
     p.add_argument("--average-from", type=float, default=None, metavar="F",
                    help="average the weights at every step from this fraction of the run on and keep the average "
                         "(stochastic weight averaging; default: off)")
@@ -82,7 +84,7 @@ def run_train(args: argparse.Namespace) -> int:
     if args.max_minutes is not None:
         kw["time_limit_s"] = 60.0 * args.max_minutes
     for name in ("loss", "pos_weight", "schedule", "p_robot", "architecture", "tie_tolerance", "ignore_edge",
-                 "ground_colour"):
+                 "ground_colour", "shadow"):
         if getattr(args, name) is not None:
             kw[name] = getattr(args, name)
     if args.rotate is not None:

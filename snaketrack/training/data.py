@@ -16,7 +16,10 @@ vertical flips, scale (0.7–1.4) and a random crop back to the input size,
 colour jitter (brightness, contrast, saturation, hue), Gaussian blur (as
 from defocus or motion) and Gaussian pixel noise; optionally
 (``ground_colour``) a recolouring of the ground alone, away from the robot,
-for a robot filmed on other ground than it was labelled on.
+for a robot filmed on other ground than it was labelled on; and (``shadow``)
+a synthetic cast shadow beside the robot (:func:`cast_shadow`), the mask
+unchanged, for views where the robot's shadow lies against it at other
+offsets than in the labelled video.
 
 >>> import tempfile, os
 >>> from snaketrack.datasets.toy import write_toy_dataset
@@ -103,15 +106,37 @@ def recolour_ground(rgb: np.ndarray, mask: np.ndarray, rng: np.random.Generator,
     return np.clip(out, 0, 255).astype(np.uint8)
 
 
+def cast_shadow(rgb: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """RGB uint8 (h, w, 3) with a soft shadow of the robot (bool mask (h, w)) cast on the ground beside it.
+
+    The shadow is the mask shifted by 0.2–1.0 body widths (twice the largest
+    inside distance) in a random direction, its edge blurred (σ 0.5–2 px),
+    darkening the ground by a factor 0.3–0.75; pixels of the robot itself are
+    untouched, so the label stays right.
+    """
+    m8 = np.ascontiguousarray(mask).astype(np.uint8)
+    if not m8.any():
+        return rgb
+    width = 2.0 * float(cv2.distanceTransform(m8, cv2.DIST_L2, 3).max())
+    d, theta = rng.uniform(0.2, 1.0) * max(width, 1.0), rng.uniform(0, 2 * np.pi)
+    M = np.float32([[1, 0, d * np.cos(theta)], [0, 1, d * np.sin(theta)]])
+    h, w = m8.shape
+    alpha = cv2.warpAffine(m8.astype(np.float32), M, (w, h), flags=cv2.INTER_LINEAR, borderValue=0.0)
+    alpha = cv2.GaussianBlur(alpha, (0, 0), rng.uniform(0.5, 2.0)) * (1.0 - m8)
+    gain = 1.0 - rng.uniform(0.25, 0.7) * alpha[..., None]
+    return np.clip(rgb.astype(np.float32) * gain, 0, 255).astype(np.uint8)
+
+
 def augment(rgb: np.ndarray, mask: np.ndarray, rng: np.random.Generator,
             ground_colour: float = 0.0, zoom: tuple[float, float] = (0.7, 1.4),
-            rotate_deg: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+            rotate_deg: float = 0.0, shadow: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """Field-video augmentations of an RGB uint8 (h, w, 3) image and its bool mask, same size out;
     ``ground_colour``: probability of :func:`recolour_ground`; ``zoom``: (low, high) of the
     log-uniform zoom (a robot closer to or farther from the camera than in the labelled video);
     ``rotate_deg``: a rotation about the image centre drawn from ±``rotate_deg`` [degrees] (camera
-    roll, other headings of the robot), applied last. The draws of ``ground_colour`` and
-    ``rotate_deg`` come after all others, so 0 gives the same samples as before they existed."""
+    roll, other headings of the robot), applied last but for ``shadow``: the probability of
+    :func:`cast_shadow`. The draws of ``ground_colour``, ``rotate_deg`` and ``shadow`` come after
+    all others, so 0 gives the same samples as before they existed."""
     h, w = mask.shape
     lo, hi = float(zoom[0]), float(zoom[1])
     if rng.random() < 0.5:
@@ -149,6 +174,8 @@ def augment(rgb: np.ndarray, mask: np.ndarray, rng: np.random.Generator,
         x = recolour_ground(x, mask, rng)
     if rotate_deg > 0:
         x, mask = rotate(x, mask, float(rng.uniform(-rotate_deg, rotate_deg)))
+    if shadow > 0 and rng.random() < shadow:
+        x = cast_shadow(x, mask, rng)
     return x, mask
 
 
@@ -196,8 +223,8 @@ class SegmentationData(torch.utils.data.Dataset):
     (None: whole frames, as the seed); p_robot: share of crops centred near
     the robot; max_frames: evenly spaced subset
     (e.g. to keep validation cheap); ground_colour: probability of
-    recolouring the ground of a training sample (:func:`recolour_ground`); zoom, rotate_deg:
-    the zoom range and rotation bound of :func:`augment`. Resized frames are cached in memory
+    recolouring the ground of a training sample (:func:`recolour_ground`); zoom, rotate_deg,
+    shadow: the zoom range, rotation bound and shadow probability of :func:`augment`. Resized frames are cached in memory
     after first use.
     """
 
@@ -207,7 +234,7 @@ class SegmentationData(torch.utils.data.Dataset):
                  augment_train: bool = True, skip_flagged: bool = True,
                  crop_size: Optional[tuple[int, int]] = None, max_frames: Optional[int] = None,
                  p_robot: float = 0.7, ground_colour: float = 0.0,
-                 zoom: tuple[float, float] = (0.7, 1.4), rotate_deg: float = 0.0):
+                 zoom: tuple[float, float] = (0.7, 1.4), rotate_deg: float = 0.0, shadow: float = 0.0):
         if split not in ("train", "val", "all"):
             raise InputError(f"split {split!r}: expected train, val or all")
         if not roots:
@@ -241,6 +268,7 @@ class SegmentationData(torch.utils.data.Dataset):
         self.ground_colour = float(ground_colour)
         self.zoom = (float(zoom[0]), float(zoom[1]))
         self.rotate_deg = float(rotate_deg)
+        self.shadow = float(shadow)
 
     def set_epoch(self, epoch: int) -> None:
         """Vary the augmentation draws by epoch (same seed and epoch, same samples)."""
@@ -266,7 +294,7 @@ class SegmentationData(torch.utils.data.Dataset):
         rgb, m = self.raw(k)
         if self.augment:
             rng = np.random.default_rng([self.seed, self._epoch, k])
-            rgb, m = augment(rgb, m, rng, self.ground_colour, self.zoom, self.rotate_deg)
+            rgb, m = augment(rgb, m, rng, self.ground_colour, self.zoom, self.rotate_deg, self.shadow)
         if self.crop_size is not None:
             rng = np.random.default_rng([self.seed, self._epoch, k, 1])
             rgb, m = robot_crop(rgb, m, self.crop_size, rng, self.p_robot)

@@ -109,7 +109,8 @@ class TrainConfig:
     ground_colour: probability of recolouring the ground, away from the
     robot, in a training sample; zoom: (low, high) of the training zoom
     (log-uniform); rotate_deg: training rotations are drawn from ± this
-    [degrees] (0: none) (both: :func:`~snaketrack.training.data.augment`);
+    [degrees] (0: none); shadow: probability of a synthetic cast shadow beside the robot
+    (all three: :func:`~snaketrack.training.data.augment`);
     average_from: fraction of the run (the schedule's progress) from which
     the weights are averaged, the average being the final checkpoint (None:
     no averaging; module doc); bn_batches: training batches over which the
@@ -147,6 +148,7 @@ class TrainConfig:
     ground_colour: float = 0.0
     zoom: tuple[float, float] = (0.7, 1.4)
     rotate_deg: float = 0.0
+    shadow: float = 0.0
     average_from: Optional[float] = None
     bn_batches: int = 32
 
@@ -187,6 +189,8 @@ class TrainConfig:
         object.__setattr__(self, "zoom", zoom)
         if not 0.0 <= float(self.rotate_deg) <= 180.0:
             raise InputError(f"--rotate {self.rotate_deg}: expected degrees in [0, 180]")
+        if not 0.0 <= float(self.shadow) <= 1.0:
+            raise InputError(f"--shadow {self.shadow}: expected a probability in [0, 1]")
         if self.average_from is not None and not 0.0 <= float(self.average_from) < 1.0:
             raise InputError(f"--average-from {self.average_from}: expected a fraction of the run in [0, 1)")
         if int(self.bn_batches) < 1:
@@ -357,7 +361,7 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
                                 config.seed, seg_cfg.mean, seg_cfg.std, augment_train=config.augment,
                                 crop_size=config.crop_size, p_robot=config.p_robot,
                                 ground_colour=config.ground_colour, zoom=config.zoom,
-                                rotate_deg=config.rotate_deg)
+                                rotate_deg=config.rotate_deg, shadow=config.shadow)
     val_ds = SegmentationData(roots, seg_cfg.input_size, "val", config.val_fraction, config.block,
                               config.seed, seg_cfg.mean, seg_cfg.std, max_frames=config.max_val_frames)
     if len(train_ds) == 0:

@@ -2,7 +2,7 @@ import json
 
 import numpy as np
 
-from snaketrack.training.data import SegmentationData, augment, robot_crop, rotate, split_indices
+from snaketrack.training.data import SegmentationData, augment, cast_shadow, robot_crop, rotate, split_indices
 
 
 def test_split_is_a_partition_into_whole_blocks():
@@ -39,6 +39,34 @@ def test_wide_zoom_and_rotation_keep_mask_and_image_aligned():
         if ys.size > 20:
             angles.append(np.corrcoef(xs, ys)[0, 1])
     assert max(np.abs(angles)) > 0.3  # some bars came out oblique: the rotation happened
+
+
+def test_cast_shadow_darkens_ground_beside_the_robot_only():
+    m = np.zeros((60, 80), bool)
+    m[25:35, 10:70] = True  # a bar 10 px wide: shadows fall 2-10 px away
+    rgb = np.full((60, 80, 3), 120, np.uint8)
+    rgb[m] = 200
+    near = np.zeros_like(m)
+    near[13:47, :] = True  # within 12 px of the bar's long sides
+    for seed in range(10):
+        out = cast_shadow(rgb, m, np.random.default_rng(seed))
+        assert np.array_equal(out[m], rgb[m])                   # the robot and so the label are untouched
+        dark = out.mean(axis=2) < 118
+        assert dark.sum() > 30 and not (dark & m).any()
+        assert dark[~near].sum() == 0 or dark[near].sum() > 5 * dark[~near].sum()
+        assert (out <= rgb).all()                                # a shadow only darkens
+
+
+def test_shadow_probability_zero_draws_the_same_samples():
+    m = np.zeros((60, 80), bool)
+    m[20:30, 10:70] = True
+    rgb = np.random.default_rng(4).integers(0, 255, (60, 80, 3)).astype(np.uint8)
+    a0, b0 = augment(rgb, m, np.random.default_rng(7), rotate_deg=30.0)
+    a1, b1 = augment(rgb, m, np.random.default_rng(7), rotate_deg=30.0, shadow=0.0)
+    assert np.array_equal(a0, a1) and np.array_equal(b0, b1)
+    shaded = [augment(rgb, m, np.random.default_rng(7), rotate_deg=30.0, shadow=1.0) for _ in range(2)]
+    assert np.array_equal(shaded[0][1], b0) and not np.array_equal(shaded[0][0], a0)
+    assert np.array_equal(shaded[0][0], shaded[1][0])       # seeded: the same shadow again
 
 
 def test_rotate_by_90_degrees_is_rot90():

@@ -84,13 +84,11 @@ def run_train(args: argparse.Namespace) -> int:
     if args.max_minutes is not None:
         kw["time_limit_s"] = 60.0 * args.max_minutes
     for name in ("loss", "pos_weight", "schedule", "p_robot", "architecture", "tie_tolerance", "ignore_edge",
-                 "ground_colour", "shadow"):
+                 "ground_colour", "shadow", "average_from"):
         if getattr(args, name) is not None:
             kw[name] = getattr(args, name)
     if args.rotate is not None:
         kw["rotate_deg"] = args.rotate
-    if args.average_from is not None:
-        kw["average_from"] = args.average_from
     if args.fixed_threshold:
         kw["pick_threshold"] = False
     if args.no_select_last:

@@ -52,7 +52,7 @@ import os
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 import torch
@@ -336,8 +336,7 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
     torch.manual_seed(config.seed)
     model = build_model(seg_cfg, config.encoder_weights)
     opt = torch.optim.Adam(model.parameters(), lr=config.lr)
-    averaging = config.average_from is not None
-    avg = torch.optim.swa_utils.AveragedModel(model) if averaging else None
+    avg = torch.optim.swa_utils.AveragedModel(model) if config.average_from is not None else None
     step_s: list[float] = []  # seconds a training step, for the time kept back for the batch-norm pass
     start_epoch, best, history, elapsed0, global_step, val_s = 0, -1.0, [], 0.0, 0, None
     if paths["last"].is_file():
@@ -373,8 +372,8 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
     steps_per_epoch = n_batches if config.max_steps_per_epoch is None else min(n_batches, config.max_steps_per_epoch)
     total_steps = max(config.epochs * steps_per_epoch, 1)
     thresholds = THRESHOLDS if config.pick_threshold else (0.5,)
-    n_cand = 1 if averaging or not config.select_last else 2
-    n_bn = min(int(config.bn_batches), steps_per_epoch) if averaging else 0
+    n_cand = 1 if avg is not None or not config.select_last else 2
+    n_bn = min(int(config.bn_batches), steps_per_epoch) if avg is not None else 0
     t_run = time.perf_counter()
 
     def reserve_s() -> float:
@@ -385,7 +384,8 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
         # run slower per pixel: 20-minute runs with flips ended 6-24 s late without the margin
         choice = float(val_s) * (1.0 + n_cand * sum(s_ * s_ for s_ in config.scales)
                                  + max(config.scales) ** 2 * sum(f for f in config.flips if f > 1))
-        bn = n_bn * float(np.median(step_s[-50:])) / 2 if step_s else 0.0  # a forward pass: ~1/3 of a step
+        # the batch-norm pass is forward only: 27 s for 32 batches at ~2 s a training step
+        bn = n_bn * float(np.median(step_s[-50:])) / 2 if step_s else 0.0
         return RESERVE_MARGIN * (choice + bn)
 
     def elapsed() -> float:
@@ -410,9 +410,7 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
                 break
             t0 = time.perf_counter()
             train_ds.set_epoch(epoch)
-            gen = torch.Generator().manual_seed(config.seed * 100003 + epoch)  # batch order: f(seed, epoch)
-            loader = torch.utils.data.DataLoader(train_ds, batch_size=config.batch_size, shuffle=True,
-                                                 generator=gen, num_workers=0, drop_last=len(train_ds) > config.batch_size)
+            loader = _train_loader(train_ds, config, epoch)
             model.train()
             losses, lrs = [], []
             bar = tqdm(total=steps_per_epoch, desc=f"epoch {epoch + 1}/{config.epochs}", unit="batch",
@@ -477,12 +475,21 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
         log.close()
     selection = None
     if history:
-        averaged = None
-        if avg is not None and int(avg.n_averaged) > 0 and ran_epochs > 0:
-            averaged = _average_with_bn(avg, train_ds, config, n_bn, len(history))
+        average = None
+        if avg is not None and int(avg.n_averaged) > 0:
+            def average() -> dict[str, Any]:
+                return _average_with_bn(avg, train_ds, config, n_bn, len(history))
         selection = _final_choice(paths, model, seg_cfg, val_ds, config, thresholds, history, roots,
-                                  redo=ran_epochs > 0, progress=progress, averaged=averaged)
+                                  redo=ran_epochs > 0, progress=progress, average=average)
     return TrainResult(best, len(history), history, {k: str(v) for k, v in paths.items()}, stopped, selection)
+
+
+def _train_loader(train_ds: SegmentationData, config: TrainConfig, draw: int) -> torch.utils.data.DataLoader:
+    """Shuffled training batches, their order a function of (seed, ``draw``): the epoch, or another
+    number for a pass outside the epochs."""
+    gen = torch.Generator().manual_seed(config.seed * 100003 + int(draw))
+    return torch.utils.data.DataLoader(train_ds, batch_size=config.batch_size, shuffle=True, generator=gen,
+                                       num_workers=0, drop_last=len(train_ds) > config.batch_size)
 
 
 def _average_with_bn(avg: torch.optim.swa_utils.AveragedModel, train_ds: SegmentationData, config: TrainConfig,
@@ -493,9 +500,7 @@ def _average_with_bn(avg: torch.optim.swa_utils.AveragedModel, train_ds: Segment
 
     t0 = time.perf_counter()
     train_ds.set_epoch(epoch)
-    gen = torch.Generator().manual_seed(config.seed * 100003 + 99991)
-    loader = torch.utils.data.DataLoader(train_ds, batch_size=config.batch_size, shuffle=True, generator=gen,
-                                         num_workers=0, drop_last=len(train_ds) > config.batch_size)
+    loader = _train_loader(train_ds, config, 99991)
     torch.optim.swa_utils.update_bn(itertools.islice(loader, n_batches), avg.module)
     return {"model": avg.module.eval(), "n_averaged": int(avg.n_averaged), "bn_s": time.perf_counter() - t0}
 
@@ -503,12 +508,14 @@ def _average_with_bn(avg: torch.optim.swa_utils.AveragedModel, train_ds: Segment
 def _final_choice(paths: dict[str, Path], last_model: torch.nn.Module, seg_cfg: SegmenterConfig,
                   val_ds: SegmentationData, config: TrainConfig, thresholds: Sequence[float],
                   history: list[dict[str, float]], roots: list[str], redo: bool, progress: bool,
-                  averaged: Optional[dict[str, Any]] = None) -> dict[str, Any]:
-    """Choose checkpoint, scale and threshold on the validation frames; write the model file (module doc)."""
+                  average: Optional[Callable[[], dict[str, Any]]] = None) -> dict[str, Any]:
+    """Choose checkpoint, scale and threshold on the validation frames; write the model file (module doc).
+    ``average``: makes the averaged model (:func:`_average_with_bn`), run only when a choice is made."""
     best_model, _, best_extra = load_model(paths["model"])
     if "selection" in best_extra and not redo:  # a finished run opened again: its choice stands
         return best_extra["selection"]
     t0 = time.perf_counter()
+    averaged = average() if average is not None else None
     best_epoch, last_epoch = int(best_extra["epoch"]), int(history[-1]["epoch"])
     if averaged is not None:  # the average is the final checkpoint: only scale, flips, threshold are chosen
         cands = [("avg", last_epoch, averaged["model"])]

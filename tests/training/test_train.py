@@ -102,3 +102,24 @@ def test_average_from_outside_the_run_is_refused():
 
     with pytest.raises(InputError, match="--average-from"):
         TrainConfig(average_from=1.0)
+
+
+def test_an_averaging_run_interrupted_in_its_final_choice_still_ends_with_the_average(tmp_path, toy_root,
+                                                                                        monkeypatch):
+    cfg = TrainConfig(epochs=2, average_from=0.0, bn_batches=2, **dict(CFG, max_steps_per_epoch=2))
+    ref = train([toy_root], tmp_path / "ref.pt", cfg, progress=False)
+
+    def interrupt(*a, **k):  # after the last epoch's checkpoint, before the choice is written
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(train_module, "select_inference", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        train([toy_root], tmp_path / "run.pt", cfg, progress=False)
+    monkeypatch.undo()
+    res = train([toy_root], tmp_path / "run.pt", cfg, progress=False)
+    _, _, extra = load_model(tmp_path / "run.pt")
+    assert extra["checkpoint"] == "avg" and res.selection["n_averaged"] == ref.selection["n_averaged"] == 4
+    a, _, _ = load_model(tmp_path / "run.pt")
+    b, _, _ = load_model(tmp_path / "ref.pt")
+    for k, v in a.state_dict().items():
+        assert torch.allclose(v.float(), b.state_dict()[k].float(), atol=1e-6), k

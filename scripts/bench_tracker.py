@@ -5,7 +5,9 @@ arcsnake-4): a 300-frame 640×360 dataset from ``snaketrack sim video``
 (generated into ``--data`` when absent, named ``{scene}-{planar|arcsnake}-s{seed}``;
 the static planar clip without the posts, as docs/video.md's datasets),
 tracked with corrupted truth masks (``--corrupt-masks``, seeded by the
-dataset's seed), 10 refinement steps. Per scene and robot it reports the
+dataset's seed), 10 refinement steps; with ``--up sim-imu`` the static
+scene's camera is declared fixed (``snaketrack track --static-camera``, off
+with ``--no-static-camera``), as a tripod's user would. Per scene and robot it reports the
 ``metrics.json`` figures (DESIGN.md names; ``fps`` includes the first
 frame's pose search and any later searches, ``fps_excluding_search`` does
 not, ``search_s`` is their time; ``iou`` is against the observed, corrupted
@@ -185,6 +187,9 @@ def main(argv=None) -> int:
                     help="torch intra-op threads (default 2, the issue's two cores)")
     ap.add_argument("--up", default="none", choices=["none", "sim-imu"],
                     help="the tracker's up direction: none, or the simulated IMU of snaketrack.tracker.gravity")
+    ap.add_argument("--no-static-camera", action="store_true",
+                    help="do not tell the tracker that the static scene's camera is fixed (--static-camera of "
+                         "snaketrack track, which needs --up)")
     ap.add_argument("--reacquire-tail", type=int, default=60,
                     help="frames tracked after the robot reappears in the re-acquisition run")
     args = ap.parse_args(argv)
@@ -197,20 +202,23 @@ def main(argv=None) -> int:
             ds = ensure_dataset(dataset_dir(data, scene, robot, args.seed), scene, robot, args.seed, args.frames)
             seed = int(read_json(ds / "meta.json").get("seed", args.seed))
             run_dir = out / f"{scene}-{SHORT.get(robot, robot)}"
+            fixed = scene == "static" and args.up != "none" and not args.no_static_camera
             opts = TrackOptions(refine_steps=args.refine_steps, corrupt_masks=True, corrupt_seed=seed,
-                                max_frames=args.frames, video=False, plots=False, progress=False, up=args.up)
+                                max_frames=args.frames, video=False, plots=False, progress=False, up=args.up,
+                                static_camera=fixed)
             t0 = time.perf_counter()
             s = run_tracking(ds, robot, run_dir, options=opts)
             res = {k: s.get(k) for k in ("base_position_error_m", "joint_error_rad", "joint_error_l2_rad", "iou",
                                          "iou_no_offset", "iou_truth", "fps", "fps_excluding_search", "search_s",
                                          "frames_lost", "frames", "head_position_error_m")}
             res["wall_s"] = time.perf_counter() - t0
+            res["static_camera"] = fixed
             if not args.no_reacquire:
                 hide = (args.hide_start, args.hide_start + HIDE_FRAMES)
                 ensure_dataset(ds, scene, robot, args.seed, hide[1] + args.reacquire_tail)
                 hopts = TrackOptions(refine_steps=args.refine_steps, corrupt_masks=True, corrupt_seed=seed,
                                      max_frames=hide[1] + args.reacquire_tail, video=False, plots=False,
-                                     progress=False, hide=(hide,), up=args.up)
+                                     progress=False, hide=(hide,), up=args.up, static_camera=fixed)
                 t1 = time.perf_counter()
                 run_tracking(ds, robot, run_dir / "hidden", options=hopts)
                 res["reacquire_frames"] = reacquire_frames(run_dir / "hidden" / "track.csv", hide[1])

@@ -200,6 +200,9 @@ class TrackOptions:
     progress: show a tqdm bar.
     up: the world's up direction per frame (:mod:`snaketrack.tracker.gravity`):
         None/``"none"``, ``"sim-imu"`` (datasets with truth) or an IMU CSV path.
+    static_camera: the camera does not move relative to the ground (a tripod):
+        the tracker holds the base's height along up to the median of its track
+        (``TrackerConfig.ground_window`` = −1); needs ``up``.
     """
 
     refine_steps: Optional[int] = None
@@ -211,22 +214,22 @@ class TrackOptions:
     hide: tuple[tuple[int, int], ...] = ()
     progress: bool = True
     up: Optional[str] = None
+    static_camera: bool = False
 
 
-def make_tracker(robot, camera, fps: float, refine_steps: Optional[int] = None):
-    """The tracker session of :mod:`snaketrack.tracker.tracker` for this camera and frame rate."""
+def make_tracker(robot, camera, fps: float, refine_steps: Optional[int] = None, static_camera: bool = False):
+    """The tracker session of :mod:`snaketrack.tracker.tracker` for this camera and frame rate;
+    ``static_camera``: hold the base to the ground's height (``TrackerConfig.ground_window`` −1)."""
+    from dataclasses import replace
+
     from snaketrack.tracker.tracker import Tracker, TrackerConfig
 
-    kw: dict[str, Any] = {}
+    config = TrackerConfig()
     if refine_steps is not None:
-        from dataclasses import replace
-
-        from snaketrack.tracker.refine import RefineConfig
-
-        base = TrackerConfig()
-        refine = getattr(base, "refine", RefineConfig())
-        kw["config"] = replace(base, refine=replace(refine, steps=int(refine_steps)))
-    return Tracker(robot, camera.K, camera.width, camera.height, fps=fps, **kw)
+        config = replace(config, refine=replace(config.refine, steps=int(refine_steps)))
+    if static_camera:
+        config = replace(config, ground_window=-1)
+    return Tracker(robot, camera.K, camera.width, camera.height, fps=fps, config=config)
 
 
 def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str | os.PathLike,
@@ -271,7 +274,10 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
     from snaketrack.tracker.gravity import open_up
 
     up_source = open_up(options.up, truth, int(frames.meta.get("seed", 0) or 0))
-    tracker = make_tracker(robot, cam, frames.fps, options.refine_steps)
+    if options.static_camera and up_source is None:
+        raise InputError("--static-camera holds the robot to the ground, which needs its up direction: "
+                         "give --up IMU.csv (or sim-imu for a synthetic dataset)")
+    tracker = make_tracker(robot, cam, frames.fps, options.refine_steps, static_camera=options.static_camera)
     renderer = SilhouetteRenderer(robot, cam.K, width, height)
     layout = renderer.layout
     has_truth_masks = isinstance(frames, DatasetFrames) and frames.ds.has_masks
@@ -344,7 +350,8 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
     summary: dict[str, Any] = {"source": str(source), "robot": robot.name, "frames": n, "fps": fps,
                                "fps_excluding_search": fps_tracking, "search_s": search_s,
                                "masks": masks or "truth", "corrupt_masks": bool(options.corrupt_masks),
-                               "refine_steps": options.refine_steps, "up": options.up or "none"}
+                               "refine_steps": options.refine_steps, "up": options.up or "none",
+                               "static_camera": bool(options.static_camera)}
     if truth is not None:
         metrics = tracking_metrics(track, truth, robot.dof, fps=fps)
         ino = np.asarray(track["iou_no_offset"], float)
@@ -388,6 +395,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the world's up direction in the camera frame per frame, to hold the robot to the "
                         "ground: an IMU CSV (frame, up_x, up_y, up_z) or 'sim-imu' (a dataset's camera attitude "
                         "with 1° bias and 0.5° noise); default none")
+    p.add_argument("--static-camera", action="store_true",
+                   help="the camera does not move relative to the ground (a tripod): hold the robot's base to the "
+                        "ground's height, the median of its track (needs --up)")
     p.add_argument("--out", required=True, help="output folder (track.csv, overlay.mp4, metrics.json, plots)")
 
 
@@ -404,7 +414,8 @@ def _run(args: argparse.Namespace) -> int:
 
             seed = int(read_json(meta).get("seed", 0) or 0)
     opts = TrackOptions(refine_steps=args.refine_steps, corrupt_masks=args.corrupt_masks, corrupt_seed=seed,
-                        max_frames=args.max_frames, video=not args.no_video, up=args.up)
+                        max_frames=args.max_frames, video=not args.no_video, up=args.up,
+                        static_camera=args.static_camera)
     summary = run_tracking(src, args.robot, args.out, args.intrinsics, args.masks, opts)
     keys = ("frames", "fps", "base_position_error_m", "joint_error_rad", "iou", "iou_truth", "frames_lost")
     print("  ".join(f"{k}={summary[k]:.4g}" if isinstance(summary.get(k), float) else f"{k}={summary[k]}"

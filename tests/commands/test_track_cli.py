@@ -253,3 +253,16 @@ def test_up_log_reaches_the_tracker(dataset, oracle, tmp_path, capsys):
     for spec, word in (("sim-imu", "sim-imu"), (bad, "bad.csv"), (tmp_path / "none.csv", "none.csv")):
         code, _, err = _main(["track", dataset, "--up", spec, "--out", tmp_path / "u2"], capsys)
         assert code == 2 and word in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_static_camera_needs_up_and_sets_the_ground_prior(dataset, tmp_path, capsys):
+    code, _, err = _main(["track", dataset, "--static-camera", "--no-video", "--out", tmp_path / "s"], capsys)
+    assert code == 2 and "--up" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "s" / "track.csv").exists()
+    from snaketrack.models.robot import load_robot
+    from snaketrack.tracker.camera import Camera
+
+    cam = Camera(K, 320, 240)
+    robot = load_robot("planar-snake-11")
+    assert track_cmd.make_tracker(robot, cam, 30.0, static_camera=True).config.ground_window == -1
+    assert track_cmd.make_tracker(robot, cam, 30.0).config.ground_window == 0

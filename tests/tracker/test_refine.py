@@ -183,3 +183,73 @@ def test_coverage_term_gradient_matches_finite_differences():
         num[i] = (terms(tp)[2] - terms(tm)[2]) / (2 * e)
     # the body's image radius is held fixed in the Jacobian (it varies with depth): a few per cent
     assert np.allclose(2 * gc[:D].numpy(), num, rtol=0.05, atol=0.05 * np.abs(num).max())
+
+
+def test_far_weights_match_brute_force_distances():
+    """Pixels farther than far_px from every mask pixel (Euclidean, brute force) get far_weight."""
+    rng = np.random.default_rng(3)
+    m = np.zeros((24, 30), bool)
+    m[5:9, 4:20] = True
+    m[rng.integers(0, 24, 6), rng.integers(0, 30, 6)] = True
+    obs = Observation.from_mask(m, far_px=3.0, far_weight=0.25)
+    ys, xs = np.nonzero(m)
+    gy, gx = np.mgrid[:24, :30]
+    d = np.sqrt((gy[..., None] - ys) ** 2 + (gx[..., None] - xs) ** 2).min(-1)
+    expect = np.where(d > 3.0, 0.25, 1.0)
+    assert np.array_equal(obs.weight.numpy(), expect)
+    assert np.all(Observation.from_mask(m).weight.numpy() == 1.0)  # off by default
+
+
+def test_far_weighting_keeps_a_link_hidden_behind_a_post():
+    """An occluder cuts a stretch out of the mask. With the pixel loss, the model is pushed out of the gap
+    (the hidden joints bend); with pixels more than 4 px from the mask down-weighted, the
+    prior towards the prediction holds the hidden part and the joints stay near the truth."""
+    from mj_scene import MujocoMasks, serpentine
+
+    robot = load_robot("arcsnake-4")
+    mj = MujocoMasks(robot, W, H, F)
+    q, R0, t0 = serpentine(robot, 3)
+    mask = mj.mask(q, R0, t0)
+    mj.close()
+    lay = StateLayout.for_robot(robot)
+    xt = lay.pack(q, R0, t0)
+    ren = SilhouetteRenderer(robot, mj.K, W, H)
+    # a post: the columns around the third link's middle
+    P = point_jacobian(robot, ren.model, torch.as_tensor(q), torch.as_tensor(R0), torch.as_tensor(t0))[0].numpy()
+    mid = P[2].mean(0)
+    u = int(round(mj.K[0, 0] * mid[0] / mid[2] + mj.K[0, 2]))
+    occluded = mask.copy()
+    occluded[:, u - 12:u + 12] = False
+    assert mask.sum() - occluded.sum() > 150
+    x0 = xt.copy()
+    x0[lay.q] += 0.05
+    errs = {}
+    for name, cfg in (("plain", RefineConfig(steps=15, far_px=0.0)), ("far", RefineConfig(steps=15, far_px=4.0, far_weight=0.0))):
+        obs = Observation.from_mask(occluded, far_px=cfg.far_px, far_weight=cfg.far_weight)
+        res = Refiner(ren, cfg).refine(x0, obs, prior=xt)
+        errs[name] = _errors(res.x, xt, lay)[0]
+    assert errs["far"] < 0.5 * errs["plain"]
+    assert errs["far"] < 0.04
+
+
+def test_ground_height_prior_pulls_the_base_to_its_height():
+    """With a tight ground prior the base's height along up moves to the target; off, it stays put."""
+    from mj_scene import MujocoMasks, serpentine
+
+    robot = load_robot("planar-snake-11")
+    mj = MujocoMasks(robot, W, H, F)
+    q, R0, t0 = serpentine(robot, 2)
+    mask = mj.mask(q, R0, t0)
+    mj.close()
+    lay = StateLayout.for_robot(robot)
+    xt = lay.pack(q, R0, t0)
+    up = R0[:, 2]
+    h0 = float(up @ t0)
+    ren = SilhouetteRenderer(robot, mj.K, W, H)
+    obs = Observation.from_mask(mask)
+    tight = Refiner(ren, RefineConfig(steps=10, height_prior_m=1e-4)).refine(xt, obs, up=up, height=h0 + 0.03)
+    assert abs(float(up @ tight.x[lay.trans]) - (h0 + 0.03)) < 1e-3
+    off = Refiner(ren, RefineConfig(steps=10, height_prior_m=0.0)).refine(xt, obs, up=up, height=h0 + 0.03)
+    assert abs(float(up @ off.x[lay.trans]) - h0) < 5e-3
+    with pytest.raises(InputError):
+        Refiner(ren).refine(xt, obs, height=h0)  # a height needs an up direction

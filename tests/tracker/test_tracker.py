@@ -123,3 +123,24 @@ def test_mask_axis_extends_to_the_ends_and_joins_a_cut_body():
     joined = mask_axis(cut, extend=True, join_min_frac=0.15)
     assert abs(length(joined) - 168) < 6
     assert np.all(np.abs(joined[:, 1] - 30) <= 1.5)
+
+
+def test_static_camera_ground_prior_tracks_the_median_height(sequence):
+    """With ``ground_window`` −1 the tracker records the base's height along up for every tracked frame and
+    holds the next refinement to their median; the track stays within the issue's bounds."""
+    robot, K, frames, lay = sequence
+    from mj_scene import serpentine
+
+    up = serpentine(robot, 0)[1][:, 2]  # the ground's normal in the camera frame (the camera is fixed)
+    trk = Tracker(robot, K, W, H, fps=30.0, config=TrackerConfig(ground_window=-1, ground_min_frames=3))
+    be = []
+    for i, (m, xt) in enumerate(frames[:8]):
+        st = trk.start(m, initial_guess=xt, up=up) if i == 0 else trk.step(m, up=up)
+        assert trk.heights[-1] == (i, pytest.approx(float(up @ st.base_position)))
+        be.append(np.linalg.norm(st.base_position - xt[lay.trans]))
+        if i >= 2:
+            assert trk._ground_height() == pytest.approx(np.median([h for _, h in trk.heights]))
+    assert np.mean(be) < 0.027
+    true_h = [float(up @ xt[lay.trans]) for _, xt in frames[:8]]
+    assert abs(trk._ground_height() - np.median(true_h)) < 0.01
+    assert Tracker(robot, K, W, H, fps=30.0)._ground_height() is None  # off by default

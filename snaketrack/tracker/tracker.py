@@ -129,8 +129,9 @@ class TrackerConfig:
         ground keeps. Measured on static-arcsnake-s0 (corrupted masks, 300
         frames, mask-only start): 0.179 → 0.083 m. Not for moving cameras: a
         30-frame median lags the camera's height (drone arcsnake 0.06 →
-        0.18 m), and a robust line through the recent heights (Theil–Sen)
-        extrapolated its own drift (handheld arcsnake lost, 14 m).
+        0.18 m); a robust line through the recent heights (Theil–Sen) and a
+        constant-velocity filter on them followed the track's own drift
+        (handheld arcsnake lost, 14 m and 4.4 m).
     warmup_frames, warmup_iou, warmup_margin: after the first frame, while
         no frame's fit has reached ``warmup_iou`` against its mask and for at
         most ``warmup_frames`` frames, the search runs again on each new mask

@@ -93,6 +93,13 @@ class RefineConfig:
         0.15 rad 0.041 m / 0.066 rad, 0.3 rad lost (0.55 m). (An earlier
         measurement, 0.2 rad worse than off, was on clips in which the
         robot rolled over and over; the simulator now keeps it upright.)
+        Tracking now uses 0.05 rad and the searches 0.15 rad
+        (``TrackerConfig.init_out_of_plane_prior_rad``): seen from above the
+        pitch hardly shows, and the true mean |pitch| (0.06–0.08 rad) was
+        below the tracker's pitch error. Arcsnake clips, 300 frames, mask-only
+        start, frames 30–299 (docs/tracker.md): joints 0.059 / 0.102 / 0.090
+        → 0.050 / 0.058 / 0.072 rad (drone / static / handheld), base 0.028 /
+        0.051 / 0.124 → 0.035 / 0.045 / 0.097 m.
     compute_dtype: dtype of the per-pixel work of LM (``"float32"`` or
         ``"float64"``); the normal equations are always float64.
     cover_weight, cover_max_px, cover_step_px, cover_margin_px: the coverage
@@ -159,7 +166,7 @@ class RefineConfig:
     dt_clip_px: float = 20.0
     roi_pad_px: float = 4.0
     compute_dtype: str = "float32"
-    out_of_plane_prior_rad: float = 0.15
+    out_of_plane_prior_rad: float = 0.05
     up_prior_rad: float = 0.02
     cover_weight: float = 1.0
     cover_max_px: float = 40.0

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 import numpy as np
@@ -91,6 +91,10 @@ class TrackerConfig:
         azimuths) pairs.
     init_up_tilts: the same around the ground's normal when the up direction
         is known (``start``/``step``'s ``up``).
+    init_out_of_plane_prior_rad: the searches' prior on the out-of-plane joint
+        coordinates [rad] (None: the tracking one, ``RefineConfig.out_of_plane_prior_rad``).
+        Kept at 0.15 when tracking went to 0.05: a search starts far from the pose
+        and its result (which way the chain is read) changed under the tighter prior.
     init_offset_guess: start each refined start of the search from the edge
         offset that explains the mask's area (``_offset_guess``) instead of 0.
     init_join_min_frac: the search's mask axis chains on other components of
@@ -159,6 +163,7 @@ class TrackerConfig:
     init_sigma_schedule: tuple[float, ...] = (4.0, 4.0, 2.0, 2.0, 1.0, 1.0)
     init_plane_tilts: tuple[tuple[float, int], ...] = ((35.0, 6), (60.0, 6))
     init_up_tilts: tuple[tuple[float, int], ...] = ((10.0, 6),)
+    init_out_of_plane_prior_rad: Optional[float] = 0.15
     init_offset_guess: bool = True
     init_join_min_frac: float = 0.15
     keep_reading: bool = True
@@ -196,6 +201,9 @@ class Tracker:
                                            SilhouetteSettings(sigma_px=config.refine.sigma_px))
         self.layout: StateLayout = self.renderer.layout
         self.refiner = Refiner(self.renderer, config.refine)
+        oop = config.init_out_of_plane_prior_rad
+        self.search_refiner = self.refiner if oop is None else \
+            Refiner(self.renderer, replace(config.refine, out_of_plane_prior_rad=float(oop)))
         self.reset()
 
     # -- session --------------------------------------------------------
@@ -500,10 +508,8 @@ class Tracker:
         return self.layout.pack(q, R0, P[0])
 
     def _wide_refiner(self) -> Refiner:
-        from dataclasses import replace
-
         cfg = self.config
-        return Refiner(self.renderer, replace(cfg.refine, sigma_schedule=cfg.init_sigma_schedule,
+        return Refiner(self.renderer, replace(self.search_refiner.config, sigma_schedule=cfg.init_sigma_schedule,
                                               prior_q=2.0, prior_rot=2.0, prior_trans=2.0))
 
     def initialise(self, mask: np.ndarray, obs: Optional[Observation] = None, extra=(), orient=None):
@@ -542,7 +548,7 @@ class Tracker:
         best = None
         for _, i in scored[: cfg.init_candidates]:
             r = wide.refine(starts[i], obs, steps=cfg.init_refine_steps, offset0=b0[i], up=self.up)
-            r = self.refiner.refine(r.x, obs, offset0=r.offset_px, steps=4, up=self.up)
+            r = self.search_refiner.refine(r.x, obs, offset0=r.offset_px, steps=4, up=self.up)
             if best is None or r.iou > best.iou:
                 best = r
         return best

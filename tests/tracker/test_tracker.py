@@ -144,3 +144,13 @@ def test_static_camera_ground_prior_tracks_the_median_height(sequence):
     true_h = [float(up @ xt[lay.trans]) for _, xt in frames[:8]]
     assert abs(trk._ground_height() - np.median(true_h)) < 0.01
     assert Tracker(robot, K, W, H, fps=30.0)._ground_height() is None  # off by default
+
+
+def test_searches_use_their_own_pitch_prior(sequence):
+    robot, K, frames, lay = sequence
+    trk = Tracker(robot, K, W, H, fps=30.0)
+    assert trk.refiner.config.out_of_plane_prior_rad == 0.05
+    assert trk.search_refiner.config.out_of_plane_prior_rad == 0.15
+    assert trk._wide_refiner().config.out_of_plane_prior_rad == 0.15
+    same = Tracker(robot, K, W, H, fps=30.0, config=TrackerConfig(init_out_of_plane_prior_rad=None))
+    assert same.search_refiner is same.refiner

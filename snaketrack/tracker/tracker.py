@@ -220,7 +220,7 @@ class Tracker:
         self.up: Optional[np.ndarray] = None
         self.yaw_hist: list[np.ndarray] = []
         self.flips = 0
-        self.heights: list[tuple[int, float]] = []
+        self.heights: list[float] = []  # the base's height along up [m], tracked frames
 
     def _check_mask(self, mask) -> np.ndarray:
         m = np.asarray(mask)
@@ -255,7 +255,7 @@ class Tracker:
             self.offset = res.offset_px
         self.filter.initialise(x)
         if self.up is not None:
-            self.heights.append((self.frame, float(self.up @ x[self.layout.dim - 3:])))
+            self.heights.append(float(self.up @ x[self.layout.dim - 3:]))
         return self._record(x, t, res, "tracked")
 
     def step(self, mask, t: Optional[float] = None, up=None) -> TrackState:
@@ -313,7 +313,7 @@ class Tracker:
         if cfg.wave_check:
             res = self._check_reading(res, obs)
         if self.up is not None:
-            self.heights.append((self.frame, float(self.up @ res.x[self.layout.dim - 3:])))
+            self.heights.append(float(self.up @ res.x[self.layout.dim - 3:]))
         return self._record(res.x, t, res, "tracked")
 
     def _ground_height(self) -> Optional[float]:
@@ -321,8 +321,7 @@ class Tracker:
         cfg = self.config
         if self.up is None or cfg.ground_window == 0 or len(self.heights) < cfg.ground_min_frames:
             return None
-        hist = self.heights[-cfg.ground_window:] if cfg.ground_window > 0 else self.heights
-        return float(np.median([h for _, h in hist]))
+        return float(np.median(self.heights[-cfg.ground_window:] if cfg.ground_window > 0 else self.heights))
 
     def _check_reading(self, res, obs):
         """Flip the track when its body wave runs from tail to head (see ``wave_check``)."""

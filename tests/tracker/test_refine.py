@@ -30,17 +30,23 @@ def test_point_jacobian_matches_autograd(name):
     assert torch.allclose(G, G_auto, atol=1e-10)
 
 
-@pytest.fixture(scope="module")
-def scene():
+def _mujoco_pose(name: str, k: int):
+    """MuJoCo's mask of robot ``name`` in the serpentine pose of frame ``k``: robot, K, mask, true pose
+    vector, layout, and the pose's (q, R0, t0)."""
     from mj_scene import MujocoMasks, serpentine
 
-    robot = load_robot("planar-snake-11")
+    robot = load_robot(name)
     mj = MujocoMasks(robot, W, H, F)
-    q, R0, t0 = serpentine(robot, 5)
+    q, R0, t0 = serpentine(robot, k)
     mask = mj.mask(q, R0, t0)
     mj.close()
     lay = StateLayout.for_robot(robot)
-    return robot, mj.K, mask, lay.pack(q, R0, t0), lay
+    return robot, mj.K, mask, lay.pack(q, R0, t0), lay, (q, R0, t0)
+
+
+@pytest.fixture(scope="module")
+def scene():
+    return _mujoco_pose("planar-snake-11", 5)[:5]
 
 
 def _errors(x, xt, lay):
@@ -204,20 +210,12 @@ def test_far_weighting_keeps_a_link_hidden_behind_a_post():
     """An occluder cuts a stretch out of the mask. With the pixel loss, the model is pushed out of the gap
     (the hidden joints bend); with pixels more than 4 px from the mask down-weighted, the
     prior towards the prediction holds the hidden part and the joints stay near the truth."""
-    from mj_scene import MujocoMasks, serpentine
-
-    robot = load_robot("arcsnake-4")
-    mj = MujocoMasks(robot, W, H, F)
-    q, R0, t0 = serpentine(robot, 3)
-    mask = mj.mask(q, R0, t0)
-    mj.close()
-    lay = StateLayout.for_robot(robot)
-    xt = lay.pack(q, R0, t0)
-    ren = SilhouetteRenderer(robot, mj.K, W, H)
+    robot, K, mask, xt, lay, (q, R0, t0) = _mujoco_pose("arcsnake-4", 3)
+    ren = SilhouetteRenderer(robot, K, W, H)
     # a post: the columns around the third link's middle
     P = point_jacobian(robot, ren.model, torch.as_tensor(q), torch.as_tensor(R0), torch.as_tensor(t0))[0].numpy()
     mid = P[2].mean(0)
-    u = int(round(mj.K[0, 0] * mid[0] / mid[2] + mj.K[0, 2]))
+    u = int(round(K[0, 0] * mid[0] / mid[2] + K[0, 2]))
     occluded = mask.copy()
     occluded[:, u - 12:u + 12] = False
     assert mask.sum() - occluded.sum() > 150
@@ -237,18 +235,10 @@ def test_far_weighting_keeps_a_link_hidden_behind_a_post():
 
 def test_ground_height_prior_pulls_the_base_to_its_height():
     """With a tight ground prior the base's height along up moves to the target; off, it stays put."""
-    from mj_scene import MujocoMasks, serpentine
-
-    robot = load_robot("planar-snake-11")
-    mj = MujocoMasks(robot, W, H, F)
-    q, R0, t0 = serpentine(robot, 2)
-    mask = mj.mask(q, R0, t0)
-    mj.close()
-    lay = StateLayout.for_robot(robot)
-    xt = lay.pack(q, R0, t0)
+    robot, K, mask, xt, lay, (_, R0, t0) = _mujoco_pose("planar-snake-11", 2)
     up = R0[:, 2]
     h0 = float(up @ t0)
-    ren = SilhouetteRenderer(robot, mj.K, W, H)
+    ren = SilhouetteRenderer(robot, K, W, H)
     obs = Observation.from_mask(mask)
     tight = Refiner(ren, RefineConfig(steps=10, height_prior_m=1e-4)).refine(xt, obs, up=up, height=h0 + 0.03)
     assert abs(float(up @ tight.x[lay.trans]) - (h0 + 0.03)) < 1e-3

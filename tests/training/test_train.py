@@ -37,20 +37,27 @@ def test_validation_iou_rises(tmp_path, toy_root):
     assert [int(r["epoch"]) for r in rows] == [1, 2, 3]
 
 
+def _reference_and_resumed(tmp_path, toy_root, cfg, monkeypatch, where: str):
+    """An uninterrupted run (ref.pt) and a run (run.pt) interrupted by Ctrl-C when the training module calls
+    ``where``, then run again to its end: (reference result, resumed result)."""
+    ref = train([toy_root], tmp_path / "ref.pt", cfg, progress=False)
+
+    def interrupt(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(train_module, where, interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        train([toy_root], tmp_path / "run.pt", cfg, progress=False)
+    monkeypatch.undo()
+    return ref, train([toy_root], tmp_path / "run.pt", cfg, progress=False)
+
+
 @pytest.mark.parametrize("schedule,average_from", [("step", None), ("cosine", None), ("cosine", 0.0)])
 def test_resume_continues_to_the_same_weights(tmp_path, toy_root, schedule, average_from, monkeypatch):
     full = TrainConfig(epochs=2, lr_step_epoch=1, schedule=schedule, average_from=average_from,
                        **dict(CFG, max_steps_per_epoch=2))
-    ref = train([toy_root], tmp_path / "ref.pt", full, progress=False)
-
-    def interrupt(*a, **k):  # called right after epoch 1's checkpoint is written
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(train_module, "plot_history", interrupt)
-    with pytest.raises(KeyboardInterrupt):
-        train([toy_root], tmp_path / "run.pt", full, progress=False)
-    monkeypatch.undo()
-    res = train([toy_root], tmp_path / "run.pt", full, progress=False)
+    # plot_history is called right after epoch 1's checkpoint is written
+    ref, res = _reference_and_resumed(tmp_path, toy_root, full, monkeypatch, "plot_history")
     assert res.epochs_done == 2
     assert [h["val_iou"] for h in res.history] == pytest.approx([h["val_iou"] for h in ref.history])
     ck_a = torch.load(side_paths(tmp_path / "run.pt")["last"], weights_only=False)
@@ -107,16 +114,8 @@ def test_average_from_outside_the_run_is_refused():
 def test_an_averaging_run_interrupted_in_its_final_choice_still_ends_with_the_average(tmp_path, toy_root,
                                                                                         monkeypatch):
     cfg = TrainConfig(epochs=2, average_from=0.0, bn_batches=2, **dict(CFG, max_steps_per_epoch=2))
-    ref = train([toy_root], tmp_path / "ref.pt", cfg, progress=False)
-
-    def interrupt(*a, **k):  # after the last epoch's checkpoint, before the choice is written
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(train_module, "select_inference", interrupt)
-    with pytest.raises(KeyboardInterrupt):
-        train([toy_root], tmp_path / "run.pt", cfg, progress=False)
-    monkeypatch.undo()
-    res = train([toy_root], tmp_path / "run.pt", cfg, progress=False)
+    # select_inference runs after the last epoch's checkpoint, before the choice is written
+    ref, res = _reference_and_resumed(tmp_path, toy_root, cfg, monkeypatch, "select_inference")
     _, _, extra = load_model(tmp_path / "run.pt")
     assert extra["checkpoint"] == "avg" and res.selection["n_averaged"] == ref.selection["n_averaged"] == 4
     a, _, _ = load_model(tmp_path / "run.pt")

@@ -4,7 +4,10 @@
    by ``snaketrack sim video --scene drone --frames 300 --seed 0``) with the
    GrabCut backend, prompted on frame 0 with the truth mask's box grown by
    ``--box-margin`` pixels (standing in for the user's box); mean IoU of
-   the labels against the truth masks.
+   the labels against the truth masks. With ``--fit-robot`` the labels are
+   then replaced by the robot model's silhouette fitted to them
+   (:mod:`snaketrack.datasets.fit_labels`, into ``WORK/<labels>-fit``) and
+   scored the same way.
 2. Train DeepLabV3+ on those labels within ``--minutes`` on this CPU
    (``--labels DIR`` trains on an existing dataset instead, e.g. the
    truth masks of the training video for the upper bound).
@@ -71,6 +74,8 @@ def main() -> None:
                     help="average the weights from this fraction of the run on (default: off)")
     ap.add_argument("--seed", type=int, default=0, help="training seed (shuffling, augmentation, init)")
     ap.add_argument("--out-name", default=None, help="model file name inside --work")
+    ap.add_argument("--fit-robot", action="store_true",
+                    help="train on the robot-fitted labels (snaketrack fit-labels) of the GrabCut labels")
     ap.add_argument("--skip-train", action="store_true")
     args = ap.parse_args()
     args.test_video = args.test_video or ["/work/data/handheld-planar-s1"]
@@ -109,6 +114,15 @@ def main() -> None:
            "labels": str(labels), "label_frames": lab_eval["frames"],
            "label_flagged": res.flagged if res else None, "grabcut_label_iou": lab_eval["iou"],
            "grabcut_label_s_per_frame": label_s / max(res.written, 1) if res and res.written else None}
+    if args.fit_robot:
+        from snaketrack.datasets.fit_labels import fit_labels
+
+        fitted = work / (labels.name + "-fit")
+        t0 = time.perf_counter()
+        rep = fit_labels(labels, fitted, progress=False)
+        out.update(fit_s_per_frame=(time.perf_counter() - t0) / rep["frames"], fit_fitted=rep["fitted"],
+                   fit_kept_label=rep["kept_label"], fit_label_iou=evaluate_dataset_masks(fitted, args.train_video)["iou"])
+        labels = fitted
     print(json.dumps(out), flush=True)
     if not args.skip_train:
         model = work / (args.out_name or f"{args.architecture.lower()}-{args.encoder}.pt")

@@ -1,9 +1,15 @@
-"""``snaketrack label``: auto-label a video with box-prompted SAM or GrabCut.
+"""``snaketrack label``: auto-label a video with box-prompted SAM or GrabCut;
+``snaketrack fit-labels``: replace the labels by the robot model's silhouette fitted to them.
 
-Frame 0 is prompted with ``--box``; each later frame with the dilated box
-of the previous good mask. Writes a dataset folder (frames/, masks/,
-meta.json) plus labels.csv, labels_report.json and, when frames are
+``label``: frame 0 is prompted with ``--box``; each later frame with the
+dilated box of the previous good mask. Writes a dataset folder (frames/,
+masks/, meta.json) plus labels.csv, labels_report.json and, when frames are
 flagged, labels_flagged.png. Run again on the same ``--out`` to continue.
+
+``fit-labels``: tracks the label dataset with the robot's kinematic model
+(:mod:`snaketrack.datasets.fit_labels`) and writes a new dataset whose
+masks are the fitted silhouettes cut to the labels grown by ``--agree-px``;
+frames the fit cannot explain keep their label.
 """
 from __future__ import annotations
 
@@ -61,5 +67,34 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_fit_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("labels", metavar="LABELS", help="a label dataset written by `snaketrack label`")
+    p.add_argument("--robot", default=None,
+                   help="shipped robot name or robot YAML file (default: the labels' meta.json robot)")
+    p.add_argument("--intrinsics", default=None,
+                   help="OpenCV calibration (YAML/JSON); default: the labels' meta.json K")
+    p.add_argument("--agree-px", type=int, default=2, metavar="PX",
+                   help="how far the fitted silhouette may reach beyond the label [pixels] (default 2)")
+    p.add_argument("--min-iou", type=float, default=0.7,
+                   help="a frame keeps its label when the fitted silhouette overlaps it less (default 0.7)")
+    p.add_argument("--out", required=True, metavar="DATASET", help="output dataset folder (resumed if it exists)")
+    p.add_argument("--json", action="store_true", help="print a JSON summary instead of a sentence")
+
+
+def run_fit(args: argparse.Namespace) -> int:
+    from snaketrack.datasets.fit_labels import FitConfig, fit_labels
+
+    rep = fit_labels(args.labels, args.out, args.robot, args.intrinsics,
+                     FitConfig(agree_px=args.agree_px, min_iou=args.min_iou))
+    if args.json:
+        print(json.dumps(dict(rep, out=args.out)))
+    else:
+        print(f"{args.out}: {rep['fitted']} of {rep['frames']} labels replaced by the fitted silhouette "
+              f"(mean IoU with the label {rep['mean_iou_fit']:.3f}); {rep['kept_label']} kept as labelled")
+    return 0
+
+
 COMMANDS = [Command(name="label", help="auto-label a video with box-prompted SAM or GrabCut",
-                    add_arguments=add_arguments, run=run)]
+                    add_arguments=add_arguments, run=run),
+            Command(name="fit-labels", help="replace auto-labels by the robot model's silhouette fitted to them",
+                    add_arguments=add_fit_arguments, run=run_fit)]

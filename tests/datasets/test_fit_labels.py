@@ -1,0 +1,140 @@
+"""Robot-fitted labels against MuJoCo truth: the fit removes a label's shadow fringe and glued blobs.
+
+Truth masks come from MuJoCo's segmentation render (an independent
+renderer); the "auto-labels" are those masks with GrabCut's kinds of error
+added (a cast-shadow fringe on one side, a dark blob glued to the robot,
+a notch), and the fitted labels must be nearer the truth than the labels.
+"""
+import json
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from snaketrack import cli
+from snaketrack.datasets.fit_labels import FIT_CSV, FitConfig, fit_labels
+from snaketrack.datasets.layout import Dataset, DatasetWriter
+from snaketrack.errors import InputError
+from snaketrack.models.robot import load_robot
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tracker"))
+
+W, H, F, N = 320, 240, 420.0, 16
+
+
+def _label_errors(truth: np.ndarray, i: int) -> np.ndarray:
+    """GrabCut-like errors: a 1-px fringe on the lower side, a ragged edge, a blob every 2nd frame, a notch."""
+    rng = np.random.default_rng(i)
+    shadow = np.zeros_like(truth)
+    shadow[1:, :] = truth[:-1, :]
+    lab = truth | shadow
+    edge = (cv2.dilate(lab.view(np.uint8), np.ones((3, 3), np.uint8)) > 0) & ~lab
+    lab |= edge & (rng.random(truth.shape) < 0.3)
+    ys, xs = np.nonzero(truth)
+    if i % 2 == 0:
+        k = len(ys) // 3
+        cv2.circle(lab.view(np.uint8), (int(xs[k]) + 6, int(ys[k]) + 6), 7, 1, -1)
+    k = 2 * len(ys) // 3
+    lab[ys[k] - 3:ys[k] + 4, xs[k] - 3:xs[k] + 4] = False
+    return lab
+
+
+@pytest.fixture(scope="module")
+def labelled(tmp_path_factory):
+    """(label dataset root, truth masks): N frames of a serpentine robot, labels with errors."""
+    from mj_scene import MujocoMasks, serpentine
+
+    robot = load_robot("planar-snake-11")
+    mj = MujocoMasks(robot, W, H, F)
+    truths = [mj.mask(*serpentine(robot, k)) for k in range(N)]
+    mj.close()
+    root = tmp_path_factory.mktemp("fit") / "labels"
+    meta = {"K": mj.K.tolist(), "width": W, "height": H, "fps": 30.0, "robot": "planar-snake-11"}
+    rng = np.random.default_rng(0)
+    with DatasetWriter(root, meta) as w:
+        for i, t in enumerate(truths):
+            rgb = (110 + rng.normal(0, 8, (H, W, 3))).clip(0, 255).astype(np.uint8)
+            rgb[t] = (230, 120, 30)
+            w.write_frame(rgb, _label_errors(t, i))
+    return root, truths
+
+
+def _iou(a, b):
+    return np.count_nonzero(a & b) / np.count_nonzero(a | b)
+
+
+def _masks(root):
+    ds = Dataset(root)
+    return [ds.mask(i) for i in range(len(ds))]
+
+
+def test_fitted_labels_are_nearer_the_truth(labelled, tmp_path):
+    root, truths = labelled
+    rep = fit_labels(root, tmp_path / "fit", progress=False)
+    assert rep["frames"] == N and rep["fitted"] == N and rep["kept_label"] == 0
+    labels, fitted = _masks(root), _masks(tmp_path / "fit")
+    iou_label = np.mean([_iou(m, t) for m, t in zip(labels, truths)])
+    iou_fit = np.mean([_iou(m, t) for m, t in zip(fitted, truths)])
+    assert iou_label < 0.85 and iou_fit > 0.88 and iou_fit > iou_label + 0.06, (iou_label, iou_fit)
+    # the glued blobs are gone: nothing fitted lies farther than agree_px from the silhouette's truth
+    for m, t in zip(fitted, truths):
+        far = cv2.distanceTransform((~t).astype(np.uint8), cv2.DIST_L2, 3) > 4
+        assert np.count_nonzero(m & far) < 10
+    meta = json.loads((tmp_path / "fit" / "meta.json").read_text())
+    assert meta["labelling"]["robot_fit"]["agree_px"] == 2
+    # frames are copied byte for byte (no second JPEG encoding)
+    src, dst = Dataset(root), Dataset(tmp_path / "fit")
+    assert src.frame_path(3).read_bytes() == dst.frame_path(3).read_bytes()
+
+
+def test_a_label_the_fit_cannot_explain_is_kept(labelled, tmp_path):
+    root, _ = labelled
+    rep = fit_labels(root, tmp_path / "fit", config=FitConfig(min_iou=0.99), progress=False)
+    assert rep["fitted"] == 0 and rep["kept_label"] == N
+    for a, b in zip(_masks(root), _masks(tmp_path / "fit")):
+        assert np.array_equal(a, b)
+
+
+def test_resume_after_interruption(labelled, tmp_path, monkeypatch):
+    root, _ = labelled
+    fit_labels(root, tmp_path / "whole", progress=False)
+    real_mask = Dataset.mask
+
+    def interrupted(self, i):
+        if i == 9:
+            raise KeyboardInterrupt
+        return real_mask(self, i)
+
+    monkeypatch.setattr(Dataset, "mask", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        fit_labels(root, tmp_path / "part", progress=False)
+    assert len(list((tmp_path / "part" / "masks").glob("*.png"))) == 9
+    monkeypatch.setattr(Dataset, "mask", real_mask)
+    fit_labels(root, tmp_path / "part", progress=False)
+    rows = (tmp_path / "part" / FIT_CSV).read_text().splitlines()
+    assert [r.split(",")[0] for r in rows[1:]] == [str(i) for i in range(N)]
+    for a, b in zip(_masks(tmp_path / "whole"), _masks(tmp_path / "part")):
+        assert np.array_equal(a, b)
+
+
+def test_bad_input(labelled, tmp_path):
+    root, _ = labelled
+    with pytest.raises(InputError, match="same folder"):
+        fit_labels(root, root, progress=False)
+    no_k = tmp_path / "noK"
+    with DatasetWriter(no_k, {"width": W, "height": H, "fps": 30.0, "robot": "planar-snake-11"}) as w:
+        w.write_frame(np.zeros((H, W, 3), np.uint8), np.zeros((H, W), bool))
+    with pytest.raises(InputError, match="--intrinsics"):
+        fit_labels(no_k, tmp_path / "o", progress=False)
+    with pytest.raises(InputError, match="agree-px"):
+        FitConfig(agree_px=-1)
+
+
+def test_cli(labelled, tmp_path, capsys):
+    root, _ = labelled
+    code = cli.main(["fit-labels", str(root), "--out", str(tmp_path / "cli"), "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["frames"] == N and out["fitted"] + out["kept_label"] == N

@@ -128,11 +128,16 @@ def fit_labels(labels: str | os.PathLike, out: str | os.PathLike, robot_spec: Op
         raise InputError("fit-labels: the calibration has lens distortion; label an undistorted video "
                          "(the fitted silhouette is drawn with the pinhole model)")
 
+    fit_meta = dict(asdict(config), labels=str(labels.resolve()), robot=robot.name)
+    if (out / "meta.json").is_file():
+        before = read_json(out / "meta.json").get("labelling", {}).get("robot_fit")
+        if before != fit_meta:
+            raise InputError(f"--out {out}: holds a fit of other labels or settings ({before}); choose a new folder")
     (out / "masks").mkdir(parents=True, exist_ok=True)
     (out / "frames").mkdir(parents=True, exist_ok=True)
     meta = dict(ds.meta)
     labelling = dict(meta.get("labelling", {}))
-    labelling["robot_fit"] = dict(asdict(config), labels=str(labels), robot=robot.name)
+    labelling["robot_fit"] = fit_meta
     meta["labelling"] = labelling
     write_json(out / "meta.json", meta)
     for name in (LABELS_CSV, REPORT_JSON):

@@ -130,6 +130,10 @@ def test_bad_input(labelled, tmp_path):
         fit_labels(no_k, tmp_path / "o", progress=False)
     with pytest.raises(InputError, match="agree-px"):
         FitConfig(agree_px=-1)
+    done = tmp_path / "done"
+    fit_labels(root, done, config=FitConfig(min_iou=1.0), progress=False)
+    with pytest.raises(InputError, match="other labels or settings"):
+        fit_labels(root, done, config=FitConfig(agree_px=3), progress=False)
 
 
 def test_cli(labelled, tmp_path, capsys):

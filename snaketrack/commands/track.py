@@ -236,8 +236,8 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
                  intrinsics: Optional[str] = None, masks: Optional[str] = None,
                  options: TrackOptions = TrackOptions()) -> dict:
     """Track ``source`` into ``out`` (module doc); returns the summary dict (``metrics.json`` figures when truth exists)."""
-    from snaketrack.models.robot import load_robot
-    from snaketrack.tracker.camera import Camera, Undistorter, load_calibration
+    from snaketrack.models.robot import source_robot
+    from snaketrack.tracker.camera import Undistorter, source_camera
     from snaketrack.tracker.corrupt import MaskCorruptor
     from snaketrack.tracker.outputs import (
         OverlayVideo, TrackWriter, draw_overlay, link_axes_cam, mask_iou, plot_tracking, project_points,
@@ -251,21 +251,11 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
     out = Path(out)
     frames = open_source(source)
     width, height = frames.size()
-    robot_spec = robot_spec or frames.meta.get("robot_file") or frames.meta.get("robot")
-    if not robot_spec:
-        raise InputError("--robot: no robot given and the source's meta.json names none")
-    robot = load_robot(robot_spec)
-    if intrinsics:
-        camera = load_calibration(intrinsics, width, height)
-    elif "K" in frames.meta:
-        camera = Camera.from_meta(frames.meta)
-        if camera.size != (width, height):
-            camera = camera.resized(width, height)
-    else:
-        raise InputError(f"{source}: no intrinsics; give --intrinsics FILE (OpenCV YAML/JSON calibration)")
+    robot = source_robot(robot_spec, frames.meta)
+    camera = source_camera(frames.meta, width, height, intrinsics, str(source))
     truth = frames.truth
     if truth is not None and len(truth[0].get("joint_angles", [])) != robot.dof:
-        raise InputError(f"--robot {robot_spec}: {robot.dof} joint angles, but {source}/truth.jsonl has "
+        raise InputError(f"--robot {robot.name}: {robot.dof} joint angles, but {source}/truth.jsonl has "
                          f"{len(truth[0].get('joint_angles', []))}; expected the dataset's robot")
     mask_source = MaskSource(masks, frames, (width, height))
     undistort = Undistorter(camera)

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -45,7 +45,7 @@ import numpy as np
 from snaketrack.datasets.label import LABELS_CSV, REPORT_JSON
 from snaketrack.datasets.layout import MASK_EXT, Dataset, encode_mask
 from snaketrack.errors import InputError
-from snaketrack.io import CsvAppender, atomic_write_bytes, read_json, write_json
+from snaketrack.io import CsvAppender, atomic_write_bytes, read_csv_columns, read_json, write_json
 
 FIT_CSV = "fit.csv"
 FIT_REPORT = "fit_report.json"
@@ -55,12 +55,10 @@ FIT_COLUMNS = ["frame", "status", "iou_fit", "source", "area_label_px", "area_fi
 @dataclass(frozen=True)
 class FitConfig:
     """agree_px: how far [pixels] the fitted silhouette may reach beyond the label;
-    min_iou: the least IoU of silhouette and label for the fitted label to replace it;
-    refine_steps: the tracker's refinement iterations per frame (None: its default)."""
+    min_iou: the least IoU of silhouette and label for the fitted label to replace it."""
 
     agree_px: int = 2
     min_iou: float = 0.7
-    refine_steps: Optional[int] = None
 
     def __post_init__(self) -> None:
         if self.agree_px < 0:
@@ -84,11 +82,6 @@ def fitted_label(silhouette: np.ndarray, label: np.ndarray, agree_px: int) -> np
     return np.asarray(silhouette, bool) & label
 
 
-def _iou(a: np.ndarray, b: np.ndarray) -> float:
-    u = np.count_nonzero(a | b)
-    return float(np.count_nonzero(a & b)) / u if u else float("nan")
-
-
 def fit_labels(labels: str | os.PathLike, out: str | os.PathLike, robot_spec: Optional[str] = None,
                intrinsics: Optional[str] = None, config: FitConfig = FitConfig(),
                progress: bool = True) -> dict[str, Any]:
@@ -101,10 +94,11 @@ def fit_labels(labels: str | os.PathLike, out: str | os.PathLike, robot_spec: Op
     """
     import torch
 
-    from snaketrack.models.robot import load_robot
-    from snaketrack.tracker.camera import Camera, load_calibration
+    from snaketrack.models.robot import source_robot
+    from snaketrack.tracker.camera import source_camera
+    from snaketrack.tracker.outputs import mask_iou
     from snaketrack.tracker.render import SilhouetteRenderer
-    from snaketrack.tracker.tracker import Tracker, TrackerConfig
+    from snaketrack.tracker.tracker import Tracker
 
     labels, out = Path(labels), Path(out)
     ds = Dataset(labels)
@@ -112,19 +106,9 @@ def fit_labels(labels: str | os.PathLike, out: str | os.PathLike, robot_spec: Op
         raise InputError(f"{labels}: no masks/ to fit; expected a label dataset from `snaketrack label`")
     if out.resolve() == labels.resolve():
         raise InputError(f"--out {out}: the same folder as the labels; choose a new folder")
-    robot_spec = robot_spec or ds.meta.get("robot_file") or ds.meta.get("robot")
-    if not robot_spec:
-        raise InputError(f"{labels}: meta.json names no robot; give --robot NAME|FILE")
-    robot = load_robot(robot_spec)
+    robot = source_robot(robot_spec, ds.meta)
     width, height = ds.width, ds.height
-    if intrinsics:
-        camera = load_calibration(intrinsics, width, height)
-    elif "K" in ds.meta:
-        camera = Camera.from_meta(ds.meta)
-        if camera.size != (width, height):
-            camera = camera.resized(width, height)
-    else:
-        raise InputError(f"{labels}: meta.json has no K; give --intrinsics FILE (OpenCV YAML/JSON calibration)")
+    camera = source_camera(ds.meta, width, height, intrinsics, str(labels))
     if camera.has_distortion and np.any(np.asarray(camera.dist) != 0):
         raise InputError("fit-labels: the calibration has lens distortion; label an undistorted video "
                          "(the fitted silhouette is drawn with the pinhole model)")
@@ -144,13 +128,12 @@ def fit_labels(labels: str | os.PathLike, out: str | os.PathLike, robot_spec: Op
     for name in (LABELS_CSV, REPORT_JSON):
         if (labels / name).is_file():
             shutil.copyfile(labels / name, out / name)
-    done = {int(r) for r in _done_frames(out / FIT_CSV)}
+    done = set()  # frames listed in fit.csv: their masks were written first, so each is complete
+    if (out / FIT_CSV).is_file():
+        done = {int(f) for f in read_csv_columns(out / FIT_CSV)["frame"]}
     rows = CsvAppender(out / FIT_CSV, FIT_COLUMNS, resume=bool(done))
 
-    tcfg = TrackerConfig()
-    if config.refine_steps is not None:
-        tcfg = replace(tcfg, refine=replace(tcfg.refine, steps=int(config.refine_steps)))
-    tracker = Tracker(robot, camera.K, width, height, fps=ds.fps, config=tcfg)
+    tracker = Tracker(robot, camera.K, width, height, fps=ds.fps)
     renderer = SilhouetteRenderer(robot, camera.K, width, height)
     bar = None
     if progress:
@@ -168,7 +151,7 @@ def fit_labels(labels: str | os.PathLike, out: str | os.PathLike, robot_spec: Op
             x = torch.as_tensor(state.pose_vector(renderer.layout), dtype=torch.float64)[None]
             with torch.no_grad():
                 sil = renderer.full_image(x)[0].numpy() > 0.5
-            iou = _iou(sil, label)
+            iou = mask_iou(sil, label)
             use_fit = state.status == "tracked" and np.isfinite(iou) and iou >= config.min_iou
             mask = fitted_label(sil, label, config.agree_px) if use_fit else label
             if use_fit:
@@ -195,12 +178,3 @@ def fit_labels(labels: str | os.PathLike, out: str | os.PathLike, robot_spec: Op
     write_json(out / FIT_REPORT, report)
     return report
 
-
-def _done_frames(path: Path) -> list[str]:
-    """Frames already listed in ``fit.csv`` (their masks written first, so each is complete)."""
-    if not path.is_file():
-        return []
-    import csv
-
-    with open(path, newline="") as f:
-        return [r["frame"] for r in csv.DictReader(f) if r.get("frame", "").isdigit()]

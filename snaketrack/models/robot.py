@@ -141,6 +141,17 @@ def available_robots() -> list[str]:
     return sorted(p.stem for p in ROBOTS_DIR.glob("*.yaml"))
 
 
+def source_robot(spec: Optional[str], meta: dict) -> Robot:
+    """The robot named by ``spec`` (a shipped name or YAML path), else by ``meta``'s ``robot_file`` or ``robot``
+    (a dataset's meta.json)."""
+    from snaketrack.errors import InputError
+
+    spec = spec or meta.get("robot_file") or meta.get("robot")
+    if not spec:
+        raise InputError("--robot: no robot given and the source's meta.json names none")
+    return load_robot(spec)
+
+
 def load_robot(name_or_path: str | os.PathLike) -> Robot:
     """Load a shipped robot by name (``"planar-snake-11"``) or a YAML file by path."""
     p = Path(name_or_path)

@@ -338,6 +338,18 @@ def load_calibration(path: str | os.PathLike, width: Optional[int] = None, heigh
     return cam
 
 
+def source_camera(meta: dict, width: int, height: int, intrinsics: Optional[str | os.PathLike] = None,
+                  source: str = "the source") -> Camera:
+    """The camera of a dataset or video of ``width × height`` pixels: the calibration file ``intrinsics``
+    when given (:func:`load_calibration`), else ``meta``'s ``K`` (a dataset's meta.json), resized to that size."""
+    if intrinsics:
+        return load_calibration(intrinsics, width, height)
+    if "K" not in meta:
+        raise InputError(f"{source}: no intrinsics; give --intrinsics FILE (OpenCV YAML/JSON calibration)")
+    camera = Camera.from_meta(meta)
+    return camera if camera.size == (width, height) else camera.resized(width, height)
+
+
 def save_calibration(path: str | os.PathLike, camera: Camera) -> None:
     """Write ``camera`` as OpenCV YAML (``.yaml``/``.yml``/``.xml``) or JSON (``.json``)."""
     from snaketrack.io import write_json

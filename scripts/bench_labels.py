@@ -7,7 +7,8 @@
    the labels against the truth masks. With ``--fit-robot`` the labels are
    then replaced by the robot model's silhouette fitted to them
    (:mod:`snaketrack.datasets.fit_labels`, into ``WORK/<labels>-fit``) and
-   scored the same way.
+   scored the same way; with ``--keep-edge`` as well the labels keep their
+   own edge and the silhouette only cuts what lies beyond it (``-trim``).
 2. Train DeepLabV3+ on those labels within ``--minutes`` on this CPU
    (``--labels DIR`` trains on an existing dataset instead, e.g. the
    truth masks of the training video for the upper bound).
@@ -76,6 +77,8 @@ def main() -> None:
     ap.add_argument("--out-name", default=None, help="model file name inside --work")
     ap.add_argument("--fit-robot", action="store_true",
                     help="train on the robot-fitted labels (snaketrack fit-labels) of the GrabCut labels")
+    ap.add_argument("--keep-edge", action="store_true",
+                    help="with --fit-robot: keep the labels' edge, only cut what lies beyond the fitted silhouette")
     ap.add_argument("--skip-train", action="store_true")
     args = ap.parse_args()
     args.test_video = args.test_video or ["/work/data/handheld-planar-s1"]
@@ -117,9 +120,11 @@ def main() -> None:
     if args.fit_robot:
         from snaketrack.datasets.fit_labels import fit_labels
 
-        fitted = work / (labels.name + "-fit")
+        from snaketrack.datasets.fit_labels import FitConfig
+
+        fitted = work / (labels.name + ("-trim" if args.keep_edge else "-fit"))
         t0 = time.perf_counter()
-        rep = fit_labels(labels, fitted, progress=False)
+        rep = fit_labels(labels, fitted, config=FitConfig(keep_edge=args.keep_edge), progress=False)
         out.update(fit_s_per_frame=(time.perf_counter() - t0) / rep["frames"], fit_fitted=rep["fitted"],
                    fit_kept_label=rep["kept_label"], fit_label_iou=evaluate_dataset_masks(fitted, args.train_video)["iou"])
         labels = fitted

@@ -77,6 +77,10 @@ def add_fit_arguments(p: argparse.ArgumentParser) -> None:
                    help="how far the fitted silhouette may reach beyond the label [pixels] (default 2)")
     p.add_argument("--min-iou", type=float, default=0.7,
                    help="a frame keeps its label when the fitted silhouette overlaps it less (default 0.7)")
+    p.add_argument("--keep-edge", action="store_true",
+                   help="keep the label's own edge; only cut what lies beyond the fitted silhouette grown by --trim-px")
+    p.add_argument("--trim-px", type=int, default=1, metavar="PX",
+                   help="with --keep-edge: how far the label may reach beyond the fitted silhouette [pixels] (default 1)")
     p.add_argument("--out", required=True, metavar="DATASET", help="output dataset folder (resumed if it exists)")
     p.add_argument("--json", action="store_true", help="print a JSON summary instead of a sentence")
 
@@ -85,11 +89,13 @@ def run_fit(args: argparse.Namespace) -> int:
     from snaketrack.datasets.fit_labels import FitConfig, fit_labels
 
     rep = fit_labels(args.labels, args.out, args.robot, args.intrinsics,
-                     FitConfig(agree_px=args.agree_px, min_iou=args.min_iou))
+                     FitConfig(agree_px=args.agree_px, min_iou=args.min_iou,
+                               keep_edge=args.keep_edge, trim_px=args.trim_px))
     if args.json:
         print(json.dumps(dict(rep, out=args.out)))
     else:
-        print(f"{args.out}: {rep['fitted']} of {rep['frames']} labels replaced by the fitted silhouette "
+        what = "trimmed to" if args.keep_edge else "replaced by"
+        print(f"{args.out}: {rep['fitted']} of {rep['frames']} labels {what} the fitted silhouette "
               f"(mean IoU with the label {rep['mean_iou_fit']:.3f}); {rep['kept_label']} kept as labelled")
     return 0
 

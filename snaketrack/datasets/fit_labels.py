@@ -14,13 +14,22 @@ out):
 
     fitted = silhouette(x̂) ∧ dilate(label, agree_px)
 
+With ``keep_edge`` the label keeps its own edge and the silhouette only
+deletes what lies farther than ``trim_px`` (city-block distance) from it —
+the glued blobs, the post bases, a false patch — so the label's edge, which
+follows the rendered body rather than the capsule model, is kept:
+
+    trimmed = label ∧ grow(silhouette(x̂), trim_px)
+
 A frame keeps its label unchanged (``source = "label"`` in ``fit.csv``)
 when the fit does not explain it: the tracker's state is not ``tracked``
 (coasting, lost, no mask) or the silhouette overlaps the label by IoU < ``min_iou``.
 
 Measured (docs/segmentation.md, "Robot-fitted labels"): on the drone video
-the GrabCut labels' IoU against truth rises from 0.860 to 0.911; a segmenter trained
-on them scores no better on the other video (docs/segmenter-training.md).
+the GrabCut labels' IoU against truth rises from 0.860 to 0.911 (fitted) and
+to 0.889 (``keep_edge``); a segmenter trained on the fitted labels scores no
+better on the other video, one trained on the trimmed labels better
+(docs/segmenter-training.md).
 
 Outputs (the DESIGN.md dataset layout): ``frames/`` (the label dataset's
 files, copied byte for byte), ``masks/`` (the fitted labels), ``meta.json``
@@ -55,14 +64,20 @@ FIT_COLUMNS = ["frame", "status", "iou_fit", "source", "area_label_px", "area_fi
 @dataclass(frozen=True)
 class FitConfig:
     """agree_px: how far [pixels] the fitted silhouette may reach beyond the label;
-    min_iou: the least IoU of silhouette and label for the fitted label to replace it."""
+    min_iou: the least IoU of silhouette and label for the fitted label to replace it;
+    keep_edge: keep the label and only cut what lies more than trim_px [pixels,
+    city-block] outside the fitted silhouette (agree_px then plays no part)."""
 
     agree_px: int = 2
     min_iou: float = 0.7
+    keep_edge: bool = False
+    trim_px: int = 1
 
     def __post_init__(self) -> None:
         if self.agree_px < 0:
             raise InputError(f"--agree-px {self.agree_px}: expected >= 0 pixels")
+        if self.trim_px < 0:
+            raise InputError(f"--trim-px {self.trim_px}: expected >= 0 pixels")
         if not 0.0 <= self.min_iou <= 1.0:
             raise InputError(f"--min-iou {self.min_iou}: expected a fraction in [0, 1]")
 
@@ -80,6 +95,21 @@ def fitted_label(silhouette: np.ndarray, label: np.ndarray, agree_px: int) -> np
         disc = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * agree_px + 1, 2 * agree_px + 1))
         label = cv2.dilate(label.astype(np.uint8), disc) > 0
     return np.asarray(silhouette, bool) & label
+
+
+def trimmed_label(silhouette: np.ndarray, label: np.ndarray, trim_px: int) -> np.ndarray:
+    """``label ∧ grow(silhouette, trim_px)``, grown by a 3×3 cross ``trim_px`` times; bool (H, W).
+
+    >>> sil = np.zeros((7, 9), bool); sil[3, 2:7] = True
+    >>> lab = np.zeros((7, 9), bool); lab[2:5, 1:8] = True; lab[0, 0] = True
+    >>> trimmed_label(sil, lab, 1).astype(int).sum(axis=0).tolist()   # the corners and (0, 0) are cut
+    [0, 1, 3, 3, 3, 3, 3, 1, 0]
+    """
+    silhouette = np.asarray(silhouette, bool)
+    if trim_px > 0:
+        cross = cv2.getStructuringElement(cv2.MORPH_CROSS, (3, 3))
+        silhouette = cv2.dilate(silhouette.astype(np.uint8), cross, iterations=trim_px) > 0
+    return np.asarray(label, bool) & silhouette
 
 
 def fit_labels(labels: str | os.PathLike, out: str | os.PathLike, robot_spec: Optional[str] = None,
@@ -153,7 +183,12 @@ def fit_labels(labels: str | os.PathLike, out: str | os.PathLike, robot_spec: Op
                 sil = renderer.full_image(x)[0].numpy() > 0.5
             iou = mask_iou(sil, label)
             use_fit = state.status == "tracked" and np.isfinite(iou) and iou >= config.min_iou
-            mask = fitted_label(sil, label, config.agree_px) if use_fit else label
+            if not use_fit:
+                mask = label
+            elif config.keep_edge:
+                mask = trimmed_label(sil, label, config.trim_px)
+            else:
+                mask = fitted_label(sil, label, config.agree_px)
             if use_fit:
                 n_fitted += 1
                 ious.append(iou)

@@ -4,7 +4,7 @@
 
     snaketrack track DATASET|VIDEO --robot NAME|FILE [--intrinsics FILE]
         [--masks truth|DIR|segmenter:MODEL.pt] [--refine-steps 10]
-        [--corrupt-masks] [--max-frames N] --out DIR
+        [--corrupt-masks] [--max-frames N] [--hold-frames 60] --out DIR
 
 Inputs: a dataset folder (DESIGN.md layout: ``frames/``, ``masks/``,
 ``meta.json``, optionally ``truth.jsonl``) or a video file read with
@@ -28,6 +28,14 @@ against the observed mask *with* its fitted edge offset ``b`` (the model
 silhouette dilated/eroded by ``b`` px, absorbing the mask's boundary bias);
 ``iou_no_offset`` is the model's own silhouette (``b = 0``) against the
 observed mask; ``iou_truth`` the model's own silhouette against the truth mask.
+
+Rows are written as frames finish, except the first ones: up to
+``--hold-frames`` (60) are held until the body wave has shown which end is
+the head (``wave_window``, 20 tracked frames, for a robot crawling forward),
+and re-read from the other end if the tracker turns the track round then
+(:class:`snaketrack.tracker.reading.ReadingHold`), so a first frame read
+backwards does not leave a second of rows a body length off. The re-reading
+counts as search time. An interrupted run writes what it held as tracked.
 """
 from __future__ import annotations
 
@@ -203,6 +211,10 @@ class TrackOptions:
     static_camera: the camera does not move relative to the ground (a tripod):
         the tracker holds the base's height along up to the median of its track
         (``TrackerConfig.ground_window`` = −1); needs ``up``.
+    hold_frames: hold up to this many first frames until the body wave has
+        settled which end is the head, and re-read them if the track is turned
+        round (:class:`snaketrack.tracker.reading.ReadingHold`); 0 writes every
+        frame as it finishes.
     """
 
     refine_steps: Optional[int] = None
@@ -215,6 +227,7 @@ class TrackOptions:
     progress: bool = True
     up: Optional[str] = None
     static_camera: bool = False
+    hold_frames: int = 60
 
 
 def make_tracker(robot, camera, fps: float, refine_steps: Optional[int] = None, static_camera: bool = False):
@@ -245,6 +258,7 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
     )
     import torch
 
+    from snaketrack.tracker.reading import ReadingHold
     from snaketrack.tracker.render import SilhouetteRenderer
     from snaketrack.io import read_csv_columns, write_json
 
@@ -290,41 +304,53 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
     track_time = 0.0
     n = 0
     hide = options.hide
+    hold = ReadingHold(tracker, options.hold_frames)
+
+    def emit(state, i: int, rgb: np.ndarray, mask: np.ndarray) -> None:
+        """Write one finished frame: its track.csv row and overlay frame."""
+        row_extra: dict[str, Any] = {"frame": i, "t": i / frames.fps}  # the source's numbering
+        # the model's own silhouette (no edge offset): iou_no_offset, iou_truth, overlay
+        x = state.pose_vector(layout)
+        with torch.no_grad():
+            rendered = renderer.full_image(torch.as_tensor(x, dtype=torch.float64)[None])[0].numpy() > 0.5
+        row_extra["iou_no_offset"] = mask_iou(rendered, mask > 0) if mask.any() else float("nan")
+        if has_truth_masks:
+            tm = undistort.mask(frames.truth_mask(i))
+            row_extra["iou_truth"] = mask_iou(rendered, tm)
+        writer.write(state, **row_extra)
+        if video is not None:
+            starts, ends, head = link_axes_cam(robot, state.q, state.base_rotation, state.base_position)
+            axes = project_points(cam.K, np.stack([starts, ends], axis=1))
+            text = f"frame {i}  {state.status}  IoU {state.iou:.2f}" if np.isfinite(state.iou) else \
+                f"frame {i}  {state.status}"
+            video.write(draw_overlay(rgb, mask, axes, project_points(cam.K, head), rendered, text, state.status))
+
     try:
-        for i, rgb in it:
-            if n_total is not None and n >= n_total:
-                break
-            rgb = undistort.frame(rgb)
-            mask = undistort.mask(mask_source(i, rgb))
-            if corrupt is not None:
-                mask = corrupt(mask, i)
-            if any(a <= i < b for a, b in hide):
-                mask = np.zeros_like(mask)
-            t0 = time.perf_counter()
-            kw = {"up": up_source(i)} if up_source is not None else {}
-            state = tracker.start(mask, **kw) if n == 0 else tracker.step(mask, **kw)
-            track_time += time.perf_counter() - t0
-            if n == 0 and state is None:  # a start() that does not report a state
-                raise InputError("tracker.start returned no state")
-            row_extra: dict[str, Any] = {"frame": i, "t": i / frames.fps}  # the source's numbering
-            # the model's own silhouette (no edge offset): iou_no_offset, iou_truth, overlay
-            x = state.pose_vector(layout)
-            with torch.no_grad():
-                rendered = renderer.full_image(torch.as_tensor(x, dtype=torch.float64)[None])[0].numpy() > 0.5
-            row_extra["iou_no_offset"] = mask_iou(rendered, mask > 0) if mask.any() else float("nan")
-            if has_truth_masks:
-                tm = undistort.mask(frames.truth_mask(i))
-                row_extra["iou_truth"] = mask_iou(rendered, tm)
-            writer.write(state, **row_extra)
-            if video is not None:
-                starts, ends, head = link_axes_cam(robot, state.q, state.base_rotation, state.base_position)
-                axes = project_points(cam.K, np.stack([starts, ends], axis=1))
-                text = f"frame {i}  {state.status}  IoU {state.iou:.2f}" if np.isfinite(state.iou) else \
-                    f"frame {i}  {state.status}"
-                video.write(draw_overlay(rgb, mask, axes, project_points(cam.K, head), rendered, text, state.status))
-            n += 1
-            if bar is not None:
-                bar.update(1)
+        try:
+            for i, rgb in it:
+                if n_total is not None and n >= n_total:
+                    break
+                rgb = undistort.frame(rgb)
+                mask = undistort.mask(mask_source(i, rgb))
+                if corrupt is not None:
+                    mask = corrupt(mask, i)
+                if any(a <= i < b for a, b in hide):
+                    mask = np.zeros_like(mask)
+                t0 = time.perf_counter()
+                kw = {"up": up_source(i)} if up_source is not None else {}
+                state = tracker.start(mask, **kw) if n == 0 else tracker.step(mask, **kw)
+                if n == 0 and state is None:  # a start() that does not report a state
+                    raise InputError("tracker.start returned no state")
+                done = hold.push(state, mask, kw.get("up"), payload=(i, rgb, mask))
+                track_time += time.perf_counter() - t0
+                for st, payload in done:
+                    emit(st, *payload)
+                n += 1
+                if bar is not None:
+                    bar.update(1)
+        finally:  # the frames still held are written as tracked (interrupted or at the end)
+            for st, payload in hold.flush():
+                emit(st, *payload)
     finally:
         if bar is not None:
             bar.close()
@@ -341,7 +367,8 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
                                "fps_excluding_search": fps_tracking, "search_s": search_s,
                                "masks": masks or "truth", "corrupt_masks": bool(options.corrupt_masks),
                                "refine_steps": options.refine_steps, "up": options.up or "none",
-                               "static_camera": bool(options.static_camera)}
+                               "static_camera": bool(options.static_camera),
+                               "flips": int(getattr(tracker, "flips", 0)), "reread_frames": hold.reread_frames}
     if truth is not None:
         metrics = tracking_metrics(track, truth, robot.dof, fps=fps)
         ino = np.asarray(track["iou_no_offset"], float)
@@ -388,6 +415,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--static-camera", action="store_true",
                    help="the camera does not move relative to the ground (a tripod): hold the robot's base to the "
                         "ground's height, the median of its track (needs --up)")
+    p.add_argument("--hold-frames", type=int, default=60, metavar="N",
+                   help="hold up to N first frames until the body wave shows which end is the head, and re-read "
+                        "them if the track turns round (default 60; 0: write every frame as it finishes)")
     p.add_argument("--out", required=True, help="output folder (track.csv, overlay.mp4, metrics.json, plots)")
 
 
@@ -395,6 +425,8 @@ def _run(args: argparse.Namespace) -> int:
     src = Path(args.source)
     if args.refine_steps is not None and args.refine_steps < 0:
         raise InputError(f"--refine-steps {args.refine_steps}; expected a non-negative integer")
+    if args.hold_frames < 0:
+        raise InputError(f"--hold-frames {args.hold_frames}; expected a non-negative number of frames")
     seed = args.corrupt_seed
     if seed is None:
         seed = 0
@@ -405,7 +437,7 @@ def _run(args: argparse.Namespace) -> int:
             seed = int(read_json(meta).get("seed", 0) or 0)
     opts = TrackOptions(refine_steps=args.refine_steps, corrupt_masks=args.corrupt_masks, corrupt_seed=seed,
                         max_frames=args.max_frames, video=not args.no_video, up=args.up,
-                        static_camera=args.static_camera)
+                        static_camera=args.static_camera, hold_frames=args.hold_frames)
     summary = run_tracking(src, args.robot, args.out, args.intrinsics, args.masks, opts)
     keys = ("frames", "fps", "base_position_error_m", "joint_error_rad", "iou", "iou_truth", "frames_lost")
     print("  ".join(f"{k}={summary[k]:.4g}" if isinstance(summary.get(k), float) else f"{k}={summary[k]}"

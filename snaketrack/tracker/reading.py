@@ -94,3 +94,53 @@ def flip_pose(robot: Robot, layout, x: np.ndarray) -> np.ndarray:
     q_new = np.array([v for blk in reversed(blocks) for v in blk])
     q_new = np.clip(q_new, robot.lower, robot.upper)
     return layout.pack(q_new, Rn @ Rz_pi, end, reference=x)
+
+
+class ReadingHold:
+    """Holds a track's first frames until its reading of head and tail is settled.
+
+    For a consumer that can wait a second (offline tracking: ``snaketrack
+    track``). A track started read backwards is turned round by the tracker
+    once a full ``wave_window`` of frames shows the body wave; the frames
+    before that would stay a body length off. Pushed frames are held while
+    ``tracker.reading_settled`` is False; when the tracker turns the track
+    round (``tracker.flips`` grows) the held states are read from the other
+    end (:meth:`Tracker.reread <snaketrack.tracker.tracker.Tracker.reread>`)
+    before they are released. After ``max_hold`` held frames, or when the
+    reading settles, everything held is released and later frames pass at once.
+
+    ``push(state, mask, up=None, payload=None)`` returns the released
+    ``(state, payload)`` pairs in frame order; ``flush()`` releases the rest
+    (call it at the end of the input, and before writing what an interruption
+    would otherwise lose).
+    """
+
+    def __init__(self, tracker, max_hold: int = 60):
+        if max_hold < 0:
+            raise ValueError(f"max_hold = {max_hold}; expected >= 0 frames")
+        self.tracker, self.max_hold = tracker, int(max_hold)
+        self.held: list[tuple] = []  # (state, mask, up, payload)
+        # once open, frames pass through; a tracker that keeps no reading (a stand-in) has nothing to wait for
+        self.open = max_hold == 0 or not hasattr(tracker, "reading_settled")
+        self.flips = getattr(tracker, "flips", 0)
+        self.reread_frames = 0
+
+    def push(self, state, mask, up=None, payload=None) -> list[tuple]:
+        if self.open:
+            return [(state, payload)]
+        if self.tracker.flips != self.flips:
+            self.flips = self.tracker.flips
+            # turned round: the held frames were read backwards too
+            self.held = [(self.tracker.reread(s, m, u), m, u, p) for s, m, u, p in self.held]
+            self.reread_frames += len(self.held)
+        self.held.append((state, mask, up, payload))
+        if self.tracker.reading_settled or len(self.held) >= self.max_hold:
+            return self.flush()
+        return []
+
+    def flush(self) -> list[tuple]:
+        """Release everything held; later frames pass at once."""
+        out = [(s, p) for s, _, _, p in self.held]
+        self.held = []
+        self.open = True
+        return out

@@ -220,6 +220,9 @@ class Tracker:
         self.up: Optional[np.ndarray] = None
         self.yaw_hist: list[np.ndarray] = []
         self.flips = 0
+        # True once the body wave has confirmed the track's reading of head and tail, or turned it
+        # round; a consumer that can wait holds its first frames until then (reading.ReadingHold)
+        self.reading_settled = not self._can_check_reading()
         self.heights: list[float] = []  # the base's height along up [m], tracked frames
 
     def _check_mask(self, mask) -> np.ndarray:
@@ -323,9 +326,14 @@ class Tracker:
             return None
         return float(np.median(self.heights[-cfg.ground_window:] if cfg.ground_window > 0 else self.heights))
 
+    def _can_check_reading(self) -> bool:
+        from snaketrack.tracker.reading import yaw_indices
+
+        return self.config.wave_check and len(yaw_indices(self.robot)) >= 2
+
     def _check_reading(self, res, obs):
         """Flip the track when its body wave runs from tail to head (see ``wave_check``)."""
-        from snaketrack.tracker.reading import flip_pose, wave_direction, yaw_indices
+        from snaketrack.tracker.reading import wave_direction, yaw_indices
 
         cfg = self.config
         idx = yaw_indices(self.robot)
@@ -335,18 +343,46 @@ class Tracker:
         self.yaw_hist = self.yaw_hist[-cfg.wave_window:]
         if len(self.yaw_hist) < cfg.wave_window:
             return res
-        if wave_direction(np.array(self.yaw_hist), cfg.wave_max_lag) > -cfg.wave_threshold:
+        s = wave_direction(np.array(self.yaw_hist), cfg.wave_max_lag)
+        if s >= cfg.wave_threshold:
+            self.reading_settled = True
+        if s > -cfg.wave_threshold:
             return res
-        xf = flip_pose(self.robot, self.layout, res.x)
-        alt = self._wide_refiner().refine(xf, obs, steps=cfg.init_refine_steps, up=self.up)
-        alt = self.refiner.refine(alt.x, obs, offset0=alt.offset_px, steps=4, up=self.up)
+        alt = self._refine_flipped(res.x, obs, self.up)
         self.yaw_hist = []
         if alt.iou < res.iou - 0.1:  # the flipped body does not fit: keep the track, look again later
             return res
         self.flips += 1
+        self.reading_settled = True
         self.offset = alt.offset_px
         self.filter.initialise(alt.x)
         return alt
+
+    def _refine_flipped(self, x: np.ndarray, obs: Observation, up):
+        """The pose ``x`` read from the other end (reading.flip_pose), refined on ``obs``: wide edge, then 4 steps."""
+        from snaketrack.tracker.reading import flip_pose
+
+        xf = flip_pose(self.robot, self.layout, x)
+        alt = self._wide_refiner().refine(xf, obs, steps=self.config.init_refine_steps, up=up)
+        return self.refiner.refine(alt.x, obs, offset0=alt.offset_px, steps=4, up=up)
+
+    def reread(self, state: TrackState, mask, up=None) -> TrackState:
+        """A past frame's state read from the other end: its pose flipped (reading.flip_pose) and, when
+        it was tracked, refined on that frame's mask (H, W); ``up`` as in :meth:`start`. The session
+        (filter, history) is untouched. What :class:`~snaketrack.tracker.reading.ReadingHold` does to
+        the frames it held when the track is turned round."""
+        from snaketrack.tracker.reading import flip_pose
+
+        m = self._check_mask(mask)
+        x = state.pose_vector(self.layout)
+        up = None if up is None else np.asarray(up, float)
+        if state.status != "tracked" or m.sum() < self.config.min_mask_px:
+            return self._state(flip_pose(self.robot, self.layout, x), state.frame, state.t, None,
+                               state.status, cov_trace=state.cov_trace)
+        t0 = time.perf_counter()
+        res = self._refine_flipped(x, self._observe(m), up)
+        self.search_time_s += time.perf_counter() - t0
+        return self._state(res.x, state.frame, state.t, res, state.status)
 
     # -- pieces ---------------------------------------------------------
     def _observe(self, m: np.ndarray, far: bool = True) -> Observation:
@@ -364,17 +400,25 @@ class Tracker:
         return r.far_px > 0 and r.far_weight != 1.0
 
     def _record(self, x: np.ndarray, t: float, res, status: str) -> TrackState:
+        cov = res.covariance if (res is not None and res.covariance is not None) else self.filter.pose_covariance
+        st = self._state(x, self.frame, t, res, status, cov_trace=float(np.trace(cov)),
+                         velocity=self.filter.velocity if self.filter.x is not None else None)
+        self.last = st
+        return st
+
+    def _state(self, x: np.ndarray, frame: int, t: float, res, status: str, cov_trace: Optional[float] = None,
+               velocity: Optional[np.ndarray] = None) -> TrackState:
+        """The :class:`TrackState` of pose ``x`` (D,) and refinement result ``res`` (or None)."""
         xt = torch.as_tensor(np.asarray(x, float))[None]
         q, R0, t0 = self.layout.to_fk(xt)
         head = forward_kinematics(self.robot, q, R0, t0).head[0].numpy()
-        cov = res.covariance if (res is not None and res.covariance is not None) else self.filter.pose_covariance
-        st = TrackState.from_pose_vector(
-            self.layout, x, head, self.frame, t, cov_trace=float(np.trace(cov)),
-            iou=float(res.iou) if res is not None else float("nan"), status=status,
-            velocity=self.filter.velocity if self.filter.x is not None else None,
+        if cov_trace is None:
+            cov_trace = float(np.trace(res.covariance)) if res is not None and res.covariance is not None \
+                else float("nan")
+        return TrackState.from_pose_vector(
+            self.layout, x, head, frame, t, cov_trace=cov_trace,
+            iou=float(res.iou) if res is not None else float("nan"), status=status, velocity=velocity,
             loss=float(res.cost) if res is not None else float("nan"))
-        self.last = st
-        return st
 
     def _moment_update(self, m: np.ndarray) -> np.ndarray:
         from snaketrack.tracker.moments import mask_moment_vector

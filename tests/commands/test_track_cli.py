@@ -132,6 +132,57 @@ def test_dataset_outputs_and_metrics_match_known_offsets(dataset, oracle, tmp_pa
                for i, mm in enumerate(made[0].masks))
 
 
+class TurningOracle(OracleTracker):
+    """Reports the truth read backwards (base shifted by ``dbase``) until frame ``turn``, where it turns
+    round (``flips`` 1, reading settled); ``reread`` gives a past frame's truth."""
+
+    def __init__(self, robot, turn=5, fail_at=None):
+        super().__init__(robot, dbase=(0.5, 0.0, 0.0))
+        self.turn, self.fail_at = turn, fail_at
+        self.flips, self.reading_settled, self.reread_calls = 0, False, []
+
+    def step(self, mask, up=None):
+        if self.i + 1 == self.fail_at:
+            raise KeyboardInterrupt
+        if self.i + 1 == self.turn:
+            self.flips, self.reading_settled, self.dbase = 1, True, np.zeros(3)
+        return super().step(mask, up)
+
+    def reread(self, state, mask, up=None):
+        self.reread_calls.append(state.frame)
+        q, base = _pose(self.robot, state.frame)
+        return TrackState(frame=state.frame, t=state.t, q=q, base_quat=state.base_quat, base_position=base,
+                          head=state.head, iou=0.95, status=state.status)
+
+
+@pytest.mark.parametrize("hold", [60, 0])
+def test_frames_before_the_turn_are_reread_unless_not_held(dataset, tmp_path, monkeypatch, capsys, hold):
+    made = []
+    monkeypatch.setattr(track_cmd, "make_tracker", lambda robot, *a, **k: made.append(TurningOracle(robot)) or made[-1])
+    out = tmp_path / "out"
+    code, _, err = _main(["track", dataset, "--hold-frames", hold, "--out", out], capsys)
+    assert code == 0, err
+    cols = read_csv_columns(out / "track.csv")
+    assert cols["frame"].tolist() == list(range(N))
+    truth_x = [_pose(made[0].robot, i)[1][0] for i in range(N)]
+    err_x = np.abs(np.asarray(cols["base_x"], float) - truth_x)
+    summary = json.loads((out / "summary.json").read_text())
+    if hold:
+        assert made[0].reread_calls == [0, 1, 2, 3, 4] and summary["reread_frames"] == 5
+        assert err_x.max() < 1e-9
+    else:
+        assert made[0].reread_calls == [] and summary["reread_frames"] == 0
+        assert np.allclose(err_x[:5], 0.5) and err_x[5:].max() < 1e-9
+    assert summary["flips"] == 1
+
+
+def test_an_interrupted_run_writes_the_frames_it_held(dataset, tmp_path, monkeypatch):
+    monkeypatch.setattr(track_cmd, "make_tracker", lambda robot, *a, **k: TurningOracle(robot, turn=99, fail_at=7))
+    with pytest.raises(KeyboardInterrupt):
+        track_cmd.run_tracking(dataset, None, tmp_path / "out", options=track_cmd.TrackOptions(progress=False))
+    assert read_csv_columns(tmp_path / "out" / "track.csv")["frame"].tolist() == list(range(7))
+
+
 def test_truth_pose_renders_onto_truth_mask(dataset, oracle, tmp_path, capsys):
     code, _, err = _main(["track", dataset, "--out", tmp_path / "o", "--no-video", "--max-frames", "4"], capsys)
     assert code == 0, err

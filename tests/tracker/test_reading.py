@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from snaketrack.models.robot import load_robot
-from snaketrack.tracker.reading import flip_pose, wave_direction, yaw_indices
+from snaketrack.tracker.reading import ReadingHold, flip_pose, wave_direction, yaw_indices
 from snaketrack.tracker.render import CapsuleModel, SilhouetteRenderer
 from snaketrack.tracker.state import StateLayout
 
@@ -59,29 +59,85 @@ def test_flip_pose_is_the_same_body(name):
     assert np.allclose(xf[lay.trans], fk["ends"][-1], atol=1e-9)
 
 
-def test_tracker_started_backwards_turns_round():
-    """Masks of a crawling planar snake (the tracker's own renderer, visual model: no inverse crime is
-    at stake here, the reading is); the track starts from the pose read backwards."""
+def _crawl(n=40, speed=0.05):
+    """(robot, layout, true pose vectors, masks, tracker) of a planar snake crawling by lateral
+    undulation (the tracker's own renderer, visual model: no inverse crime is at stake here, the
+    reading is)."""
     from snaketrack.tracker.tracker import Tracker, TrackerConfig
 
     robot = load_robot("planar-snake-11")
     lay = StateLayout.for_robot(robot)
     W, H = 320, 240
     ren = SilhouetteRenderer(robot, K, W, H)
-    t = np.arange(40) / 30.0
-    Q = _gait(t, robot.dof) * 0.6
-    xs = [lay.pack(q, R_DOWN, np.array([-0.5 + 0.05 * ti, 0.0, 2.0])) for q, ti in zip(Q, t)]
+    t = np.arange(n) / 30.0
+    Q = _gait(t, robot.dof) * 0.6 if speed else np.tile(_gait(t[:1], robot.dof) * 0.6, (n, 1))
+    xs = [lay.pack(q, R_DOWN, np.array([-0.5 + speed * ti, 0.0, 2.0])) for q, ti in zip(Q, t)]
     with torch.no_grad():
         masks = [ren.full_image(torch.as_tensor(x)[None])[0].numpy() > 0.5 for x in xs]
-    trk = Tracker(robot, K, W, H, fps=30.0, config=TrackerConfig())
+    return robot, lay, xs, masks, Tracker(robot, K, W, H, fps=30.0, config=TrackerConfig())
+
+
+def test_tracker_started_backwards_turns_round():
+    """The track starts from the pose read backwards; the body wave turns it round."""
+    robot, lay, xs, masks, trk = _crawl()
     st = trk.start(masks[0], flip_pose(robot, lay, xs[0]))
     base_err = [np.linalg.norm(st.base_position - xs[0][lay.trans])]
     for m, x in zip(masks[1:], xs[1:]):
         st = trk.step(m)
         base_err.append(np.linalg.norm(st.base_position - x[lay.trans]))
     assert base_err[0] > 0.5  # read backwards: the base is at the head
-    assert trk.flips == 1
+    assert trk.flips == 1 and trk.reading_settled
     assert max(base_err[-10:]) < 0.02
+
+
+def _held_track(trk, masks, x0, max_hold=60):
+    """Track ``masks`` from ``x0`` through a ReadingHold; (released states in order, release frame of each, hold)."""
+    hold = ReadingHold(trk, max_hold)
+    released, when = [], []
+    for k, m in enumerate(masks):
+        st = trk.start(m, x0) if k == 0 else trk.step(m)
+        out = hold.push(st, m, payload=k)
+        released += [s for s, _ in out]
+        when += [k] * len(out)
+        assert [p for _, p in out] == list(range(len(released) - len(out), len(released)))  # in order
+    out = hold.flush()
+    released += [s for s, _ in out]
+    when += [len(masks)] * len(out)
+    return released, when, hold
+
+
+def test_reading_hold_rereads_the_frames_before_the_turn():
+    """Held through a ReadingHold, the frames tracked backwards before the turn come out read the right way."""
+    robot, lay, xs, masks, trk = _crawl()
+    released, when, hold = _held_track(trk, masks, flip_pose(robot, lay, xs[0]))
+    assert trk.flips == 1 and hold.reread_frames >= 19
+    assert [s.frame for s in released] == list(range(len(masks)))
+    err = [np.linalg.norm(s.base_position - x[lay.trans]) for s, x in zip(released, xs)]
+    assert max(err) < 0.03, np.round(err, 3)  # without the hold the first frames are > 0.5 m off
+    assert when[0] == when[hold.reread_frames - 1] < len(masks)  # released together, once turned round
+
+
+def test_reading_hold_passes_a_forward_track_unchanged():
+    robot, lay, xs, masks, trk = _crawl(30)
+    released, when, hold = _held_track(trk, masks, xs[0])
+    # the same run without the hold gives the same states
+    robot, lay, xs, masks, trk2 = _crawl(30)
+    direct = [trk2.start(masks[0], xs[0])] + [trk2.step(m) for m in masks[1:]]
+    assert hold.reread_frames == 0 and trk.flips == 0
+    for a, b in zip(released, direct):
+        assert np.allclose(a.base_position, b.base_position) and np.allclose(a.q, b.q)
+    assert 19 <= when[0] < len(masks)  # held until the wave confirmed the reading (a 20-frame window)
+    assert when[-1] == len(masks) - 1  # after that, each frame passes at once
+
+
+def test_reading_hold_releases_after_max_hold_without_a_wave():
+    """A robot that does not move shows no wave: the hold gives up after max_hold frames."""
+    robot, lay, xs, masks, trk = _crawl(12, speed=0.0)
+    released, when, hold = _held_track(trk, masks, xs[0], max_hold=5)
+    assert not trk.reading_settled and len(released) == 12
+    assert when == [4] * 5 + list(range(5, 12))
+    with pytest.raises(ValueError):
+        ReadingHold(trk, -1)
 
 
 @pytest.mark.parametrize("backwards", [False, True])

@@ -190,6 +190,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-static-camera", action="store_true",
                     help="do not tell the tracker that the static scene's camera is fixed (--static-camera of "
                          "snaketrack track, which needs --up)")
+    ap.add_argument("--hold-frames", type=int, default=60,
+                    help="first frames held until the body wave settles the reading (snaketrack track --hold-frames)")
     ap.add_argument("--reacquire-tail", type=int, default=60,
                     help="frames tracked after the robot reappears in the re-acquisition run")
     args = ap.parse_args(argv)
@@ -205,12 +207,13 @@ def main(argv=None) -> int:
             fixed = scene == "static" and args.up != "none" and not args.no_static_camera
             opts = TrackOptions(refine_steps=args.refine_steps, corrupt_masks=True, corrupt_seed=seed,
                                 max_frames=args.frames, video=False, plots=False, progress=False, up=args.up,
-                                static_camera=fixed)
+                                static_camera=fixed, hold_frames=args.hold_frames)
             t0 = time.perf_counter()
             s = run_tracking(ds, robot, run_dir, options=opts)
             res = {k: s.get(k) for k in ("base_position_error_m", "joint_error_rad", "joint_error_l2_rad", "iou",
                                          "iou_no_offset", "iou_truth", "fps", "fps_excluding_search", "search_s",
-                                         "frames_lost", "frames", "head_position_error_m")}
+                                         "frames_lost", "frames", "head_position_error_m", "flips",
+                                         "reread_frames")}
             res["wall_s"] = time.perf_counter() - t0
             res["static_camera"] = fixed
             if not args.no_reacquire:
@@ -218,7 +221,8 @@ def main(argv=None) -> int:
                 ensure_dataset(ds, scene, robot, args.seed, hide[1] + args.reacquire_tail)
                 hopts = TrackOptions(refine_steps=args.refine_steps, corrupt_masks=True, corrupt_seed=seed,
                                      max_frames=hide[1] + args.reacquire_tail, video=False, plots=False,
-                                     progress=False, hide=(hide,), up=args.up, static_camera=fixed)
+                                     progress=False, hide=(hide,), up=args.up, static_camera=fixed,
+                                     hold_frames=args.hold_frames)
                 t1 = time.perf_counter()
                 run_tracking(ds, robot, run_dir / "hidden", options=hopts)
                 res["reacquire_frames"] = reacquire_frames(run_dir / "hidden" / "track.csv", hide[1])
@@ -233,7 +237,7 @@ def main(argv=None) -> int:
     summary = {"per_scene": results, **timing,
                "mean_fps": float(np.mean([r["fps"] for r in results.values()])) if results else None,
                "refine_steps": args.refine_steps, "frames": args.frames, "torch_threads": torch.get_num_threads(),
-               "up": args.up}
+               "up": args.up, "hold_frames": args.hold_frames}
     print(json.dumps(summary))
     return 0
 

@@ -25,8 +25,8 @@ wrong pixel is weighted by its distance to the observed mask's boundary
 (``w_p = 1 + dt_gain · min(D_p, dt_clip_px)``; ``D`` from the distance
 transform of the mask and of its complement), so far-off pixels pull harder.
 
-The velocity update (:func:`velocity_update`) takes the rate of the pose
-vector from consecutive refined states.
+The velocity update after refinement lives with the filter
+(:func:`snaketrack.tracker.filter.velocity_update`).
 
 Units: radians, metres, pixels (``b``, ``σ``); the cost is in pixels
 (sum of squared weighted residuals).
@@ -676,25 +676,6 @@ def point_jacobian(robot, model, q: torch.Tensor, R0: torch.Tensor, t0: torch.Te
     G[..., Jn:Jn + 3] = np.moveaxis(np.cross(np.eye(3)[None, None], rel[:, :, None, :]), 2, 3)
     G[..., 0, Jn + 3] = G[..., 1, Jn + 4] = G[..., 2, Jn + 5] = 1.0
     return torch.as_tensor(P, dtype=dt), torch.as_tensor(G, dtype=dt)
-
-
-def velocity_update(x_new: np.ndarray, x_old: np.ndarray, dt: float, v_old: Optional[np.ndarray] = None,
-                    alpha: float = 1.0) -> np.ndarray:
-    """Rate (D,) of the pose vector from two refined states ``dt`` [s] apart.
-
-    ``v = α (x_new − x_old)/dt + (1 − α) v_old`` (α = 1: the paper's plain
-    difference). The rotation-vector part assumes both vectors are unwrapped
-    to the same branch (:func:`snaketrack.tracker.state.unwrap_rotvec`).
-
-    >>> velocity_update(np.array([1.0, 2.0]), np.array([0.0, 1.0]), 0.5).tolist()
-    [2.0, 2.0]
-    """
-    if not dt > 0:
-        raise InputError(f"velocity update: dt = {dt!r} s; expected > 0")
-    v = (np.asarray(x_new, float) - np.asarray(x_old, float)) / dt
-    if v_old is None or alpha >= 1.0:
-        return v
-    return alpha * v + (1 - alpha) * np.asarray(v_old, float)
 
 
 def _skeleton_samples(mask: np.ndarray, step_px: float) -> np.ndarray:

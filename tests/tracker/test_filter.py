@@ -134,7 +134,7 @@ def test_velocity_update_recovers_constant_velocity_and_paper_definition():
     layout = StateLayout(n_joints=3)
     n = layout.dim
     v_true = np.linspace(-1, 1, n)
-    kf = KalmanFilter(layout, dt=0.1, config=FilterConfig(velocity_gain=1.0))
+    kf = KalmanFilter(layout, dt=0.1, config=FilterConfig(velocity_gain=1.0, depth_velocity_gain=1.0))
     s = np.zeros(n)
     kf.initialise(s)
     for k in range(1, 6):
@@ -148,6 +148,34 @@ def test_velocity_update_recovers_constant_velocity_and_paper_definition():
     out = velocity_update(x, np.full(n, 0.1), np.zeros(n), dt=0.1, gain=0.5)
     np.testing.assert_allclose(out[n:], 0.5 * 1.0 + 0.5 * 2.0)
     np.testing.assert_allclose(out[:n], 0.1)
+
+
+def test_depth_damping_scales_only_the_rate_along_the_viewing_ray():
+    layout = StateLayout(n_joints=2)
+    n, tr = layout.dim, layout.trans
+    kf = KalmanFilter(layout, dt=0.1, config=FilterConfig(velocity_gain=1.0, depth_velocity_gain=0.25))
+    s0 = np.zeros(n)
+    s0[tr] = [0.0, 0.6, 0.8]  # base 1 m away; the ray through it is (0, 0.6, 0.8)
+    kf.initialise(s0)
+    kf.predict()
+    step = np.zeros(n)
+    step[layout.q] = [0.01, -0.02]
+    along = np.array([0.0, 0.6, 0.8]) * 0.05   # moves 0.05 m deeper along the ray ...
+    across = np.array([0.03, 0.0, 0.0])        # ... and 0.03 m across it
+    step[tr] = along + across
+    kf.set_refined(s0 + step)
+    v = kf.velocity
+    np.testing.assert_allclose(v[layout.q], [0.1, -0.2], atol=1e-12)  # joints: plain finite difference
+    r = (s0[tr] + step[tr]) / np.linalg.norm(s0[tr] + step[tr])       # the ray through the refined base
+    fd = step[tr] / 0.1
+    np.testing.assert_allclose(v[tr] @ r, 0.25 * (fd @ r), atol=1e-12)
+    np.testing.assert_allclose(v[tr] - (v[tr] @ r) * r, fd - (fd @ r) * r, atol=1e-12)
+    np.testing.assert_allclose(kf.pose, s0 + step, atol=1e-12)  # the pose itself is untouched
+    # gain 1 is the paper's update; a value above 1 is refused
+    x = np.r_[s0, np.zeros(n)]
+    np.testing.assert_allclose(velocity_update(x, s0 + step, s0, 0.1, 1.0, 1.0, tr)[n:], step / 0.1)
+    with pytest.raises(InputError, match="depth_velocity_gain"):
+        FilterConfig(depth_velocity_gain=1.5)
 
 
 def test_layout_of_robot_and_noise_config():

@@ -7,7 +7,7 @@ import torch
 from snaketrack.errors import InputError
 from snaketrack.models.robot import load_robot
 from snaketrack.models.rotations import axis_angle_to_matrix
-from snaketrack.tracker.refine import Observation, RefineConfig, Refiner, point_jacobian, velocity_update
+from snaketrack.tracker.refine import Observation, RefineConfig, Refiner, point_jacobian
 from snaketrack.tracker.render import SilhouetteRenderer
 from snaketrack.tracker.state import StateLayout
 
@@ -103,15 +103,11 @@ def test_dt_weights_grow_with_distance():
     assert w[15, 20] > w[15, 11] and w[0, 0] > w[9, 15]
 
 
-def test_config_and_velocity():
+def test_config_refuses_unknown_method_and_loss():
     with pytest.raises(InputError):
         RefineConfig(method="sgd")
     with pytest.raises(InputError):
         RefineConfig(loss="l1")
-    with pytest.raises(InputError):
-        velocity_update(np.zeros(2), np.zeros(2), 0.0)
-    v = velocity_update(np.array([1.0]), np.array([0.0]), 0.1, v_old=np.array([0.0]), alpha=0.5)
-    assert np.allclose(v, [5.0])
 
 
 def test_lm_pose_leaving_the_image_returns_a_result():

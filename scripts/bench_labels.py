@@ -74,6 +74,8 @@ def main() -> None:
     ap.add_argument("--average-from", type=float, default=None,
                     help="average the weights from this fraction of the run on (default: off)")
     ap.add_argument("--seed", type=int, default=0, help="training seed (shuffling, augmentation, init)")
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
+                    help="forward passes in float32 or under bfloat16 autocast (training and evaluation)")
     ap.add_argument("--out-name", default=None, help="model file name inside --work")
     ap.add_argument("--fit-robot", action="store_true",
                     help="train on the robot-fitted labels (snaketrack fit-labels) of the GrabCut labels")
@@ -142,7 +144,7 @@ def main() -> None:
                           ignore_edge=args.ignore_edge, ground_colour=args.ground_colour, seed=args.seed,
                           zoom=tuple(float(v) for v in args.zoom.split(",")), rotate_deg=args.rotate,
                           flips=tuple(int(v) for v in args.flips.split(",")),
-                          average_from=args.average_from, shadow=args.shadow)
+                          average_from=args.average_from, shadow=args.shadow, precision=args.precision)
         t0 = time.perf_counter()
         tr = train([str(labels)], model, cfg)
         train_s = time.perf_counter() - t0
@@ -154,6 +156,7 @@ def main() -> None:
                     "architecture": args.architecture, "ignore_edge": args.ignore_edge,
                     "ground_colour": args.ground_colour, "zoom": args.zoom, "rotate": args.rotate, "flips": args.flips,
                     "average_from": args.average_from, "shadow": args.shadow, "n_averaged": sel.get("n_averaged"),
+                    "precision": seg.precision,
                     "lr_step_epoch": args.lr_step_epoch,
                     "batch_size": args.batch_size, "threads": args.threads, "seed": args.seed,
                     "train_wall_min": train_s / 60 if tr.history else None,

@@ -6,7 +6,10 @@ size equals the frame size segments one RGB frame at a time through
 median ms/frame at 640x360 and 320x180. SAM vit_b (random weights: the
 timing does not depend on them) is timed for ``set_image`` + one box
 ``predict`` per frame. GrabCut, the weight-free labeller, is timed on the
-same frame as a reference. Prints one JSON object last.
+same frame as a reference. resnet18 is also timed in float32 and under
+bfloat16 autocast, side by side (a training step of the CPU recipe and a
+640x360 frame; ``--precision`` of train, segment and eval-seg). Prints one
+JSON object last.
 
     python scripts/bench_segmenter.py [--repeats 5] [--sam-repeats 2]
 """
@@ -33,6 +36,38 @@ def _median_s(fn, repeats: int, warmup: int = 1) -> float:
         fn()
         ts.append(time.perf_counter() - t)
     return statistics.median(ts)
+
+
+def precision_timing(rgb, repeats: int) -> dict[str, float]:
+    """resnet18 DeepLabV3+ in float32 and under bfloat16 autocast, side by side: one training step
+    (batch 8 of 160x160 crops, Adam, BCE; the CPU recipe's) and one 640x360 frame through
+    :meth:`Segmenter.predict`; medians [ms] and the speed-ups."""
+    import torch
+
+    from snaketrack.training.model import SegmenterConfig, build_model, precision_context
+    from snaketrack.training.segmenter import Segmenter
+
+    res: dict[str, float] = {}
+    torch.manual_seed(0)
+    model = build_model(SegmenterConfig(encoder="resnet18"))
+    opt = torch.optim.Adam(model.parameters(), 1e-4)
+    x = torch.randn(8, 3, 160, 160)
+    y = (torch.rand(8, 1, 160, 160) > 0.9).float()
+    for prec in ("fp32", "bf16"):
+        def step():
+            opt.zero_grad()
+            with precision_context(prec):
+                logits = model.train()(x)
+            torch.nn.functional.binary_cross_entropy_with_logits(logits.float(), y).backward()
+            opt.step()
+
+        res[f"train_step_{prec}_ms"] = 1000 * _median_s(step, repeats)
+        cfg = SegmenterConfig(encoder="resnet18", precision=prec)
+        seg = Segmenter(model, cfg)
+        res[f"resnet18_640x360_{prec}_ms"] = 1000 * _median_s(lambda: seg.predict(rgb), repeats)
+    res["train_step_bf16_speedup_x"] = res["train_step_fp32_ms"] / res["train_step_bf16_ms"]
+    res["predict_bf16_speedup_x"] = res["resnet18_640x360_fp32_ms"] / res["resnet18_640x360_bf16_ms"]
+    return res
 
 
 def main() -> None:
@@ -66,6 +101,8 @@ def main() -> None:
             img = np.ascontiguousarray(rgb[:: 360 // size[0], :: 640 // size[1]])
             out[f"{enc}_{name}_ms"] = 1000 * _median_s(lambda: seg.predict(img), args.repeats)
             print(json.dumps({k: out[k] for k in out if k.startswith(enc)}), flush=True)
+    out.update(precision_timing(rgb, args.repeats))
+    print(json.dumps({k: v for k, v in out.items() if "bf16" in k or "fp32" in k}), flush=True)
     box = mask_to_box(truth).expand(10)
     gc = GrabCutBackend()
 

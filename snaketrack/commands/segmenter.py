@@ -58,6 +58,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="training rotations drawn from +-DEG degrees (camera roll, other headings; default 0)")
     p.add_argument("--shadow", type=float, default=None, metavar="P",
                    help="probability of a synthetic cast shadow beside the robot in a training sample (default 0)")
+    p.add_argument("--precision", default=None, choices=["fp32", "bf16"],
+                   help="arithmetic of the forward passes: fp32 (default) or bf16 autocast (1.7x faster steps on a "
+                        "CPU with AVX512-BF16); stored in the model file for segment, eval-seg and track")
     p.add_argument("--average-from", type=float, default=None, metavar="F",
                    help="average the weights at every step from this fraction of the run on and keep the average "
                         "(stochastic weight averaging; default: off)")
@@ -84,7 +87,7 @@ def run_train(args: argparse.Namespace) -> int:
     if args.max_minutes is not None:
         kw["time_limit_s"] = 60.0 * args.max_minutes
     for name in ("loss", "pos_weight", "schedule", "p_robot", "architecture", "tie_tolerance", "ignore_edge",
-                 "ground_colour", "shadow", "average_from"):
+                 "ground_colour", "shadow", "average_from", "precision"):
         if getattr(args, name) is not None:
             kw[name] = getattr(args, name)
     if args.rotate is not None:
@@ -126,6 +129,8 @@ def add_segment_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--flips", type=int, default=None, choices=[1, 2, 4],
                    help="test-time flips averaged: 1 none, 2 left-right, 4 and up-down "
                         "(default: the model's, chosen on validation by training)")
+    p.add_argument("--precision", default=None, choices=["fp32", "bf16"],
+                   help="arithmetic of the network: fp32 or bf16 autocast (default: the model's, as trained)")
 
 
 def run_segment(args: argparse.Namespace) -> int:
@@ -135,7 +140,8 @@ def run_segment(args: argparse.Namespace) -> int:
     from snaketrack.datasets.video import open_frames, source_meta
     from snaketrack.training.segmenter import load_segmenter
 
-    seg = load_segmenter(args.model, threshold=args.threshold, scale=args.scale, flips=args.flips)
+    seg = load_segmenter(args.model, threshold=args.threshold, scale=args.scale, flips=args.flips,
+                         precision=args.precision)
     src = open_frames(args.source)
     meta = source_meta(src)
     meta["segmenter"] = str(args.model)
@@ -173,6 +179,8 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--flips", type=int, default=None, choices=[1, 2, 4],
                    help="test-time flips averaged: 1 none, 2 left-right, 4 and up-down "
                         "(default: the model's, chosen on validation by training)")
+    p.add_argument("--precision", default=None, choices=["fp32", "bf16"],
+                   help="arithmetic of the network: fp32 or bf16 autocast (default: the model's, as trained)")
     p.add_argument("--every", type=int, default=1, metavar="K", help="evaluate every K-th frame (default 1)")
     p.add_argument("--json", action="store_true", help='print {"iou": ..., "frames": ...}')
 
@@ -186,7 +194,8 @@ def run_eval(args: argparse.Namespace) -> int:
 
     if args.every < 1:
         raise InputError(f"--every {args.every}: expected a positive integer")
-    seg = load_segmenter(args.model, threshold=args.threshold, scale=args.scale, flips=args.flips)
+    seg = load_segmenter(args.model, threshold=args.threshold, scale=args.scale, flips=args.flips,
+                         precision=args.precision)
     res = evaluate_segmenter(seg, args.dataset, batch_size=args.batch_size, progress=not args.json,
                              frames=range(0, len(Dataset(args.dataset)), args.every))
     if args.json:

@@ -33,7 +33,9 @@ import torch
 
 from snaketrack.errors import InputError
 from snaketrack.training.data import normalise, resize_to
-from snaketrack.training.model import FLIPS, SegmenterConfig, load_model, padded_size
+from snaketrack.training.model import (
+    FLIPS, SegmenterConfig, check_precision, load_model, padded_size, precision_context,
+)
 
 FLIP_DIMS = ((), (3,), (2,), (2, 3))  # (B, 3, h, w) axes flipped: none, left-right, up-down, both
 
@@ -42,7 +44,8 @@ class Segmenter:
     """A DeepLabV3+ with its preprocessing. ``threshold`` on the robot probability (None: the config's);
     ``scale``: the network runs on frames resized to ``scale`` × the model's input size (None: the
     config's, which training chose on validation; 1: as trained); ``flips``: test-time flips
-    averaged, 1, 2 (left-right) or 4 (and up-down) (None: the config's); each costs one more pass.
+    averaged, 1, 2 (left-right) or 4 (and up-down) (None: the config's); each costs one more pass;
+    ``precision``: ``fp32`` or ``bf16`` (None: the config's, i.e. what the model was trained with).
 
     DeepLabV3+ predicts at 1/4 of its input and upsamples; a thin robot's
     edge can be placed more finely when the frame is enlarged (``scale``
@@ -50,7 +53,8 @@ class Segmenter:
     """
 
     def __init__(self, model: torch.nn.Module, config: SegmenterConfig, threshold: Optional[float] = None,
-                 device: str = "cpu", scale: Optional[float] = None, flips: Optional[int] = None):
+                 device: str = "cpu", scale: Optional[float] = None, flips: Optional[int] = None,
+                 precision: Optional[str] = None):
         scale = config.scale if scale is None else scale
         if not 0.1 <= float(scale) <= 8.0:
             raise InputError(f"--scale {scale}: expected a factor between 0.1 and 8")
@@ -58,6 +62,7 @@ class Segmenter:
         if int(flips) not in FLIPS:
             raise InputError(f"--flips {flips}: expected one of {', '.join(map(str, FLIPS))}")
         self.flips = int(flips)
+        self.precision = check_precision(config.precision if precision is None else precision)
         self.model = model.to(device).eval()
         self.config = config
         self.threshold = float(config.threshold if threshold is None else threshold)
@@ -82,11 +87,11 @@ class Segmenter:
         x = np.stack([normalise(resize_to(f, (h, w)), self.config.mean, self.config.std) for f in frames])
         x = torch.from_numpy(np.ascontiguousarray(x)).to(self.device)
         pad = (0, self.net_size[1] - w, 0, self.net_size[0] - h)  # right and bottom
-        with torch.inference_mode():
+        with torch.inference_mode(), precision_context(self.precision, self.device):
             p = torch.zeros((x.shape[0], h, w), dtype=torch.float32, device=self.device)
             for dims in FLIP_DIMS[:self.flips]:  # flip the frame, pad, segment, crop, flip back
                 xf = torch.flip(x, dims) if dims else x
-                pf = torch.sigmoid(self.model(torch.nn.functional.pad(xf, pad)))[:, 0, :h, :w].float()
+                pf = torch.sigmoid(self.model(torch.nn.functional.pad(xf, pad)).float())[:, 0, :h, :w]
                 p += torch.flip(pf, [d - 1 for d in dims]) if dims else pf
             p = (p / self.flips).cpu().numpy()
         if (h, w) == (H, W):
@@ -107,13 +112,16 @@ class Segmenter:
 
 
 def load_segmenter(path: str | os.PathLike, device: str = "cpu", threshold: Optional[float] = None,
-                   scale: Optional[float] = None, flips: Optional[int] = None) -> Segmenter:
+                   scale: Optional[float] = None, flips: Optional[int] = None,
+                   precision: Optional[str] = None) -> Segmenter:
     """Load a model file written by ``snaketrack train`` as a :class:`Segmenter`.
 
     threshold: robot probability threshold; None takes the model file's
     (chosen on the validation split by training; 0.5 in older files);
     scale: inference size over the trained input size; None takes the model
     file's (chosen on validation by training; 1 in older files); flips: test-time flips (1, 2, 4);
-    None takes the model file's (likewise)."""
+    None takes the model file's (likewise); precision: ``fp32`` or ``bf16``, None takes the model
+    file's (``fp32`` in older files)."""
     model, config, _ = load_model(path)
-    return Segmenter(model, config, threshold=threshold, device=device, scale=scale, flips=flips)
+    return Segmenter(model, config, threshold=threshold, device=device, scale=scale, flips=flips,
+                     precision=precision)

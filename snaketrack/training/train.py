@@ -60,7 +60,9 @@ import torch
 from snaketrack.errors import FileFormatError, InputError
 from snaketrack.io import CsvAppender, atomic_write_bytes, write_json
 from snaketrack.training.data import SegmentationData
-from snaketrack.training.model import FLIPS, SegmenterConfig, build_model, load_model, model_bytes
+from snaketrack.training.model import (
+    FLIPS, SegmenterConfig, build_model, check_precision, load_model, model_bytes, precision_context,
+)
 
 LOG_COLUMNS = ["epoch", "lr", "train_loss", "val_loss", "val_iou", "threshold", "val_iou_at_threshold", "seconds"]
 LOSS_TERMS = ("bce", "dice", "iou", "lovasz")
@@ -114,7 +116,10 @@ class TrainConfig:
     average_from: fraction of the run (the schedule's progress) from which
     the weights are averaged, the average being the final checkpoint (None:
     no averaging; module doc); bn_batches: training batches over which the
-    average's batch-norm statistics are recomputed.
+    average's batch-norm statistics are recomputed; precision: ``fp32`` or
+    ``bf16`` (forward passes under bfloat16 autocast, loss in float32;
+    :func:`~snaketrack.training.model.precision_context`), stored in the
+    model file for inference.
     """
 
     encoder: str = "resnet18"
@@ -151,6 +156,7 @@ class TrainConfig:
     shadow: float = 0.0
     average_from: Optional[float] = None
     bn_batches: int = 32
+    precision: str = "fp32"
 
     def __post_init__(self) -> None:
         terms = str(self.loss).split("+")
@@ -195,6 +201,7 @@ class TrainConfig:
             raise InputError(f"--average-from {self.average_from}: expected a fraction of the run in [0, 1)")
         if int(self.bn_batches) < 1:
             raise InputError(f"--bn-batches {self.bn_batches}: expected a positive number of batches")
+        check_precision(self.precision)
 
 
 @dataclass(frozen=True)
@@ -327,7 +334,7 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
     paths = side_paths(out)
     roots = [str(r) for r in roots]
     seg_cfg = SegmenterConfig(encoder=config.encoder, input_size=tuple(config.input_size),
-                              architecture=config.architecture)
+                              architecture=config.architecture, precision=config.precision)
     if config.threads is not None:
         import cv2
 
@@ -424,7 +431,9 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
                 lrs.append(lr)
                 ts = time.perf_counter()
                 opt.zero_grad(set_to_none=True)
-                loss = seg_loss(model(x), y, config.loss, config.pos_weight, config.ignore_edge)
+                with precision_context(config.precision):
+                    logits = model(x)
+                loss = seg_loss(logits.float(), y, config.loss, config.pos_weight, config.ignore_edge)
                 loss.backward()
                 opt.step()
                 if avg is not None and progress_now() >= config.average_from:
@@ -440,7 +449,7 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
             bar.close()
             tv = time.perf_counter()
             val = validate(model, val_ds, config.batch_size, seg_cfg.input_size, config.loss, config.pos_weight,
-                           thresholds, config.ignore_edge)
+                           thresholds, config.ignore_edge, config.precision)
             val_s = time.perf_counter() - tv
             row = {"epoch": epoch + 1, "lr": float(np.mean(lrs)) if lrs else lr_at(config, epoch, progress_now()),
                    "train_loss": float(np.mean(losses)) if losses else float("nan"),
@@ -644,16 +653,18 @@ def _cfg_dict(config: TrainConfig) -> dict[str, Any]:
 @torch.no_grad()
 def validate(model: torch.nn.Module, ds: SegmentationData, batch_size: int, size: tuple[int, int],
              loss: str = "bce+dice", pos_weight: float = 1.0,
-             thresholds: Sequence[float] = (0.5,), ignore_edge: int = 0) -> dict[str, float]:
+             thresholds: Sequence[float] = (0.5,), ignore_edge: int = 0, precision: str = "fp32") -> dict[str, float]:
     """Mean loss, mean per-image IoU at probability 0.5 (``iou``), and the threshold among ``thresholds``
-    with the highest mean IoU (``threshold``, ``iou_at_threshold``; ties go to the one nearest 0.5)."""
+    with the highest mean IoU (``threshold``, ``iou_at_threshold``; ties go to the one nearest 0.5);
+    ``precision``: the forward pass's (:func:`~snaketrack.training.model.precision_context`)."""
     model.eval()
     losses, n = 0.0, 0
     ious = {float(t): [] for t in thresholds}
     ious.setdefault(0.5, [])
     loader = torch.utils.data.DataLoader(ds, batch_size=batch_size, shuffle=False, num_workers=0)
     for x, y in loader:
-        logits = model(x)
+        with precision_context(precision):
+            logits = model(x).float()
         losses += float(seg_loss(logits, y, loss, pos_weight, ignore_edge)) * len(x)
         n += len(x)
         for t in ious:

@@ -58,6 +58,8 @@ def test_bad_inputs(tmp_path):
             parse_input_size(bad)
     with pytest.raises(InputError, match="--encoder"):
         build_model(SegmenterConfig(encoder="no_such_net"))
+    with pytest.raises(InputError, match="--precision"):
+        SegmenterConfig(precision="fp16")
     (tmp_path / "junk.pt").write_bytes(b"junk")
     with pytest.raises(FileFormatError, match="junk.pt"):
         load_segmenter(tmp_path / "junk.pt")

@@ -117,3 +117,30 @@ def test_scale_enlarges_the_network_input_not_the_mask(model_file, toy_root, cap
     n = len(Dataset(toy_root))
     assert main(["eval-seg", toy_root, "--model", str(model_file), "--scale", "1.5", "--every", "2", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["frames"] == (n + 1) // 2
+
+
+def test_bf16_inference_follows_fp32(model_file, tmp_path):
+    """bfloat16 autocast against the float32 network as the reference: the same probabilities to
+    bfloat16's precision, not bit for bit (so autocast is really on); the model file's choice is the default."""
+    rgb = np.random.default_rng(2).integers(0, 255, (2, 90, 160, 3), dtype=np.uint8)
+    p32 = load_segmenter(model_file).predict_proba_batch(rgb)
+    seg16 = load_segmenter(model_file, precision="bf16")
+    p16 = seg16.predict_proba_batch(rgb)
+    assert seg16.precision == "bf16" and p16.dtype == np.float32
+    diff = np.abs(p16 - p32)
+    assert diff.max() > 0 and diff.mean() < 0.02, (diff.max(), diff.mean())
+    cfg = SegmenterConfig(encoder="resnet18", input_size=(48, 64), precision="bf16")
+    torch.manual_seed(0)
+    save_model(tmp_path / "b.pt", build_model(cfg), cfg)
+    assert load_segmenter(tmp_path / "b.pt").precision == "bf16"
+    assert load_segmenter(tmp_path / "b.pt", precision="fp32").precision == "fp32"
+    with pytest.raises(Exception, match="--precision"):
+        load_segmenter(model_file, precision="fp16")
+
+
+def test_eval_seg_precision_flag(model_file, toy_root, capsys):
+    assert main(["eval-seg", toy_root, "--model", str(model_file), "--precision", "bf16", "--every", "6",
+                 "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    ref = evaluate_segmenter(load_segmenter(model_file, precision="bf16"), toy_root, frames=range(0, 24, 6))
+    assert got["iou"] == pytest.approx(ref["iou"]) and got["frames"] == 4

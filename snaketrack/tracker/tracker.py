@@ -118,6 +118,15 @@ class TrackerConfig:
         pose is flipped, refined and the filter restarted. Assumes a robot
         crawling forward by undulation (measured: +0.82 on the simulated
         gait's true joint angles, −0.82 on a track read backwards).
+    keep_reading_results, reading_ref_iou, reading_ref_frames: the reading a
+        search keeps is that of the last frame fitted with IoU ≥
+        ``reading_ref_iou`` within ``reading_ref_frames`` frames (else the
+        prediction), and a refined start that ends up read the other way is
+        dropped (the search's loose priors let a start slide round).
+        Handheld-arcsnake-s2 frame 176: two poor fits (IoU 0.63, 0.68) left
+        a prediction standing on end; checked against it, the search
+        accepted a fit read backwards (IoU 0.91, base 0.45 m off) that the
+        body-wave check turned round only 19 frames later.
     warmup_keep_reading: the warm-up searches keep the first frame's reading
         of the chain (head vs tail); on corrupted drone-planar-s0 a warm-up
         search swapped head and tail on a better IoU by 0.02 and the track
@@ -167,6 +176,9 @@ class TrackerConfig:
     init_offset_guess: bool = True
     init_join_min_frac: float = 0.15
     keep_reading: bool = True
+    keep_reading_results: bool = True
+    reading_ref_iou: float = 0.8
+    reading_ref_frames: int = 15
     warmup_frames: int = 10
     warmup_iou: float = 0.85
     warmup_margin: float = 0.02
@@ -224,6 +236,7 @@ class Tracker:
         # round; a consumer that can wait holds its first frames until then (reading.ReadingHold)
         self.reading_settled = not self._can_check_reading()
         self.heights: list[float] = []  # the base's height along up [m], tracked frames
+        self.good: Optional[tuple[int, np.ndarray]] = None  # (frame, pose) of the last well-fitting frame
 
     def _check_mask(self, mask) -> np.ndarray:
         m = np.asarray(mask)
@@ -257,6 +270,8 @@ class Tracker:
         if res is not None:
             self.offset = res.offset_px
         self.filter.initialise(x)
+        if res is not None and res.iou >= self.config.reading_ref_iou:
+            self.good = (0, np.array(x, float))
         if self.up is not None:
             self.heights.append(float(self.up @ x[self.layout.dim - 3:]))
         return self._record(x, t, res, "tracked")
@@ -293,7 +308,7 @@ class Tracker:
         if res.iou < cfg.reacquire_iou:
             # while tracking, keep the track's reading of the chain (tail vs head): a silhouette barely
             # tells them apart and a flipped search result puts the base a body length off
-            orient = None if was_lost or not cfg.keep_reading else pred
+            orient = None if was_lost or not cfg.keep_reading else self._reading_reference(pred)
             alt = self.initialise(m, obs, extra=[pred], orient=orient)
             if alt.iou > res.iou + (0.0 if was_lost else cfg.reinit_margin):
                 res, reinit = alt, True
@@ -317,7 +332,16 @@ class Tracker:
             res = self._check_reading(res, obs)
         if self.up is not None:
             self.heights.append(float(self.up @ res.x[self.layout.dim - 3:]))
+        if res.iou >= cfg.reading_ref_iou:
+            self.good = (self.frame, np.array(res.x, float))
         return self._record(res.x, t, res, "tracked")
+
+    def _reading_reference(self, pred: np.ndarray) -> np.ndarray:
+        """The pose whose reading of the chain a search keeps: the last well-fitting frame's, else ``pred``."""
+        cfg = self.config
+        if self.good is not None and self.frame - self.good[0] <= cfg.reading_ref_frames:
+            return self.good[1]
+        return pred
 
     def _ground_height(self) -> Optional[float]:
         """The base's height along up [m] that the ground prior holds (``ground_window``), or None."""
@@ -559,7 +583,9 @@ class Tracker:
         """Multi-start search for the pose of ``mask``; returns the best :class:`RefineResult`.
 
         ``orient``: a pose vector (D,); when given, only starts whose tail lies nearer
-        to its tail than to its head are tried (the same reading of the chain).
+        to its tail than to its head are tried (the same reading of the chain), and
+        with ``keep_reading_results`` a refined start that ends up read the other
+        way is dropped unless no start keeps the reading.
         """
         t0 = time.perf_counter()
         try:
@@ -577,10 +603,15 @@ class Tracker:
         if obs is None or self._far_on:
             obs = self._observe(mask, far=False)
         starts = self.initial_poses(mask)
+        same_reading = lambda x: True  # noqa: E731
         if orient is not None:
             tail_o, head_o = self._ends(orient)
-            starts = [x for x in starts
-                      if np.linalg.norm(self._ends(x)[0] - tail_o) <= np.linalg.norm(self._ends(x)[0] - head_o)]
+
+            def same_reading(x) -> bool:
+                tail = self._ends(x)[0]
+                return bool(np.linalg.norm(tail - tail_o) <= np.linalg.norm(tail - head_o))
+
+            starts = [x for x in starts if same_reading(x)]
         starts = starts + [np.asarray(e, float) for e in extra]
         if not starts:
             raise InputError("initialisation: the mask has no usable skeleton; expected a visible robot")
@@ -588,13 +619,17 @@ class Tracker:
         scored = sorted(((self.refiner.evaluate(x, obs, b0[i], sigma=2.0)[1], i) for i, x in enumerate(starts)),
                         reverse=True)
         wide = self._wide_refiner()
-        best = None
+        best = fallback = None
         for _, i in scored[: cfg.init_candidates]:
             r = wide.refine(starts[i], obs, steps=cfg.init_refine_steps, offset0=b0[i], up=self.up)
             r = self.search_refiner.refine(r.x, obs, offset0=r.offset_px, steps=4, up=self.up)
+            if not same_reading(r.x) and cfg.keep_reading_results:
+                if fallback is None or r.iou > fallback.iou:
+                    fallback = r
+                continue
             if best is None or r.iou > best.iou:
                 best = r
-        return best
+        return best if best is not None else fallback
 
 
 def _trim_start(X: np.ndarray, length: float) -> np.ndarray:

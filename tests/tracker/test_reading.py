@@ -161,3 +161,40 @@ def test_search_with_a_reading_keeps_it(backwards):
     tail, _ = trk._ends(res.x)
     assert np.linalg.norm(tail - tail_o) < np.linalg.norm(tail - head_o)
     assert res.iou > 0.8
+
+
+@pytest.mark.parametrize("keep_results", [False, True])
+def test_search_drops_results_read_the_other_way(keep_results):
+    """A start that refines into the other reading (here: the exact pose read backwards, given as an
+    extra start, which fits best) is dropped with ``keep_reading_results``, kept without it."""
+    from snaketrack.tracker.tracker import Tracker, TrackerConfig
+
+    robot = load_robot("planar-snake-11")
+    lay = StateLayout.for_robot(robot)
+    W, H = 320, 240
+    ren = SilhouetteRenderer(robot, K, W, H)
+    q = _gait(np.array([0.3]), robot.dof)[0] * 0.6
+    x = lay.pack(q, R_DOWN, np.array([-0.4, 0.0, 2.0]))
+    with torch.no_grad():
+        mask = ren.full_image(torch.as_tensor(x)[None])[0].numpy() > 0.5
+    cfg = TrackerConfig(init_candidates=3, init_refine_steps=15, keep_reading_results=keep_results)
+    trk = Tracker(robot, K, W, H, fps=30.0, config=cfg)
+    res = trk.initialise(mask, extra=[flip_pose(robot, lay, x)], orient=x)
+    tail_o, head_o = trk._ends(x)
+    tail, _ = trk._ends(res.x)
+    same = np.linalg.norm(tail - tail_o) < np.linalg.norm(tail - head_o)
+    assert same == keep_results
+    assert res.iou > 0.8
+
+
+def test_reading_reference_is_the_last_good_frame_while_recent():
+    from snaketrack.tracker.tracker import Tracker, TrackerConfig
+
+    robot = load_robot("planar-snake-11")
+    trk = Tracker(robot, K, 320, 240, config=TrackerConfig(reading_ref_frames=15))
+    pred, good = np.zeros(robot.dof + 6), np.ones(robot.dof + 6)
+    assert trk._reading_reference(pred) is pred  # nothing fitted well yet
+    trk.good, trk.frame = (10, good), 25
+    assert trk._reading_reference(pred) is good
+    trk.frame = 26
+    assert trk._reading_reference(pred) is pred

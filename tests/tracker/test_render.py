@@ -168,6 +168,52 @@ def test_against_mujoco_segmentation(name):
     assert ious["visual"] > ious["capsules"] - 0.01  # the housings model the look better (or as well)
 
 
+@pytest.mark.parametrize("name", ["planar-snake-11", "arcsnake-4"])
+def test_visual_model_does_not_reach_past_the_robot(name):
+    """The model's pixels outside MuJoCo's mask stay under 0.6 % of it (the arcsnake's
+    capsule ends reached past its flat-ended cylinders: 1.2 % before the insets)."""
+    from mj_scene import MujocoMasks, serpentine
+
+    robot = load_robot(name)
+    W, H, f = 320, 240, 420.0
+    mj = MujocoMasks(robot, W, H, f)
+    lay = StateLayout.for_robot(robot)
+    ren = SilhouetteRenderer(robot, mj.K, W, H, CapsuleModel.from_visual(robot), SilhouetteSettings(sigma_px=0.05))
+    outside = inside = 0
+    try:
+        for k in range(0, 60, 6):
+            q, R0, t0 = serpentine(robot, k)
+            truth = mj.mask(q, R0, t0)
+            ours = ren.full_image(torch.as_tensor(lay.pack(q, R0, t0))[None])[0].numpy() > 0.5
+            outside += int((ours & ~truth).sum())
+            inside += int(truth.sum())
+    finally:
+        mj.close()
+    assert outside < 0.006 * inside
+
+
+def test_free_end_inset_balances_the_areas():
+    from snaketrack.tracker.render import _capsule_2d, free_end_inset
+
+    none = lambda x, y: np.zeros(np.shape(x), bool)  # noqa: E731
+    r = 0.02
+    # no cap: a half disc of radius r has the area of a band πr/4 long
+    assert free_end_inset(r, [none], [none], cells_per_radius=80) == pytest.approx(np.pi * r / 4, rel=2e-3)
+    # a cap at least as wide as the body hides the capsule's end: no inset
+    big = _capsule_2d(0.0, 0.0, 1.2 * r)
+    assert free_end_inset(r, [big], [big]) == 0.0
+    # the inset is the band's missing area over its width 2r, whatever the cap
+    h = r / 400
+    x = np.arange(-3 * r, 3 * r, h) + h / 2
+    X, Y = np.meshgrid(x, x)
+    cap = _capsule_2d(0.0, 0.0, 0.9 * r)
+    d = free_end_inset(r, [cap], [cap], cells_per_radius=80)
+    band = (X <= 0) & (np.abs(Y) <= r)
+    body = _capsule_2d(-4 * r, -d, r)(X, Y)
+    c = cap(X, Y)
+    assert abs(int((band | c).sum()) - int((body | c).sum())) * h * h < 2e-3 * np.pi * r * r
+
+
 def test_closed_form_edge_gradient_equals_autograd():
     from snaketrack.tracker.render import _edge_px, _edge_px_grad
 

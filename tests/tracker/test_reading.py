@@ -140,20 +140,26 @@ def test_reading_hold_releases_after_max_hold_without_a_wave():
         ReadingHold(trk, -1)
 
 
+def _undulating_pose_and_mask():
+    """The planar snake mid-gait seen from above: (robot, layout, pose (D,), its 320×240 mask)."""
+    robot = load_robot("planar-snake-11")
+    lay = StateLayout.for_robot(robot)
+    ren = SilhouetteRenderer(robot, K, 320, 240)
+    q = _gait(np.array([0.3]), robot.dof)[0] * 0.6
+    x = lay.pack(q, R_DOWN, np.array([-0.4, 0.0, 2.0]))
+    with torch.no_grad():
+        mask = ren.full_image(torch.as_tensor(x)[None])[0].numpy() > 0.5
+    return robot, lay, x, mask
+
+
 @pytest.mark.parametrize("backwards", [False, True])
 def test_search_with_a_reading_keeps_it(backwards):
     """``initialise(orient=...)`` (a re-search while tracking, ``keep_reading``) returns a pose read
     the same way as ``orient``, whichever way that is; without it the search reads the chain freely."""
     from snaketrack.tracker.tracker import Tracker, TrackerConfig
 
-    robot = load_robot("planar-snake-11")
-    lay = StateLayout.for_robot(robot)
-    W, H = 320, 240
-    ren = SilhouetteRenderer(robot, K, W, H)
-    q = _gait(np.array([0.3]), robot.dof)[0] * 0.6
-    x = lay.pack(q, R_DOWN, np.array([-0.4, 0.0, 2.0]))
-    with torch.no_grad():
-        mask = ren.full_image(torch.as_tensor(x)[None])[0].numpy() > 0.5
+    robot, lay, x, mask = _undulating_pose_and_mask()
+    W, H = mask.shape[1], mask.shape[0]
     trk = Tracker(robot, K, W, H, fps=30.0, config=TrackerConfig(init_candidates=3, init_refine_steps=15))
     orient = flip_pose(robot, lay, x) if backwards else x
     res = trk.initialise(mask, orient=orient)
@@ -169,14 +175,8 @@ def test_search_drops_results_read_the_other_way(keep_results):
     extra start, which fits best) is dropped with ``keep_reading_results``, kept without it."""
     from snaketrack.tracker.tracker import Tracker, TrackerConfig
 
-    robot = load_robot("planar-snake-11")
-    lay = StateLayout.for_robot(robot)
-    W, H = 320, 240
-    ren = SilhouetteRenderer(robot, K, W, H)
-    q = _gait(np.array([0.3]), robot.dof)[0] * 0.6
-    x = lay.pack(q, R_DOWN, np.array([-0.4, 0.0, 2.0]))
-    with torch.no_grad():
-        mask = ren.full_image(torch.as_tensor(x)[None])[0].numpy() > 0.5
+    robot, lay, x, mask = _undulating_pose_and_mask()
+    W, H = mask.shape[1], mask.shape[0]
     cfg = TrackerConfig(init_candidates=3, init_refine_steps=15, keep_reading_results=keep_results)
     trk = Tracker(robot, K, W, H, fps=30.0, config=cfg)
     res = trk.initialise(mask, extra=[flip_pose(robot, lay, x)], orient=x)

@@ -378,6 +378,7 @@ class Tracker:
             return res
         self.flips += 1
         self.reading_settled = True
+        self.good = None  # the last good frame was read the other way
         self.offset = alt.offset_px
         self.filter.initialise(alt.x)
         return alt

@@ -90,6 +90,25 @@ def test_tracker_started_backwards_turns_round():
     assert max(base_err[-10:]) < 0.02
 
 
+def test_the_turn_forgets_the_last_good_frame():
+    """After the body wave turns the track round, a search must not keep the reading of a frame
+    tracked before the turn (``Tracker.good``, the reading reference of a mid-track search)."""
+    from dataclasses import replace
+
+    robot, lay, xs, masks, trk = _crawl()
+    trk.config = replace(trk.config, reading_ref_iou=2.0)  # only this test sets the reference
+    st = trk.start(masks[0], flip_pose(robot, lay, xs[0]))
+    turned = False
+    for m in masks[1:]:
+        trk.good = (trk.frame, st.pose_vector(lay))  # the last frame, read backwards
+        st = trk.step(m)
+        if trk.flips:
+            turned = True
+            assert trk.good is None
+            break
+    assert turned
+
+
 def _held_track(trk, masks, x0, max_hold=60):
     """Track ``masks`` from ``x0`` through a ReadingHold; (released states in order, release frame of each, hold)."""
     hold = ReadingHold(trk, max_hold)

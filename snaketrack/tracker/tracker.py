@@ -384,12 +384,14 @@ class Tracker:
         return alt
 
     def _refine_flipped(self, x: np.ndarray, obs: Observation, up):
-        """The pose ``x`` read from the other end (reading.flip_pose), refined on ``obs``: wide edge, then 4 steps."""
+        """The pose ``x`` read from the other end (reading.flip_pose), refined on ``obs``: wide edge, then 4
+        steps; on a fixed camera (``ground_window``) both hold the base to the ground's height."""
         from snaketrack.tracker.reading import flip_pose
 
         xf = flip_pose(self.robot, self.layout, x)
-        alt = self._wide_refiner().refine(xf, obs, steps=self.config.init_refine_steps, up=up)
-        return self.refiner.refine(alt.x, obs, offset0=alt.offset_px, steps=4, up=up)
+        height = self._ground_height()
+        alt = self._wide_refiner().refine(xf, obs, steps=self.config.init_refine_steps, up=up, height=height)
+        return self.refiner.refine(alt.x, obs, offset0=alt.offset_px, steps=4, up=up, height=height)
 
     def reread(self, state: TrackState, mask, up=None) -> TrackState:
         """A past frame's state read from the other end: its pose flipped (reading.flip_pose) and, when

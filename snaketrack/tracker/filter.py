@@ -43,12 +43,21 @@ blend in the filter's own velocity (less noise from a jittery refinement).
 ``P`` is left as the update made it (the paper does not treat refinement as
 a measurement either).
 
-Depth damping: the component of the base's rate along the viewing ray
-through the base (``r = t/|t|``, ``t`` the base translation after
-refinement) is then multiplied by ``g_r`` =
-:attr:`FilterConfig.depth_velocity_gain`::
+Depth damping: the rate is then changed so that a chosen point of the
+body, the *anchor* ``a(s)`` (3,) [m] in the camera frame, moves along its
+viewing ray ``r = a(s_ref)/|a(s_ref)|`` by only ``g_r`` =
+:attr:`FilterConfig.depth_velocity_gain` of what the prediction would move
+it. With ``Δ = (a(s_ref + ṡ·dt) − a(s_ref))/dt`` the anchor's predicted rate,
+the base's translation rate becomes::
 
-    ṫ = ṫ − (1 − g_r)·(ṫ·r)·r
+    ṫ = ṫ − (1 − g_r)·(Δ·r)·r
+
+With the base translation as anchor (``a(s) = t``, the default) this
+scales the base's own rate along its ray. The tracker anchors at the
+body's centre (the mean of the link centres; ``TrackerConfig.depth_anchor``):
+a crawling snake's base swings towards and away from the camera with the
+gait while its centre moves slowly, so damping the base's rate also
+damped a real swing and the track lagged it.
 
 Depth is the direction one camera sees least: a silhouette moved along the
 ray and turned a little scores almost the same, so refinement hardly
@@ -262,12 +271,14 @@ def ekf_update(
 
 
 def velocity_update(x: np.ndarray, s_refined: np.ndarray, s_prev: np.ndarray, dt: float,
-                    gain: float = 1.0, depth_gain: float = 1.0, trans: Optional[slice] = None) -> np.ndarray:
+                    gain: float = 1.0, depth_gain: float = 1.0, trans: Optional[slice] = None,
+                    anchor: Optional[Callable[[np.ndarray], np.ndarray]] = None) -> np.ndarray:
     """``[s_ref; g·(s_ref − s_prev)/dt + (1 − g)·ṡ]`` (module doc): the state after refinement.
 
-    ``trans``: the base translation's slice of the pose; with it the rate's
-    component along the viewing ray through ``s_ref[trans]`` is multiplied
-    by ``depth_gain`` (module doc, "Depth damping").
+    ``trans``: the base translation's slice of the pose; with it the
+    anchor's predicted rate along its viewing ray is multiplied by
+    ``depth_gain`` (module doc, "Depth damping"). ``anchor``: pose (D,) →
+    point (3,) [m] in the camera frame; default the base translation.
     """
     _check_dt(dt)
     n = x.size // 2
@@ -276,11 +287,15 @@ def velocity_update(x: np.ndarray, s_refined: np.ndarray, s_prev: np.ndarray, dt
         raise InputError(f"velocity update: pose sizes {s_refined.size} and {np.asarray(s_prev).size}; expected {n}")
     v = gain * (s_refined - np.asarray(s_prev, float).reshape(-1)) / dt + (1 - gain) * x[n:]
     if trans is not None and depth_gain != 1.0:
-        t = s_refined[trans]
-        norm = float(np.linalg.norm(t))
+        if anchor is None:
+            a0, rate = s_refined[trans], v[trans]
+        else:
+            a0 = np.asarray(anchor(s_refined), float)
+            rate = (np.asarray(anchor(s_refined + v * dt), float) - a0) / dt
+        norm = float(np.linalg.norm(a0))
         if norm > 0:
-            r = t / norm
-            v[trans] -= (1.0 - depth_gain) * float(v[trans] @ r) * r
+            r = a0 / norm
+            v[trans] -= (1.0 - depth_gain) * float(rate @ r) * r
     return np.concatenate([s_refined, v])
 
 
@@ -310,14 +325,18 @@ class KalmanFilter:
     layout: a :class:`snaketrack.tracker.state.StateLayout` (or anything with
         ``dim`` and the ``q``, ``rot``, ``trans`` slices).
     dt: frame interval [s]. config: :class:`FilterConfig`.
+    anchor: pose (D,) → point (3,) [m] whose rate along its viewing ray the
+        depth damping scales (module doc); default the base translation.
 
     Attributes (filterpy names): ``x`` (2D,), ``P``, ``F``, ``Q`` (2D, 2D);
     after an update ``H`` (m, 2D), ``R``, ``K``, ``y``, ``S``.
     """
 
-    def __init__(self, layout, dt: float, config: FilterConfig = FilterConfig()):
+    def __init__(self, layout, dt: float, config: FilterConfig = FilterConfig(),
+                 anchor: Optional[Callable[[np.ndarray], np.ndarray]] = None):
         _check_dt(dt)
         self.layout, self.dt, self.config = layout, float(dt), config
+        self.anchor = anchor
         self.n = int(layout.dim)
         self.F = cv_transition(self.n, self.dt)
         self.Q = white_accel_noise(config.accel_std(layout), self.dt)
@@ -389,7 +408,7 @@ class KalmanFilter:
         """Velocity update after refinement (module doc); the refined pose becomes ``s_prev``."""
         self._need_start()
         self.x = velocity_update(self.x, s_refined, self.s_prev, self.dt, self.config.velocity_gain,
-                                 self.config.depth_velocity_gain, self.layout.trans)
+                                 self.config.depth_velocity_gain, self.layout.trans, self.anchor)
         self.s_prev = self.x[: self.n].copy()
 
     def coast(self) -> None:

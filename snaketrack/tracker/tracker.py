@@ -53,7 +53,7 @@ import numpy as np
 import torch
 
 from snaketrack.errors import InputError, StateError
-from snaketrack.models.kinematics import forward_kinematics
+from snaketrack.models.kinematics import forward_kinematics, forward_kinematics_np
 from snaketrack.models.robot import Robot
 from snaketrack.tracker.filter import FilterConfig, KalmanFilter
 from snaketrack.tracker.refine import Observation, RefineConfig, Refiner
@@ -153,6 +153,12 @@ class TrackerConfig:
         on frame 0 of the corrupted drone and static planar datasets ended
         0.27 m and 2.7 m off, on frames 1, 3, 5, 6 and 10 within 0.05 m
         (docs/tracker.md): one corrupted mask can mislead it.
+    depth_anchor: the point whose rate along its viewing ray the filter's
+        depth damping scales (filter.py, "Depth damping"): ``"centre"``,
+        the mean of the link centres, or ``"base"``, the base translation
+        (the seventh session's). A snake's base swings along the ray with
+        the gait while its centre moves slowly (docs/tracker.md, "Depth
+        damping at the body's centre").
     """
 
     refine: RefineConfig = field(default_factory=RefineConfig)
@@ -187,12 +193,15 @@ class TrackerConfig:
     wave_max_lag: int = 5
     wave_threshold: float = 0.35
     warmup_keep_reading: bool = True
+    depth_anchor: str = "centre"
 
     def __post_init__(self):
         if self.model not in ("visual", "capsules"):
             raise InputError(f"tracker model {self.model!r}; expected 'visual' or 'capsules'")
         if self.moment_order not in (1, 2):
             raise InputError(f"moment_order = {self.moment_order!r}; expected 1 or 2")
+        if self.depth_anchor not in ("centre", "base"):
+            raise InputError(f"depth_anchor {self.depth_anchor!r}; expected 'centre' or 'base'")
 
 
 class Tracker:
@@ -218,10 +227,16 @@ class Tracker:
             Refiner(self.renderer, replace(config.refine, out_of_plane_prior_rad=float(oop)))
         self.reset()
 
+    def body_centre(self, x: np.ndarray) -> np.ndarray:
+        """Mean of the link centres (3,) [m], camera frame, at pose ``x`` (D,)."""
+        q, R, t = self.layout.unpack(x)
+        return forward_kinematics_np(self.robot, q, R, t)["centres"].mean(axis=0)
+
     # -- session --------------------------------------------------------
     def reset(self) -> None:
         """Forget the track; the next call must be :meth:`start`."""
-        self.filter = KalmanFilter(self.layout, 1.0 / self.fps, self.config.filter)
+        anchor = self.body_centre if self.config.depth_anchor == "centre" else None
+        self.filter = KalmanFilter(self.layout, 1.0 / self.fps, self.config.filter, anchor)
         self.frame = -1
         self.offset = 0.0
         self.n_coast = 0

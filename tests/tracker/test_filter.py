@@ -178,6 +178,49 @@ def test_depth_damping_scales_only_the_rate_along_the_viewing_ray():
         FilterConfig(depth_velocity_gain=1.5)
 
 
+def test_depth_damping_at_the_body_centre_scales_the_centre_rate_along_its_ray():
+    """With an anchor the damping acts on the anchor's predicted motion along its own ray.
+
+    Checked against forward kinematics done here: the link centres' mean,
+    moved by the undamped and by the damped rate over one frame.
+    """
+    from snaketrack.models.kinematics import forward_kinematics_np
+    from snaketrack.tracker.tracker import Tracker, TrackerConfig
+
+    robot = load_robot("arcsnake-4")
+    layout = StateLayout.for_robot(robot)
+    n, tr, dt, g = layout.dim, layout.trans, 0.1, 0.5
+
+    def centre(x):
+        q, R, t = layout.unpack(x)
+        return forward_kinematics_np(robot, q, R, t)["centres"].mean(axis=0)
+
+    rng = np.random.default_rng(3)
+    s_prev = layout.pack(rng.uniform(-0.4, 0.4, layout.n_joints), np.eye(3), [0.1, -0.2, 2.0])
+    step = np.r_[rng.uniform(-0.1, 0.1, layout.n_joints), [0.05, -0.03, 0.08], [0.01, 0.02, -0.04]]
+    s_ref = s_prev + step
+    x = np.r_[s_prev, np.zeros(n)]
+    v_fd = velocity_update(x, s_ref, s_prev, dt)[n:]
+    v = velocity_update(x, s_ref, s_prev, dt, 1.0, g, tr, anchor=centre)[n:]
+    c0 = centre(s_ref)
+    r = c0 / np.linalg.norm(c0)
+    moved_fd, moved = centre(s_ref + v_fd * dt) - c0, centre(s_ref + v * dt) - c0
+    assert abs(moved_fd @ r) > 1e-3                                     # the case is not trivial
+    np.testing.assert_allclose(moved @ r, g * (moved_fd @ r), atol=1e-12)
+    np.testing.assert_allclose(moved - (moved @ r) * r, moved_fd - (moved_fd @ r) * r, atol=1e-12)
+    np.testing.assert_allclose(v[: tr.start], v_fd[: tr.start], atol=1e-12)  # joint and rotation rates kept
+    # the base's own rate along its ray is not what is scaled: the gait's swing is kept
+    rb = s_ref[tr] / np.linalg.norm(s_ref[tr])
+    assert abs(v[tr] @ rb - g * (v_fd[tr] @ rb)) > 1e-3
+    # the tracker anchors at the body's centre unless told otherwise
+    K = np.array([[500.0, 0, 320], [0, 500.0, 180], [0, 0, 1]])
+    trk = Tracker(robot, K, 640, 360)
+    np.testing.assert_allclose(trk.filter.anchor(s_ref), c0, atol=1e-12)
+    assert Tracker(robot, K, 640, 360, config=TrackerConfig(depth_anchor="base")).filter.anchor is None
+    with pytest.raises(InputError, match="depth_anchor"):
+        TrackerConfig(depth_anchor="head")
+
+
 def test_layout_of_robot_and_noise_config():
     layout = StateLayout.for_robot(load_robot("planar-snake-11"))
     cfg = FilterConfig(joint_accel_std=3.0, rotation_accel_std=1.0, translation_accel_std=0.2)

@@ -289,11 +289,9 @@ def velocity_update(x: np.ndarray, s_refined: np.ndarray, s_prev: np.ndarray, dt
         raise InputError(f"velocity update: pose sizes {s_refined.size} and {np.asarray(s_prev).size}; expected {n}")
     v = gain * (s_refined - np.asarray(s_prev, float).reshape(-1)) / dt + (1 - gain) * x[n:]
     if trans is not None and depth_gain != 1.0:
-        if anchor is None:
-            a0, rate = s_refined[trans], v[trans]
-        else:
-            a0 = np.asarray(anchor(s_refined), float)
-            rate = (np.asarray(anchor(s_refined + v * dt), float) - a0) / dt
+        point = anchor or (lambda s: s[trans])
+        a0 = np.asarray(point(s_refined), float)
+        rate = (np.asarray(point(s_refined + v * dt), float) - a0) / dt
         norm = float(np.linalg.norm(a0))
         if norm > 0:
             r = a0 / norm

@@ -82,7 +82,7 @@ class TrackerConfig:
         mask less well than this, and the better of the two is kept: the
         robot moved while hidden, and the wide refinement from the old pose
         can stop in a poor fit (IoU 0.64 in the lost-and-found test with the
-        centre-anchored depth damping, where the search finds 0.9).
+        centre-anchored depth damping, where the search finds 0.97).
     offset_warm_start: start each frame's edge offset from the last frame's
         (right when the mask bias is steady; the corrupted masks of
         ``--corrupt-masks`` draw a new bias every frame, so off by default).
@@ -162,7 +162,7 @@ class TrackerConfig:
     depth_anchor: the point whose rate along its viewing ray the filter's
         depth damping scales (filter.py, "Depth damping"): ``"centre"``,
         the mean of the link centres, or ``"base"``, the base translation
-        (the seventh session's). A snake's base swings along the ray with
+        (the seventh session's anchor, used with the factor 0.5 there). A snake's base swings along the ray with
         the gait while its centre moves slowly (docs/tracker.md, "Depth
         damping at the body's centre").
     """

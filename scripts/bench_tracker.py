@@ -190,6 +190,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-static-camera", action="store_true",
                     help="do not tell the tracker that the static scene's camera is fixed (--static-camera of "
                          "snaketrack track, which needs --up)")
+    ap.add_argument("--track-ground", action="store_true",
+                    help="follow the moving cameras' height over the ground (handheld and drone scenes; "
+                         "snaketrack track --track-ground, which needs --up)")
     ap.add_argument("--hold-frames", type=int, default=60,
                     help="first frames held until the body wave settles the reading (snaketrack track --hold-frames)")
     ap.add_argument("--reacquire-tail", type=int, default=60,
@@ -205,9 +208,10 @@ def main(argv=None) -> int:
             seed = int(read_json(ds / "meta.json").get("seed", args.seed))
             run_dir = out / f"{scene}-{SHORT.get(robot, robot)}"
             fixed = scene == "static" and args.up != "none" and not args.no_static_camera
+            moving = scene != "static" and args.up != "none" and args.track_ground
             opts = TrackOptions(refine_steps=args.refine_steps, corrupt_masks=True, corrupt_seed=seed,
                                 max_frames=args.frames, video=False, plots=False, progress=False, up=args.up,
-                                static_camera=fixed, hold_frames=args.hold_frames)
+                                static_camera=fixed, track_ground=moving, hold_frames=args.hold_frames)
             t0 = time.perf_counter()
             s = run_tracking(ds, robot, run_dir, options=opts)
             res = {k: s.get(k) for k in ("base_position_error_m", "joint_error_rad", "joint_error_l2_rad", "iou",
@@ -216,12 +220,14 @@ def main(argv=None) -> int:
                                          "reread_frames")}
             res["wall_s"] = time.perf_counter() - t0
             res["static_camera"] = fixed
+            res["track_ground"] = moving
             if not args.no_reacquire:
                 hide = (args.hide_start, args.hide_start + HIDE_FRAMES)
                 ensure_dataset(ds, scene, robot, args.seed, hide[1] + args.reacquire_tail)
                 hopts = TrackOptions(refine_steps=args.refine_steps, corrupt_masks=True, corrupt_seed=seed,
                                      max_frames=hide[1] + args.reacquire_tail, video=False, plots=False,
                                      progress=False, hide=(hide,), up=args.up, static_camera=fixed,
+                                     track_ground=moving,
                                      hold_frames=args.hold_frames)
                 t1 = time.perf_counter()
                 run_tracking(ds, robot, run_dir / "hidden", options=hopts)

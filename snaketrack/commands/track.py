@@ -211,6 +211,10 @@ class TrackOptions:
     static_camera: the camera does not move relative to the ground (a tripod):
         the tracker holds the base's height along up to the median of its track
         (``TrackerConfig.ground_window`` = −1); needs ``up``.
+    track_ground: the camera moves (handheld, drone): follow its height over
+        the ground plane through the frames (:class:`snaketrack.tracker.ground.GroundTracker`,
+        the ground's homography) and hold the base to the ground at that
+        height; needs ``up``; not with ``static_camera``.
     hold_frames: hold up to this many first frames until the body wave has
         settled which end is the head, and re-read them if the track is turned
         round (:class:`snaketrack.tracker.reading.ReadingHold`); 0 writes every
@@ -227,12 +231,21 @@ class TrackOptions:
     progress: bool = True
     up: Optional[str] = None
     static_camera: bool = False
+    track_ground: bool = False
     hold_frames: int = 60
 
 
-def make_tracker(robot, camera, fps: float, refine_steps: Optional[int] = None, static_camera: bool = False):
+#: A moving camera's ground prior starts once this many frames are tracked: the camera height it holds
+#: comes from the track itself, and five frames locked in drone-arcsnake-s0's early depth bias (base
+#: 0.028 m against 0.020 with 30; docs/tracker.md, "The camera's height over the ground").
+MOVING_GROUND_MIN_FRAMES = 30
+
+
+def make_tracker(robot, camera, fps: float, refine_steps: Optional[int] = None, static_camera: bool = False,
+                 track_ground: bool = False):
     """The tracker session of :mod:`snaketrack.tracker.tracker` for this camera and frame rate;
-    ``static_camera``: hold the base to the ground's height (``TrackerConfig.ground_window`` −1)."""
+    ``static_camera``: hold the base to the ground's height (``TrackerConfig.ground_window`` −1);
+    ``track_ground``: the same for a moving camera whose height ratio is passed per frame."""
     from dataclasses import replace
 
     from snaketrack.tracker.tracker import Tracker, TrackerConfig
@@ -242,6 +255,8 @@ def make_tracker(robot, camera, fps: float, refine_steps: Optional[int] = None, 
         config = replace(config, refine=replace(config.refine, steps=int(refine_steps)))
     if static_camera:
         config = replace(config, ground_window=-1)
+    if track_ground:
+        config = replace(config, ground_window=-1, ground_min_frames=MOVING_GROUND_MIN_FRAMES)
     return Tracker(robot, camera.K, camera.width, camera.height, fps=fps, config=config)
 
 
@@ -278,10 +293,21 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
     from snaketrack.tracker.gravity import open_up
 
     up_source = open_up(options.up, truth, int(frames.meta.get("seed", 0) or 0))
-    if options.static_camera and up_source is None:
-        raise InputError("--static-camera holds the robot to the ground, which needs its up direction: "
-                         "give --up IMU.csv (or sim-imu for a synthetic dataset)")
-    tracker = make_tracker(robot, cam, frames.fps, options.refine_steps, static_camera=options.static_camera)
+    for flag, on in (("--static-camera", options.static_camera), ("--track-ground", options.track_ground)):
+        if on and up_source is None:
+            raise InputError(f"{flag} holds the robot to the ground, which needs its up direction: "
+                             "give --up IMU.csv (or sim-imu for a synthetic dataset)")
+    if options.static_camera and options.track_ground:
+        raise InputError("--static-camera and --track-ground: choose one (a fixed camera, or one that moves)")
+    tracker = make_tracker(robot, cam, frames.fps, options.refine_steps, static_camera=options.static_camera,
+                           track_ground=options.track_ground)
+    ground = None
+    if options.track_ground:
+        import cv2
+
+        from snaketrack.tracker.ground import GroundTracker
+
+        ground = GroundTracker(cam.K)
     renderer = SilhouetteRenderer(robot, cam.K, width, height)
     layout = renderer.layout
     has_truth_masks = isinstance(frames, DatasetFrames) and frames.ds.has_masks
@@ -338,10 +364,12 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
                     mask = np.zeros_like(mask)
                 t0 = time.perf_counter()
                 kw = {"up": up_source(i)} if up_source is not None else {}
+                if ground is not None:
+                    kw["ground"] = ground.step(cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY), kw["up"], mask > 0)
                 state = tracker.start(mask, **kw) if n == 0 else tracker.step(mask, **kw)
                 if n == 0 and state is None:  # a start() that does not report a state
                     raise InputError("tracker.start returned no state")
-                done = hold.push(state, mask, kw.get("up"), payload=(i, rgb, mask))
+                done = hold.push(state, mask, kw.get("up"), payload=(i, rgb, mask), ground=kw.get("ground"))
                 track_time += time.perf_counter() - t0
                 for st, payload in done:
                     emit(st, *payload)
@@ -368,6 +396,7 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
                                "masks": masks or "truth", "corrupt_masks": bool(options.corrupt_masks),
                                "refine_steps": options.refine_steps, "up": options.up or "none",
                                "static_camera": bool(options.static_camera),
+                               "track_ground": bool(options.track_ground),
                                "flips": int(getattr(tracker, "flips", 0)), "reread_frames": hold.reread_frames}
     if truth is not None:
         metrics = tracking_metrics(track, truth, robot.dof, fps=fps)
@@ -415,6 +444,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--static-camera", action="store_true",
                    help="the camera does not move relative to the ground (a tripod): hold the robot's base to the "
                         "ground's height, the median of its track (needs --up)")
+    p.add_argument("--track-ground", action="store_true",
+                   help="the camera moves (handheld, drone): follow its height over the ground plane through the "
+                        "frames (the ground's homography) and hold the robot's base to the ground (needs --up)")
     p.add_argument("--hold-frames", type=int, default=60, metavar="N",
                    help="hold up to N first frames until the body wave shows which end is the head, and re-read "
                         "them if the track turns round (default 60; 0: write every frame as it finishes)")
@@ -437,7 +469,8 @@ def _run(args: argparse.Namespace) -> int:
             seed = int(read_json(meta).get("seed", 0) or 0)
     opts = TrackOptions(refine_steps=args.refine_steps, corrupt_masks=args.corrupt_masks, corrupt_seed=seed,
                         max_frames=args.max_frames, video=not args.no_video, up=args.up,
-                        static_camera=args.static_camera, hold_frames=args.hold_frames)
+                        static_camera=args.static_camera, track_ground=args.track_ground,
+                        hold_frames=args.hold_frames)
     summary = run_tracking(src, args.robot, args.out, args.intrinsics, args.masks, opts)
     keys = ("frames", "fps", "base_position_error_m", "joint_error_rad", "iou", "iou_truth", "frames_lost")
     print("  ".join(f"{k}={summary[k]:.4g}" if isinstance(summary.get(k), float) else f"{k}={summary[k]}"

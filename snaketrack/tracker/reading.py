@@ -109,7 +109,7 @@ class ReadingHold:
     before they are released. After ``max_hold`` held frames, or when the
     reading settles, everything held is released and later frames pass at once.
 
-    ``push(state, mask, up=None, payload=None)`` returns the released
+    ``push(state, mask, up=None, payload=None, ground=None)`` returns the released
     ``(state, payload)`` pairs in frame order; ``flush()`` releases the rest
     (call it at the end of the input, and before writing what an interruption
     would otherwise lose).
@@ -119,28 +119,33 @@ class ReadingHold:
         if max_hold < 0:
             raise ValueError(f"max_hold = {max_hold}; expected >= 0 frames")
         self.tracker, self.max_hold = tracker, int(max_hold)
-        self.held: list[tuple] = []  # (state, mask, up, payload)
+        self.held: list[tuple] = []  # (state, mask, up, payload, ground)
         # once open, frames pass through; a tracker that keeps no reading (a stand-in) has nothing to wait for
         self.open = max_hold == 0 or not hasattr(tracker, "reading_settled")
         self.flips = getattr(tracker, "flips", 0)
         self.reread_frames = 0
 
-    def push(self, state, mask, up=None, payload=None) -> list[tuple]:
+    def push(self, state, mask, up=None, payload=None, ground=None) -> list[tuple]:
         if self.open:
             return [(state, payload)]
         if self.tracker.flips != self.flips:
             self.flips = self.tracker.flips
             # turned round: the held frames were read backwards too
-            self.held = [(self.tracker.reread(s, m, u), m, u, p) for s, m, u, p in self.held]
+            self.held = [(self._reread(s, m, u, g), m, u, p, g) for s, m, u, p, g in self.held]
             self.reread_frames += len(self.held)
-        self.held.append((state, mask, up, payload))
+        self.held.append((state, mask, up, payload, ground))
         if self.tracker.reading_settled or len(self.held) >= self.max_hold:
             return self.flush()
         return []
 
+    def _reread(self, state, mask, up, ground):
+        if ground is None:  # a tracker without a ground input (a stand-in) is called as before
+            return self.tracker.reread(state, mask, up)
+        return self.tracker.reread(state, mask, up, ground=ground)
+
     def flush(self) -> list[tuple]:
         """Release everything held; later frames pass at once."""
-        out = [(s, p) for s, _, _, p in self.held]
+        out = [(s, p) for s, _, _, p, _ in self.held]
         self.held = []
         self.open = True
         return out

@@ -257,7 +257,10 @@ class Tracker:
         # True once the body wave has confirmed the track's reading of head and tail, or turned it
         # round; a consumer that can wait holds its first frames until then (reading.ReadingHold)
         self.reading_settled = not self._can_check_reading()
-        self.heights: list[float] = []  # the base's height along up [m], tracked frames
+        # tracked frames' base heights along up, less the axis's height over the ground, per unit of the
+        # camera's height (``ground``): −(camera height at the first frame) [m], the same on every frame
+        self.heights: list[float] = []
+        self.ground: Optional[float] = None  # this frame's camera height over the ground / the first frame's
         self.good: Optional[tuple[int, np.ndarray]] = None  # (frame, pose) of the last well-fitting frame
 
     def _check_mask(self, mask) -> np.ndarray:
@@ -266,14 +269,18 @@ class Tracker:
             raise InputError(f"mask: shape {m.shape}; expected ({self.height}, {self.width})")
         return m > 0
 
-    def start(self, first_mask, initial_guess=None, t: float = 0.0, up=None) -> TrackState:
+    def start(self, first_mask, initial_guess=None, t: float = 0.0, up=None, ground=None) -> TrackState:
         """Begin a track on the first mask (H, W). ``initial_guess``: a pose vector (D,) or a
         :class:`TrackState` to refine from; None runs the initialisation search.
         ``up``: optional (3,) world up direction in the camera frame (IMU gravity, negated);
-        the robot's plane is held near the ground it defines (``RefineConfig.up_prior_rad``)."""
+        the robot's plane is held near the ground it defines (``RefineConfig.up_prior_rad``).
+        ``ground``: optional camera height over the ground relative to the first frame's (1 here; later
+        frames: :class:`snaketrack.tracker.ground.GroundTracker`); with ``ground_window`` the ground prior
+        follows the camera's height by it (a moving camera). None: unchanged since the last frame."""
         self.reset()
         m = self._check_mask(first_mask)
         self.up = None if up is None else np.asarray(up, float)
+        self._set_ground(ground)
         self.frame = 0
         self.started = True
         if m.sum() < self.config.min_mask_px and initial_guess is None:
@@ -295,15 +302,16 @@ class Tracker:
         if res is not None and res.iou >= self.config.reading_ref_iou:
             self.good = (0, np.array(x, float))
         if self.up is not None:
-            self.heights.append(float(self.up @ x[self.layout.dim - 3:]))
+            self.heights.append(self._height_sample(x))
         return self._record(x, t, res, "tracked")
 
-    def step(self, mask, t: Optional[float] = None, up=None) -> TrackState:
-        """Track the next mask (H, W); returns its :class:`TrackState`. ``up``: as in :meth:`start`."""
+    def step(self, mask, t: Optional[float] = None, up=None, ground=None) -> TrackState:
+        """Track the next mask (H, W); returns its :class:`TrackState`. ``up``, ``ground``: as in :meth:`start`."""
         if not self.started:
             raise StateError("Tracker.step: call start(first_mask) first")
         m = self._check_mask(mask)
         self.up = None if up is None else np.asarray(up, float)
+        self._set_ground(ground)
         self.frame += 1
         t = self.frame / self.fps if t is None else float(t)
         cfg = self.config
@@ -353,7 +361,7 @@ class Tracker:
         if cfg.wave_check:
             res = self._check_reading(res, obs)
         if self.up is not None:
-            self.heights.append(float(self.up @ res.x[self.layout.dim - 3:]))
+            self.heights.append(self._height_sample(res.x))
         if res.iou >= cfg.reading_ref_iou:
             self.good = (self.frame, np.array(res.x, float))
         return self._record(res.x, t, res, "tracked")
@@ -365,12 +373,35 @@ class Tracker:
             return self.good[1]
         return pred
 
-    def _ground_height(self) -> Optional[float]:
-        """The base's height along up [m] that the ground prior holds (``ground_window``), or None."""
+    @property
+    def _axis_height(self) -> float:
+        """The link axes' height over the ground [m] of a robot lying on it: the mean link radius."""
+        return float(np.mean([link.radius for link in self.robot.links]))
+
+    def _height_sample(self, x: np.ndarray) -> float:
+        """Pose ``x``'s entry of ``heights``: (up · base − axis height) / ground ratio [m]."""
+        g = 1.0 if self.ground is None else self.ground
+        return (float(self.up @ x[self.layout.dim - 3:]) - self._axis_height) / g
+
+    def _ground_height(self, ground: Optional[float] = None) -> Optional[float]:
+        """The base's height along up [m] that the ground prior holds (``ground_window``), or None.
+
+        ``ground``: the camera's height ratio of the frame refined (default: the current frame's); on a
+        fixed camera (ratio 1) this is the median of the tracked heights."""
         cfg = self.config
         if self.up is None or cfg.ground_window == 0 or len(self.heights) < cfg.ground_min_frames:
             return None
-        return float(np.median(self.heights[-cfg.ground_window:] if cfg.ground_window > 0 else self.heights))
+        g = ground if ground is not None else (1.0 if self.ground is None else self.ground)
+        c = np.median(self.heights[-cfg.ground_window:] if cfg.ground_window > 0 else self.heights)
+        return float(self._axis_height + g * c)
+
+    def _set_ground(self, ground) -> None:
+        if ground is None:
+            return  # unmeasured: the last ratio holds
+        g = float(ground)
+        if not (math.isfinite(g) and g > 0):
+            raise InputError(f"ground = {ground!r}: expected the camera's height ratio, a positive number")
+        self.ground = g
 
     def _can_check_reading(self) -> bool:
         from snaketrack.tracker.reading import yaw_indices
@@ -405,19 +436,19 @@ class Tracker:
         self.filter.initialise(alt.x)
         return alt
 
-    def _refine_flipped(self, x: np.ndarray, obs: Observation, up):
+    def _refine_flipped(self, x: np.ndarray, obs: Observation, up, ground: Optional[float] = None):
         """The pose ``x`` read from the other end (reading.flip_pose), refined on ``obs``: wide edge, then 4
         steps; on a fixed camera (``ground_window``) both hold the base to the ground's height."""
         from snaketrack.tracker.reading import flip_pose
 
         xf = flip_pose(self.robot, self.layout, x)
-        height = self._ground_height()
+        height = self._ground_height(ground)
         alt = self._wide_refiner().refine(xf, obs, steps=self.config.init_refine_steps, up=up, height=height)
         return self.refiner.refine(alt.x, obs, offset0=alt.offset_px, steps=4, up=up, height=height)
 
-    def reread(self, state: TrackState, mask, up=None) -> TrackState:
+    def reread(self, state: TrackState, mask, up=None, ground: Optional[float] = None) -> TrackState:
         """A past frame's state read from the other end: its pose flipped (reading.flip_pose) and, when
-        it was tracked, refined on that frame's mask (H, W); ``up`` as in :meth:`start`. The session
+        it was tracked, refined on that frame's mask (H, W); ``up``, ``ground``: that frame's, as in :meth:`start`. The session
         (filter, history) is untouched. What :class:`~snaketrack.tracker.reading.ReadingHold` does to
         the frames it held when the track is turned round."""
         from snaketrack.tracker.reading import flip_pose
@@ -429,7 +460,7 @@ class Tracker:
             return self._state(flip_pose(self.robot, self.layout, x), state.frame, state.t, None,
                                state.status, cov_trace=state.cov_trace)
         t0 = time.perf_counter()
-        res = self._refine_flipped(x, self._observe(m), up)
+        res = self._refine_flipped(x, self._observe(m), up, ground)
         self.search_time_s += time.perf_counter() - t0
         return self._state(res.x, state.frame, state.t, res, state.status)
 

@@ -1,0 +1,189 @@
+"""The camera's height over the ground, followed through the video by the ground plane's homography.
+
+A thin robot's silhouette hardly fixes its depth; the ground it lies on
+does, once the ground's distance is known. On a tripod that distance is
+constant (``snaketrack track --static-camera``). A handheld or flying camera
+rises and falls (handheld clips: 1.39–1.72 m), but the ground plane shows
+how: between a reference frame ``r`` and frame ``k`` the ground's pixels map
+by a homography ``H`` (x_k ~ H x_r), and with the ground's normal ``n``
+(the up direction, from the IMU) in both frames
+
+    Hn = K⁻¹ H K / σ₂(K⁻¹ H K) = R − t n_rᵀ / d_r
+    d_k / d_r = n_kᵀ Hn n_r
+
+(``d``: the camera's height over the ground [m]; σ₂: the middle singular
+value, which is 1 for every matrix of the form R + u vᵀ; derivation in
+:func:`height_ratio`). No scale is needed: :class:`GroundTracker` returns
+``D_k = d_k / d_0``, the height relative to the first frame, and the
+tracker finds ``d_0`` from its own track (``Tracker`` ``ground_window``).
+A 1° bias of the up direction enters only as (bias) × (camera motion /
+height), a second-order term in the bias itself.
+
+OpenCV does the image work: Shi–Tomasi corners (``goodFeaturesToTrack``)
+away from the robot, pyramidal Lucas–Kanade flow frame to frame
+(``calcOpticalFlowPyrLK``) and a RANSAC homography from the reference
+frame's corners to their tracks (``findHomography``). The reference frame
+(keyframe) is renewed when too few tracks survive; heights chain across
+keyframes. Posts, rocks and the robot's shadow are off the plane or move:
+RANSAC drops them.
+
+>>> import numpy as np
+>>> K = np.array([[800.0, 0, 320], [0, 800, 180], [0, 0, 1]])
+>>> up = np.array([0.0, -0.6, -0.8])                   # the ground below and ahead (camera frame)
+>>> t = np.array([0.0, 0.3, 0.0])  # the reference camera's centre, seen from the current one
+>>> Hn = np.eye(3) - np.outer(t, up) / 2.0             # no rotation; reference camera 2 m above ground
+>>> round(height_ratio(K @ Hn @ np.linalg.inv(K), K, up, up), 6)  # (2 + 0.6 * 0.3) / 2
+1.09
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from snaketrack.errors import InputError
+
+
+def height_ratio(H: np.ndarray, K: np.ndarray, up_ref: np.ndarray, up_cur: np.ndarray) -> float:
+    """``d_cur / d_ref`` from a ground homography (module doc).
+
+    H: (3, 3) pixel homography, reference frame → current frame, any scale
+    or sign. K: (3, 3) intrinsics [px]. up_ref, up_cur: (3,) unit up
+    directions in the two camera frames (OpenCV axes).
+
+    Derivation: ground points satisfy ``n_rᵀ X_r = −d_r`` (the ground lies
+    ``d_r`` below the camera along up); with ``X_k = R X_r + t`` that gives
+    ``X_k = (R − t n_rᵀ / d_r) X_r``. Then ``Hn n_r = n_k − t / d_r``, and
+    since camera r sits ``d_r`` above the ground, ``n_k · t = d_r − d_k``:
+    ``n_kᵀ Hn n_r = d_k / d_r``. The middle singular value of ``R + u vᵀ``
+    is 1, which fixes Hn's scale; the sign is the one that makes the
+    ratio positive.
+    """
+    K = np.asarray(K, float)
+    Hn = np.linalg.solve(K, np.asarray(H, float) @ K)
+    s = np.linalg.svd(Hn, compute_uv=False)
+    if not (np.all(np.isfinite(s)) and s[1] > 0):
+        raise InputError("ground homography: singular or not finite")
+    Hn = Hn / s[1]
+    return float(abs(np.asarray(up_cur, float) @ Hn @ np.asarray(up_ref, float)))
+
+
+@dataclass(frozen=True)
+class GroundConfig:
+    """Settings of :class:`GroundTracker` (pixels at the image's own size).
+
+    max_corners, quality, min_distance_px: Shi–Tomasi corners per keyframe.
+    robot_margin_px: the robot's mask is dilated by this before corners are
+        taken, and tracks that enter it are dropped (the robot and its shadow
+        move over the ground).
+    lk_window_px, lk_levels: Lucas–Kanade window and pyramid levels.
+    ransac_px: RANSAC reprojection threshold of the homography.
+    min_inliers: fewer inliers and the frame's height is not measured
+        (the last value is held).
+    renew_fraction: a new keyframe when fewer than this fraction of its
+        corners are still tracked (or fewer than ``2 × min_inliers``).
+    """
+
+    max_corners: int = 400
+    quality: float = 0.01
+    min_distance_px: float = 8.0
+    robot_margin_px: int = 15
+    lk_window_px: int = 21
+    lk_levels: int = 3
+    ransac_px: float = 1.0
+    min_inliers: int = 40
+    renew_fraction: float = 0.5
+
+
+class GroundTracker:
+    """Follows the camera's height over the ground plane, relative to the first frame (module doc).
+
+    ``step(gray, up, robot_mask=None)`` per frame, in order: gray (H, W)
+    uint8 image (undistorted), up (3,) unit up direction in the camera
+    frame, robot_mask (H, W) bool or None. Returns ``D_k = d_k / d_0``
+    (float), or None while it has no measurement (no up direction yet, or
+    too little textured ground); after a gap the last height is held.
+    """
+
+    def __init__(self, K, config: GroundConfig = GroundConfig()):
+        self.K = np.asarray(K, float)
+        if self.K.shape != (3, 3):
+            raise InputError(f"ground tracker: K of shape {self.K.shape}; expected (3, 3)")
+        self.config = config
+        self.reset()
+
+    def reset(self) -> None:
+        self.prev: Optional[np.ndarray] = None   # last gray frame
+        self.ref_pts: Optional[np.ndarray] = None  # (N, 2) corners in the keyframe
+        self.cur_pts: Optional[np.ndarray] = None  # (N, 2) their tracks in the last frame
+        self.ref_up: Optional[np.ndarray] = None
+        self.ref_height = 1.0  # D of the keyframe
+        self.height: Optional[float] = None  # D of the last frame measured
+        self.n_ref = 0
+        self.keyframes = 0
+
+    def _exclusion(self, shape, robot_mask) -> np.ndarray:
+        import cv2
+
+        keep = np.full(shape, 255, np.uint8)
+        if robot_mask is not None and np.any(robot_mask):
+            r = self.config.robot_margin_px
+            k = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * r + 1, 2 * r + 1))
+            keep[cv2.dilate(np.asarray(robot_mask, np.uint8), k) > 0] = 0
+        return keep
+
+    def _new_keyframe(self, gray, up, robot_mask, height: float) -> None:
+        import cv2
+
+        c = self.config
+        pts = cv2.goodFeaturesToTrack(gray, c.max_corners, c.quality, c.min_distance_px,
+                                      mask=self._exclusion(gray.shape, robot_mask))
+        pts = np.zeros((0, 2), np.float32) if pts is None else pts.reshape(-1, 2).astype(np.float32)
+        self.ref_pts, self.cur_pts = pts, pts.copy()
+        self.ref_up, self.ref_height, self.n_ref = np.asarray(up, float), float(height), len(pts)
+        self.keyframes += 1
+
+    def step(self, gray, up, robot_mask=None) -> Optional[float]:
+        import cv2
+
+        gray = np.asarray(gray)
+        if gray.ndim != 2 or gray.dtype != np.uint8:
+            raise InputError(f"ground tracker: image of shape {gray.shape}, {gray.dtype}; expected (H, W) uint8")
+        if up is None:  # nothing to measure against; start again when up comes
+            self.prev = None
+            return self.height
+        up = np.asarray(up, float)
+        c = self.config
+        if self.prev is None or self.prev.shape != gray.shape:
+            base = 1.0 if self.height is None else self.height
+            self._new_keyframe(gray, up, robot_mask, base)
+            self.prev, self.height = gray, base
+            return self.height
+        measured = False
+        if len(self.cur_pts):
+            nxt, st, _ = cv2.calcOpticalFlowPyrLK(self.prev, gray, self.cur_pts.reshape(-1, 1, 2), None,
+                                                  winSize=(c.lk_window_px, c.lk_window_px), maxLevel=c.lk_levels)
+            ok = st.reshape(-1).astype(bool)
+            nxt = nxt.reshape(-1, 2)
+            h, w = gray.shape
+            inside = (nxt[:, 0] >= 0) & (nxt[:, 0] < w - 1) & (nxt[:, 1] >= 0) & (nxt[:, 1] < h - 1)
+            ok &= inside
+            if robot_mask is not None and np.any(robot_mask):
+                excl = self._exclusion(gray.shape, robot_mask)
+                xi = np.clip(nxt[:, 0].round().astype(int), 0, w - 1)
+                yi = np.clip(nxt[:, 1].round().astype(int), 0, h - 1)
+                ok &= excl[yi, xi] > 0
+            self.ref_pts, self.cur_pts = self.ref_pts[ok], nxt[ok]
+            if len(self.cur_pts) >= c.min_inliers:
+                H, inl = cv2.findHomography(self.ref_pts, self.cur_pts, cv2.RANSAC, c.ransac_px)
+                if H is not None and inl is not None and int(inl.sum()) >= c.min_inliers:
+                    try:
+                        self.height = self.ref_height * height_ratio(H, self.K, self.ref_up, up)
+                        measured = True
+                    except InputError:
+                        pass
+        self.prev = gray
+        if not measured or len(self.cur_pts) < max(2 * c.min_inliers, c.renew_fraction * self.n_ref):
+            self._new_keyframe(gray, up, robot_mask, self.height if self.height is not None else 1.0)
+        return self.height

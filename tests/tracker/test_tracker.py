@@ -137,7 +137,8 @@ def test_static_camera_ground_prior_tracks_the_median_height(sequence):
     for i, (m, xt) in enumerate(frames[:8]):
         st = trk.start(m, initial_guess=xt, up=up) if i == 0 else trk.step(m, up=up)
         bases.append(st.base_position)
-        assert len(trk.heights) == i + 1 and trk.heights[-1] == pytest.approx(float(up @ st.base_position))
+        h_axis = np.mean([link.radius for link in robot.links])  # stored less the axis's height, per camera height
+        assert len(trk.heights) == i + 1 and trk.heights[-1] == pytest.approx(float(up @ st.base_position) - h_axis)
         be.append(np.linalg.norm(st.base_position - xt[lay.trans]))
         if i >= 2:
             assert trk._ground_height() == pytest.approx(np.median([float(up @ b) for b in bases]))
@@ -145,6 +146,30 @@ def test_static_camera_ground_prior_tracks_the_median_height(sequence):
     true_h = [float(up @ xt[lay.trans]) for _, xt in frames[:8]]
     assert abs(trk._ground_height() - np.median(true_h)) < 0.01
     assert Tracker(robot, K, W, H, fps=30.0)._ground_height() is None  # off by default
+
+
+def test_moving_camera_ground_prior_follows_the_camera_height(sequence):
+    """With a camera height ratio per frame (``ground``), the heights are stored per unit of it and the
+    prior's centre scales with the current frame's ratio: h + D_k · median((y_i − h) / D_i)."""
+    robot, K, frames, lay = sequence
+    from mj_scene import serpentine
+
+    up = serpentine(robot, 0)[1][:, 2]
+    trk = Tracker(robot, K, W, H, fps=30.0, config=TrackerConfig(ground_window=-1, ground_min_frames=3))
+    h_axis = np.mean([link.radius for link in robot.links])
+    ratios = [1.0, 1.0, 1.02, None, 0.97]  # None: unmeasured, the last ratio holds
+    held, ys = 1.0, []
+    for i, (m, xt) in enumerate(frames[:5]):
+        g = ratios[i]
+        st = trk.start(m, initial_guess=xt, up=up, ground=g) if i == 0 else trk.step(m, up=up, ground=g)
+        held = held if g is None else g
+        ys.append((float(up @ st.base_position) - h_axis) / held)
+        assert trk.heights[-1] == pytest.approx(ys[-1])
+    assert trk._ground_height() == pytest.approx(h_axis + 0.97 * np.median(ys))
+    assert trk._ground_height(1.1) == pytest.approx(h_axis + 1.1 * np.median(ys))  # a held frame's own ratio
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(InputError, match="ground"):
+            trk.step(frames[5][0], up=up, ground=bad)
 
 
 def test_searches_use_their_own_pitch_prior(sequence):

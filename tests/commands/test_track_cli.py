@@ -317,3 +317,20 @@ def test_static_camera_needs_up_and_sets_the_ground_prior(dataset, tmp_path, cap
     robot = load_robot("planar-snake-11")
     assert track_cmd.make_tracker(robot, cam, 30.0, static_camera=True).config.ground_window == -1
     assert track_cmd.make_tracker(robot, cam, 30.0).config.ground_window == 0
+    moving = track_cmd.make_tracker(robot, cam, 30.0, track_ground=True).config
+    assert moving.ground_window == -1 and moving.ground_min_frames == track_cmd.MOVING_GROUND_MIN_FRAMES
+
+
+def test_track_ground_needs_up_and_a_moving_camera(dataset, tmp_path, capsys):
+    code, _, err = _main(["track", dataset, "--track-ground", "--no-video", "--out", tmp_path / "g"], capsys)
+    assert code == 2 and "--up" in err and len(err.strip().splitlines()) == 1, err
+    log = tmp_path / "up.csv"
+    log.write_text("frame,up_x,up_y,up_z\n" + "".join(f"{i},0,0,-1\n" for i in range(N)))
+    code, _, err = _main(["track", dataset, "--up", log, "--track-ground", "--static-camera", "--no-video",
+                          "--out", tmp_path / "g2"], capsys)
+    assert code == 2 and "choose one" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "g" / "track.csv").exists() and not (tmp_path / "g2" / "track.csv").exists()
+    code, _, err = _main(["track", dataset, "--up", log, "--track-ground", "--no-video", "--max-frames", "6",
+                          "--out", tmp_path / "g3"], capsys)
+    assert code == 0, err
+    assert json.loads((tmp_path / "g3" / "summary.json").read_text())["track_ground"] is True

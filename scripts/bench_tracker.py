@@ -7,7 +7,9 @@ the static planar clip without the posts, as docs/video.md's datasets),
 tracked with corrupted truth masks (``--corrupt-masks``, seeded by the
 dataset's seed), 10 refinement steps; with ``--up sim-imu`` the static
 scene's camera is declared fixed (``snaketrack track --static-camera``, off
-with ``--no-static-camera``), as a tripod's user would. Per scene and robot it reports the
+with ``--no-static-camera``), as a tripod's user would, and the handheld and
+drone scenes follow their camera's height over the ground (``--track-ground``,
+off with ``--no-track-ground``; rule H of docs/tracker.md). Per scene and robot it reports the
 ``metrics.json`` figures (DESIGN.md names; ``fps`` includes the first
 frame's pose search and any later searches, ``fps_excluding_search`` does
 not, ``search_s`` is their time; ``iou`` is against the observed, corrupted
@@ -190,8 +192,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-static-camera", action="store_true",
                     help="do not tell the tracker that the static scene's camera is fixed (--static-camera of "
                          "snaketrack track, which needs --up)")
-    ap.add_argument("--track-ground", action="store_true",
-                    help="follow the moving cameras' height over the ground (handheld and drone scenes; "
+    ap.add_argument("--no-track-ground", action="store_true",
+                    help="do not follow the moving cameras' height over the ground (handheld and drone scenes; "
                          "snaketrack track --track-ground, which needs --up)")
     ap.add_argument("--hold-frames", type=int, default=60,
                     help="first frames held until the body wave settles the reading (snaketrack track --hold-frames)")
@@ -208,7 +210,7 @@ def main(argv=None) -> int:
             seed = int(read_json(ds / "meta.json").get("seed", args.seed))
             run_dir = out / f"{scene}-{SHORT.get(robot, robot)}"
             fixed = scene == "static" and args.up != "none" and not args.no_static_camera
-            moving = scene != "static" and args.up != "none" and args.track_ground
+            moving = scene != "static" and args.up != "none" and not args.no_track_ground
             opts = TrackOptions(refine_steps=args.refine_steps, corrupt_masks=True, corrupt_seed=seed,
                                 max_frames=args.frames, video=False, plots=False, progress=False, up=args.up,
                                 static_camera=fixed, track_ground=moving, hold_frames=args.hold_frames)

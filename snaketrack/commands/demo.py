@@ -5,7 +5,10 @@ obstacles of the Jacobian paper (MuJoCo physics and renderer, ground truth
 kept), tracks it from masks corrupted like a real segmenter's, and writes
 the overlay video, ``track.csv``, ``metrics.json`` and plots. The tracker
 gets the up direction of a simulated IMU (the drone's camera attitude with
-1° bias and 0.5° noise; ``--up none`` tracks from the masks alone).
+1° bias and 0.5° noise; ``--up none`` tracks from the masks alone), with
+which the robot is held to the ground: at the tripod's height
+(``--static-camera``) or at the moving camera's, followed through the
+frames (``--track-ground``).
 ``make demo`` runs it into ``demo_out/``. Rerunning reuses a finished rendering.
 """
 from __future__ import annotations
@@ -42,7 +45,10 @@ def _run(args: argparse.Namespace) -> int:
     track_dir = out / "track"
     imu = ", up from a simulated IMU" if args.up == "sim-imu" else ""
     print(f"[2/2] tracking it (masks corrupted like a segmenter's{imu}) into {track_dir}")
-    summary = run_tracking(data, args.robot, track_dir, options=TrackOptions(corrupt_masks=True, up=args.up))
+    ground = args.up != "none"  # a tripod's height is fixed; a moving camera's is followed over the ground
+    options = TrackOptions(corrupt_masks=True, up=args.up, static_camera=ground and args.scene == "static",
+                           track_ground=ground and args.scene != "static")
+    summary = run_tracking(data, args.robot, track_dir, options=options)
     print()
     print("outputs:")
     for name in ("video.mp4", "contact_sheet.png", "truth.jsonl"):

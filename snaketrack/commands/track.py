@@ -318,7 +318,8 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
             raise InputError(f"--max-frames {options.max_frames}; expected a positive number of frames")
         n_total = min(n_total, options.max_frames) if n_total else options.max_frames
     out.mkdir(parents=True, exist_ok=True)
-    extra = (["iou_truth"] if has_truth_masks else []) + ["iou_no_offset"]
+    extra = (["iou_truth"] if has_truth_masks else []) + ["iou_no_offset"] + \
+        (["camera_height_ratio"] if options.track_ground else [])
     writer = TrackWriter(out / "track.csv", robot.dof, extra)
     video = OverlayVideo(out / "overlay.mp4", frames.fps, width, height) if options.video else None
     it = iter(frames)
@@ -332,7 +333,7 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
     hide = options.hide
     hold = ReadingHold(tracker, options.hold_frames)
 
-    def emit(state, i: int, rgb: np.ndarray, mask: np.ndarray) -> None:
+    def emit(state, i: int, rgb: np.ndarray, mask: np.ndarray, ground_ratio: Optional[float] = None) -> None:
         """Write one finished frame: its track.csv row and overlay frame."""
         row_extra: dict[str, Any] = {"frame": i, "t": i / frames.fps}  # the source's numbering
         # the model's own silhouette (no edge offset): iou_no_offset, iou_truth, overlay
@@ -340,6 +341,8 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
         with torch.no_grad():
             rendered = renderer.full_image(torch.as_tensor(x, dtype=torch.float64)[None])[0].numpy() > 0.5
         row_extra["iou_no_offset"] = mask_iou(rendered, mask > 0) if mask.any() else float("nan")
+        if options.track_ground:
+            row_extra["camera_height_ratio"] = float("nan") if ground_ratio is None else ground_ratio
         if has_truth_masks:
             tm = undistort.mask(frames.truth_mask(i))
             row_extra["iou_truth"] = mask_iou(rendered, tm)
@@ -369,7 +372,8 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
                 state = tracker.start(mask, **kw) if n == 0 else tracker.step(mask, **kw)
                 if n == 0 and state is None:  # a start() that does not report a state
                     raise InputError("tracker.start returned no state")
-                done = hold.push(state, mask, kw.get("up"), payload=(i, rgb, mask), ground=kw.get("ground"))
+                done = hold.push(state, mask, kw.get("up"), payload=(i, rgb, mask, kw.get("ground")),
+                                 ground=kw.get("ground"))
                 track_time += time.perf_counter() - t0
                 for st, payload in done:
                     emit(st, *payload)

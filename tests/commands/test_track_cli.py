@@ -334,3 +334,7 @@ def test_track_ground_needs_up_and_a_moving_camera(dataset, tmp_path, capsys):
                           "--out", tmp_path / "g3"], capsys)
     assert code == 0, err
     assert json.loads((tmp_path / "g3" / "summary.json").read_text())["track_ground"] is True
+    from snaketrack.io import read_csv_columns
+
+    ratio = np.asarray(read_csv_columns(tmp_path / "g3" / "track.csv")["camera_height_ratio"], float)
+    assert len(ratio) == 6 and ratio[0] == 1.0 and np.all(np.isfinite(ratio))  # relative to the first frame

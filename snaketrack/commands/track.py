@@ -369,8 +369,6 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
                 kw = {"up": up_source(i)} if up_source is not None else {}
                 if ground is not None:
                     kw["ground"] = ground.step(cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY), kw["up"], mask > 0)
-                    if kw["up"] is not None and ground.config.up_bias_baseline > 0:
-                        kw["up"] = ground.corrected(kw["up"])  # the tracker measures heights along the same up
                 state = tracker.start(mask, **kw) if n == 0 else tracker.step(mask, **kw)
                 if n == 0 and state is None:  # a start() that does not report a state
                     raise InputError("tracker.start returned no state")

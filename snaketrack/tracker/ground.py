@@ -37,7 +37,6 @@ RANSAC drops them.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Optional
 
@@ -92,13 +91,6 @@ class GroundConfig:
         the camera's height changes steadily, but one that swings within a
         second lags (±11 % over 2.6 s: 3.5 % behind). 20 frames kept by rule
         H2 (docs/tracker.md): eight fresh clips, base 0.0210 → 0.0165 m.
-    up_bias_baseline: the IMU's up direction is corrected by its mean
-        difference from the ground's normal that the homography shows
-        (``cv2.decomposeHomographyMat``), taken from the frames whose
-        translation from their keyframe is at least this fraction of the
-        camera's height (0: no correction). A fixed tilt of the up direction
-        turns the camera's sideways motion into height (handheld-planar-s0:
-        1.3 % with the sim IMU's 1° bias, 0.03 % without).
     """
 
     max_corners: int = 400
@@ -111,7 +103,6 @@ class GroundConfig:
     min_inliers: int = 40
     renew_fraction: float = 0.5
     smooth_frames: int = 20
-    up_bias_baseline: float = 0.1
 
 
 class GroundTracker:
@@ -139,7 +130,6 @@ class GroundTracker:
         self.ref_height = 1.0  # D of the keyframe
         self.height: Optional[float] = None  # D of the last frame measured (smoothed)
         self.raw: list[tuple[int, float]] = []  # (frame, measured D), the last smooth_frames
-        self.bias_sum, self.bias_n = np.zeros(3), 0  # ground normal − IMU up, summed over samples
         self.frame = -1
         self.n_ref = 0
         self.keyframes = 0
@@ -200,10 +190,8 @@ class GroundTracker:
             if len(self.cur_pts) >= c.min_inliers:
                 H, inl = cv2.findHomography(self.ref_pts, self.cur_pts, cv2.RANSAC, c.ransac_px)
                 if H is not None and inl is not None and int(inl.sum()) >= c.min_inliers:
-                    self._bias_sample(H)
                     try:
-                        self._measured(self.ref_height * height_ratio(H, self.K, self.corrected(self.ref_up),
-                                                                      self.corrected(up)))
+                        self._measured(self.ref_height * height_ratio(H, self.K, self.ref_up, up))
                         measured = True
                     except InputError:
                         pass
@@ -211,33 +199,6 @@ class GroundTracker:
         if not measured or len(self.cur_pts) < max(2 * c.min_inliers, c.renew_fraction * self.n_ref):
             self._new_keyframe(gray, up, robot_mask, self.height if self.height is not None else 1.0)
         return self.height
-
-    @property
-    def up_bias(self) -> np.ndarray:
-        """(3,) the mean of (ground normal − IMU up) in the camera frame so far (zeros before a sample)."""
-        return self.bias_sum / self.bias_n if self.bias_n else np.zeros(3)
-
-    def corrected(self, up: np.ndarray) -> np.ndarray:
-        """The IMU's up direction (3,) corrected by :attr:`up_bias`, unit length."""
-        u = np.asarray(up, float) + self.up_bias
-        return u / np.linalg.norm(u)
-
-    def _bias_sample(self, H: np.ndarray) -> None:
-        """Add the ground normal of homography ``H`` (keyframe → now) against the keyframe's IMU up."""
-        import cv2
-
-        if self.config.up_bias_baseline <= 0:
-            return
-        n, _, Ts, Ns = cv2.decomposeHomographyMat(H, self.K)
-        if n == 0:
-            return
-        j = max(range(n), key=lambda k: abs(float(Ns[k].ravel() @ self.ref_up)))
-        normal = Ns[j].ravel() / np.linalg.norm(Ns[j])
-        normal = normal * np.sign(normal @ self.ref_up)
-        # the baseline must be long enough for the normal to be seen, and the candidate must be the ground's
-        if np.linalg.norm(Ts[j]) >= self.config.up_bias_baseline and normal @ self.ref_up > math.cos(math.radians(10)):
-            self.bias_sum += normal - self.ref_up
-            self.bias_n += 1
 
     def _measured(self, d: float) -> None:
         """Take a raw height measurement of this frame; ``height`` becomes the smoothed value."""

@@ -240,10 +240,6 @@ class TrackOptions:
 #: 0.028 m against 0.020 with 30; docs/tracker.md, "The camera's height over the ground").
 MOVING_GROUND_MIN_FRAMES = 30
 
-#: A fixed camera's ground prior tightens to 0.01 m after 60 tracked frames, its centre leaving out the first
-#: 30 (``TrackerConfig.ground_tighten_after``; rule T, docs/tracker.md).
-STATIC_GROUND = {"ground_tighten_after": 60, "ground_tight_prior_m": 0.01, "ground_skip_frames": 30}
-
 
 def make_tracker(robot, camera, fps: float, refine_steps: Optional[int] = None, static_camera: bool = False,
                  track_ground: bool = False):
@@ -258,7 +254,7 @@ def make_tracker(robot, camera, fps: float, refine_steps: Optional[int] = None, 
     if refine_steps is not None:
         config = replace(config, refine=replace(config.refine, steps=int(refine_steps)))
     if static_camera:
-        config = replace(config, ground_window=-1, **STATIC_GROUND)
+        config = replace(config, ground_window=-1)
     if track_ground:
         config = replace(config, ground_window=-1, ground_min_frames=MOVING_GROUND_MIN_FRAMES)
     return Tracker(robot, camera.K, camera.width, camera.height, fps=fps, config=config)

@@ -151,15 +151,6 @@ class TrackerConfig:
         0.18 m); a robust line through the recent heights (Theil–Sen) and a
         constant-velocity filter on them followed the track's own drift
         (handheld arcsnake lost, 14 m and 4.4 m).
-    ground_tighten_after, ground_tight_prior_m, ground_skip_frames: once
-        ``ground_tighten_after`` frames are tracked (0: never), the ground
-        prior's std becomes ``ground_tight_prior_m`` [m], and its centre (with
-        ``ground_window`` −1) leaves out the first ``ground_skip_frames``
-        tracked heights: the first frames' depth is the least settled (the
-        first search, a reading turned round), and a tight prior centred on
-        them keeps their error (static-arcsnake-s2 with 0.01 m from the
-        start: 0.025 → 0.072 m). ``snaketrack track --static-camera`` sets
-        60, 0.01, 30 (rule T, docs/tracker.md).
     warmup_frames, warmup_iou, warmup_margin: after the first frame, while
         no frame's fit has reached ``warmup_iou`` against its mask and for at
         most ``warmup_frames`` frames, the search runs again on each new mask
@@ -210,9 +201,6 @@ class TrackerConfig:
     wave_threshold: float = 0.35
     warmup_keep_reading: bool = True
     depth_anchor: str = "centre"
-    ground_tighten_after: int = 0
-    ground_tight_prior_m: float = 0.01
-    ground_skip_frames: int = 0
 
     def __post_init__(self):
         if self.model not in ("visual", "capsules"):
@@ -241,7 +229,6 @@ class Tracker:
                                            SilhouetteSettings(sigma_px=config.refine.sigma_px))
         self.layout: StateLayout = self.renderer.layout
         self.refiner = Refiner(self.renderer, config.refine)
-        self._tight: Optional[Refiner] = None  # the tighter ground prior's refiner, made when first needed
         oop = config.init_out_of_plane_prior_rad
         self.search_refiner = self.refiner if oop is None else \
             Refiner(self.renderer, replace(config.refine, out_of_plane_prior_rad=float(oop)))
@@ -346,7 +333,7 @@ class Tracker:
             res = self._wide_refiner().refine(pred, obs, steps=cfg.init_refine_steps, up=self.up)
             res = self.refiner.refine(res.x, obs, offset0=res.offset_px, steps=4, up=self.up)
         else:
-            res = self._ground_refiner().refine(pred, obs, offset0=b0, up=self.up, height=self._ground_height())
+            res = self.refiner.refine(pred, obs, offset0=b0, up=self.up, height=self._ground_height())
         reinit = False
         if res.iou < cfg.reacquire_iou or (was_lost and res.iou < cfg.reacquired_iou):
             # while tracking, keep the track's reading of the chain (tail vs head): a silhouette barely
@@ -405,22 +392,8 @@ class Tracker:
         if self.up is None or cfg.ground_window == 0 or len(self.heights) < cfg.ground_min_frames:
             return None
         g = ground if ground is not None else (1.0 if self.ground is None else self.ground)
-        hs = self.heights[-cfg.ground_window:] if cfg.ground_window > 0 else self.heights
-        if cfg.ground_window < 0 and len(hs) >= cfg.ground_skip_frames + cfg.ground_min_frames:
-            hs = hs[cfg.ground_skip_frames:]  # the first frames' depth is the least settled
-        c = np.median(hs)
+        c = np.median(self.heights[-cfg.ground_window:] if cfg.ground_window > 0 else self.heights)
         return float(self._axis_height + g * c)
-
-    def _ground_refiner(self) -> Refiner:
-        """The refiner of tracked frames: with ``ground_tighten_after``, once that many frames are tracked,
-        the one whose ground prior has std ``ground_tight_prior_m``."""
-        n = self.config.ground_tighten_after
-        if n > 0 and len(self.heights) >= n:
-            if self._tight is None:
-                self._tight = Refiner(self.renderer, replace(self.config.refine,
-                                                             height_prior_m=self.config.ground_tight_prior_m))
-            return self._tight
-        return self.refiner
 
     def _set_ground(self, ground) -> None:
         if ground is None:
@@ -471,7 +444,7 @@ class Tracker:
         xf = flip_pose(self.robot, self.layout, x)
         height = self._ground_height(ground)
         alt = self._wide_refiner().refine(xf, obs, steps=self.config.init_refine_steps, up=up, height=height)
-        return self._ground_refiner().refine(alt.x, obs, offset0=alt.offset_px, steps=4, up=up, height=height)
+        return self.refiner.refine(alt.x, obs, offset0=alt.offset_px, steps=4, up=up, height=height)
 
     def reread(self, state: TrackState, mask, up=None, ground: Optional[float] = None) -> TrackState:
         """A past frame's state read from the other end: its pose flipped (reading.flip_pose) and, when

@@ -20,6 +20,12 @@ The up direction (``start``/``step``'s ``up``, from an IMU;
 :mod:`snaketrack.tracker.gravity`) is optional. Without it a thin robot's
 plane may tilt while it slides in depth and its edge offset erodes (the
 silhouette hardly changes); with it the plane is held to the ground.
+With ``ground_window`` the base is also held to the ground's height: on a
+fixed camera the median of the track's heights; on a moving one the same
+per unit of the camera's height over the ground, which ``start``/``step``
+take as ``ground`` (relative to the first frame;
+:class:`snaketrack.tracker.ground.GroundTracker` measures it from the
+frames).
 
 First frame without a given pose (:meth:`Tracker.initialise`): the mask's
 largest component is skeletonised and its longest path taken as the

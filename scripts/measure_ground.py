@@ -1,0 +1,76 @@
+"""How well the ground tracker follows the camera's height, against a synthetic dataset's truth.
+
+For each dataset (``snaketrack sim video``; frames, masks, ``truth.jsonl``
+with the camera's pose), runs :class:`snaketrack.tracker.ground.GroundTracker`
+on the frames with the simulated IMU's up direction
+(:func:`snaketrack.tracker.gravity.simulated_imu`, bias and noise settable)
+and the truth masks as the robot's pixels, and compares the height ratio
+it returns with the truth's camera height over the ground (z = 0) relative
+to the first frame. Prints one JSON line per dataset and a JSON object
+last: relative error mean and max |.|, the last frame's error, keyframes,
+and ms per frame.
+
+    .venv/bin/python scripts/measure_ground.py /work/data/handheld-planar-s0 /work/data/drone-planar-s15 \\
+        [--imu-bias-deg 1.0 --imu-noise-deg 0.5] [--smooth-frames 20]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from snaketrack.datasets.layout import Dataset
+from snaketrack.io import read_json
+from snaketrack.tracker.ground import GroundConfig, GroundTracker
+from snaketrack.tracker.gravity import simulated_imu
+
+
+def measure(path: Path, bias_deg: float, noise_deg: float, config: GroundConfig) -> dict:
+    meta = read_json(path / "meta.json")
+    truth = [json.loads(line) for line in (path / "truth.jsonl").read_text().splitlines() if line.strip()]
+    up = simulated_imu(truth, int(meta.get("seed", 0)), bias_deg, noise_deg)
+    ds = Dataset(path)
+    tracker = GroundTracker(np.array(meta["K"], float), config)
+    heights, t_total = [], 0.0
+    for i in range(min(len(ds), len(truth))):
+        gray = cv2.cvtColor(ds.frame(i), cv2.COLOR_RGB2GRAY)
+        mask = ds.mask(i) > 0
+        t0 = time.perf_counter()
+        heights.append(tracker.step(gray, up(i), mask))
+        t_total += time.perf_counter() - t0
+    z = np.array([row["camera_position_world"][2] for row in truth[:len(heights)]])
+    err = np.array(heights, float) / (z / z[0]) - 1.0
+    return {"dataset": str(path), "frames": len(heights), "rel_err_mean": float(np.nanmean(err)),
+            "rel_err_max_abs": float(np.nanmax(np.abs(err))), "rel_err_last": float(err[-1]),
+            "true_ratio_min": float((z / z[0]).min()), "true_ratio_max": float((z / z[0]).max()),
+            "keyframes": tracker.keyframes, "ms_per_frame": 1000.0 * t_total / max(1, len(heights))}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("datasets", nargs="+", type=Path)
+    ap.add_argument("--imu-bias-deg", type=float, default=1.0)
+    ap.add_argument("--imu-noise-deg", type=float, default=0.5)
+    ap.add_argument("--smooth-frames", type=int, default=None, help="GroundConfig.smooth_frames (default: its own)")
+    args = ap.parse_args(argv)
+    config = GroundConfig() if args.smooth_frames is None else replace(GroundConfig(), smooth_frames=args.smooth_frames)
+    rows = []
+    for path in args.datasets:
+        row = measure(path, args.imu_bias_deg, args.imu_noise_deg, config)
+        rows.append(row)
+        print(json.dumps(row), file=sys.stderr)
+    print(json.dumps({"imu_bias_deg": args.imu_bias_deg, "imu_noise_deg": args.imu_noise_deg,
+                      "smooth_frames": config.smooth_frames,
+                      "mean_abs_rel_err_mean": float(np.mean([abs(r["rel_err_mean"]) for r in rows])),
+                      "per_dataset": {Path(r["dataset"]).name: r for r in rows}}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

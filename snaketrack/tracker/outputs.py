@@ -294,7 +294,8 @@ def tracking_metrics(
 def plot_tracking(track: dict[str, np.ndarray], truth: Optional[Sequence[dict]], n_joints: int,
                   out_dir: str | os.PathLike, fps: float = 30.0, joint_names: Optional[Sequence[str]] = None
                   ) -> list[Path]:
-    """Write ``joint_angles.png`` and ``base_position.png`` (estimate, and truth when given); returns the paths."""
+    """Write ``joint_angles.png`` and ``base_position.png`` (estimate, and truth when given), and with a
+    ``camera_height_ratio`` column (``--track-ground``) ``camera_height.png``; returns the paths."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -352,4 +353,24 @@ def plot_tracking(track: dict[str, np.ndarray], truth: Optional[Sequence[dict]],
     fig.suptitle("base position in the camera frame")
     fig.tight_layout()
     save(fig, "base_position.png")
+
+    if "camera_height_ratio" in track:  # --track-ground: the camera's height the ground tracker followed
+        ratio = np.asarray(track["camera_height_ratio"], float)
+        fig, ax = plt.subplots(figsize=(7, 2.8))
+        ax.plot(t, ratio, color="tab:green", lw=1.2, label="ground tracker")
+        z = [r.get("camera_position_world", [np.nan] * 3)[2] for r in _truth_rows(truth, tr["frame"])] \
+            if truth else []
+        if len(z) and np.isfinite(z[0]) and z[0] > 0:
+            ax.plot(t, np.asarray(z, float) / z[0], color="k", lw=1.0, ls="--", label="truth")
+        ax.set_ylabel("height / first frame's")
+        ax.set_xlabel("time [s]")
+        ax.legend(fontsize=8)
+        fig.suptitle("the camera's height over the ground")
+        fig.tight_layout()
+        save(fig, "camera_height.png")
     return paths
+
+
+def _truth_rows(truth: Sequence[dict], frames: np.ndarray) -> list[dict]:
+    by_frame = {int(r.get("frame", i)): r for i, r in enumerate(truth)}
+    return [by_frame.get(int(f), {}) for f in frames]

@@ -94,6 +94,10 @@ def test_plots_are_written(tmp_path):
         img = cv2.imread(str(x))
         assert img is not None and img.shape[0] > 200
     assert len(plot_tracking(read_csv_columns(p), None, J, tmp_path / "p2")) == 2
+    track = dict(read_csv_columns(p), camera_height_ratio=np.linspace(1.0, 1.1, len(truth)))
+    truth_cam = [dict(r, camera_position_world=[0.0, 0.0, 1.5 + 0.01 * i]) for i, r in enumerate(truth)]
+    paths = plot_tracking(track, truth_cam, J, tmp_path / "p3")
+    assert [x.name for x in paths][-1] == "camera_height.png" and cv2.imread(str(paths[-1])) is not None
 
 
 def test_link_axes_and_projection():

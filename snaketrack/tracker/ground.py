@@ -144,12 +144,12 @@ class GroundTracker:
             keep[cv2.dilate(np.asarray(robot_mask, np.uint8), k) > 0] = 0
         return keep
 
-    def _new_keyframe(self, gray, up, robot_mask, height: float) -> None:
+    def _new_keyframe(self, gray, up, keep: np.ndarray, height: float) -> None:
+        """Corners of ``gray`` where ``keep`` (the ground away from the robot, :meth:`_exclusion`) is set."""
         import cv2
 
         c = self.config
-        pts = cv2.goodFeaturesToTrack(gray, c.max_corners, c.quality, c.min_distance_px,
-                                      mask=self._exclusion(gray.shape, robot_mask))
+        pts = cv2.goodFeaturesToTrack(gray, c.max_corners, c.quality, c.min_distance_px, mask=keep)
         pts = np.zeros((0, 2), np.float32) if pts is None else pts.reshape(-1, 2).astype(np.float32)
         self.ref_pts, self.cur_pts = pts, pts.copy()
         self.ref_up, self.ref_height, self.n_ref = np.asarray(up, float), float(height), len(pts)
@@ -167,9 +167,10 @@ class GroundTracker:
         up = np.asarray(up, float)
         c = self.config
         self.frame += 1
+        keep = self._exclusion(gray.shape, robot_mask)
         if self.prev is None or self.prev.shape != gray.shape:
             base = 1.0 if self.height is None else self.height
-            self._new_keyframe(gray, up, robot_mask, base)
+            self._new_keyframe(gray, up, keep, base)
             self.prev, self.height = gray, base
             return self.height
         measured = False
@@ -180,12 +181,9 @@ class GroundTracker:
             nxt = nxt.reshape(-1, 2)
             h, w = gray.shape
             inside = (nxt[:, 0] >= 0) & (nxt[:, 0] < w - 1) & (nxt[:, 1] >= 0) & (nxt[:, 1] < h - 1)
-            ok &= inside
-            if robot_mask is not None and np.any(robot_mask):
-                excl = self._exclusion(gray.shape, robot_mask)
-                xi = np.clip(nxt[:, 0].round().astype(int), 0, w - 1)
-                yi = np.clip(nxt[:, 1].round().astype(int), 0, h - 1)
-                ok &= excl[yi, xi] > 0
+            xi = np.clip(nxt[:, 0].round().astype(int), 0, w - 1)
+            yi = np.clip(nxt[:, 1].round().astype(int), 0, h - 1)
+            ok &= inside & (keep[yi, xi] > 0)  # tracks the robot or its margin has covered are dropped
             self.ref_pts, self.cur_pts = self.ref_pts[ok], nxt[ok]
             if len(self.cur_pts) >= c.min_inliers:
                 H, inl = cv2.findHomography(self.ref_pts, self.cur_pts, cv2.RANSAC, c.ransac_px)
@@ -197,7 +195,7 @@ class GroundTracker:
                         pass
         self.prev = gray
         if not measured or len(self.cur_pts) < max(2 * c.min_inliers, c.renew_fraction * self.n_ref):
-            self._new_keyframe(gray, up, robot_mask, self.height if self.height is not None else 1.0)
+            self._new_keyframe(gray, up, keep, self.height if self.height is not None else 1.0)
         return self.height
 
     def _measured(self, d: float) -> None:
@@ -207,5 +205,5 @@ class GroundTracker:
             self.height = float(d)
             return
         f, v = np.array(self.raw).T
-        slope, icpt = np.polyfit(f - self.frame, v, 1)
-        self.height = float(icpt)
+        _, now = np.polyfit(f - self.frame, v, 1)  # the line's value at this frame
+        self.height = float(now)

@@ -217,8 +217,12 @@ def _track_arrays(track: dict[str, np.ndarray], n_joints: int) -> dict[str, np.n
             "status": np.asarray(track["status"]).astype(str)}
 
 
+def _truth_by_frame(truth: Sequence[dict]) -> dict[int, dict]:
+    return {int(r.get("frame", i)): r for i, r in enumerate(truth)}
+
+
 def _truth_arrays(truth: Sequence[dict], frames: np.ndarray, n_joints: int) -> dict[str, np.ndarray]:
-    by_frame = {int(r.get("frame", i)): r for i, r in enumerate(truth)}
+    by_frame = _truth_by_frame(truth)
     missing = [int(f) for f in frames if int(f) not in by_frame]
     if missing:
         raise FileFormatError(f"truth.jsonl: no record for frame {missing[0]} of the track")
@@ -358,7 +362,8 @@ def plot_tracking(track: dict[str, np.ndarray], truth: Optional[Sequence[dict]],
         ratio = np.asarray(track["camera_height_ratio"], float)
         fig, ax = plt.subplots(figsize=(7, 2.8))
         ax.plot(t, ratio, color="tab:green", lw=1.2, label="ground tracker")
-        z = [r.get("camera_position_world", [np.nan] * 3)[2] for r in _truth_rows(truth, tr["frame"])] \
+        rows = _truth_by_frame(truth) if truth else {}
+        z = [rows.get(int(f), {}).get("camera_position_world", [np.nan] * 3)[2] for f in tr["frame"]] \
             if truth else []
         if len(z) and np.isfinite(z[0]) and z[0] > 0:
             ax.plot(t, np.asarray(z, float) / z[0], color="k", lw=1.0, ls="--", label="truth")
@@ -370,7 +375,3 @@ def plot_tracking(track: dict[str, np.ndarray], truth: Optional[Sequence[dict]],
         save(fig, "camera_height.png")
     return paths
 
-
-def _truth_rows(truth: Sequence[dict], frames: np.ndarray) -> list[dict]:
-    by_frame = {int(r.get("frame", i)): r for i, r in enumerate(truth)}
-    return [by_frame.get(int(f), {}) for f in frames]

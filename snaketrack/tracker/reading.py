@@ -131,17 +131,12 @@ class ReadingHold:
         if self.tracker.flips != self.flips:
             self.flips = self.tracker.flips
             # turned round: the held frames were read backwards too
-            self.held = [(self._reread(s, m, u, g), m, u, p, g) for s, m, u, p, g in self.held]
+            self.held = [(self.tracker.reread(s, m, u, ground=g), m, u, p, g) for s, m, u, p, g in self.held]
             self.reread_frames += len(self.held)
         self.held.append((state, mask, up, payload, ground))
         if self.tracker.reading_settled or len(self.held) >= self.max_hold:
             return self.flush()
         return []
-
-    def _reread(self, state, mask, up, ground):
-        if ground is None:  # a tracker without a ground input (a stand-in) is called as before
-            return self.tracker.reread(state, mask, up)
-        return self.tracker.reread(state, mask, up, ground=ground)
 
     def flush(self) -> list[tuple]:
         """Release everything held; later frames pass at once."""

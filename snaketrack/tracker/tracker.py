@@ -234,6 +234,8 @@ class Tracker:
         self.renderer = SilhouetteRenderer(robot, K, width, height, model,
                                            SilhouetteSettings(sigma_px=config.refine.sigma_px))
         self.layout: StateLayout = self.renderer.layout
+        # the link axes' height over the ground [m] of a robot lying on it: the mean link radius
+        self.axis_height = float(np.mean([link.radius for link in robot.links]))
         self.refiner = Refiner(self.renderer, config.refine)
         oop = config.init_out_of_plane_prior_rad
         self.search_refiner = self.refiner if oop is None else \
@@ -266,7 +268,7 @@ class Tracker:
         # tracked frames' base heights along up, less the axis's height over the ground, per unit of the
         # camera's height (``ground``): −(camera height at the first frame) [m], the same on every frame
         self.heights: list[float] = []
-        self.ground: Optional[float] = None  # this frame's camera height over the ground / the first frame's
+        self.ground = 1.0  # this frame's camera height over the ground / the first frame's
         self.good: Optional[tuple[int, np.ndarray]] = None  # (frame, pose) of the last well-fitting frame
 
     def _check_mask(self, mask) -> np.ndarray:
@@ -379,15 +381,9 @@ class Tracker:
             return self.good[1]
         return pred
 
-    @property
-    def _axis_height(self) -> float:
-        """The link axes' height over the ground [m] of a robot lying on it: the mean link radius."""
-        return float(np.mean([link.radius for link in self.robot.links]))
-
     def _height_sample(self, x: np.ndarray) -> float:
         """Pose ``x``'s entry of ``heights``: (up · base − axis height) / ground ratio [m]."""
-        g = 1.0 if self.ground is None else self.ground
-        return (float(self.up @ x[self.layout.dim - 3:]) - self._axis_height) / g
+        return (float(self.up @ x[self.layout.dim - 3:]) - self.axis_height) / self.ground
 
     def _ground_height(self, ground: Optional[float] = None) -> Optional[float]:
         """The base's height along up [m] that the ground prior holds (``ground_window``), or None.
@@ -397,9 +393,9 @@ class Tracker:
         cfg = self.config
         if self.up is None or cfg.ground_window == 0 or len(self.heights) < cfg.ground_min_frames:
             return None
-        g = ground if ground is not None else (1.0 if self.ground is None else self.ground)
+        g = self.ground if ground is None else ground
         c = np.median(self.heights[-cfg.ground_window:] if cfg.ground_window > 0 else self.heights)
-        return float(self._axis_height + g * c)
+        return float(self.axis_height + g * c)
 
     def _set_ground(self, ground) -> None:
         if ground is None:

@@ -148,7 +148,7 @@ class TurningOracle(OracleTracker):
             self.flips, self.reading_settled, self.dbase = 1, True, np.zeros(3)
         return super().step(mask, up)
 
-    def reread(self, state, mask, up=None):
+    def reread(self, state, mask, up=None, ground=None):
         self.reread_calls.append(state.frame)
         q, base = _pose(self.robot, state.frame)
         return TrackState(frame=state.frame, t=state.t, q=q, base_quat=state.base_quat, base_position=base,

@@ -176,9 +176,6 @@ class RefineConfig:
     far_px: float = 4.0
     far_weight: float = 0.0
     height_prior_m: float = 0.02
-    contact_prior_m: float = 0.0
-    penetration_m: float = 0.003
-    contact_softness_m: float = 0.005
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -434,37 +431,6 @@ class Refiner:
 
         w_h = 0.0 if height is None or cfg.height_prior_m <= 0 else 1.0 / cfg.height_prior_m ** 2
 
-        nb = self.robot.n_links
-        rb = self._radii[:nb]
-
-        def contact_terms(theta, R_ref):
-            """Ground contact (experiment, not adopted): the body's lowest point on the ground plane
-            up·X = height (soft-min, std contact_prior_m) and no point below it (std penetration_m)."""
-            pts, G = self._points_and_jac(theta, R_ref)
-            P = pts[:nb].reshape(-1, 3)  # (2N, 3) body capsule end points
-            Gp = G[:nb].reshape(-1, 3, G.shape[-1])  # (2N, 3, D)
-            r2 = torch.repeat_interleave(rb, 2)
-            h = P @ up_t - r2 - height  # (2N,)
-            dh = torch.einsum("i,kid->kd", up_t, Gp)  # (2N, D)
-            tau = cfg.contact_softness_m
-            wts = torch.softmax(-h / tau, 0)
-            hmin = -tau * torch.logsumexp(-h / tau, 0)
-            jmin = wts @ dh
-            Hc = torch.zeros(nP, nP, dtype=torch.float64)
-            gc = torch.zeros(nP, dtype=torch.float64)
-            wc = 1.0 / cfg.contact_prior_m ** 2
-            Hc[:D, :D] += wc * torch.outer(jmin, jmin)
-            gc[:D] += wc * hmin * jmin
-            cost = wc * float(hmin) ** 2
-            pen = h < 0
-            if pen.any():
-                wp = 1.0 / cfg.penetration_m ** 2
-                Jp = dh[pen]
-                Hc[:D, :D] += wp * Jp.T @ Jp
-                gc[:D] += wp * Jp.T @ h[pen]
-                cost += wp * float((h[pen] ** 2).sum())
-            return Hc, gc, cost
-
         def up_terms(theta, R_ref):
             """Gauss–Newton terms (H, g, cost) of ‖z_b − up‖²/σ² with z_b the base's z axis, plus the
             ground-height prior (up·t − height)²/σ_h² on the base's translation t."""
@@ -473,11 +439,7 @@ class Refiner:
             if up_t is None:
                 return Hu, gu, 0.0
             ch = 0.0
-            if w_h > 0 and cfg.contact_prior_m > 0:
-                Hc, gc, ch = contact_terms(theta, R_ref)
-                Hu = Hu + Hc
-                gu = gu + gc
-            elif w_h > 0:
+            if w_h > 0:
                 e = float(up_t @ theta[J + 3:D]) - height
                 Hu[J + 3:D, J + 3:D] = w_h * torch.outer(up_t, up_t)
                 gu[J + 3:D] = w_h * e * up_t

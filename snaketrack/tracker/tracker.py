@@ -383,15 +383,6 @@ class Tracker:
 
     def _height_sample(self, x: np.ndarray) -> float:
         """Pose ``x``'s entry of ``heights``: (up · base − axis height) / ground ratio [m]."""
-        if self.config.refine.contact_prior_m > 0:  # experiment: the lowest body point's height
-            J = self.layout.n_joints
-            from snaketrack.models.rotations import axis_angle_to_matrix
-            from snaketrack.tracker.refine import point_jacobian
-            P, _ = point_jacobian(self.robot, self.renderer.model, torch.as_tensor(x[:J]),
-                                  axis_angle_to_matrix(torch.as_tensor(x[J:J + 3])), torch.as_tensor(x[J + 3:]))
-            nb = self.robot.n_links
-            r = np.repeat(np.asarray(self.renderer.model.radius[:nb], float), 2)
-            return float((P[:nb].reshape(-1, 3).numpy() @ self.up - r).min()) / self.ground
         return (float(self.up @ x[self.layout.dim - 3:]) - self.axis_height) / self.ground
 
     def _ground_height(self, ground: Optional[float] = None) -> Optional[float]:
@@ -404,7 +395,7 @@ class Tracker:
             return None
         g = self.ground if ground is None else ground
         c = np.median(self.heights[-cfg.ground_window:] if cfg.ground_window > 0 else self.heights)
-        return float((0.0 if cfg.refine.contact_prior_m > 0 else self.axis_height) + g * c)
+        return float(self.axis_height + g * c)
 
     def _set_ground(self, ground) -> None:
         if ground is None:

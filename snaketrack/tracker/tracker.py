@@ -186,6 +186,7 @@ class TrackerConfig:
     offset_warm_start: bool = False
     ground_window: int = 0
     ground_min_frames: int = 5
+    ground_min_iou: float = 0.0
     init_refine_steps: int = 30
     init_candidates: int = 5
     init_sigma_schedule: tuple[float, ...] = (4.0, 4.0, 2.0, 2.0, 1.0, 1.0)
@@ -309,7 +310,7 @@ class Tracker:
         self.filter.initialise(x)
         if res is not None and res.iou >= self.config.reading_ref_iou:
             self.good = (0, np.array(x, float))
-        if self.up is not None:
+        if self.up is not None and (res is None or res.iou >= self.config.ground_min_iou):
             self.heights.append(self._height_sample(x))
         return self._record(x, t, res, "tracked")
 
@@ -368,7 +369,7 @@ class Tracker:
             self.filter.set_refined(res.x)
         if cfg.wave_check:
             res = self._check_reading(res, obs)
-        if self.up is not None:
+        if self.up is not None and res.iou >= cfg.ground_min_iou:
             self.heights.append(self._height_sample(res.x))
         if res.iou >= cfg.reading_ref_iou:
             self.good = (self.frame, np.array(res.x, float))

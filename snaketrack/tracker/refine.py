@@ -246,11 +246,6 @@ class RefineResult:
     covariance: (D, D) Gauss–Newton covariance of the pose vector (LM;
         residual variance × (JᵀJ + prior)⁻¹), or None;
     iterations: iterations run.
-    probe_translation: (3,) the base translation [m] one Gauss–Newton step from the fit
-        on the cost without the priors on the translation (the prediction's and the
-        ground height's), the other parameters under their usual priors (LM; else None). It is what the
-        mask says about the depth at the fitted shape, free of the ground prior that the
-        tracker learns from the track itself (``TrackerConfig.ground_from_probe``).
     """
 
     x: np.ndarray
@@ -260,7 +255,6 @@ class RefineResult:
     covariance: Optional[np.ndarray] = None
     iterations: int = 0
     info: dict = field(default_factory=dict)
-    probe_translation: Optional[np.ndarray] = None
 
 
 class Refiner:
@@ -506,25 +500,6 @@ class Refiner:
                 if lam > 1e6:
                     break
         x = self.to_pose_vector(theta, R_ref, x0)
-        # the depth probe: one Gauss–Newton step from the fit on the cost without the priors on the
-        # base's translation (prediction and ground height): what the mask says about the translation
-        probe = None
-        try:
-            keep = Pi.clone()
-            keep[J + 3:D] = 0.0
-            dd = prior_terms(theta, R_ref, b)
-            Hq = lin["H"] + torch.diag(keep + Wb)
-            gq = lin["g"] + keep * dd + Wb * absolute(theta)
-            if up_t is not None:
-                zb = (axis_angle_to_matrix(theta[J:J + 3]) @ R_ref)[:, 2]
-                Jc = -torch.tensor([[0.0, -zb[2], zb[1]], [zb[2], 0.0, -zb[0]], [-zb[1], zb[0], 0.0]],
-                                   dtype=torch.float64)
-                Hq[J:J + 3, J:J + 3] += w_up * (Jc.T @ Jc)
-                gq[J:J + 3] += w_up * (Jc.T @ (zb - up_t))
-            st = -torch.linalg.solve(Hq, gq)
-            probe = (theta[J + 3:D] + st[J + 3:D]).numpy()
-        except RuntimeError:
-            pass
         sigma_f = cfg.sigma(it_done - 1) if it_done else cfg.sigma(0)
         cost, iou = self._cost_iou(lin["sil"], obs, lin["roi"])
         # covariance: residual variance × inverse information (pose part)
@@ -535,7 +510,7 @@ class Refiner:
             cov = (s2 * torch.linalg.inv(H))[:D, :D].numpy()
         except RuntimeError:
             cov = None
-        return RefineResult(x, b, cost, iou, cov, it_done, {"sigma": sigma_f, "lambda": lam}, probe)
+        return RefineResult(x, b, cost, iou, cov, it_done, {"sigma": sigma_f, "lambda": lam})
 
     def _coverage(self, pts: torch.Tensor, G: torch.Tensor, skel: np.ndarray, nP: int):
         """Gauss–Newton terms (H (nP, nP), g (nP,), cost) of the coverage term (``cover_weight``).

@@ -157,14 +157,6 @@ class TrackerConfig:
         0.18 m); a robust line through the recent heights (Theil–Sen) and a
         constant-velocity filter on them followed the track's own drift
         (handheld arcsnake lost, 14 m and 4.4 m).
-    ground_from_probe: the fixed camera's ground median is taken over the
-        heights of each fit's depth probe (``RefineResult.probe_translation``:
-        the base one Gauss–Newton step from the fit without the priors on its
-        translation) instead of the fits' own heights. The fits are pulled to
-        the median they feed, so a ground learnt from a few wrong first frames
-        held the track there for the whole clip (static-arcsnake-s29: the first
-        eleven frames 8 m deep, then 0.6–1.3 m off to the end); the probe's
-        heights follow the mask and are not held. Rule P, docs/tracker.md.
     warmup_frames, warmup_iou, warmup_margin: after the first frame, while
         no frame's fit has reached ``warmup_iou`` against its mask and for at
         most ``warmup_frames`` frames, the search runs again on each new mask
@@ -194,7 +186,6 @@ class TrackerConfig:
     offset_warm_start: bool = False
     ground_window: int = 0
     ground_min_frames: int = 5
-    ground_from_probe: bool = False
     init_refine_steps: int = 30
     init_candidates: int = 5
     init_sigma_schedule: tuple[float, ...] = (4.0, 4.0, 2.0, 2.0, 1.0, 1.0)
@@ -277,7 +268,6 @@ class Tracker:
         # tracked frames' base heights along up, less the axis's height over the ground, per unit of the
         # camera's height (``ground``): −(camera height at the first frame) [m], the same on every frame
         self.heights: list[float] = []
-        self.probe_heights: list[float] = []  # the same from each fit's depth probe (ground_from_probe)
         self.ground = 1.0  # this frame's camera height over the ground / the first frame's
         self.good: Optional[tuple[int, np.ndarray]] = None  # (frame, pose) of the last well-fitting frame
 
@@ -380,10 +370,6 @@ class Tracker:
             res = self._check_reading(res, obs)
         if self.up is not None:
             self.heights.append(self._height_sample(res.x))
-            if res.probe_translation is not None:
-                xp = np.array(res.x, float)
-                xp[self.layout.dim - 3:] = res.probe_translation
-                self.probe_heights.append(self._height_sample(xp))
         if res.iou >= cfg.reading_ref_iou:
             self.good = (self.frame, np.array(res.x, float))
         return self._record(res.x, t, res, "tracked")
@@ -408,9 +394,7 @@ class Tracker:
         if self.up is None or cfg.ground_window == 0 or len(self.heights) < cfg.ground_min_frames:
             return None
         g = self.ground if ground is None else ground
-        hs = self.probe_heights if cfg.ground_from_probe and len(self.probe_heights) >= cfg.ground_min_frames \
-            else self.heights
-        c = np.median(hs[-cfg.ground_window:] if cfg.ground_window > 0 else hs)
+        c = np.median(self.heights[-cfg.ground_window:] if cfg.ground_window > 0 else self.heights)
         return float(self.axis_height + g * c)
 
     def _set_ground(self, ground) -> None:

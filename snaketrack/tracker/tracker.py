@@ -194,6 +194,7 @@ class TrackerConfig:
     init_out_of_plane_prior_rad: Optional[float] = 0.15
     init_offset_guess: bool = True
     init_join_min_frac: float = 0.15
+    init_join_wide_gap: float = 0.0
     keep_reading: bool = True
     keep_reading_results: bool = True
     reading_ref_iou: float = 0.8
@@ -519,9 +520,20 @@ class Tracker:
     # -- initialisation -------------------------------------------------
     def initial_poses(self, mask: np.ndarray) -> list[np.ndarray]:
         """Candidate pose vectors (D,) from the mask's skeleton (see module doc)."""
-        path = mask_axis(mask, extend=True, join_min_frac=self.config.init_join_min_frac)
-        if path is None or len(path) < 3:
-            return []
+        cfg = self.config
+        paths = []
+        for gap in (0.5,) + ((cfg.init_join_wide_gap,) if cfg.init_join_wide_gap > 0.5 else ()):
+            path = mask_axis(mask, extend=True, join_min_frac=cfg.init_join_min_frac, join_max_gap=gap)
+            if path is not None and len(path) >= 3 and not any(
+                    len(p) == len(path) and np.allclose(p, path) for p in paths):
+                paths.append(path)
+        out = []
+        for path in paths:
+            out.extend(self._poses_from_path(path))
+        return out
+
+    def _poses_from_path(self, path: np.ndarray) -> list[np.ndarray]:
+        """Candidate pose vectors (D,) from one mask axis ``path`` (n, 2) [px] (see :meth:`initial_poses`)."""
         tail_ext, head_ext = self._end_extents()
         K = self.renderer.K.numpy()
         rays = np.linalg.solve(K, np.vstack([path[:, 0], path[:, 1], np.ones(len(path))])).T

@@ -112,6 +112,14 @@ class TrackerConfig:
     init_join_min_frac: the search's mask axis chains on other components of
         at least this fraction of the largest one's area (a segmentation hole
         cut frame 0 of the corrupted static planar mask in two; 0: largest only).
+    init_join_wide_gap: the search also lifts the mask's axis joined across
+        gaps up to this many times the path's length (the usual axis joins
+        gaps under 0.5; ≤ 0.5: off), when the two differ. A post and a
+        segmentation hole beside it cut static-arcsnake-s29's frame 0 in two;
+        one part lifted to the robot's length put it 8.3 m deep (true 2.5 m)
+        and the fixed camera's ground prior then held the track 0.6–1.3 m
+        off: base 1.08 → 0.051 m. Rule J (docs/tracker.md): eight fresh clips
+        unchanged.
     keep_reading: a search while tracking (not after a ``lost`` spell) tries
         only starts that read the chain as the track does (tail nearer the
         predicted tail than the predicted head); the body-wave check
@@ -194,7 +202,7 @@ class TrackerConfig:
     init_out_of_plane_prior_rad: Optional[float] = 0.15
     init_offset_guess: bool = True
     init_join_min_frac: float = 0.15
-    init_join_wide_gap: float = 0.0
+    init_join_wide_gap: float = 1.5
     keep_reading: bool = True
     keep_reading_results: bool = True
     reading_ref_iou: float = 0.8

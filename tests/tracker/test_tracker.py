@@ -189,3 +189,27 @@ def test_searches_use_their_own_pitch_prior(sequence):
     assert trk._wide_refiner().config.out_of_plane_prior_rad == 0.15
     same = Tracker(robot, K, W, H, fps=30.0, config=TrackerConfig(init_out_of_plane_prior_rad=None))
     assert same.search_refiner is same.refiner
+
+
+def test_search_lifts_the_axis_joined_across_a_wide_gap(sequence):
+    """An occluder (and a segmentation hole beside it) can cut the mask in two with a gap wider than
+    half the larger part: the usual axis is one part, which lifted to the robot's length puts it far
+    too deep; ``init_join_wide_gap`` also lifts the axis joined across the gap (docs/tracker.md, rule J)."""
+    robot, K, frames, lay = sequence
+    m, xt = frames[0]
+    m = m.copy()
+    cols = np.nonzero(m.any(axis=0))[0]
+    u0, u1 = cols.min(), cols.max()
+    span = u1 - u0
+    m[:, u0 + int(0.35 * span):u0 + int(0.75 * span)] = 0  # a band of 40 % of the width cut out
+    length = lambda p: float(np.linalg.norm(np.diff(p, axis=0), axis=1).sum())  # noqa: E731
+    # the usual axis is one part (about 60 px); joined across the gap it is the robot's (about 200 px)
+    assert length(mask_axis(m, extend=True, join_min_frac=0.15)) < 0.4 * length(
+        mask_axis(m, extend=True, join_min_frac=0.15, join_max_gap=1.5))
+    depth = float(xt[lay.trans][2])
+    found = {}
+    for gap in (0.0, 1.5):
+        trk = Tracker(robot, K, W, H, fps=30.0, config=TrackerConfig(init_join_wide_gap=gap))
+        found[gap] = trk.start(m).base_position[2]
+    assert abs(found[1.5] - depth) < 0.15 * depth  # 2.07 m against 2.28 m
+    assert abs(found[0.0] - depth) > 1.0  # one part lifted to the robot's length: 7.6 m

@@ -53,7 +53,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field, replace
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 import torch
@@ -112,14 +112,14 @@ class TrackerConfig:
     init_join_min_frac: the search's mask axis chains on other components of
         at least this fraction of the largest one's area (a segmentation hole
         cut frame 0 of the corrupted static planar mask in two; 0: largest only).
-    init_join_wide_gap: the search also lifts the mask's axis joined across
-        gaps up to this many times the path's length (the usual axis joins
-        gaps under 0.5; ≤ 0.5: off), when the two differ. A post and a
-        segmentation hole beside it cut static-arcsnake-s29's frame 0 in two;
-        one part lifted to the robot's length put it 8.3 m deep (true 2.5 m)
-        and the fixed camera's ground prior then held the track 0.6–1.3 m
-        off: base 1.08 → 0.051 m. Rule J (docs/tracker.md): eight fresh clips
-        unchanged.
+    init_join_max_gaps: the search lifts the mask's axis joined across gaps
+        under each of these × the path's length, each distinct axis once (the
+        first is the usual one; (0.5,): that one only). The wide join: a post
+        and a segmentation hole beside it cut static-arcsnake-s29's frame 0 in
+        two; one part lifted to the robot's length put it 8.3 m deep (true
+        2.5 m) and the fixed camera's ground prior then held the track
+        0.6–1.3 m off: base 1.08 → 0.051 m. Rule J (docs/tracker.md): eight
+        fresh clips unchanged.
     keep_reading: a search while tracking (not after a ``lost`` spell) tries
         only starts that read the chain as the track does (tail nearer the
         predicted tail than the predicted head); the body-wave check
@@ -202,7 +202,7 @@ class TrackerConfig:
     init_out_of_plane_prior_rad: Optional[float] = 0.15
     init_offset_guess: bool = True
     init_join_min_frac: float = 0.15
-    init_join_wide_gap: float = 1.5
+    init_join_max_gaps: tuple[float, ...] = (0.5, 1.5)
     keep_reading: bool = True
     keep_reading_results: bool = True
     reading_ref_iou: float = 0.8
@@ -528,17 +528,21 @@ class Tracker:
     # -- initialisation -------------------------------------------------
     def initial_poses(self, mask: np.ndarray) -> list[np.ndarray]:
         """Candidate pose vectors (D,) from the mask's skeleton (see module doc)."""
-        cfg = self.config
-        paths = []
-        for gap in (0.5,) + ((cfg.init_join_wide_gap,) if cfg.init_join_wide_gap > 0.5 else ()):
-            path = mask_axis(mask, extend=True, join_min_frac=cfg.init_join_min_frac, join_max_gap=gap)
-            if path is not None and len(path) >= 3 and not any(
-                    len(p) == len(path) and np.allclose(p, path) for p in paths):
-                paths.append(path)
         out = []
-        for path in paths:
-            out.extend(self._poses_from_path(path))
+        for path in self._search_axes(mask):
+            if len(path) >= 3:
+                out.extend(self._poses_from_path(path))
         return out
+
+    def _search_axes(self, mask: np.ndarray) -> list[np.ndarray]:
+        """The search's mask axes (:func:`mask_axes` with ``init_join_max_gaps``; the first is the usual
+        one), computed once per mask: the starts and the offset guess both use them."""
+        cached = getattr(self, "_axes_cache", None)
+        if cached is None or cached[0] is not mask:
+            cfg = self.config
+            cached = (mask, mask_axes(mask, cfg.init_join_max_gaps, extend=True, join_min_frac=cfg.init_join_min_frac))
+            self._axes_cache = cached
+        return cached[1]
 
     def _poses_from_path(self, path: np.ndarray) -> list[np.ndarray]:
         """Candidate pose vectors (D,) from one mask axis ``path`` (n, 2) [px] (see :meth:`initial_poses`)."""
@@ -584,19 +588,15 @@ class Tracker:
         length of the mask's axis, clipped to ±4 px: a mask eroded by 3 px starts
         the search eroded rather than leaving the depth to absorb it.
         """
-        axis_len = getattr(self, "_axis_len_cache", None)
-        key = id(mask)
-        if axis_len is None or axis_len[0] != key:
-            path = mask_axis(mask, extend=True, join_min_frac=self.config.init_join_min_frac)
-            L = float(np.linalg.norm(np.diff(path, axis=0), axis=1).sum()) if path is not None else 0.0
-            self._axis_len_cache = axis_len = (key, L)
-        if axis_len[1] <= 0:
+        axes = self._search_axes(mask)
+        axis_len = float(np.linalg.norm(np.diff(axes[0], axis=0), axis=1).sum()) if axes else 0.0
+        if axis_len <= 0:
             return 0.0
         with torch.no_grad():
             sil, _ = self.renderer(torch.as_tensor(np.asarray(x, float))[None])
         area_model = float((sil > 0.5).sum())
         area_mask = float(np.count_nonzero(mask))
-        return float(np.clip((area_mask - area_model) / (2.0 * axis_len[1]), -4.0, 4.0))
+        return float(np.clip((area_mask - area_model) / (2.0 * axis_len), -4.0, 4.0))
 
     def _end_extents(self) -> tuple[float, float]:
         """How far [m] the silhouette model reaches behind the tail's origin and past the head link's end."""
@@ -801,38 +801,70 @@ def mask_axis(mask: np.ndarray, n_points: int = 64, smooth_px: int = 4, extend: 
     the mask is empty. Both ends of the path are the ends of the robot's
     axis (which end is the head is not known).
     """
+    axes = mask_axes(mask, (join_max_gap,), n_points, smooth_px, extend, join_min_frac)
+    return axes[0] if axes else None
+
+
+def mask_axes(mask: np.ndarray, join_max_gaps: Sequence[float] = (0.5,), n_points: int = 64,
+              smooth_px: int = 4, extend: bool = False, join_min_frac: float = 0.0) -> list[np.ndarray]:
+    """:func:`mask_axis` for each gap bound in ``join_max_gaps``, the distinct paths only ((n, 2) each).
+
+    The components are skeletonised once; a path is kept when it chains on a
+    different number of components than the paths before it. Empty list for
+    an empty mask.
+    """
     import cv2
 
     m = np.asarray(mask) > 0
     if not m.any():
-        return None
+        return []
     n, lab, stats, _ = cv2.connectedComponentsWithStats(m.astype(np.uint8), connectivity=8)
     areas = stats[1:, cv2.CC_STAT_AREA]
     order = 1 + np.argsort(-areas)
-    P = _component_axis(lab == order[0], smooth_px, extend)
-    if P is None:
-        return None
+    first = _component_axis(lab == order[0], smooth_px, extend)
+    if first is None:
+        return []
+    parts = []
     if join_min_frac > 0 and len(order) > 1:
-        # a segmentation hole can cut the body in two: chain the other large components' axes
-        # onto the path's nearer end when the gap is short against the path
-        parts = [(_component_axis(lab == c, smooth_px, extend)) for c in order[1:]
+        # a segmentation hole can cut the body in two: the other large components' axes
+        parts = [_component_axis(lab == c, smooth_px, extend) for c in order[1:]
                  if areas[c - 1] >= join_min_frac * areas[order[0] - 1]]
         parts = [q for q in parts if q is not None and len(q) >= 2]
-        while parts:
-            L = float(np.linalg.norm(np.diff(P, axis=0), axis=1).sum())
-            best = None
-            for j, q in enumerate(parts):
-                for end_p, end_q in ((0, 0), (0, -1), (-1, 0), (-1, -1)):
-                    gap = float(np.linalg.norm(P[end_p] - q[end_q]))
-                    if best is None or gap < best[0]:
-                        best = (gap, j, end_p, end_q)
-            gap, j, end_p, end_q = best
-            if gap > join_max_gap * max(L, 1.0):
-                break
-            q = parts.pop(j)
-            if end_q == -1:
-                q = q[::-1]  # q now starts at the end that meets P
-            P = np.concatenate([P, q]) if end_p == -1 else np.concatenate([q[::-1], P])
+    out, joined_counts = [], []
+    for gap in join_max_gaps:
+        P, k = _chain_parts(first, parts, gap)
+        if k not in joined_counts:
+            joined_counts.append(k)
+            out.append(_resample(P, n_points))
+    return out
+
+
+def _chain_parts(P: np.ndarray, parts: list, max_gap: float) -> tuple[np.ndarray, int]:
+    """Chain ``parts`` (axes (m, 2) [px]) onto path ``P`` (n, 2), nearest ends first, while the gap is under
+    ``max_gap`` × the path's length; returns the path and how many parts it took."""
+    parts = list(parts)
+    k = 0
+    while parts:
+        L = float(np.linalg.norm(np.diff(P, axis=0), axis=1).sum())
+        best = None
+        for j, q in enumerate(parts):
+            for end_p, end_q in ((0, 0), (0, -1), (-1, 0), (-1, -1)):
+                gap = float(np.linalg.norm(P[end_p] - q[end_q]))
+                if best is None or gap < best[0]:
+                    best = (gap, j, end_p, end_q)
+        gap, j, end_p, end_q = best
+        if gap > max_gap * max(L, 1.0):
+            break
+        q = parts.pop(j)
+        if end_q == -1:
+            q = q[::-1]  # q now starts at the end that meets P
+        P = np.concatenate([P, q]) if end_p == -1 else np.concatenate([q[::-1], P])
+        k += 1
+    return P, k
+
+
+def _resample(P: np.ndarray, n_points: int) -> np.ndarray:
+    """Polyline ``P`` (m, 2) resampled to ``n_points`` points evenly spaced along it."""
     s = np.concatenate([[0], np.cumsum(np.linalg.norm(np.diff(P, axis=0), axis=1))])
     if s[-1] <= 0:
         return P

@@ -194,7 +194,7 @@ def test_searches_use_their_own_pitch_prior(sequence):
 def test_search_lifts_the_axis_joined_across_a_wide_gap(sequence):
     """An occluder (and a segmentation hole beside it) can cut the mask in two with a gap wider than
     half the larger part: the usual axis is one part, which lifted to the robot's length puts it far
-    too deep; ``init_join_wide_gap`` also lifts the axis joined across the gap (docs/tracker.md, rule J)."""
+    too deep; ``init_join_max_gaps`` (0.5, 1.5) also lifts the axis joined across the gap (docs/tracker.md, rule J)."""
     robot, K, frames, lay = sequence
     m, xt = frames[0]
     m = m.copy()
@@ -208,8 +208,8 @@ def test_search_lifts_the_axis_joined_across_a_wide_gap(sequence):
         mask_axis(m, extend=True, join_min_frac=0.15, join_max_gap=1.5))
     depth = float(xt[lay.trans][2])
     found = {}
-    for gap in (0.0, 1.5):
-        trk = Tracker(robot, K, W, H, fps=30.0, config=TrackerConfig(init_join_wide_gap=gap))
-        found[gap] = trk.start(m).base_position[2]
-    assert abs(found[1.5] - depth) < 0.15 * depth  # 2.07 m against 2.28 m
-    assert abs(found[0.0] - depth) > 1.0  # one part lifted to the robot's length: 7.6 m
+    for gaps in ((0.5,), (0.5, 1.5)):
+        trk = Tracker(robot, K, W, H, fps=30.0, config=TrackerConfig(init_join_max_gaps=gaps))
+        found[gaps] = trk.start(m).base_position[2]
+    assert abs(found[(0.5, 1.5)] - depth) < 0.15 * depth  # 2.07 m against 2.28 m
+    assert abs(found[(0.5,)] - depth) > 1.0  # one part lifted to the robot's length: 7.6 m

@@ -118,7 +118,7 @@ class TrackerConfig:
         and a segmentation hole beside it cut static-arcsnake-s29's frame 0 in
         two; one part lifted to the robot's length put it 8.3 m deep (true
         2.5 m) and the fixed camera's ground prior then held the track
-        0.6–1.3 m off: base 1.08 → 0.051 m. Rule J (docs/tracker.md): eight
+        0.6–1.3 m off: base 1.08 → 0.06 m. Rule J (docs/tracker.md): eight
         fresh clips unchanged.
     keep_reading: a search while tracking (not after a ``lost`` spell) tries
         only starts that read the chain as the track does (tail nearer the

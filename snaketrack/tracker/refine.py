@@ -34,7 +34,7 @@ Units: radians, metres, pixels (``b``, ``σ``); the cost is in pixels
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 import cv2
@@ -176,6 +176,7 @@ class RefineConfig:
     far_px: float = 4.0
     far_weight: float = 0.0
     height_prior_m: float = 0.02
+    union: str = "product"
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -311,8 +312,7 @@ class Refiner:
                  sigma: Optional[float] = None) -> tuple[float, float]:
         """(cost per mask pixel, hard IoU) of pose vector ``x`` (D,) against ``obs``."""
         xt = torch.as_tensor(np.asarray(x, float))[None]
-        s = SilhouetteSettings(sigma_px=sigma or self.config.sigma_px,
-                               margin_sigmas=self.renderer.settings.margin_sigmas)
+        s = replace(self.renderer.settings, sigma_px=sigma or self.config.sigma_px)
         a, b, r = self.renderer.primitives(xt)
         roi = self._roi(torch.stack([a[0], b[0]], 1), s.sigma_px, offset_px)
         if roi is None:
@@ -382,7 +382,7 @@ class Refiner:
             roi = self._roi(pts, sigma, b)
             if roi is None:
                 return None
-            s = SilhouetteSettings(sigma_px=sigma, margin_sigmas=self.renderer.settings.margin_sigmas)
+            s = replace(self.renderer.settings, sigma_px=sigma)
             rj = render_with_jacobian(pts[None, :, 0], pts[None, :, 1], self._radii, self.K, roi, G, s,
                                       offset_px=b, with_offset=cfg.estimate_offset, tol=cfg.jac_tol / sigma,
                                       compute_dtype=getattr(torch, cfg.compute_dtype),
@@ -583,7 +583,7 @@ class Refiner:
         n_iter = cfg.steps if steps is None else steps
         x = torch.tensor(x0, dtype=torch.float64, requires_grad=True)
         opt = torch.optim.Adam([x], lr=cfg.lr)
-        s = SilhouetteSettings(sigma_px=cfg.sigma_px, margin_sigmas=self.renderer.settings.margin_sigmas)
+        s = replace(self.renderer.settings, sigma_px=cfg.sigma_px)
         # a fixed ROI: the prediction's box with room for the motion the steps allow
         a, b, r = self.renderer.primitives(x.detach()[None])
         roi = self._roi(torch.stack([a[0], b[0]], 1), s.sigma_px, 0.0, margin_extra=20.0)
@@ -675,6 +675,7 @@ def point_jacobian(robot, model, q: torch.Tensor, R0: torch.Tensor, t0: torch.Te
     rel = P - t0.detach().cpu().numpy().astype(float)
     G[..., Jn:Jn + 3] = np.moveaxis(np.cross(np.eye(3)[None, None], rel[:, :, None, :]), 2, 3)
     G[..., 0, Jn + 3] = G[..., 1, Jn + 4] = G[..., 2, Jn + 5] = 1.0
+    P, G = model.shorten_flat_np(P, G)
     return torch.as_tensor(P, dtype=dt), torch.as_tensor(G, dtype=dt)
 
 

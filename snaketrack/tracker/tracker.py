@@ -241,7 +241,7 @@ class Tracker:
         self.width, self.height = int(width), int(height)
         model = CapsuleModel.from_visual(robot) if config.model == "visual" else CapsuleModel.capsules(robot)
         self.renderer = SilhouetteRenderer(robot, K, width, height, model,
-                                           SilhouetteSettings(sigma_px=config.refine.sigma_px))
+                                           SilhouetteSettings(sigma_px=config.refine.sigma_px, union=config.refine.union))
         self.layout: StateLayout = self.renderer.layout
         # the link axes' height over the ground [m] of a robot lying on it: the mean link radius
         self.axis_height = float(np.mean([link.radius for link in robot.links]))
@@ -517,7 +517,7 @@ class Tracker:
         order = self.config.moment_order
         z = mask_moment_vector(torch.as_tensor(m, dtype=torch.float64)[None], order=order)[0].numpy()
         roi = self.renderer.screen_roi(torch.as_tensor(self.filter.pose)[None], 30.0)
-        s = SilhouetteSettings(sigma_px=1.0)
+        s = replace(self.renderer.settings, sigma_px=1.0)
 
         def h(x: torch.Tensor) -> torch.Tensor:
             sil, r = self.renderer(x[None], roi, s)

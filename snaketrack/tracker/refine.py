@@ -176,7 +176,6 @@ class RefineConfig:
     far_px: float = 4.0
     far_weight: float = 0.0
     height_prior_m: float = 0.02
-    union: str = "product"
 
     def __post_init__(self):
         if self.method not in METHODS:

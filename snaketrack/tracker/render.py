@@ -93,23 +93,11 @@ class SilhouetteSettings:
         in units of σ (coverage there is below sigmoid(−margin) ≈ 2e-4 at 8).
     min_depth: rays meeting a primitive closer than this [m] are treated as
         not covered (the robot is behind the camera or clipped).
-    union: how the primitives' coverages combine per pixel. ``"product"``:
-        ``o = 1 − Π_k (1 − c_k)``; ``"max"``: ``o = sigmoid(max_k e_k / σ)``,
-        the coverage of the nearest edge. The product makes the silhouette
-        fatter wherever two edges lie within a few σ of each other (the
-        arcsnake's housings beside its body: at σ = 0.5 px, 43 px a frame
-        outside the mask at the true pose, 17 px at σ = 0.05 px); the max
-        has its 0.5 level on the hard union's edge at any σ.
     """
 
     sigma_px: float = 0.5
     margin_sigmas: float = 8.0
     min_depth: float = 0.05
-    union: str = "product"
-
-    def __post_init__(self):
-        if self.union not in ("product", "max"):
-            raise InputError(f"union = {self.union!r}; expected 'product' or 'max'")
 
 
 @dataclass(frozen=True)
@@ -145,19 +133,23 @@ class CapsuleModel:
         return cls(link=np.arange(n), a_local=a, b_local=b, radius=robot.radii.astype(float))
 
     @classmethod
-    def from_visual(cls, robot: Robot) -> "CapsuleModel":
+    def from_visual(cls, robot: Robot, view_housings: bool = False) -> "CapsuleModel":
         """The robot as it looks (``robot.visual``), approximated by capsules and spheres.
 
         Per link a capsule of the visual body radius; a sphere at each joint
-        of the housing radius; for a cylindrical housing (radius R, half-length
-        h) the cylinder along the joint axis, flagged ``flat``, which
-        :meth:`place` draws as the capsule of radius R whose outline has the
-        cylinder's area from the current line of sight (:data:`CYLINDER_END_FACTOR`).
-        IoU at the true pose against the masks (every 20th frame, hard
-        edges), a fixed capsule from −h/2 to +h/2 against this one:
-        static-planar-s0 0.967 → 0.970, static-planar-s23 0.937 → 0.959,
-        drone-planar-s0 0.974 → 0.986; tracked, 13 static planar clips'
-        mean base error fell from 0.035 to 0.019 m (docs/tracker.md); a sphere for the
+        of the housing radius, stretched for a cylindrical housing (radius R,
+        half-length h) into a capsule of radius R along the joint axis from
+        −h/2 to +h/2 (IoU at the true pose against the datasets' masks, 5
+        frames each: sphere 0.971 / 0.823 / 0.905, this capsule 0.983 /
+        0.886 / 0.966 on drone / handheld / static planar). With
+        ``view_housings`` a cylindrical housing is kept as its cylinder,
+        flagged ``flat``, which :meth:`place` draws as the capsule of radius R
+        whose outline has the cylinder's area from the current line of sight
+        (:data:`CYLINDER_END_FACTOR`): IoU at the true pose (every 20th frame,
+        hard edges) static-planar-s0 0.967 → 0.970, static-planar-s23 0.937 →
+        0.959, drone-planar-s0 0.974 → 0.986, but tracked, the static clips
+        went from too deep to too near and rule H failed (docs/tracker.md),
+        so it is not the tracker's default. A sphere for the
         tail cap; and for the ellipsoidal head cap
         (semi-axes 1.6c, c, 0.9c along x, y, z at the head end) a capsule
         along x (:data:`HEAD_RADIUS`, :data:`HEAD_HALF_LENGTH`). Modelling the housings raised IoU at the true
@@ -196,12 +188,17 @@ class CapsuleModel:
         unit = {"x": np.array([1.0, 0, 0]), "y": np.array([0, 1.0, 0]), "z": np.array([0, 0, 1.0])}
         for i in range(1, robot.n_links):  # housing attached to the child link, at its origin
             links.append(i)
-            if vis.housing_shape == "cylinder":
+            if vis.housing_shape == "cylinder" and view_housings:
                 # the cylinder along the joint axis, drawn by ``place`` as the capsule that fits it best
                 a = vis.housing_half_length * unit[robot.joints[i - 1].axes[0]]
                 A.append(list(-a))
                 B.append(list(a))
                 flat.append(len(R))
+            elif vis.housing_shape == "cylinder":
+                # a capsule along the joint axis, half the housing's half-length each way
+                a = 0.5 * vis.housing_half_length * unit[robot.joints[i - 1].axes[0]]
+                A.append(list(-a))
+                B.append(list(a))
             else:
                 A.append([0.0, 0, 0])
                 B.append([0.0, 0, 0])
@@ -638,9 +635,6 @@ def soft_silhouette(starts: torch.Tensor, ends: torch.Tensor, radii: torch.Tenso
     e = _edge_px(A, Bp, radii.to(starts.dtype)[prim], d, f, settings.min_depth)
     if offset_px is not None:
         e = e + offset_px.to(starts.dtype)[:, None]
-    if settings.union == "max":
-        emax = torch.full_like(out, -torch.inf).scatter_reduce(1, pix.expand(Bn, -1), e, "amax")
-        return torch.sigmoid(emax / sig).view(Bn, h, w)
     logout = F.logsigmoid(-e / sig)  # log(1 − c)
     L = out.index_add(1, pix, logout)
     return (-torch.expm1(L)).view(Bn, h, w)
@@ -712,19 +706,12 @@ def render_with_jacobian(starts: torch.Tensor, ends: torch.Tensor, radii: torch.
     # forward over all pairs; derivatives only for the pairs that have one (near a visible edge)
     e = _edge_px(S0.index_select(1, prim), E0.index_select(1, prim), rad.index_select(0, prim), d, f,
                  settings.min_depth) + offset_px
+    logout = F.logsigmoid(-e / sig)
+    L = torch.zeros(w * h, dtype=cdt).index_add(0, pix, logout)
+    sil = -torch.expm1(L)
     c = torch.sigmoid(e / sig)
-    if settings.union == "max":
-        emax = torch.full((w * h,), -torch.inf, dtype=cdt).scatter_reduce(0, pix, e, "amax")
-        sil = torch.sigmoid(emax / sig)
-        # o = sigmoid(max_k e_k / σ): only the nearest edge's pair moves it (a tie shares the derivative)
-        win = (e >= emax.index_select(0, pix)).to(cdt)
-        n_win = torch.zeros(w * h, dtype=cdt).index_add(0, pix, win)
-        wgt = win / n_win.index_select(0, pix).clamp(min=1.0) * c * (1.0 - c) / sig
-    else:
-        L = torch.zeros(w * h, dtype=cdt).index_add(0, pix, F.logsigmoid(-e / sig))
-        sil = -torch.expm1(L)
-        # o = 1 − Π(1 − c_k):  ∂o/∂e_k = Π_{j≠k}(1 − c_j) · dc_k/de_k = (1 − o)/(1 − c_k) · c_k(1 − c_k)/σ
-        wgt = (1.0 - sil.index_select(0, pix)) * c / sig
+    # o = 1 − Π(1 − c_k):  ∂o/∂e_k = Π_{j≠k}(1 − c_j) · dc_k/de_k = (1 − o)/(1 − c_k) · c_k(1 − c_k)/σ
+    wgt = (1.0 - sil.index_select(0, pix)) * c / sig
     keep = torch.nonzero(wgt > tol).squeeze(1)
     pix_k, prim_k, wk = pix.index_select(0, keep), prim.index_select(0, keep), wgt.index_select(0, keep)
     _, gA, gB = _edge_px_grad(S0.index_select(1, prim_k), E0.index_select(1, prim_k), rad.index_select(0, prim_k),

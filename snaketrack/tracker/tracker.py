@@ -73,7 +73,9 @@ class TrackerConfig:
 
     refine: :class:`RefineConfig`; filter: :class:`FilterConfig`.
     model: silhouette model, ``"visual"`` (capsules and housings from
-        ``robot.visual``) or ``"capsules"`` (the kinematic capsules only).
+        ``robot.visual``), ``"visual-view"`` (the same with cylindrical
+        housings drawn from the line of sight, :meth:`CapsuleModel.from_visual`;
+        rule H, docs/tracker.md) or ``"capsules"`` (the kinematic capsules only).
     moment_update: run the filter's image-moment EKF update before refinement.
     moment_order: 1 (centroid, the paper) or 2 (+ second moments).
     min_mask_px: fewer mask pixels than this = robot not visible.
@@ -218,8 +220,8 @@ class TrackerConfig:
     depth_anchor: str = "centre"
 
     def __post_init__(self):
-        if self.model not in ("visual", "capsules"):
-            raise InputError(f"tracker model {self.model!r}; expected 'visual' or 'capsules'")
+        if self.model not in ("visual", "visual-view", "capsules"):
+            raise InputError(f"tracker model {self.model!r}; expected 'visual', 'visual-view' or 'capsules'")
         if self.moment_order not in (1, 2):
             raise InputError(f"moment_order = {self.moment_order!r}; expected 1 or 2")
         if self.depth_anchor not in ("centre", "base"):
@@ -239,9 +241,12 @@ class Tracker:
             raise InputError(f"fps = {fps!r}; expected > 0")
         self.robot, self.config, self.fps = robot, config, float(fps)
         self.width, self.height = int(width), int(height)
-        model = CapsuleModel.from_visual(robot) if config.model == "visual" else CapsuleModel.capsules(robot)
+        if config.model == "capsules":
+            model = CapsuleModel.capsules(robot)
+        else:
+            model = CapsuleModel.from_visual(robot, view_housings=config.model == "visual-view")
         self.renderer = SilhouetteRenderer(robot, K, width, height, model,
-                                           SilhouetteSettings(sigma_px=config.refine.sigma_px, union=config.refine.union))
+                                           SilhouetteSettings(sigma_px=config.refine.sigma_px))
         self.layout: StateLayout = self.renderer.layout
         # the link axes' height over the ground [m] of a robot lying on it: the mean link radius
         self.axis_height = float(np.mean([link.radius for link in robot.links]))

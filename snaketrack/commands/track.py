@@ -219,6 +219,7 @@ class TrackOptions:
         settled which end is the head, and re-read them if the track is turned
         round (:class:`snaketrack.tracker.reading.ReadingHold`); 0 writes every
         frame as it finishes.
+    silhouette: the silhouette model, ``TrackerConfig.model``.
     """
 
     refine_steps: Optional[int] = None
@@ -233,6 +234,7 @@ class TrackOptions:
     static_camera: bool = False
     track_ground: bool = False
     hold_frames: int = 60
+    silhouette: str = "visual"
 
 
 #: A moving camera's ground prior starts once this many frames are tracked: the camera height it holds
@@ -242,15 +244,16 @@ MOVING_GROUND_MIN_FRAMES = 30
 
 
 def make_tracker(robot, camera, fps: float, refine_steps: Optional[int] = None, static_camera: bool = False,
-                 track_ground: bool = False):
+                 track_ground: bool = False, silhouette: str = "visual"):
     """The tracker session of :mod:`snaketrack.tracker.tracker` for this camera and frame rate;
     ``static_camera``: hold the base to the ground's height (``TrackerConfig.ground_window`` −1);
-    ``track_ground``: the same for a moving camera whose height ratio is passed per frame."""
+    ``track_ground``: the same for a moving camera whose height ratio is passed per frame;
+    ``silhouette``: ``TrackerConfig.model``."""
     from dataclasses import replace
 
     from snaketrack.tracker.tracker import Tracker, TrackerConfig
 
-    config = TrackerConfig()
+    config = TrackerConfig(model=silhouette)
     if refine_steps is not None:
         config = replace(config, refine=replace(config.refine, steps=int(refine_steps)))
     if static_camera:
@@ -300,7 +303,7 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
     if options.static_camera and options.track_ground:
         raise InputError("--static-camera and --track-ground: choose one (a fixed camera, or one that moves)")
     tracker = make_tracker(robot, cam, frames.fps, options.refine_steps, static_camera=options.static_camera,
-                           track_ground=options.track_ground)
+                           track_ground=options.track_ground, silhouette=options.silhouette)
     ground = None
     if options.track_ground:
         import cv2
@@ -454,6 +457,10 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hold-frames", type=int, default=60, metavar="N",
                    help="hold up to N first frames until the body wave shows which end is the head, and re-read "
                         "them if the track turns round (default 60; 0: write every frame as it finishes)")
+    p.add_argument("--silhouette", default="visual", choices=("visual", "visual-view", "capsules"),
+                   help="the robot's silhouette model: 'visual' (capsules and housings from the robot file, default), "
+                        "'visual-view' (cylindrical housings drawn from the line of sight; docs/tracker.md, rule H) "
+                        "or 'capsules' (the kinematic capsules only)")
     p.add_argument("--out", required=True, help="output folder (track.csv, overlay.mp4, metrics.json, plots)")
 
 
@@ -474,7 +481,7 @@ def _run(args: argparse.Namespace) -> int:
     opts = TrackOptions(refine_steps=args.refine_steps, corrupt_masks=args.corrupt_masks, corrupt_seed=seed,
                         max_frames=args.max_frames, video=not args.no_video, up=args.up,
                         static_camera=args.static_camera, track_ground=args.track_ground,
-                        hold_frames=args.hold_frames)
+                        hold_frames=args.hold_frames, silhouette=args.silhouette)
     summary = run_tracking(src, args.robot, args.out, args.intrinsics, args.masks, opts)
     keys = ("frames", "fps", "base_position_error_m", "joint_error_rad", "iou", "iou_truth", "frames_lost")
     print("  ".join(f"{k}={summary[k]:.4g}" if isinstance(summary.get(k), float) else f"{k}={summary[k]}"

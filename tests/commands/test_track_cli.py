@@ -321,6 +321,21 @@ def test_static_camera_needs_up_and_sets_the_ground_prior(dataset, tmp_path, cap
     assert moving.ground_window == -1 and moving.ground_min_frames == track_cmd.MOVING_GROUND_MIN_FRAMES
 
 
+def test_silhouette_model_reaches_the_tracker(dataset, tmp_path, capsys):
+    from snaketrack.models.robot import load_robot
+    from snaketrack.tracker.camera import Camera
+
+    robot = load_robot("planar-snake-11")
+    cam = Camera(K, 320, 240)
+    assert track_cmd.make_tracker(robot, cam, 30.0).renderer.model.flat is None
+    view = track_cmd.make_tracker(robot, cam, 30.0, silhouette="visual-view").renderer.model
+    assert int(view.flat.sum()) == robot.n_links - 1  # one cylindrical housing per joint
+    with pytest.raises(SystemExit) as exc:  # argparse's own one-line error for an unknown choice
+        cli.main(["track", str(dataset), "--silhouette", "meshes", "--no-video", "--out", str(tmp_path / "m")])
+    assert exc.value.code == 2 and "--silhouette" in capsys.readouterr().err
+    assert not (tmp_path / "m" / "track.csv").exists()
+
+
 def test_track_ground_needs_up_and_a_moving_camera(dataset, tmp_path, capsys):
     code, _, err = _main(["track", dataset, "--track-ground", "--no-video", "--out", tmp_path / "g"], capsys)
     assert code == 2 and "--up" in err and len(err.strip().splitlines()) == 1, err

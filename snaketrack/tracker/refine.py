@@ -46,7 +46,6 @@ from snaketrack.models.kinematics import forward_kinematics
 from snaketrack.models.rotations import axis_angle_to_matrix, matrix_to_axis_angle
 from snaketrack.tracker.render import (
     SilhouetteRenderer,
-    SilhouetteSettings,
     render_with_jacobian,
     soft_silhouette,
 )

@@ -247,7 +247,6 @@ class CapsuleModel:
         B = torch.cat([B.index_select(1, ri), mid + scale * half], 1).index_select(1, order)
         return A, B
 
-
     def shorten_flat_np(self, P: np.ndarray, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`place`'s shortening of the flat-ended cylinders, in numpy, with its derivatives.
 
@@ -281,6 +280,7 @@ class CapsuleModel:
             G[m, 0] = Gm - s * Gh - np.outer(half, ds)
             G[m, 1] = Gm + s * Gh + np.outer(half, ds)
         return P, G
+
 
 def _capsule_2d(x0: float, x1: float, r: float):
     """Indicator of a 2-D capsule (segment x0→x1 on the x axis, radius r [m]) on grids x, y."""

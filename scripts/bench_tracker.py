@@ -197,6 +197,8 @@ def main(argv=None) -> int:
                          "snaketrack track --track-ground, which needs --up)")
     ap.add_argument("--hold-frames", type=int, default=60,
                     help="first frames held until the body wave settles the reading (snaketrack track --hold-frames)")
+    ap.add_argument("--silhouette", default="visual", choices=["visual", "visual-view", "capsules"],
+                    help="the tracker's silhouette model (snaketrack track --silhouette)")
     ap.add_argument("--reacquire-tail", type=int, default=60,
                     help="frames tracked after the robot reappears in the re-acquisition run")
     args = ap.parse_args(argv)
@@ -213,7 +215,8 @@ def main(argv=None) -> int:
             moving = scene != "static" and args.up != "none" and not args.no_track_ground
             opts = TrackOptions(refine_steps=args.refine_steps, corrupt_masks=True, corrupt_seed=seed,
                                 max_frames=args.frames, video=False, plots=False, progress=False, up=args.up,
-                                static_camera=fixed, track_ground=moving, hold_frames=args.hold_frames)
+                                static_camera=fixed, track_ground=moving, hold_frames=args.hold_frames,
+                                silhouette=args.silhouette)
             t0 = time.perf_counter()
             s = run_tracking(ds, robot, run_dir, options=opts)
             res = {k: s.get(k) for k in ("base_position_error_m", "joint_error_rad", "joint_error_l2_rad", "iou",
@@ -223,14 +226,15 @@ def main(argv=None) -> int:
             res["wall_s"] = time.perf_counter() - t0
             res["static_camera"] = fixed
             res["track_ground"] = moving
+            res["silhouette"] = args.silhouette
             if not args.no_reacquire:
                 hide = (args.hide_start, args.hide_start + HIDE_FRAMES)
                 ensure_dataset(ds, scene, robot, args.seed, hide[1] + args.reacquire_tail)
                 hopts = TrackOptions(refine_steps=args.refine_steps, corrupt_masks=True, corrupt_seed=seed,
                                      max_frames=hide[1] + args.reacquire_tail, video=False, plots=False,
                                      progress=False, hide=(hide,), up=args.up, static_camera=fixed,
-                                     track_ground=moving,
-                                     hold_frames=args.hold_frames)
+                                     track_ground=moving, hold_frames=args.hold_frames,
+                                     silhouette=args.silhouette)
                 t1 = time.perf_counter()
                 run_tracking(ds, robot, run_dir / "hidden", options=hopts)
                 res["reacquire_frames"] = reacquire_frames(run_dir / "hidden" / "track.csv", hide[1])

@@ -316,7 +316,8 @@ class Refiner:
         if roi is None:
             return float("inf"), 0.0
         with torch.no_grad():
-            sil = soft_silhouette(a, b, r, self.K, roi, s, torch.tensor([float(offset_px)], dtype=torch.float64))[0]
+            sil = soft_silhouette(a, b, r, self.K, roi, s, torch.tensor([float(offset_px)], dtype=torch.float64),
+                                  self.renderer.model.cylinders)[0]
         return self._cost_iou(sil.reshape(-1), obs, roi)
 
     def _cost_iou(self, sil: torch.Tensor, obs: Observation, roi) -> tuple[float, float]:
@@ -384,7 +385,8 @@ class Refiner:
             rj = render_with_jacobian(pts[None, :, 0], pts[None, :, 1], self._radii, self.K, roi, G, s,
                                       offset_px=b, with_offset=cfg.estimate_offset, tol=cfg.jac_tol / sigma,
                                       compute_dtype=getattr(torch, cfg.compute_dtype),
-                                      image_size=(self.renderer.width, self.renderer.height))
+                                      image_size=(self.renderer.width, self.renderer.height),
+                                      cylinders=self.renderer.model.cylinders)
             m = obs.crop(roi, obs.mask)
             w = obs.crop(roi, obs.weight)
             r = w * (rj.sil - m)
@@ -592,7 +594,7 @@ class Refiner:
         for _ in range(n_iter):
             opt.zero_grad()
             a, b, r = self.renderer.primitives(x[None])
-            sil = soft_silhouette(a, b, r, self.K, roi, s)[0].reshape(-1)
+            sil = soft_silhouette(a, b, r, self.K, roi, s, cylinders=self.renderer.model.cylinders)[0].reshape(-1)
             loss = ((w * (sil - m)) ** 2).sum()
             loss.backward()
             opt.step()

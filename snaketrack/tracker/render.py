@@ -118,10 +118,18 @@ class CapsuleModel:
     b_local: np.ndarray
     radius: np.ndarray
     flat: Optional[np.ndarray] = None
+    flat_edge: str = "capsule"
 
     @property
     def n(self) -> int:
         return int(len(self.link))
+
+    @property
+    def cylinders(self) -> Optional[np.ndarray]:
+        """(M,) bool: the primitives the renderer draws with a cylinder's edge (``flat_edge`` "exact"), or None."""
+        if self.flat is None or self.flat_edge != "exact" or not np.any(self.flat):
+            return None
+        return np.asarray(self.flat, bool)
 
     @classmethod
     def capsules(cls, robot: Robot) -> "CapsuleModel":
@@ -133,7 +141,7 @@ class CapsuleModel:
         return cls(link=np.arange(n), a_local=a, b_local=b, radius=robot.radii.astype(float))
 
     @classmethod
-    def from_visual(cls, robot: Robot, view_housings: bool = False) -> "CapsuleModel":
+    def from_visual(cls, robot: Robot, view_housings: bool | str = False) -> "CapsuleModel":
         """The robot as it looks (``robot.visual``), approximated by capsules and spheres.
 
         Per link a capsule of the visual body radius; a sphere at each joint
@@ -215,7 +223,8 @@ class CapsuleModel:
         is_flat = np.zeros(len(R), bool)
         is_flat[flat] = True
         return cls(link=np.array(links), a_local=np.array(A, float), b_local=np.array(B, float),
-                   radius=np.array(R, float), flat=is_flat if is_flat.any() else None)
+                   radius=np.array(R, float), flat=is_flat if is_flat.any() else None,
+                   flat_edge="exact" if view_housings == "exact" else "capsule")
 
     def place(self, rotations: torch.Tensor, origins: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Primitive end points (B, M, 3) in the camera frame from link frames (B, N, 3, 3), (B, N, 3)."""
@@ -226,7 +235,7 @@ class CapsuleModel:
         a = torch.as_tensor(self.a_local, dtype=dt, device=origins.device)
         b = torch.as_tensor(self.b_local, dtype=dt, device=origins.device)
         A, B = ok + (Rk @ a[..., None])[..., 0], ok + (Rk @ b[..., None])[..., 0]
-        if self.flat is None or not np.any(self.flat):
+        if self.flat is None or not np.any(self.flat) or self.flat_edge == "exact":
             return A, B
         dev = origins.device
         is_flat = np.asarray(self.flat, bool)
@@ -254,7 +263,7 @@ class CapsuleModel:
         their derivatives. Returns the shortened points and their derivatives
         (the chain rule through the half-length's dependence on the line of sight).
         """
-        if self.flat is None or not np.any(self.flat):
+        if self.flat is None or not np.any(self.flat) or self.flat_edge == "exact":
             return P, G
         P, G = P.copy(), G.copy()
         k, R = CYLINDER_END_FACTOR, np.asarray(self.radius, float)
@@ -539,6 +548,46 @@ def _rays(pix: torch.Tensor, roi: tuple[int, int, int, int], K: torch.Tensor, dt
     return d / d.norm(dim=-1, keepdim=True)
 
 
+def _edge_px_cyl(A: torch.Tensor, Bp: torch.Tensor, r: torch.Tensor, d: torch.Tensor, f: float,
+                 min_depth: float, eps: float = 1e-12) -> torch.Tensor:
+    """Signed edge distance [px] (positive inside) of flat-ended cylinders, axis A→B, radius r.
+
+    A, Bp, d: (3, Q) or (3, B, Q); r: broadcastable. A cylinder is the convex hull
+    of its two end discs, so its outline is the hull of two ellipses (semi-axes
+    r and r |cos θ|, θ between the axis and the line of sight ``v`` to its
+    centre ``m``); stretched by 1/|cos θ| along the projected axis that hull is a
+    stadium of radius r. Each pixel ray is met with the plane through ``m``
+    normal to ``v``; the stadium's signed distance there, divided by the
+    stretch's gradient, is the outline distance [m] at depth |m|, times f/|m| in
+    pixels. Orthographic about ``m`` (a cylinder 0.05 m across at 2.5 m: under
+    0.1 px); |cos θ| is held above 0.05 (a cylinder seen side-on).
+    """
+    m = 0.5 * (A + Bp)
+    half = 0.5 * (Bp - A)
+    h = torch.sqrt((half * half).sum(0) + eps)
+    u = half / h
+    zm = torch.sqrt((m * m).sum(0) + eps)
+    v = m / zm
+    c = (u * v).sum(0)
+    ca = c.abs().clamp_min(0.05)
+    up = u - c * v
+    sn = torch.sqrt((up * up).sum(0) + eps)
+    y = up / sn
+    x = torch.cross(v, y, dim=0)
+    dv = (d * v).sum(0)
+    q = d * (zm / dv.clamp_min(1e-6)) - m
+    qx = (q * x).sum(0)
+    ys = (q * y).sum(0) / ca
+    L = h * sn / ca
+    dy = ys - torch.maximum(torch.minimum(ys, L), -L)
+    d2 = qx * qx + dy * dy
+    # (r − dist) / |∇ dist| with ∇ in the unstretched plane: |∇| = sqrt(qx² + dy²/c²) / dist
+    e_m = (r - torch.sqrt(d2 + eps)) * torch.sqrt((d2 + eps) / (qx * qx + dy * dy / (ca * ca) + eps))
+    e = f * e_m / zm
+    front = (zm > min_depth) & (dv > 0)
+    return torch.where(front, e, torch.full_like(e, -1e3))
+
+
 def _edge_px_grad(A: torch.Tensor, Bp: torch.Tensor, r: torch.Tensor, d: torch.Tensor, f: float,
                   min_depth: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """:func:`_edge_px` and its derivatives with respect to A and B, in closed form (no autograd).
@@ -608,11 +657,13 @@ def _edge_px(A: torch.Tensor, Bp: torch.Tensor, r: torch.Tensor, d: torch.Tensor
 
 def soft_silhouette(starts: torch.Tensor, ends: torch.Tensor, radii: torch.Tensor, K: torch.Tensor,
                     roi: Sequence[int], settings: SilhouetteSettings = SilhouetteSettings(),
-                    offset_px: Optional[torch.Tensor] = None) -> torch.Tensor:
+                    offset_px: Optional[torch.Tensor] = None,
+                    cylinders: Optional[np.ndarray] = None) -> torch.Tensor:
     """Soft silhouette (B, h, w) in [0, 1] of capsules inside ``roi = (u0, v0, w, h)``.
 
     starts, ends: (B, M, 3) axis end points in the camera frame [m]; radii (M,) [m];
-    K: (3, 3) intrinsics [px]; offset_px: optional (B,) edge offset [px].
+    K: (3, 3) intrinsics [px]; offset_px: optional (B,) edge offset [px];
+    cylinders: optional (M,) bool, primitives drawn as flat-ended cylinders (:func:`_edge_px_cyl`).
     Differentiable in ``starts``, ``ends``, ``radii`` and ``offset_px``;
     computed in the dtype of ``starts`` (float32 or float64).
     """
@@ -633,6 +684,12 @@ def soft_silhouette(starts: torch.Tensor, ends: torch.Tensor, radii: torch.Tenso
     A = starts[:, prim].permute(2, 0, 1)  # (3, B, Q)
     Bp = ends[:, prim].permute(2, 0, 1)
     e = _edge_px(A, Bp, radii.to(starts.dtype)[prim], d, f, settings.min_depth)
+    if cylinders is not None:
+        k = torch.nonzero(torch.as_tensor(np.asarray(cylinders, bool), device=starts.device)[prim]).squeeze(1)
+        if k.numel():
+            ec = _edge_px_cyl(A[:, :, k], Bp[:, :, k], radii.to(starts.dtype)[prim[k]], d[:, :, k], f,
+                              settings.min_depth)
+            e = e.index_copy(1, k, ec)
     if offset_px is not None:
         e = e + offset_px.to(starts.dtype)[:, None]
     logout = F.logsigmoid(-e / sig)  # log(1 − c)
@@ -662,7 +719,8 @@ def render_with_jacobian(starts: torch.Tensor, ends: torch.Tensor, radii: torch.
                          settings: SilhouetteSettings = SilhouetteSettings(),
                          offset_px: float = 0.0, with_offset: bool = False,
                          tol: float = 1e-6, compute_dtype: Optional[torch.dtype] = None,
-                         image_size: Optional[tuple[int, int]] = None, band: bool = True) -> RenderJacobian:
+                         image_size: Optional[tuple[int, int]] = None, band: bool = True,
+                         cylinders: Optional[np.ndarray] = None) -> RenderJacobian:
     """Silhouette of one state and its Jacobian, in one pass.
 
     starts, ends: (1, M, 3) [m]; point_jac: (M, 2, 3, D) derivatives of each
@@ -705,7 +763,16 @@ def render_with_jacobian(starts: torch.Tensor, ends: torch.Tensor, radii: torch.
     rad = radii.detach().to(cdt)
     # forward over all pairs; derivatives only for the pairs that have one (near a visible edge)
     e = _edge_px(S0.index_select(1, prim), E0.index_select(1, prim), rad.index_select(0, prim), d, f,
-                 settings.min_depth) + offset_px
+                 settings.min_depth)
+    is_cyl = None
+    if cylinders is not None:
+        is_cyl = torch.as_tensor(np.asarray(cylinders, bool)).index_select(0, prim)
+        kc = torch.nonzero(is_cyl).squeeze(1)
+        if kc.numel():
+            pc = prim.index_select(0, kc)
+            e = e.index_copy(0, kc, _edge_px_cyl(S0.index_select(1, pc), E0.index_select(1, pc), rad.index_select(0, pc),
+                                                 d.index_select(1, kc), f, settings.min_depth))
+    e = e + offset_px
     logout = F.logsigmoid(-e / sig)
     L = torch.zeros(w * h, dtype=cdt).index_add(0, pix, logout)
     sil = -torch.expm1(L)
@@ -716,6 +783,18 @@ def render_with_jacobian(starts: torch.Tensor, ends: torch.Tensor, radii: torch.
     pix_k, prim_k, wk = pix.index_select(0, keep), prim.index_select(0, keep), wgt.index_select(0, keep)
     _, gA, gB = _edge_px_grad(S0.index_select(1, prim_k), E0.index_select(1, prim_k), rad.index_select(0, prim_k),
                               d.index_select(1, keep), f, settings.min_depth)
+    if is_cyl is not None:
+        kc = torch.nonzero(is_cyl.index_select(0, keep)).squeeze(1)
+        if kc.numel():  # the cylinders' edge derivatives by autograd: each pair's e depends on its own copy only
+            pc = prim_k.index_select(0, kc)
+            with torch.enable_grad():
+                Ac = S0.index_select(1, pc).requires_grad_(True)
+                Bc = E0.index_select(1, pc).requires_grad_(True)
+                ec = _edge_px_cyl(Ac, Bc, rad.index_select(0, pc), d.index_select(1, keep.index_select(0, kc)), f,
+                                  settings.min_depth)
+                gAc, gBc = torch.autograd.grad(ec.sum(), (Ac, Bc))
+            gA = gA.index_copy(1, kc, gAc)
+            gB = gB.index_copy(1, kc, gBc)
     M = starts.shape[1]
     gAB = torch.cat([gA, gB], 0) * wk  # (6, Q): ∂o/∂(A, B) per pair
     # rows: ROI pixels with a derivative; inv: each kept pair's row (a lookup table, no sort)
@@ -797,7 +876,7 @@ class SilhouetteRenderer:
         if roi is None:
             roi = self.screen_roi(x, s.margin_sigmas * s.sigma_px + 2.0)
         a, b, r = self.primitives(x)
-        return soft_silhouette(a, b, r, self.K.to(x.dtype), roi, s, offset_px), tuple(roi)
+        return soft_silhouette(a, b, r, self.K.to(x.dtype), roi, s, offset_px, self.model.cylinders), tuple(roi)
 
     def full_image(self, x: torch.Tensor, settings: Optional[SilhouetteSettings] = None) -> torch.Tensor:
         """Silhouette (B, H, W) over the whole image."""

@@ -220,8 +220,8 @@ class TrackerConfig:
     depth_anchor: str = "centre"
 
     def __post_init__(self):
-        if self.model not in ("visual", "visual-view", "capsules"):
-            raise InputError(f"tracker model {self.model!r}; expected 'visual', 'visual-view' or 'capsules'")
+        if self.model not in ("visual", "visual-view", "visual-cyl", "capsules"):
+            raise InputError(f"tracker model {self.model!r}; expected 'visual', 'visual-view', 'visual-cyl' or 'capsules'")
         if self.moment_order not in (1, 2):
             raise InputError(f"moment_order = {self.moment_order!r}; expected 1 or 2")
         if self.depth_anchor not in ("centre", "base"):
@@ -244,7 +244,8 @@ class Tracker:
         if config.model == "capsules":
             model = CapsuleModel.capsules(robot)
         else:
-            model = CapsuleModel.from_visual(robot, view_housings=config.model == "visual-view")
+            view = {"visual-view": True, "visual-cyl": "exact"}.get(config.model, False)
+            model = CapsuleModel.from_visual(robot, view_housings=view)
         self.renderer = SilhouetteRenderer(robot, K, width, height, model,
                                            SilhouetteSettings(sigma_px=config.refine.sigma_px))
         self.layout: StateLayout = self.renderer.layout

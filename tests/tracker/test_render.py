@@ -169,7 +169,7 @@ def test_against_mujoco_segmentation(name):
 
 
 @pytest.mark.parametrize("name", ["planar-snake-11", "arcsnake-4"])
-@pytest.mark.parametrize("view_housings", [False, True])
+@pytest.mark.parametrize("view_housings", [False, True, "exact"])
 def test_visual_model_does_not_reach_past_the_robot(name, view_housings):
     """The model's pixels outside MuJoCo's mask stay under 0.8 % of it (the arcsnake's capsule ends
     reached past its flat-ended cylinders: 1.2 % before the insets). Mask pixels the model misses:
@@ -348,3 +348,59 @@ def test_cylinder_is_drawn_with_its_outline_area(cos_view):
     assert abs(areas["view"]) < 0.01
     if cos_view != 0.6:  # near 0.6 (the static clips' view) the old half-length was about right
         assert abs(areas["fixed"]) > abs(areas["view"]) + 0.03
+
+
+@pytest.mark.parametrize("cos_view", [0.1, 0.3, 0.6, 0.9, 0.99])
+def test_cylinder_edge_matches_the_ray_traced_cylinder(cos_view):
+    """The renderer's cylinder edge (``cylinders=``) against the brute-force ray–cylinder mask: the
+    same silhouette to within a tenth of a pixel along its outline, at any angle to the line of sight."""
+    R, h = 0.024, 0.018
+    W, H, f = 200, 200, 5000.0
+    K = np.array([[f, 0, 99.5], [0, f, 99.5], [0, 0, 1.0]])
+    c = np.array([0.04, -0.02, 2.5])
+    th = math.acos(cos_view)
+    w = np.array([0.0, math.sin(th), -math.cos(th)])
+    truth = hard_cylinder_mask(c, w, R, h, K, W, H)
+    A = torch.as_tensor(c - h * w)[None, None]
+    B = torch.as_tensor(c + h * w)[None, None]
+    sil = soft_silhouette(A, B, torch.tensor([R], dtype=torch.float64), torch.as_tensor(K), (0, 0, W, H),
+                          SilhouetteSettings(sigma_px=0.01), cylinders=np.array([True]))[0].numpy() > 0.5
+    capsule = soft_silhouette(A, B, torch.tensor([R], dtype=torch.float64), torch.as_tensor(K), (0, 0, W, H),
+                              SilhouetteSettings(sigma_px=0.01))[0].numpy() > 0.5
+    perimeter = 2 * math.pi * R * f / 2.5
+    assert truth.sum() > 5000
+    assert (sil ^ truth).sum() < 0.25 * perimeter  # 0.11–0.24 px on average (perspective; worst at 0.99)
+    if cos_view <= 0.9:  # the capsule's round ends reach past the flat ones
+        assert (capsule ^ truth).sum() > (sil ^ truth).sum()
+    # seen almost along its axis (0.99) the capsule is closer (37 px against 66): its near end sphere
+    # is drawn at its own depth, and the cylinder edge takes both ends at the centre's depth
+
+
+def test_cylinder_edge_jacobian_and_gradcheck():
+    A, Bp, r = _capsules(5, 3)
+    cyl = np.array([True, False, True])
+    M, D = 3, 4
+    G = _point_jac(M, D, 0)
+    s = SilhouetteSettings(sigma_px=1.0)
+    roi = (0, 0, 80, 60)
+    rj = render_with_jacobian(A, Bp, r, K64, roi, G, s, offset_px=0.2, with_offset=True, tol=0.0, cylinders=cyl)
+
+    def f(p):
+        a = A + torch.einsum("mjd,d->mj", G[:, 0], p[:D])[None]
+        b = Bp + torch.einsum("mjd,d->mj", G[:, 1], p[:D])[None]
+        return soft_silhouette(a, b, r, K64, roi, s, p[D:] + 0.2, cylinders=cyl)[0].reshape(-1)
+
+    p0 = torch.zeros(D + 1, dtype=torch.float64)
+    h = 1e-6
+    Jref = torch.stack([(f(p0 + h * e) - f(p0 - h * e)) / (2 * h) for e in torch.eye(D + 1, dtype=torch.float64)], 1)
+    assert torch.allclose(rj.sil, f(p0), atol=1e-12)
+    plain = soft_silhouette(A, Bp, r, K64, roi, s, torch.tensor([0.2], dtype=torch.float64))[0].reshape(-1)
+    assert (f(p0) - plain).abs().sum() > 10  # the cylinders are drawn differently from capsules
+    err = (_dense(rj, Jref.shape[0]) - Jref).abs()
+    assert Jref.abs().max() > 0.1
+    assert err.max() < 1e-3 * Jref.abs().max()
+    assert err.mean() < 1e-7
+    A2, B2 = A.clone().requires_grad_(True), Bp.clone().requires_grad_(True)
+    g = lambda a, b: soft_silhouette(a, b, r, K64, (20, 12, 24, 18), SilhouetteSettings(sigma_px=1.5),  # noqa: E731
+                                     cylinders=cyl)
+    assert torch.autograd.gradcheck(g, (A2, B2), eps=1e-6, atol=1e-5, fast_mode=True)

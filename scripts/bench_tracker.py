@@ -197,7 +197,7 @@ def main(argv=None) -> int:
                          "snaketrack track --track-ground, which needs --up)")
     ap.add_argument("--hold-frames", type=int, default=60,
                     help="first frames held until the body wave settles the reading (snaketrack track --hold-frames)")
-    ap.add_argument("--silhouette", default="visual", choices=["visual", "visual-view", "capsules"],
+    ap.add_argument("--silhouette", default="visual", choices=["visual", "visual-capsule", "capsules"],
                     help="the tracker's silhouette model (snaketrack track --silhouette)")
     ap.add_argument("--reacquire-tail", type=int, default=60,
                     help="frames tracked after the robot reappears in the re-acquisition run")

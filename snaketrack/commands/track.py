@@ -457,10 +457,11 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hold-frames", type=int, default=60, metavar="N",
                    help="hold up to N first frames until the body wave shows which end is the head, and re-read "
                         "them if the track turns round (default 60; 0: write every frame as it finishes)")
-    p.add_argument("--silhouette", default="visual", choices=("visual", "visual-view", "capsules"),
-                   help="the robot's silhouette model: 'visual' (capsules and housings from the robot file, default), "
-                        "'visual-view' (cylindrical housings drawn from the line of sight; docs/tracker.md, rule H) "
-                        "or 'capsules' (the kinematic capsules only)")
+    p.add_argument("--silhouette", default="visual", choices=("visual", "visual-capsule", "capsules"),
+                   help="the robot's silhouette model: 'visual' (bodies, caps and housings from the robot file, "
+                        "cylindrical housings drawn as cylinders; default), 'visual-capsule' (the same with cylindrical "
+                        "housings as capsules, the model before the twelfth session) or 'capsules' (the kinematic "
+                        "capsules only)")
     p.add_argument("--out", required=True, help="output folder (track.csv, overlay.mp4, metrics.json, plots)")
 
 

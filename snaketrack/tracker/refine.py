@@ -675,7 +675,6 @@ def point_jacobian(robot, model, q: torch.Tensor, R0: torch.Tensor, t0: torch.Te
     rel = P - t0.detach().cpu().numpy().astype(float)
     G[..., Jn:Jn + 3] = np.moveaxis(np.cross(np.eye(3)[None, None], rel[:, :, None, :]), 2, 3)
     G[..., 0, Jn + 3] = G[..., 1, Jn + 4] = G[..., 2, Jn + 5] = 1.0
-    P, G = model.shorten_flat_np(P, G)
     return torch.as_tensor(P, dtype=dt), torch.as_tensor(G, dtype=dt)
 
 

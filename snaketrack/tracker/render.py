@@ -52,7 +52,6 @@ True
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
@@ -71,15 +70,6 @@ ROI = tuple  # (u0, v0, w, h) in pixels
 # against its two views along the axis (0.922; the earlier 0.95c, ±0.6c: 0.902).
 HEAD_RADIUS = 0.88
 HEAD_HALF_LENGTH = 0.66
-#: a flat-ended cylinder (radius R, half-length h) seen at angle θ between its
-#: axis and the line of sight is drawn as the capsule of radius R and half-length
-#: h − CYLINDER_END_FACTOR · R · tan(θ/2). Seen orthographically the cylinder's
-#: outline is the hull of its two end ellipses (semi-axes R and R cos θ) and a
-#: capsule's is a stadium of the same width; with this factor each end of the
-#: stadium has the area of the cylinder's end: (π/2) R² (1 − cos θ) =
-#: 2 R (h − h′) sin θ. An outline of the right area keeps the depth a fit
-#: reads from the silhouette's size unbiased (docs/tracker.md, twelfth session).
-CYLINDER_END_FACTOR = math.pi / 4
 
 
 @dataclass(frozen=True)
@@ -107,29 +97,20 @@ class CapsuleModel:
     link: (M,) link index (0-based) each primitive is attached to.
     a_local, b_local: (M, 3) end points of the axis segment in the link frame [m].
     radius: (M,) radius [m].
-    flat: optional (M,) bool: the primitive is a flat-ended cylinder from
-        ``a_local`` to ``b_local``, drawn as a capsule shortened by
-        :data:`CYLINDER_END_FACTOR` · R · tan(θ/2) at each end for the angle θ
-        between its axis and the line of sight (:meth:`place`); None: none is.
+    cylinders: optional (M,) bool: the primitive is a flat-ended cylinder from
+        ``a_local`` to ``b_local`` (the renderer draws its own edge,
+        :func:`_edge_px_cyl`), not a capsule; None: none is.
     """
 
     link: np.ndarray
     a_local: np.ndarray
     b_local: np.ndarray
     radius: np.ndarray
-    flat: Optional[np.ndarray] = None
-    flat_edge: str = "capsule"
+    cylinders: Optional[np.ndarray] = None
 
     @property
     def n(self) -> int:
         return int(len(self.link))
-
-    @property
-    def cylinders(self) -> Optional[np.ndarray]:
-        """(M,) bool: the primitives the renderer draws with a cylinder's edge (``flat_edge`` "exact"), or None."""
-        if self.flat is None or self.flat_edge != "exact" or not np.any(self.flat):
-            return None
-        return np.asarray(self.flat, bool)
 
     @classmethod
     def capsules(cls, robot: Robot) -> "CapsuleModel":
@@ -141,23 +122,19 @@ class CapsuleModel:
         return cls(link=np.arange(n), a_local=a, b_local=b, radius=robot.radii.astype(float))
 
     @classmethod
-    def from_visual(cls, robot: Robot, view_housings: bool | str = False) -> "CapsuleModel":
+    def from_visual(cls, robot: Robot, housings: str = "cylinder") -> "CapsuleModel":
         """The robot as it looks (``robot.visual``), approximated by capsules and spheres.
 
         Per link a capsule of the visual body radius; a sphere at each joint
-        of the housing radius, stretched for a cylindrical housing (radius R,
-        half-length h) into a capsule of radius R along the joint axis from
-        −h/2 to +h/2 (IoU at the true pose against the datasets' masks, 5
-        frames each: sphere 0.971 / 0.823 / 0.905, this capsule 0.983 /
-        0.886 / 0.966 on drone / handheld / static planar). With
-        ``view_housings`` a cylindrical housing is kept as its cylinder,
-        flagged ``flat``, which :meth:`place` draws as the capsule of radius R
-        whose outline has the cylinder's area from the current line of sight
-        (:data:`CYLINDER_END_FACTOR`): IoU at the true pose (every 20th frame,
-        hard edges) static-planar-s0 0.967 → 0.970, static-planar-s23 0.937 →
-        0.959, drone-planar-s0 0.974 → 0.986, but tracked, the static clips
-        went from too deep to too near and rule H failed (docs/tracker.md),
-        so it is not the tracker's default. A sphere for the
+        of the housing radius, or for a cylindrical housing (radius R,
+        half-length h) along the joint axis: with ``housings="cylinder"`` the
+        cylinder itself, drawn with its own edge (``cylinders``,
+        :func:`_edge_px_cyl`); with ``housings="capsule"`` (the model before
+        the twelfth session) a capsule of radius R from −h/2 to +h/2. IoU at
+        the true pose against the masks (every 20th frame, hard edges),
+        capsule → cylinder: static-planar-s0 0.967 → 0.996, static-planar-s23
+        0.937 → 0.995, drone-planar-s0 0.974 → 0.986; the capsule made the
+        static tracks sit too deep (docs/tracker.md, rule H2). A sphere for the
         tail cap; and for the ellipsoidal head cap
         (semi-axes 1.6c, c, 0.9c along x, y, z at the head end) a capsule
         along x (:data:`HEAD_RADIUS`, :data:`HEAD_HALF_LENGTH`). Modelling the housings raised IoU at the true
@@ -187,7 +164,9 @@ class CapsuleModel:
         if n == 1:  # one link: both insets on it, never past its middle
             inset_tail = min(inset_tail, 0.5 * L_head)
             inset_head = min(inset_head, 0.5 * L_head)
-        links, A, B, R, flat = [], [], [], [], []
+        if housings not in ("cylinder", "capsule"):
+            raise InputError(f"housings {housings!r}; expected 'cylinder' or 'capsule'")
+        links, A, B, R, cyl = [], [], [], [], []
         for i, L in enumerate(robot.lengths):
             links.append(i)
             A.append([inset_tail if i == 0 else 0.0, 0, 0])
@@ -196,12 +175,11 @@ class CapsuleModel:
         unit = {"x": np.array([1.0, 0, 0]), "y": np.array([0, 1.0, 0]), "z": np.array([0, 0, 1.0])}
         for i in range(1, robot.n_links):  # housing attached to the child link, at its origin
             links.append(i)
-            if vis.housing_shape == "cylinder" and view_housings:
-                # the cylinder along the joint axis, drawn by ``place`` as the capsule that fits it best
+            if vis.housing_shape == "cylinder" and housings == "cylinder":
                 a = vis.housing_half_length * unit[robot.joints[i - 1].axes[0]]
                 A.append(list(-a))
                 B.append(list(a))
-                flat.append(len(R))
+                cyl.append(len(R))
             elif vis.housing_shape == "cylinder":
                 # a capsule along the joint axis, half the housing's half-length each way
                 a = 0.5 * vis.housing_half_length * unit[robot.joints[i - 1].axes[0]]
@@ -220,11 +198,10 @@ class CapsuleModel:
         A.append([L - HEAD_HALF_LENGTH * c, 0, 0])
         B.append([L + HEAD_HALF_LENGTH * c, 0, 0])
         R.append(HEAD_RADIUS * c)
-        is_flat = np.zeros(len(R), bool)
-        is_flat[flat] = True
+        is_cyl = np.zeros(len(R), bool)
+        is_cyl[cyl] = True
         return cls(link=np.array(links), a_local=np.array(A, float), b_local=np.array(B, float),
-                   radius=np.array(R, float), flat=is_flat if is_flat.any() else None,
-                   flat_edge="exact" if view_housings == "exact" else "capsule")
+                   radius=np.array(R, float), cylinders=is_cyl if is_cyl.any() else None)
 
     def place(self, rotations: torch.Tensor, origins: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Primitive end points (B, M, 3) in the camera frame from link frames (B, N, 3, 3), (B, N, 3)."""
@@ -234,61 +211,7 @@ class CapsuleModel:
         ok = origins[:, idx]
         a = torch.as_tensor(self.a_local, dtype=dt, device=origins.device)
         b = torch.as_tensor(self.b_local, dtype=dt, device=origins.device)
-        A, B = ok + (Rk @ a[..., None])[..., 0], ok + (Rk @ b[..., None])[..., 0]
-        if self.flat is None or not np.any(self.flat) or self.flat_edge == "exact":
-            return A, B
-        dev = origins.device
-        is_flat = np.asarray(self.flat, bool)
-        kf, kr = np.flatnonzero(is_flat), np.flatnonzero(~is_flat)
-        fi = torch.as_tensor(kf, device=dev)
-        Af, Bf = A.index_select(1, fi), B.index_select(1, fi)
-        mid, half = 0.5 * (Af + Bf), 0.5 * (Bf - Af)
-        h = half.norm(dim=-1, keepdim=True)
-        view = mid / mid.norm(dim=-1, keepdim=True)
-        cos = ((half / h) * view).sum(-1, keepdim=True).abs()
-        sin = (1.0 - cos.square()).clamp(min=1e-12).sqrt()
-        R = torch.as_tensor(self.radius[kf], dtype=dt, device=dev)[:, None]
-        # half-length h − k R tan(θ/2), tan(θ/2) = sin θ / (1 + cos θ), at least 0
-        scale = (1.0 - CYLINDER_END_FACTOR * R * sin / ((1.0 + cos) * h)).clamp(min=0.0)
-        order = torch.as_tensor(np.argsort(np.concatenate([kr, kf])), device=dev)
-        ri = torch.as_tensor(kr, device=dev)
-        A = torch.cat([A.index_select(1, ri), mid - scale * half], 1).index_select(1, order)
-        B = torch.cat([B.index_select(1, ri), mid + scale * half], 1).index_select(1, order)
-        return A, B
-
-    def shorten_flat_np(self, P: np.ndarray, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`place`'s shortening of the flat-ended cylinders, in numpy, with its derivatives.
-
-        P: (M, 2, 3) unshortened end points in the camera frame [m]; G: (M, 2, 3, D)
-        their derivatives. Returns the shortened points and their derivatives
-        (the chain rule through the half-length's dependence on the line of sight).
-        """
-        if self.flat is None or not np.any(self.flat) or self.flat_edge == "exact":
-            return P, G
-        P, G = P.copy(), G.copy()
-        k, R = CYLINDER_END_FACTOR, np.asarray(self.radius, float)
-        for m in np.flatnonzero(self.flat):
-            a, b = P[m]
-            mid, half = 0.5 * (a + b), 0.5 * (b - a)
-            h, dist = np.linalg.norm(half), np.linalg.norm(mid)
-            u, v = half / h, mid / dist
-            c = float(u @ v)
-            cos = min(abs(c), 1.0 - 1e-12)
-            sin = np.sqrt(1.0 - cos * cos)
-            tan = sin / (1.0 + cos)
-            s = 1.0 - k * R[m] * tan / h
-            Gm, Gh = 0.5 * (G[m, 0] + G[m, 1]), 0.5 * (G[m, 1] - G[m, 0])  # (3, D)
-            if s <= 0.0:
-                s, ds = 0.0, np.zeros(G.shape[-1])
-            else:
-                dtan = -np.sign(c) / ((1.0 + cos) * sin)  # d tan(θ/2) / d(u·v)
-                ds_half = -k * R[m] / h * (dtan * (v - c * u) / h - tan * u / h)
-                ds_mid = -k * R[m] / h * dtan * (u - c * v) / dist
-                ds = ds_half @ Gh + ds_mid @ Gm
-            P[m, 0], P[m, 1] = mid - s * half, mid + s * half
-            G[m, 0] = Gm - s * Gh - np.outer(half, ds)
-            G[m, 1] = Gm + s * Gh + np.outer(half, ds)
-        return P, G
+        return ok + (Rk @ a[..., None])[..., 0], ok + (Rk @ b[..., None])[..., 0]
 
 
 def _capsule_2d(x0: float, x1: float, r: float):

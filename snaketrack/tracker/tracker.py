@@ -72,10 +72,11 @@ class TrackerConfig:
     """Tracker settings (defaults are the measured choices, docs/tracker.md).
 
     refine: :class:`RefineConfig`; filter: :class:`FilterConfig`.
-    model: silhouette model, ``"visual"`` (capsules and housings from
-        ``robot.visual``), ``"visual-view"`` (the same with cylindrical
-        housings drawn from the line of sight, :meth:`CapsuleModel.from_visual`;
-        rule H, docs/tracker.md) or ``"capsules"`` (the kinematic capsules only).
+    model: silhouette model, ``"visual"`` (capsules, spheres and cylindrical
+        housings from ``robot.visual``, :meth:`CapsuleModel.from_visual`),
+        ``"visual-capsule"`` (the same with cylindrical housings as capsules,
+        the model before rule H2, docs/tracker.md) or ``"capsules"`` (the
+        kinematic capsules only).
     moment_update: run the filter's image-moment EKF update before refinement.
     moment_order: 1 (centroid, the paper) or 2 (+ second moments).
     min_mask_px: fewer mask pixels than this = robot not visible.
@@ -220,8 +221,8 @@ class TrackerConfig:
     depth_anchor: str = "centre"
 
     def __post_init__(self):
-        if self.model not in ("visual", "visual-view", "visual-cyl", "capsules"):
-            raise InputError(f"tracker model {self.model!r}; expected 'visual', 'visual-view', 'visual-cyl' or 'capsules'")
+        if self.model not in ("visual", "visual-capsule", "capsules"):
+            raise InputError(f"tracker model {self.model!r}; expected 'visual', 'visual-capsule' or 'capsules'")
         if self.moment_order not in (1, 2):
             raise InputError(f"moment_order = {self.moment_order!r}; expected 1 or 2")
         if self.depth_anchor not in ("centre", "base"):
@@ -244,8 +245,7 @@ class Tracker:
         if config.model == "capsules":
             model = CapsuleModel.capsules(robot)
         else:
-            view = {"visual-view": True, "visual-cyl": "exact"}.get(config.model, False)
-            model = CapsuleModel.from_visual(robot, view_housings=view)
+            model = CapsuleModel.from_visual(robot, "capsule" if config.model == "visual-capsule" else "cylinder")
         self.renderer = SilhouetteRenderer(robot, K, width, height, model,
                                            SilhouetteSettings(sigma_px=config.refine.sigma_px))
         self.layout: StateLayout = self.renderer.layout

@@ -327,9 +327,9 @@ def test_silhouette_model_reaches_the_tracker(dataset, tmp_path, capsys):
 
     robot = load_robot("planar-snake-11")
     cam = Camera(K, 320, 240)
-    assert track_cmd.make_tracker(robot, cam, 30.0).renderer.model.flat is None
-    view = track_cmd.make_tracker(robot, cam, 30.0, silhouette="visual-view").renderer.model
-    assert int(view.flat.sum()) == robot.n_links - 1  # one cylindrical housing per joint
+    default = track_cmd.make_tracker(robot, cam, 30.0).renderer.model
+    assert int(default.cylinders.sum()) == robot.n_links - 1  # one cylindrical housing per joint
+    assert track_cmd.make_tracker(robot, cam, 30.0, silhouette="visual-capsule").renderer.model.cylinders is None
     with pytest.raises(SystemExit) as exc:  # argparse's own one-line error for an unknown choice
         cli.main(["track", str(dataset), "--silhouette", "meshes", "--no-video", "--out", str(tmp_path / "m")])
     assert exc.value.code == 2 and "--silhouette" in capsys.readouterr().err

@@ -21,6 +21,11 @@ by the soft union ``o = 1 − Π_k (1 − c_k)``, computed as
 ``σ → 0`` this is a hard capsule rendering (tested against a brute-force
 ray–capsule intersection in tests/tracker/test_render.py).
 
+A primitive flagged as a flat-ended *cylinder* (``cylinders=``; the planar
+snake's joint housings) takes its edge distance from :func:`_edge_px_cyl`
+instead: the outline of the hull of its two end discs, tested against a
+ray-traced cylinder; its derivatives come from autograd on those pairs.
+
 Cost follows the robot's size in the image, not the frame's: each primitive
 is evaluated only on the pixels of its own screen band (within its projected
 radius, ``|b|`` and ``margin_sigmas · σ`` of its projected axis segment,
@@ -134,7 +139,7 @@ class CapsuleModel:
         the true pose against the masks (every 20th frame, hard edges),
         capsule → cylinder: static-planar-s0 0.967 → 0.996, static-planar-s23
         0.937 → 0.995, drone-planar-s0 0.974 → 0.986; the capsule made the
-        static tracks sit too deep (docs/tracker.md, rule H2). A sphere for the
+        static tracks sit too deep (docs/tracker.md, rule C2). A sphere for the
         tail cap; and for the ellipsoidal head cap
         (semi-axes 1.6c, c, 0.9c along x, y, z at the head end) a capsule
         along x (:data:`HEAD_RADIUS`, :data:`HEAD_HALF_LENGTH`). Modelling the housings raised IoU at the true

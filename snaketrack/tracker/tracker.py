@@ -75,7 +75,7 @@ class TrackerConfig:
     model: silhouette model, ``"visual"`` (capsules, spheres and cylindrical
         housings from ``robot.visual``, :meth:`CapsuleModel.from_visual`),
         ``"visual-capsule"`` (the same with cylindrical housings as capsules,
-        the model before rule H2, docs/tracker.md) or ``"capsules"`` (the
+        the model before rule C2, docs/tracker.md) or ``"capsules"`` (the
         kinematic capsules only).
     moment_update: run the filter's image-moment EKF update before refinement.
     moment_order: 1 (centroid, the paper) or 2 (+ second moments).

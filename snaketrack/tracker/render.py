@@ -516,6 +516,41 @@ def _edge_px_cyl(A: torch.Tensor, Bp: torch.Tensor, r: torch.Tensor, d: torch.Te
     return torch.where(front, e, torch.full_like(e, -1e3))
 
 
+def _edges(A: torch.Tensor, Bp: torch.Tensor, r: torch.Tensor, d: torch.Tensor, f: float, min_depth: float,
+           is_cyl: Optional[torch.Tensor]) -> torch.Tensor:
+    """Edge distance [px] of each pair (pairs on the last axis): :func:`_edge_px` for capsules,
+    :func:`_edge_px_cyl` for the pairs flagged in ``is_cyl`` (Q,) bool (None: none)."""
+    if is_cyl is None or not bool(is_cyl.any()):
+        return _edge_px(A, Bp, r, d, f, min_depth)
+    kc, kk = torch.nonzero(is_cyl).squeeze(1), torch.nonzero(~is_cyl).squeeze(1)
+
+    def pick(k):
+        return A.index_select(-1, k), Bp.index_select(-1, k), r.index_select(-1, k), d.index_select(-1, k)
+
+    e = torch.empty(A.shape[1:], dtype=A.dtype, device=A.device)
+    e = e.index_copy(-1, kk, _edge_px(*pick(kk), f, min_depth))
+    return e.index_copy(-1, kc, _edge_px_cyl(*pick(kc), f, min_depth))
+
+
+def _edge_grads(A: torch.Tensor, Bp: torch.Tensor, r: torch.Tensor, d: torch.Tensor, f: float, min_depth: float,
+                is_cyl: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """``∂e/∂A``, ``∂e/∂B`` (3, Q) of :func:`_edges` for one state's pairs (A, Bp, d (3, Q); r (Q,)): in
+    closed form for capsules (:func:`_edge_px_grad`), by autograd for the cylinders (each pair's e
+    depends on its own copy of the end points only, so one backward pass gives every pair's)."""
+    if is_cyl is None or not bool(is_cyl.any()):
+        return _edge_px_grad(A, Bp, r, d, f, min_depth)[1:]
+    kc, kk = torch.nonzero(is_cyl).squeeze(1), torch.nonzero(~is_cyl).squeeze(1)
+    gA, gB = torch.empty_like(A), torch.empty_like(Bp)
+    _, gAk, gBk = _edge_px_grad(A.index_select(1, kk), Bp.index_select(1, kk), r.index_select(0, kk),
+                                d.index_select(1, kk), f, min_depth)
+    with torch.enable_grad():
+        Ac = A.index_select(1, kc).requires_grad_(True)
+        Bc = Bp.index_select(1, kc).requires_grad_(True)
+        ec = _edge_px_cyl(Ac, Bc, r.index_select(0, kc), d.index_select(1, kc), f, min_depth)
+        gAc, gBc = torch.autograd.grad(ec.sum(), (Ac, Bc))
+    return gA.index_copy(1, kk, gAk).index_copy(1, kc, gAc), gB.index_copy(1, kk, gBk).index_copy(1, kc, gBc)
+
+
 def _edge_px_grad(A: torch.Tensor, Bp: torch.Tensor, r: torch.Tensor, d: torch.Tensor, f: float,
                   min_depth: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """:func:`_edge_px` and its derivatives with respect to A and B, in closed form (no autograd).
@@ -611,13 +646,8 @@ def soft_silhouette(starts: torch.Tensor, ends: torch.Tensor, radii: torch.Tenso
     f = 0.5 * float(K[0, 0] + K[1, 1])
     A = starts[:, prim].permute(2, 0, 1)  # (3, B, Q)
     Bp = ends[:, prim].permute(2, 0, 1)
-    e = _edge_px(A, Bp, radii.to(starts.dtype)[prim], d, f, settings.min_depth)
-    if cylinders is not None:
-        k = torch.nonzero(torch.as_tensor(np.asarray(cylinders, bool), device=starts.device)[prim]).squeeze(1)
-        if k.numel():
-            ec = _edge_px_cyl(A[:, :, k], Bp[:, :, k], radii.to(starts.dtype)[prim[k]], d[:, :, k], f,
-                              settings.min_depth)
-            e = e.index_copy(1, k, ec)
+    is_cyl = None if cylinders is None else torch.as_tensor(np.asarray(cylinders, bool), device=starts.device)[prim]
+    e = _edges(A, Bp, radii.to(starts.dtype)[prim], d, f, settings.min_depth, is_cyl)
     if offset_px is not None:
         e = e + offset_px.to(starts.dtype)[:, None]
     logout = F.logsigmoid(-e / sig)  # log(1 − c)
@@ -690,16 +720,9 @@ def render_with_jacobian(starts: torch.Tensor, ends: torch.Tensor, radii: torch.
     E0 = ends[0].detach().to(cdt).T.contiguous()
     rad = radii.detach().to(cdt)
     # forward over all pairs; derivatives only for the pairs that have one (near a visible edge)
-    e = _edge_px(S0.index_select(1, prim), E0.index_select(1, prim), rad.index_select(0, prim), d, f,
-                 settings.min_depth)
-    is_cyl = None
-    if cylinders is not None:
-        is_cyl = torch.as_tensor(np.asarray(cylinders, bool)).index_select(0, prim)
-        kc = torch.nonzero(is_cyl).squeeze(1)
-        if kc.numel():
-            pc = prim.index_select(0, kc)
-            e = e.index_copy(0, kc, _edge_px_cyl(S0.index_select(1, pc), E0.index_select(1, pc), rad.index_select(0, pc),
-                                                 d.index_select(1, kc), f, settings.min_depth))
+    is_cyl = None if cylinders is None else torch.as_tensor(np.asarray(cylinders, bool)).index_select(0, prim)
+    e = _edges(S0.index_select(1, prim), E0.index_select(1, prim), rad.index_select(0, prim), d, f,
+               settings.min_depth, is_cyl)
     e = e + offset_px
     logout = F.logsigmoid(-e / sig)
     L = torch.zeros(w * h, dtype=cdt).index_add(0, pix, logout)
@@ -709,20 +732,9 @@ def render_with_jacobian(starts: torch.Tensor, ends: torch.Tensor, radii: torch.
     wgt = (1.0 - sil.index_select(0, pix)) * c / sig
     keep = torch.nonzero(wgt > tol).squeeze(1)
     pix_k, prim_k, wk = pix.index_select(0, keep), prim.index_select(0, keep), wgt.index_select(0, keep)
-    _, gA, gB = _edge_px_grad(S0.index_select(1, prim_k), E0.index_select(1, prim_k), rad.index_select(0, prim_k),
-                              d.index_select(1, keep), f, settings.min_depth)
-    if is_cyl is not None:
-        kc = torch.nonzero(is_cyl.index_select(0, keep)).squeeze(1)
-        if kc.numel():  # the cylinders' edge derivatives by autograd: each pair's e depends on its own copy only
-            pc = prim_k.index_select(0, kc)
-            with torch.enable_grad():
-                Ac = S0.index_select(1, pc).requires_grad_(True)
-                Bc = E0.index_select(1, pc).requires_grad_(True)
-                ec = _edge_px_cyl(Ac, Bc, rad.index_select(0, pc), d.index_select(1, keep.index_select(0, kc)), f,
-                                  settings.min_depth)
-                gAc, gBc = torch.autograd.grad(ec.sum(), (Ac, Bc))
-            gA = gA.index_copy(1, kc, gAc)
-            gB = gB.index_copy(1, kc, gBc)
+    gA, gB = _edge_grads(S0.index_select(1, prim_k), E0.index_select(1, prim_k), rad.index_select(0, prim_k),
+                         d.index_select(1, keep), f, settings.min_depth,
+                         None if is_cyl is None else is_cyl.index_select(0, keep))
     M = starts.shape[1]
     gAB = torch.cat([gA, gB], 0) * wk  # (6, Q): ∂o/∂(A, B) per pair
     # rows: ROI pixels with a derivative; inv: each kept pair's row (a lookup table, no sort)

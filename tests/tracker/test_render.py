@@ -40,36 +40,40 @@ def _dense(rj, n_pix):
     return d
 
 
+def _pixel_rays(K, width, height):
+    """Unit rays (H·W, 3) through every pixel centre, row-major."""
+    vv, uu = np.mgrid[0:height, 0:width]
+    d = np.stack([uu.ravel(), vv.ravel(), np.ones(uu.size)], 1) @ np.linalg.inv(K).T
+    return d / np.linalg.norm(d, axis=1, keepdims=True)
+
+
+def _side_hits(d, c, w, rad, lo, hi):
+    """Rays ``d`` (N, 3) from the origin that meet the cylinder surface of radius ``rad`` about the line
+    through ``c`` along unit ``w`` at an axial coordinate (from ``c``) within [lo, hi]: the quadratic."""
+    dp = d - np.outer(d @ w, w)
+    ap = -c + (c @ w) * w  # (0 − c) minus its axial part
+    qa, qb, qc = (dp * dp).sum(1), 2 * (dp @ ap), ap @ ap - rad ** 2
+    disc = qb ** 2 - 4 * qa * qc
+    hit = np.zeros(len(d), bool)
+    for sgn in (-1, 1):
+        t = (-qb + sgn * np.sqrt(np.maximum(disc, 0))) / (2 * np.maximum(qa, 1e-18))
+        s = (t[:, None] * d - c) @ w
+        hit |= (disc >= 0) & (t > 0) & (s >= lo) & (s <= hi)
+    return hit
+
+
 def hard_capsule_mask(A, B, r, K, width, height):
     """Brute force: per pixel ray, does it hit the capsule? Ray–cylinder quadratic + the two end spheres."""
-    Kinv = np.linalg.inv(K)
-    vv, uu = np.mgrid[0:height, 0:width]
-    d = np.stack([uu.ravel(), vv.ravel(), np.ones(uu.size)], 1) @ Kinv.T
-    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    d = _pixel_rays(K, width, height)
     hit = np.zeros(len(d), bool)
     for a, b, rad in zip(A, B, r):
         for c in (a, b):  # spheres: |t d − c|² = r² has a real root t > 0
             bb = d @ c
             disc = bb ** 2 - (c @ c - rad ** 2)
             hit |= (disc >= 0) & (bb + np.sqrt(np.maximum(disc, 0)) > 0)
-        axis = b - a
-        L = np.linalg.norm(axis)
-        if L < 1e-12:
-            continue
-        w = axis / L
-        # points t d with distance to the infinite axis line ≤ r, and axial coordinate in [0, L]
-        dp = d - np.outer(d @ w, w)
-        ap = -a + (a @ w) * w  # (0 − a) minus its axial part
-        qa = (dp * dp).sum(1)
-        qb = 2 * (dp @ ap)
-        qc = ap @ ap - rad ** 2
-        disc = qb ** 2 - 4 * qa * qc
-        ok = disc >= 0
-        sq = np.sqrt(np.maximum(disc, 0))
-        for sgn in (-1, 1):
-            t = (-qb + sgn * sq) / (2 * np.maximum(qa, 1e-18))
-            s = (t[:, None] * d - a) @ w
-            hit |= ok & (t > 0) & (s >= 0) & (s <= L)
+        L = np.linalg.norm(b - a)
+        if L >= 1e-12:
+            hit |= _side_hits(d, a, (b - a) / L, rad, 0.0, L)
     return hit.reshape(height, width)
 
 
@@ -301,21 +305,13 @@ def test_band_and_box_give_the_same_silhouette_and_jacobian():
 def hard_cylinder_mask(c, w, R, h, K, width, height):
     """Brute force: per pixel ray, does it hit the flat-ended cylinder (centre c, unit axis w, radius R,
     half-length h)? The side (ray–cylinder quadratic, axial coordinate within ±h) or an end disc."""
-    Kinv = np.linalg.inv(K)
-    vv, uu = np.mgrid[0:height, 0:width]
-    d = np.stack([uu.ravel(), vv.ravel(), np.ones(uu.size)], 1) @ Kinv.T
+    d = _pixel_rays(K, width, height)
     hit = np.zeros(len(d), bool)
     for sgn in (-1, 1):  # end discs: the ray meets the end plane within R of the end's centre
         e = c + sgn * h * w
         t = (e @ w) / (d @ w)
         hit |= (t > 0) & (np.linalg.norm(t[:, None] * d - e, axis=1) <= R)
-    dp = d - np.outer(d @ w, w)
-    ap = -c + (c @ w) * w
-    qa, qb, qc = (dp * dp).sum(1), 2 * (dp @ ap), ap @ ap - R * R
-    disc = qb ** 2 - 4 * qa * qc
-    for sgn in (-1, 1):
-        t = (-qb + sgn * np.sqrt(np.maximum(disc, 0))) / (2 * np.maximum(qa, 1e-18))
-        hit |= (disc >= 0) & (t > 0) & (np.abs((t[:, None] * d - c) @ w) <= h)
+    hit |= _side_hits(d, c, w, R, -h, h)
     return hit.reshape(height, width)
 
 

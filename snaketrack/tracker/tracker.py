@@ -55,6 +55,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Optional, Sequence
 
+import cv2
 import numpy as np
 import torch
 
@@ -182,6 +183,13 @@ class TrackerConfig:
         (the seventh session's anchor, used with the factor 0.5 there). A snake's base swings along the ray with
         the gait while its centre moves slowly (docs/tracker.md, "Depth
         damping at the body's centre").
+    cut_weighting: the occlusion weighting also ignores a model pixel near
+        the mask whose nearest point of the predicted body axis lies in the
+        far zone (more than ``RefineConfig.far_px`` from the mask; rule X,
+        docs/tracker.md): a post cuts the body's whole cross-section out of
+        the mask, a segmentation bias only its sides, so the pixels beyond a
+        cut are not pushed back as the 1–3 px band beside the body is.
+        Without it a head behind a post folds out of the band.
     """
 
     refine: RefineConfig = field(default_factory=RefineConfig)
@@ -219,6 +227,7 @@ class TrackerConfig:
     wave_threshold: float = 0.35
     warmup_keep_reading: bool = True
     depth_anchor: str = "centre"
+    cut_weighting: bool = False
 
     def __post_init__(self):
         if self.model not in ("visual", "visual-capsule", "capsules"):
@@ -356,7 +365,9 @@ class Tracker:
             res = self._wide_refiner().refine(pred, obs, steps=cfg.init_refine_steps, up=self.up)
             res = self.refiner.refine(res.x, obs, offset0=res.offset_px, steps=4, up=self.up)
         else:
-            res = self.refiner.refine(pred, obs, offset0=b0, up=self.up, height=self._ground_height())
+            cut_on = cfg.cut_weighting and self._far_on and cfg.refine.far_weight < 1.0
+            obs_cut = self._cut_weighted(pred, obs) if cut_on else obs
+            res = self.refiner.refine(pred, obs_cut, offset0=b0, up=self.up, height=self._ground_height())
         reinit = False
         if res.iou < cfg.reacquire_iou or (was_lost and res.iou < cfg.reacquired_iou):
             # while tracking, keep the track's reading of the chain (tail vs head): a silhouette barely
@@ -490,6 +501,53 @@ class Tracker:
         step = r.cover_step_px if r.cover_weight > 0 else 0.0
         return Observation.from_mask(m, r.loss, r.dt_gain, r.dt_clip_px, skeleton_step_px=step,
                                      far_px=r.far_px if far else 0.0, far_weight=r.far_weight)
+
+    def _cut_weighted(self, x: np.ndarray, obs: Observation) -> Observation:
+        """``obs`` with the model pixels beyond a cut of the mask ignored (``TrackerConfig.cut_weighting``):
+        outside the mask, pixels nearer to a point of pose ``x``'s projected body axis that lies in the
+        far zone (more than ``RefineConfig.far_px`` from the mask) than to one that does not get
+        ``RefineConfig.far_weight``."""
+        with torch.no_grad():
+            a, b, _ = self.renderer.primitives(torch.as_tensor(np.asarray(x, float))[None])
+        K = self.renderer.K.numpy()
+        A, B = a[0].numpy(), b[0].numpy()
+        front = (A[:, 2] > 1e-6) & (B[:, 2] > 1e-6)
+        if not front.any():
+            return obs
+        ua = (A[front] @ K.T)[:, :2] / A[front, 2:3]
+        ub = (B[front] @ K.T)[:, :2] / B[front, 2:3]
+        n = max(int(np.ceil(np.linalg.norm(ub - ua, axis=1).max())), 1)  # at most ~1 px apart
+        lam = np.linspace(0.0, 1.0, n + 1)[None, :, None]
+        pts = (ua[:, None] + lam * (ub - ua)[:, None]).reshape(-1, 2)
+        H, W = obs.mask.shape
+        iu, iv = np.rint(pts[:, 0]).astype(int), np.rint(pts[:, 1]).astype(int)
+        inside = (iu >= 0) & (iu < W) & (iv >= 0) & (iv < H)
+        if not inside.any():
+            return obs
+        iu, iv = iu[inside], iv[inside]
+        m = obs.mask.numpy() > 0.5
+        # an axis point counts as off the mask only beyond the band (the far zone): a prediction a few
+        # pixels past a free end, on a mask eroded by its bias, must still be pushed back
+        on = obs.weight.numpy()[iv, iu] >= 1.0
+        if on.all() or not on.any():
+            return obs
+        # the body's box, padded by its image radius and the occlusion band: weights elsewhere do not matter
+        r_px = float((K[0, 0] * self.renderer.model.radius[front] / np.minimum(A[front, 2], B[front, 2])).max())
+        pad = int(np.ceil(r_px + self.config.refine.far_px)) + 2
+        u0, v0 = max(iu.min() - pad, 0), max(iv.min() - pad, 0)
+        u1, v1 = min(iu.max() + pad + 1, W), min(iv.max() + pad + 1, H)
+        seeds_off = np.ones((v1 - v0, u1 - u0), np.uint8)
+        seeds_off[iv[~on] - v0, iu[~on] - u0] = 0
+        seeds_on = np.ones_like(seeds_off)
+        seeds_on[iv[on] - v0, iu[on] - u0] = 0
+        d_off = cv2.distanceTransform(seeds_off, cv2.DIST_L2, 3)
+        d_on = cv2.distanceTransform(seeds_on, cv2.DIST_L2, 3)
+        cut = ~m[v0:v1, u0:u1] & (d_off < d_on)
+        if not cut.any():
+            return obs
+        w = obs.weight.clone()
+        w[v0:v1, u0:u1][torch.as_tensor(cut)] = self.config.refine.far_weight
+        return replace(obs, weight=w)
 
     @property
     def _far_on(self) -> bool:

@@ -227,7 +227,7 @@ class TrackerConfig:
     wave_threshold: float = 0.35
     warmup_keep_reading: bool = True
     depth_anchor: str = "centre"
-    cut_weighting: bool = False
+    cut_weighting: bool = True
 
     def __post_init__(self):
         if self.model not in ("visual", "visual-capsule", "capsules"):

@@ -24,7 +24,8 @@ ray–capsule intersection in tests/tracker/test_render.py).
 A primitive flagged as a flat-ended *cylinder* (``cylinders=``; the planar
 snake's joint housings) takes its edge distance from :func:`_edge_px_cyl`
 instead: the outline of the hull of its two end discs, tested against a
-ray-traced cylinder; its derivatives come from autograd on those pairs.
+ray-traced cylinder; its derivatives are in closed form too
+(:func:`_edge_px_cyl_grad`, checked against autograd).
 
 Cost follows the robot's size in the image, not the frame's: each primitive
 is evaluated only on the pixels of its own screen band (within its projected
@@ -37,7 +38,8 @@ for. The soft union is a scatter-add over those pairs.
 respect to the primitives' end points (and the edge offset) in one pass
 without autograd: each pair's coverage depends only on its own primitive,
 so the per-pair derivatives ``∂e/∂(A, B)`` are taken in closed form
-(:func:`_edge_px_grad`, checked against autograd), only for the pairs near
+(:func:`_edge_px_grad`, :func:`_edge_px_cyl_grad`, checked against
+autograd), only for the pairs near
 a visible edge, and the soft union's product rule is applied by hand,
 ``∂o/∂e_k = (1 − o) c_k / σ``.
 
@@ -516,6 +518,90 @@ def _edge_px_cyl(A: torch.Tensor, Bp: torch.Tensor, r: torch.Tensor, d: torch.Te
     return torch.where(front, e, torch.full_like(e, -1e3))
 
 
+def _cross(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.stack([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
+def _edge_px_cyl_grad(A: torch.Tensor, Bp: torch.Tensor, r: torch.Tensor, d: torch.Tensor, f: float,
+                      min_depth: float, eps: float = 1e-12) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`_edge_px_cyl` and its derivatives with respect to A and B, in closed form (no autograd).
+
+    A, Bp, d: (3, Q); r: (Q,). Returns ``e`` (Q,), ``∂e/∂A`` (3, Q), ``∂e/∂B`` (3, Q): the forward
+    pass of :func:`_edge_px_cyl` step by step, then its adjoints in reverse order (each line
+    ``x̄`` is ∂e/∂x). Equal to autograd through :func:`_edge_px_cyl` (tests/tracker/test_render.py).
+    """
+    m = 0.5 * (A + Bp)
+    w = 0.5 * (Bp - A)
+    h = torch.sqrt((w * w).sum(0) + eps)
+    u = w / h
+    zm = torch.sqrt((m * m).sum(0) + eps)
+    v = m / zm
+    c = (u * v).sum(0)
+    ca = c.abs().clamp_min(0.05)
+    p = u - c * v
+    sn = torch.sqrt((p * p).sum(0) + eps)
+    y = p / sn
+    x = _cross(v, y)
+    dv = (d * v).sum(0)
+    dvc = dv.clamp_min(1e-6)
+    k = zm / dvc
+    q = d * k - m
+    qx = (q * x).sum(0)
+    qy = (q * y).sum(0)
+    ys = qy / ca
+    L = h * sn / ca
+    dy = ys - torch.maximum(torch.minimum(ys, L), -L)
+    D = qx * qx + dy * dy + eps
+    sq = torch.sqrt(D)
+    N = qx * qx + dy * dy / (ca * ca) + eps
+    g = torch.sqrt(D / N)
+    e_m = (r - sq) * g
+    e_raw = f * e_m / zm
+    front = (zm > min_depth) & (dv > 0)
+    e = torch.where(front, e_raw, torch.full_like(e_raw, -1e3))
+
+    one = front.to(A.dtype)
+    b_em = one * f / zm
+    b_zm = -one * e_raw / zm
+    b_sq = -g * b_em
+    b_g = (r - sq) * b_em
+    b_D = b_sq / (2 * sq) + b_g * g / (2 * D)
+    b_N = -b_g * g / (2 * N)
+    b_qx = 2 * qx * (b_D + b_N)
+    b_dy = 2 * dy * (b_D + b_N / (ca * ca))
+    b_ca = -2 * dy * dy / (ca * ca * ca) * b_N
+    out = ((ys > L) | (ys < -L)).to(A.dtype)
+    b_ys = out * b_dy
+    b_L = -out * torch.sign(ys) * b_dy
+    b_h = b_L * sn / ca
+    b_sn = b_L * h / ca
+    b_ca = b_ca - b_L * L / ca - b_ys * ys / ca
+    b_qy = b_ys / ca
+    b_q = b_qx * x + b_qy * y
+    b_x = b_qx * q
+    b_y = b_qy * q
+    b_k = (b_q * d).sum(0)
+    b_m = -b_q
+    b_zm = b_zm + b_k / dvc
+    b_dv = torch.where(dv > 1e-6, -b_k * zm / (dvc * dvc), torch.zeros_like(dv))
+    b_v = b_dv * d + _cross(y, b_x)
+    b_y = b_y + _cross(b_x, v)
+    b_p = b_y / sn
+    b_sn = b_sn - (b_y * p).sum(0) / (sn * sn)
+    b_p = b_p + b_sn * p / sn
+    b_u = b_p
+    b_c = -(b_p * v).sum(0) + b_ca * torch.sign(c) * (c.abs() > 0.05).to(A.dtype)
+    b_v = b_v - c * b_p + b_c * u
+    b_u = b_u + b_c * v
+    b_m = b_m + b_v / zm
+    b_zm = b_zm - (b_v * m).sum(0) / (zm * zm)
+    b_m = b_m + b_zm * m / zm
+    b_w = b_u / h
+    b_h = b_h - (b_u * w).sum(0) / (h * h)
+    b_w = b_w + b_h * w / h
+    return e, 0.5 * (b_m - b_w), 0.5 * (b_m + b_w)
+
+
 def _edges(A: torch.Tensor, Bp: torch.Tensor, r: torch.Tensor, d: torch.Tensor, f: float, min_depth: float,
            is_cyl: Optional[torch.Tensor]) -> torch.Tensor:
     """Edge distance [px] of each pair (pairs on the last axis): :func:`_edge_px` for capsules,
@@ -534,20 +620,18 @@ def _edges(A: torch.Tensor, Bp: torch.Tensor, r: torch.Tensor, d: torch.Tensor, 
 
 def _edge_grads(A: torch.Tensor, Bp: torch.Tensor, r: torch.Tensor, d: torch.Tensor, f: float, min_depth: float,
                 is_cyl: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-    """``∂e/∂A``, ``∂e/∂B`` (3, Q) of :func:`_edges` for one state's pairs (A, Bp, d (3, Q); r (Q,)): in
-    closed form for capsules (:func:`_edge_px_grad`), by autograd for the cylinders (each pair's e
-    depends on its own copy of the end points only, so one backward pass gives every pair's)."""
+    """``∂e/∂A``, ``∂e/∂B`` (3, Q) of :func:`_edges` for one state's pairs (A, Bp, d (3, Q); r (Q,)), in
+    closed form: :func:`_edge_px_grad` for capsules, :func:`_edge_px_cyl_grad` for the cylinders."""
     if is_cyl is None or not bool(is_cyl.any()):
         return _edge_px_grad(A, Bp, r, d, f, min_depth)[1:]
     kc, kk = torch.nonzero(is_cyl).squeeze(1), torch.nonzero(~is_cyl).squeeze(1)
+
+    def pick(k):
+        return A.index_select(1, k), Bp.index_select(1, k), r.index_select(0, k), d.index_select(1, k)
+
     gA, gB = torch.empty_like(A), torch.empty_like(Bp)
-    _, gAk, gBk = _edge_px_grad(A.index_select(1, kk), Bp.index_select(1, kk), r.index_select(0, kk),
-                                d.index_select(1, kk), f, min_depth)
-    with torch.enable_grad():
-        Ac = A.index_select(1, kc).requires_grad_(True)
-        Bc = Bp.index_select(1, kc).requires_grad_(True)
-        ec = _edge_px_cyl(Ac, Bc, r.index_select(0, kc), d.index_select(1, kc), f, min_depth)
-        gAc, gBc = torch.autograd.grad(ec.sum(), (Ac, Bc))
+    _, gAk, gBk = _edge_px_grad(*pick(kk), f, min_depth)
+    _, gAc, gBc = _edge_px_cyl_grad(*pick(kc), f, min_depth)
     return gA.index_copy(1, kk, gAk).index_copy(1, kc, gAc), gB.index_copy(1, kk, gBk).index_copy(1, kc, gBc)
 
 

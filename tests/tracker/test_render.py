@@ -253,6 +253,31 @@ def test_closed_form_edge_gradient_equals_autograd():
     assert torch.allclose(gB, b.grad, rtol=1e-6, atol=1e-8 * scale)
 
 
+def test_closed_form_cylinder_edge_gradient_equals_autograd():
+    from snaketrack.tracker.render import _edge_px_cyl, _edge_px_cyl_grad
+
+    g = torch.Generator().manual_seed(3)
+    Q = 4000
+    A = (torch.rand(3, Q, generator=g, dtype=torch.float64) - 0.5) * torch.tensor([[0.6], [0.6], [0.4]])
+    A[2] += 1.0
+    Bp = A + (torch.rand(3, Q, generator=g, dtype=torch.float64) - 0.5) * 0.1
+    Bp[:, :100] = A[:, :100] + torch.tensor([[0.0], [0.0], [0.02]], dtype=torch.float64)  # seen along the axis
+    A[2, 200:260], Bp[2, 200:260] = -0.5, -0.45  # behind the camera
+    d = torch.rand(3, Q, generator=g, dtype=torch.float64) - 0.5
+    d[2] = 1.0
+    d = d / d.norm(dim=0, keepdim=True)
+    r = 0.01 + 0.03 * torch.rand(Q, generator=g, dtype=torch.float64)
+    a, b = A.clone().requires_grad_(True), Bp.clone().requires_grad_(True)
+    e_ref = _edge_px_cyl(a, b, r, d, 300.0, 0.05)
+    e_ref.sum().backward()
+    e, gA, gB = _edge_px_cyl_grad(A, Bp, r, d, 300.0, 0.05)
+    assert torch.allclose(e, e_ref.detach(), atol=1e-9)
+    assert int((gA.abs().sum(0) == 0).sum()) >= 30  # the pairs behind the camera have none
+    scale = float(a.grad.abs().max())
+    assert torch.allclose(gA, a.grad, rtol=1e-6, atol=1e-9 * scale)
+    assert torch.allclose(gB, b.grad, rtol=1e-6, atol=1e-9 * scale)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_pixel_bands_hold_every_pixel_near_the_silhouette(seed):
     """The per-primitive pixel bands miss no (pixel, primitive) pair with edge distance > −pad.

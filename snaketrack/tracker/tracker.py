@@ -6,7 +6,9 @@ Per frame (:meth:`Tracker.step`)::
     [moment update image moments of the mask vs. the rendered prediction
                    (EKF, observation matrix by autograd; off by default, see below)]
     refine         Levenberg–Marquardt on the silhouette (refine.py), with the
-                   coverage term and, given an up direction, the ground prior
+                   coverage term and, given an up direction, the ground prior;
+                   model pixels far from the mask or beyond a cut of it (a post)
+                   are ignored (occlusion and cut weighting, ``_cut_weighted``)
     velocity       filter.set_refined: the paper's finite-difference velocity
     reading        flip the chain when its body wave runs tail-ward (reading.py)
 

@@ -60,6 +60,7 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from types import SimpleNamespace
 from typing import Optional, Sequence
 
 import numpy as np
@@ -492,46 +493,19 @@ def _edge_px_cyl(A: torch.Tensor, Bp: torch.Tensor, r: torch.Tensor, d: torch.Te
     pixels. Orthographic about ``m`` (a cylinder 0.05 m across at 2.5 m: under
     0.1 px); |cos θ| is held above 0.05 (a cylinder seen side-on).
     """
-    m = 0.5 * (A + Bp)
-    half = 0.5 * (Bp - A)
-    h = torch.sqrt((half * half).sum(0) + eps)
-    u = half / h
-    zm = torch.sqrt((m * m).sum(0) + eps)
-    v = m / zm
-    c = (u * v).sum(0)
-    ca = c.abs().clamp_min(0.05)
-    up = u - c * v
-    sn = torch.sqrt((up * up).sum(0) + eps)
-    y = up / sn
-    x = torch.cross(v, y, dim=0)
-    dv = (d * v).sum(0)
-    q = d * (zm / dv.clamp_min(1e-6)) - m
-    qx = (q * x).sum(0)
-    ys = (q * y).sum(0) / ca
-    L = h * sn / ca
-    dy = ys - torch.maximum(torch.minimum(ys, L), -L)
-    d2 = qx * qx + dy * dy
-    # (r − dist) / |∇ dist| with ∇ in the unstretched plane: |∇| = sqrt(qx² + dy²/c²) / dist
-    e_m = (r - torch.sqrt(d2 + eps)) * torch.sqrt((d2 + eps) / (qx * qx + dy * dy / (ca * ca) + eps))
-    e = f * e_m / zm
-    front = (zm > min_depth) & (dv > 0)
-    return torch.where(front, e, torch.full_like(e, -1e3))
+    return _cyl_forward(A, Bp, r, d, f, min_depth, eps).e
 
 
 def _cross(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a × b for vectors stacked on dim 0, (3, ...)."""
     return torch.stack([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
 
 
-def _edge_px_cyl_grad(A: torch.Tensor, Bp: torch.Tensor, r: torch.Tensor, d: torch.Tensor, f: float,
-                      min_depth: float, eps: float = 1e-12) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """:func:`_edge_px_cyl` and its derivatives with respect to A and B, in closed form (no autograd).
-
-    A, Bp, d: (3, Q); r: (Q,). Returns ``e`` (Q,), ``∂e/∂A`` (3, Q), ``∂e/∂B`` (3, Q): the forward
-    pass of :func:`_edge_px_cyl` step by step, then its adjoints in reverse order (each line
-    ``x̄`` is ∂e/∂x). Equal to autograd through :func:`_edge_px_cyl` (tests/tracker/test_render.py).
-    """
+def _cyl_forward(A: torch.Tensor, Bp: torch.Tensor, r: torch.Tensor, d: torch.Tensor, f: float,
+                 min_depth: float, eps: float) -> SimpleNamespace:
+    """:func:`_edge_px_cyl`'s forward pass with every intermediate kept (for :func:`_edge_px_cyl_grad`)."""
     m = 0.5 * (A + Bp)
-    w = 0.5 * (Bp - A)
+    w = 0.5 * (Bp - A)  # the half axis
     h = torch.sqrt((w * w).sum(0) + eps)
     u = w / h
     zm = torch.sqrt((m * m).sum(0) + eps)
@@ -551,6 +525,7 @@ def _edge_px_cyl_grad(A: torch.Tensor, Bp: torch.Tensor, r: torch.Tensor, d: tor
     ys = qy / ca
     L = h * sn / ca
     dy = ys - torch.maximum(torch.minimum(ys, L), -L)
+    # (r − dist) / |∇ dist| with ∇ in the unstretched plane: |∇| = sqrt(qx² + dy²/c²) / dist
     D = qx * qx + dy * dy + eps
     sq = torch.sqrt(D)
     N = qx * qx + dy * dy / (ca * ca) + eps
@@ -559,6 +534,22 @@ def _edge_px_cyl_grad(A: torch.Tensor, Bp: torch.Tensor, r: torch.Tensor, d: tor
     e_raw = f * e_m / zm
     front = (zm > min_depth) & (dv > 0)
     e = torch.where(front, e_raw, torch.full_like(e_raw, -1e3))
+    return SimpleNamespace(m=m, w=w, h=h, u=u, zm=zm, v=v, c=c, ca=ca, p=p, sn=sn, y=y, x=x, dv=dv, dvc=dvc,
+                           q=q, qx=qx, ys=ys, L=L, dy=dy, D=D, sq=sq, N=N, g=g, e_raw=e_raw, front=front, e=e)
+
+
+def _edge_px_cyl_grad(A: torch.Tensor, Bp: torch.Tensor, r: torch.Tensor, d: torch.Tensor, f: float,
+                      min_depth: float, eps: float = 1e-12) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`_edge_px_cyl` and its derivatives with respect to A and B, in closed form (no autograd).
+
+    A, Bp, d: (3, Q); r: (Q,). Returns ``e`` (Q,), ``∂e/∂A`` (3, Q), ``∂e/∂B`` (3, Q): the adjoints
+    of :func:`_cyl_forward`'s steps in reverse order (``b_x`` is ∂e/∂x). Equal to autograd through
+    :func:`_edge_px_cyl` (tests/tracker/test_render.py).
+    """
+    t = _cyl_forward(A, Bp, r, d, f, min_depth, eps)
+    m, w, h, u, zm, v, c, ca, p, sn, y, x = t.m, t.w, t.h, t.u, t.zm, t.v, t.c, t.ca, t.p, t.sn, t.y, t.x
+    dv, dvc, q, qx, ys, L, dy, D, sq, N, g, e_raw, front, e = (
+        t.dv, t.dvc, t.q, t.qx, t.ys, t.L, t.dy, t.D, t.sq, t.N, t.g, t.e_raw, t.front, t.e)
 
     one = front.to(A.dtype)
     b_em = one * f / zm

@@ -227,20 +227,27 @@ def test_free_end_inset_balances_the_areas():
     assert abs(int((band | c).sum()) - int((body | c).sum())) * h * h < 2e-3 * np.pi * r * r
 
 
-def test_closed_form_edge_gradient_equals_autograd():
-    from snaketrack.tracker.render import _edge_px, _edge_px_grad
-
+def _random_pairs(Q: int, length: float):
+    """Q random (primitive, ray) pairs about 1 m in front of the camera: A, B (3, Q) [m] with B − A up to
+    ``length`` per axis, unit rays d (3, Q) and radii r (Q,) [m]."""
     g = torch.Generator().manual_seed(3)
-    Q = 4000
     A = (torch.rand(3, Q, generator=g, dtype=torch.float64) - 0.5) * torch.tensor([[0.6], [0.6], [0.4]])
     A[2] += 1.0
-    Bp = A + (torch.rand(3, Q, generator=g, dtype=torch.float64) - 0.5) * 0.4
-    Bp[:, :200] = A[:, :200]  # spheres
-    A[2, 200:260] = -0.5  # partly behind the camera
+    Bp = A + (torch.rand(3, Q, generator=g, dtype=torch.float64) - 0.5) * length
     d = torch.rand(3, Q, generator=g, dtype=torch.float64) - 0.5
     d[2] = 1.0
     d = d / d.norm(dim=0, keepdim=True)
     r = 0.01 + 0.03 * torch.rand(Q, generator=g, dtype=torch.float64)
+    return A, Bp, d, r
+
+
+def test_closed_form_edge_gradient_equals_autograd():
+    from snaketrack.tracker.render import _edge_px, _edge_px_grad
+
+    Q = 4000
+    A, Bp, d, r = _random_pairs(Q, 0.4)
+    Bp[:, :200] = A[:, :200]  # spheres
+    A[2, 200:260] = -0.5  # partly behind the camera
     a, b = A.clone().requires_grad_(True), Bp.clone().requires_grad_(True)
     e_ref = _edge_px(a, b, r, d, 300.0, 0.05)
     e_ref.sum().backward()
@@ -256,17 +263,10 @@ def test_closed_form_edge_gradient_equals_autograd():
 def test_closed_form_cylinder_edge_gradient_equals_autograd():
     from snaketrack.tracker.render import _edge_px_cyl, _edge_px_cyl_grad
 
-    g = torch.Generator().manual_seed(3)
     Q = 4000
-    A = (torch.rand(3, Q, generator=g, dtype=torch.float64) - 0.5) * torch.tensor([[0.6], [0.6], [0.4]])
-    A[2] += 1.0
-    Bp = A + (torch.rand(3, Q, generator=g, dtype=torch.float64) - 0.5) * 0.1
+    A, Bp, d, r = _random_pairs(Q, 0.1)
     Bp[:, :100] = A[:, :100] + torch.tensor([[0.0], [0.0], [0.02]], dtype=torch.float64)  # seen along the axis
     A[2, 200:260], Bp[2, 200:260] = -0.5, -0.45  # behind the camera
-    d = torch.rand(3, Q, generator=g, dtype=torch.float64) - 0.5
-    d[2] = 1.0
-    d = d / d.norm(dim=0, keepdim=True)
-    r = 0.01 + 0.03 * torch.rand(Q, generator=g, dtype=torch.float64)
     a, b = A.clone().requires_grad_(True), Bp.clone().requires_grad_(True)
     e_ref = _edge_px_cyl(a, b, r, d, 300.0, 0.05)
     e_ref.sum().backward()

@@ -253,6 +253,12 @@ def test_cut_weighting_frees_only_the_pixels_beyond_a_cut(sequence):
     eroded = cv2.erode(frames[5][0].astype(np.uint8), np.ones((5, 5), np.uint8)) > 0
     obs_e = trk._observe(eroded)
     assert trk._cut_weighted(frames[5][1], obs_e) is obs_e
+    # a pose whose body lies off the image, or behind the camera: nothing to weigh
+    far = frames[5][1].copy()
+    far[lay.trans] += np.array([5.0, 0.0, 0.0])
+    assert trk._cut_weighted(far, obs) is obs
+    far[lay.trans] = -frames[5][1][lay.trans]
+    assert trk._cut_weighted(far, obs) is obs
 
 
 def test_a_head_behind_a_post_does_not_fold(sequence):

@@ -599,14 +599,10 @@ def _edges(A: torch.Tensor, Bp: torch.Tensor, r: torch.Tensor, d: torch.Tensor, 
     :func:`_edge_px_cyl` for the pairs flagged in ``is_cyl`` (Q,) bool (None: none)."""
     if is_cyl is None or not bool(is_cyl.any()):
         return _edge_px(A, Bp, r, d, f, min_depth)
-    kc, kk = torch.nonzero(is_cyl).squeeze(1), torch.nonzero(~is_cyl).squeeze(1)
-
-    def pick(k):
-        return A.index_select(-1, k), Bp.index_select(-1, k), r.index_select(-1, k), d.index_select(-1, k)
-
+    (kk, caps), (kc, cyls) = _by_kind(is_cyl, A, Bp, r, d)
     e = torch.empty(A.shape[1:], dtype=A.dtype, device=A.device)
-    e = e.index_copy(-1, kk, _edge_px(*pick(kk), f, min_depth))
-    return e.index_copy(-1, kc, _edge_px_cyl(*pick(kc), f, min_depth))
+    e = e.index_copy(-1, kk, _edge_px(*caps, f, min_depth))
+    return e.index_copy(-1, kc, _edge_px_cyl(*cyls, f, min_depth))
 
 
 def _edge_grads(A: torch.Tensor, Bp: torch.Tensor, r: torch.Tensor, d: torch.Tensor, f: float, min_depth: float,
@@ -615,15 +611,20 @@ def _edge_grads(A: torch.Tensor, Bp: torch.Tensor, r: torch.Tensor, d: torch.Ten
     closed form: :func:`_edge_px_grad` for capsules, :func:`_edge_px_cyl_grad` for the cylinders."""
     if is_cyl is None or not bool(is_cyl.any()):
         return _edge_px_grad(A, Bp, r, d, f, min_depth)[1:]
-    kc, kk = torch.nonzero(is_cyl).squeeze(1), torch.nonzero(~is_cyl).squeeze(1)
-
-    def pick(k):
-        return A.index_select(1, k), Bp.index_select(1, k), r.index_select(0, k), d.index_select(1, k)
-
+    (kk, caps), (kc, cyls) = _by_kind(is_cyl, A, Bp, r, d)
+    _, gAk, gBk = _edge_px_grad(*caps, f, min_depth)
+    _, gAc, gBc = _edge_px_cyl_grad(*cyls, f, min_depth)
     gA, gB = torch.empty_like(A), torch.empty_like(Bp)
-    _, gAk, gBk = _edge_px_grad(*pick(kk), f, min_depth)
-    _, gAc, gBc = _edge_px_cyl_grad(*pick(kc), f, min_depth)
     return gA.index_copy(1, kk, gAk).index_copy(1, kc, gAc), gB.index_copy(1, kk, gBk).index_copy(1, kc, gBc)
+
+
+def _by_kind(is_cyl: torch.Tensor, *pairs: torch.Tensor):
+    """Split pair tensors (pairs on the last axis) by ``is_cyl`` (Q,): ((capsule indices, their slices),
+    (cylinder indices, their slices))."""
+    out = []
+    for k in (torch.nonzero(~is_cyl).squeeze(1), torch.nonzero(is_cyl).squeeze(1)):
+        out.append((k, [t.index_select(-1, k) for t in pairs]))
+    return out
 
 
 def _edge_px_grad(A: torch.Tensor, Bp: torch.Tensor, r: torch.Tensor, d: torch.Tensor, f: float,
@@ -764,8 +765,9 @@ def render_with_jacobian(starts: torch.Tensor, ends: torch.Tensor, radii: torch.
     fast and accurate to ~0.01 px at a few metres); outputs are in the
     dtype of ``starts``. ``image_size``: (W, H) of the image the ROI lies
     in; given, the pixel rays come from a cached table (:func:`ray_table`).
-    The derivatives are in closed form (:func:`_edge_px_grad`), evaluated
-    only for the pairs whose derivative exceeds ``tol``. ``band``: see
+    The derivatives are in closed form (:func:`_edge_px_grad`; for the
+    ``cylinders`` :func:`_edge_px_cyl_grad`), evaluated only for the pairs
+    whose derivative exceeds ``tol``. ``band``: see
     :func:`primitive_pixels`.
     """
     _check_inputs(starts, ends, radii, K)

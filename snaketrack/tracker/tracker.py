@@ -367,9 +367,8 @@ class Tracker:
             res = self._wide_refiner().refine(pred, obs, steps=cfg.init_refine_steps, up=self.up)
             res = self.refiner.refine(res.x, obs, offset0=res.offset_px, steps=4, up=self.up)
         else:
-            cut_on = cfg.cut_weighting and self._far_on and cfg.refine.far_weight < 1.0
-            obs_cut = self._cut_weighted(pred, obs) if cut_on else obs
-            res = self.refiner.refine(pred, obs_cut, offset0=b0, up=self.up, height=self._ground_height())
+            res = self.refiner.refine(pred, self._cut_weighted(pred, obs), offset0=b0, up=self.up,
+                                      height=self._ground_height())
         reinit = False
         if res.iou < cfg.reacquire_iou or (was_lost and res.iou < cfg.reacquired_iou):
             # while tracking, keep the track's reading of the chain (tail vs head): a silhouette barely
@@ -508,7 +507,9 @@ class Tracker:
         """``obs`` with the model pixels beyond a cut of the mask ignored (``TrackerConfig.cut_weighting``):
         outside the mask, pixels nearer to a point of pose ``x``'s projected body axis that lies in the
         far zone (more than ``RefineConfig.far_px`` from the mask) than to one that does not get
-        ``RefineConfig.far_weight``."""
+        ``RefineConfig.far_weight``. ``obs`` itself when the cut weighting or the occlusion weighting is off."""
+        if not (self.config.cut_weighting and self._far_on and self.config.refine.far_weight < 1.0):
+            return obs
         with torch.no_grad():
             a, b, _ = self.renderer.primitives(torch.as_tensor(np.asarray(x, float))[None])
         K = self.renderer.K.numpy()

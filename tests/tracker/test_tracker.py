@@ -218,7 +218,7 @@ def test_search_lifts_the_axis_joined_across_a_wide_gap(sequence):
     assert abs(found[(0.5,)] - depth) > 2 * depth
 
 
-def _post_masks(robot, frames, lay, K, width_px=16, from_frame=4):
+def _post_masks(robot, frames, K, width_px=16, from_frame=4):
     """The sequence's masks with a vertical strip ("post") over the middle of the head link of frame 5."""
     import torch
 
@@ -240,7 +240,7 @@ def test_cut_weighting_frees_only_the_pixels_beyond_a_cut(sequence):
     import cv2
 
     robot, K, frames, lay = sequence
-    masks, (u0, u1) = _post_masks(robot, frames, lay, K)
+    masks, (u0, u1) = _post_masks(robot, frames, K)
     trk = Tracker(robot, K, W, H, config=TrackerConfig(cut_weighting=True))
     obs = trk._observe(masks[5])
     cut = trk._cut_weighted(frames[5][1], obs)
@@ -259,11 +259,14 @@ def test_cut_weighting_frees_only_the_pixels_beyond_a_cut(sequence):
     assert trk._cut_weighted(far, obs) is obs
     far[lay.trans] = -frames[5][1][lay.trans]
     assert trk._cut_weighted(far, obs) is obs
+    # switched off: the mask's weights as they are
+    off = Tracker(robot, K, W, H, config=TrackerConfig(cut_weighting=False))
+    assert off._cut_weighted(frames[5][1], off._observe(masks[5])).weight.eq(obs.weight).all()
 
 
 def test_a_head_behind_a_post_does_not_fold(sequence):
     robot, K, frames, lay = sequence
-    masks, _ = _post_masks(robot, frames, lay, K)
+    masks, _ = _post_masks(robot, frames, K)
     err = {}
     for cut in (False, True):
         trk = Tracker(robot, K, W, H, config=TrackerConfig(cut_weighting=cut))

@@ -37,7 +37,6 @@ from typing import Optional
 
 import cv2
 import numpy as np
-from scipy.ndimage import gaussian_filter
 
 from snaketrack.errors import InputError
 

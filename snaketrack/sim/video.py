@@ -55,14 +55,14 @@ import tempfile
 import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 import cv2
 import numpy as np
 
 from snaketrack.errors import InputError
 from snaketrack.sim.camera_path import SCENES, CameraPath, camera_path, project
-from snaketrack.sim.scene import Dressing, LightSchedule, SceneConfig, dress_scene
+from snaketrack.sim.scene import LightSchedule, SceneConfig, dress_scene
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])

@@ -145,6 +145,14 @@ class RefineConfig:
     height_prior_m: std [m] of the ground prior: with ``refine(..., up=,
         height=)`` the base's height along up (up·t) is pulled to ``height``
         (the tracker's ``ground_window`` gives it for a fixed camera).
+    up_on_body: the up prior pulls the body's normal (the normalised mean of
+        the links' z axes, :func:`body_normal`) to up in place of the base
+        link's z axis. A gait with a pitch wave tilts single links: on the
+        simulated arcsnake (static-arcsnake-s44, truth) the base link's z axis
+        is 0.110 rad off up on average, the body's normal 0.045 rad, so the
+        base-link prior (0.02 rad) bends the pitch joints to hold the first
+        link level. On a planar robot every link's z axis is the base's, and
+        the two priors are the same.
     """
 
     method: str = "lm"
@@ -175,6 +183,7 @@ class RefineConfig:
     far_px: float = 4.0
     far_weight: float = 0.0
     height_prior_m: float = 0.02
+    up_on_body: bool = False
 
     def __post_init__(self):
         if self.method not in METHODS:
@@ -427,30 +436,9 @@ class Refiner:
             return v
 
         up_t = None if up is None else torch.as_tensor(up)
-        w_up = 1.0 / cfg.up_prior_rad ** 2
-
-        w_h = 0.0 if height is None or cfg.height_prior_m <= 0 else 1.0 / cfg.height_prior_m ** 2
 
         def up_terms(theta, R_ref):
-            """Gauss–Newton terms (H, g, cost) of ‖z_b − up‖²/σ² with z_b the base's z axis, plus the
-            ground-height prior (up·t − height)²/σ_h² on the base's translation t."""
-            Hu = torch.zeros(nP, nP, dtype=torch.float64)
-            gu = torch.zeros(nP, dtype=torch.float64)
-            if up_t is None:
-                return Hu, gu, 0.0
-            ch = 0.0
-            if w_h > 0:
-                e = float(up_t @ theta[J + 3:D]) - height
-                Hu[J + 3:D, J + 3:D] = w_h * torch.outer(up_t, up_t)
-                gu[J + 3:D] = w_h * e * up_t
-                ch = w_h * e * e
-            zb = (axis_angle_to_matrix(theta[J:J + 3]) @ R_ref)[:, 2]
-            c = zb - up_t
-            Jc = -torch.tensor([[0.0, -zb[2], zb[1]], [zb[2], 0.0, -zb[0]], [-zb[1], zb[0], 0.0]],
-                               dtype=torch.float64)  # ∂z_b/∂δ = δ × z_b = −[z_b]× δ
-            Hu[J:J + 3, J:J + 3] = w_up * (Jc.T @ Jc)
-            gu[J:J + 3] = w_up * (Jc.T @ c)
-            return Hu, gu, w_up * float(c @ c) + ch
+            return self._ground_terms(theta, R_ref, up_t, height, nP)
 
         it_done = 0
         lin = linearise(theta, R_ref, b, cfg.sigma(0))
@@ -511,6 +499,39 @@ class Refiner:
         except RuntimeError:
             cov = None
         return RefineResult(x, b, cost, iou, cov, it_done, {"sigma": sigma_f, "lambda": lam})
+
+    def _ground_terms(self, theta: torch.Tensor, R_ref: torch.Tensor, up_t: Optional[torch.Tensor],
+                      height: Optional[float], nP: int):
+        """Gauss–Newton terms (H (nP, nP), g (nP,), cost) of the up prior ‖z − up‖²/σ² (z: the base's
+        z axis, or the body's normal with ``up_on_body``) and the ground prior (up·t − height)²/σ_h²
+        on the base's translation t; ``up_t`` None: no terms."""
+        cfg = self.config
+        J, D = self.J, self.layout.dim
+        Hu = torch.zeros(nP, nP, dtype=torch.float64)
+        gu = torch.zeros(nP, dtype=torch.float64)
+        if up_t is None:
+            return Hu, gu, 0.0
+        w_up = 1.0 / cfg.up_prior_rad ** 2
+        w_h = 0.0 if height is None or cfg.height_prior_m <= 0 else 1.0 / cfg.height_prior_m ** 2
+        ch = 0.0
+        if w_h > 0:
+            e = float(up_t @ theta[J + 3:D]) - height
+            Hu[J + 3:D, J + 3:D] = w_h * torch.outer(up_t, up_t)
+            gu[J + 3:D] = w_h * e * up_t
+            ch = w_h * e * e
+        R0 = axis_angle_to_matrix(theta[J:J + 3]) @ R_ref
+        if cfg.up_on_body:
+            nb, dn = body_normal(self.robot, theta[:J].numpy(), R0.numpy())
+            z, Jz, sl = torch.as_tensor(nb), torch.as_tensor(dn), slice(0, J + 3)
+        else:
+            z = R0[:, 2]
+            Jz = -torch.tensor([[0.0, -z[2], z[1]], [z[2], 0.0, -z[0]], [-z[1], z[0], 0.0]],
+                               dtype=torch.float64)  # ∂z_b/∂δ = δ × z_b = −[z_b]× δ
+            sl = slice(J, J + 3)
+        c = z - up_t
+        Hu[sl, sl] = w_up * (Jz.T @ Jz)
+        gu[sl] = w_up * (Jz.T @ c)
+        return Hu, gu, w_up * float(c @ c) + ch
 
     def _coverage(self, pts: torch.Tensor, G: torch.Tensor, skel: np.ndarray, nP: int):
         """Gauss–Newton terms (H (nP, nP), g (nP,), cost) of the coverage term (``cover_weight``).
@@ -627,6 +648,53 @@ def rotvec_to_matrix_np(w: np.ndarray) -> np.ndarray:
     return np.eye(3) + (math.sin(th) / th) * Kx + ((1 - math.cos(th)) / th ** 2) * (Kx @ Kx)
 
 
+def _chain(robot, q: np.ndarray, R: np.ndarray, p: np.ndarray):
+    """The kinematic chain in numpy (as :func:`snaketrack.models.kinematics.forward_kinematics`).
+
+    ``q`` (J,), base rotation ``R`` (3, 3) and origin ``p`` (3,). Returns the link rotations and
+    origins (lists of L), and per joint coordinate its axis in the camera frame, its pivot and
+    the index of the joint it belongs to (lists of J).
+    """
+    lengths = np.asarray(robot.lengths, float)
+    rots, origins = [R], [p]
+    axes, pivots, joint_of = [], [], []
+    k = 0
+    for i, joint in enumerate(robot.joints):
+        end = p + R[:, 0] * lengths[i]
+        for ax in joint.axes:
+            axes.append(R[:, _AXIS_INDEX[ax]])
+            pivots.append(end)
+            joint_of.append(i)
+            R = R @ _axis_rotation_np(ax, q[k])
+            k += 1
+        p = end
+        rots.append(R)
+        origins.append(p)
+    return rots, origins, axes, pivots, joint_of
+
+
+def body_normal(robot, q: np.ndarray, R0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The body's plane normal and its derivatives: ``n`` (3,), the normalised mean of the links'
+    z axes, and ``∂n/∂[q, δ]`` (3, J + 3) with the base rotation ``exp(δ) R0`` (δ = 0 here).
+
+    ``∂z_l/∂q_k = a_k × z_l`` for links beyond joint coordinate k (axis ``a_k`` in the camera
+    frame), ``∂z_l/∂δ_j = e_j × z_l``.
+    """
+    q = np.asarray(q, float)
+    rots, _, axes, _, joint_of = _chain(robot, q, np.asarray(R0, float), np.zeros(3))
+    Z = np.stack([r[:, 2] for r in rots])  # (L, 3)
+    J = len(axes)
+    dm = np.zeros((3, J + 3))
+    for k in range(J):
+        dm[:, k] = np.cross(axes[k], Z[joint_of[k] + 1:]).sum(0)
+    dm[:, J:] = np.cross(np.eye(3)[:, None, :], Z[None]).sum(1).T  # column j: Σ_l e_j × z_l
+    dm /= len(Z)
+    m = Z.mean(0)
+    nm = float(np.linalg.norm(m))
+    n = m / nm
+    return n, (np.eye(3) - np.outer(n, n)) @ dm / nm
+
+
 def point_jacobian(robot, model, q: torch.Tensor, R0: torch.Tensor, t0: torch.Tensor):
     """Primitive end points (M, 2, 3) and their derivatives (M, 2, 3, D) [m/rad, m/m].
 
@@ -644,21 +712,7 @@ def point_jacobian(robot, model, q: torch.Tensor, R0: torch.Tensor, t0: torch.Te
     qn = q.detach().cpu().numpy().astype(float)
     R = R0.detach().cpu().numpy().astype(float)
     p = t0.detach().cpu().numpy().astype(float)
-    lengths = np.asarray(robot.lengths, float)
-    rots, origins = [R], [p]
-    axes, pivots, joint_of = [], [], []
-    k = 0
-    for i, joint in enumerate(robot.joints):
-        end = p + R[:, 0] * lengths[i]
-        for ax in joint.axes:
-            axes.append(R[:, _AXIS_INDEX[ax]])
-            pivots.append(end)
-            joint_of.append(i)
-            R = R @ _axis_rotation_np(ax, qn[k])
-            k += 1
-        p = end
-        rots.append(R)
-        origins.append(p)
+    rots, origins, axes, pivots, joint_of = _chain(robot, qn, R, p)
     rots_a, orig_a = np.stack(rots), np.stack(origins)
     link = np.asarray(model.link)
     Rk, ok = rots_a[link], orig_a[link]

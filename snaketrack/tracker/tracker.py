@@ -748,7 +748,6 @@ class Tracker:
         if obs is None or self._far_on:
             obs = self._observe(mask, far=False)
         starts = self.initial_poses(mask)
-        same_reading = lambda x: True  # noqa: E731
         if orient is not None:
             tail_o, head_o = self._ends(orient)
 
@@ -768,7 +767,7 @@ class Tracker:
         for _, i in scored[: cfg.init_candidates]:
             r = wide.refine(starts[i], obs, steps=cfg.init_refine_steps, offset0=b0[i], up=self.up)
             r = self.search_refiner.refine(r.x, obs, offset0=r.offset_px, steps=4, up=self.up)
-            if not same_reading(r.x) and cfg.keep_reading_results:
+            if orient is not None and cfg.keep_reading_results and not same_reading(r.x):
                 if fallback is None or r.iou > fallback.iou:
                     fallback = r
                 continue

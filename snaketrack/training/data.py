@@ -32,7 +32,6 @@ offsets than in the labelled video.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Optional, Sequence
 
 import cv2

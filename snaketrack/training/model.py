@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import io
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Optional
 

@@ -58,7 +58,7 @@ import numpy as np
 import torch
 
 from snaketrack.errors import FileFormatError, InputError
-from snaketrack.io import CsvAppender, atomic_write_bytes, write_json
+from snaketrack.io import CsvAppender, atomic_write_bytes
 from snaketrack.training.data import SegmentationData
 from snaketrack.training.model import (
     FLIPS, SegmenterConfig, build_model, check_precision, load_model, model_bytes, precision_context,
@@ -484,10 +484,11 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
         log.close()
     selection = None
     if history:
-        average = None
+        average: Optional[Callable[[], dict[str, Any]]] = None
         if avg is not None and int(avg.n_averaged) > 0:
-            def average() -> dict[str, Any]:
+            def average_bn() -> dict[str, Any]:
                 return _average_with_bn(avg, train_ds, config, n_bn, len(history))
+            average = average_bn
         selection = _final_choice(paths, model, seg_cfg, val_ds, config, thresholds, history, roots,
                                   redo=ran_epochs > 0, progress=progress, average=average)
     return TrainResult(best, len(history), history, {k: str(v) for k, v in paths.items()}, stopped, selection)

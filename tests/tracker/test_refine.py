@@ -7,7 +7,9 @@ import torch
 from snaketrack.errors import InputError
 from snaketrack.models.robot import load_robot
 from snaketrack.models.rotations import axis_angle_to_matrix
-from snaketrack.tracker.refine import Observation, RefineConfig, Refiner, point_jacobian
+from snaketrack.tracker.refine import (
+    Observation, RefineConfig, Refiner, body_normal, point_jacobian, rotvec_to_matrix_np,
+)
 from snaketrack.tracker.render import SilhouetteRenderer
 from snaketrack.tracker.state import StateLayout
 
@@ -242,3 +244,49 @@ def test_ground_height_prior_pulls_the_base_to_its_height():
     assert abs(float(up @ off.x[lay.trans]) - h0) < 5e-3
     with pytest.raises(InputError):
         Refiner(ren).refine(xt, obs, height=h0)  # a height needs an up direction
+
+
+@pytest.mark.parametrize("name", ["planar-snake-11", "arcsnake-4"])
+def test_body_normal_derivative_matches_finite_differences(name):
+    robot = load_robot(name)
+    rng = np.random.default_rng(3)
+    J = robot.dof
+    q = rng.uniform(-0.5, 0.5, J)
+    R0 = rotvec_to_matrix_np(rng.normal(size=3))
+    n, dn = body_normal(robot, q, R0)
+    assert abs(np.linalg.norm(n) - 1.0) < 1e-12
+    num = np.zeros_like(dn)
+    e = 1e-6
+    for k in range(J + 3):
+        d = np.zeros(J + 3)
+        d[k] = e
+        plus = body_normal(robot, q + d[:J], rotvec_to_matrix_np(d[J:]) @ R0)[0]
+        minus = body_normal(robot, q - d[:J], rotvec_to_matrix_np(-d[J:]) @ R0)[0]
+        num[:, k] = (plus - minus) / (2 * e)
+    assert np.abs(num - dn).max() < 1e-8
+    if name == "planar-snake-11":  # yaw joints keep every link's z axis: the body's normal is the base's
+        assert np.allclose(n, R0[:, 2], atol=1e-12) and np.abs(dn[:, :J]).max() < 1e-12
+
+
+@pytest.mark.parametrize("up_on_body", [False, True])
+def test_ground_terms_gradient_matches_finite_differences(up_on_body):
+    """The up and ground priors' Gauss–Newton gradient is half the gradient of their cost."""
+    robot = load_robot("arcsnake-4")
+    ren = SilhouetteRenderer(robot, np.eye(3), 10, 10)
+    cfg = RefineConfig(up_prior_rad=0.05, height_prior_m=0.01, up_on_body=up_on_body)
+    ref = Refiner(ren, cfg)
+    J = robot.dof
+    rng = np.random.default_rng(4)
+    th = np.concatenate([rng.uniform(-0.5, 0.5, J), np.zeros(3), [0.1, 0.2, 2.0]])
+    R_ref = axis_angle_to_matrix(torch.tensor([0.3, -0.5, 1.0], dtype=torch.float64))
+    up = torch.as_tensor(rotvec_to_matrix_np(np.array([0.2, 0.1, 0.0])) @ R_ref.numpy()[:, 2])
+    nP = J + 6
+
+    def cost(t):
+        return ref._ground_terms(torch.as_tensor(t), R_ref, up, 0.3, nP)[2]
+
+    _, g, _ = ref._ground_terms(torch.as_tensor(th), R_ref, up, 0.3, nP)
+    e = 1e-6
+    num = np.array([(cost(th + e * np.eye(nP)[k]) - cost(th - e * np.eye(nP)[k])) / (4 * e) for k in range(nP)])
+    assert np.abs(num - g.numpy()).max() < 1e-5 * max(1.0, np.abs(num).max())
+    assert np.abs(g.numpy()).max() > 1.0  # the test point is off both priors

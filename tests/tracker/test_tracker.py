@@ -169,7 +169,10 @@ def test_moving_camera_ground_prior_follows_the_camera_height(sequence):
         trk = Tracker(robot, K, W, H, fps=30.0, config=TrackerConfig(ground_window=-1, ground_min_frames=3))
         for i, (m, xt, ratio) in enumerate(frames):
             g = ratio if with_ratio else None
-            st = trk.start(m, initial_guess=xt, up=up, ground=g) if i == 0 else trk.step(m, up=up, ground=g)
+            if i == 0:
+                trk.start(m, initial_guess=xt, up=up, ground=g)
+            else:
+                trk.step(m, up=up, ground=g)
         return abs(trk._ground_height() - float(up @ xt[lay.trans]))
 
     assert centre_error(True) < 0.01

@@ -152,7 +152,9 @@ class RefineConfig:
         is 0.110 rad off up on average, the body's normal 0.045 rad, so the
         base-link prior (0.02 rad) bends the pitch joints to hold the first
         link level. On a planar robot every link's z axis is the base's, and
-        the two priors are the same.
+        the two priors are the same. On (rule B, docs/tracker.md): twelve
+        fresh arcsnake clips 0.0312 / 0.0639 → 0.0297 / 0.0556 (base m /
+        joints rad), three planar clips unchanged.
     """
 
     method: str = "lm"
@@ -183,7 +185,7 @@ class RefineConfig:
     far_px: float = 4.0
     far_weight: float = 0.0
     height_prior_m: float = 0.02
-    up_on_body: bool = False
+    up_on_body: bool = True
 
     def __post_init__(self):
         if self.method not in METHODS:

@@ -73,7 +73,7 @@ def test_up_prior_fixes_the_tilt_a_thin_robot_hides():
 
     from snaketrack.models.robot import load_robot
     from snaketrack.models.rotations import axis_angle_to_matrix
-    from snaketrack.tracker.refine import Observation, RefineConfig, Refiner
+    from snaketrack.tracker.refine import Observation, RefineConfig, Refiner, body_normal
     from snaketrack.tracker.render import SilhouetteRenderer
     from snaketrack.tracker.state import StateLayout
     import torch
@@ -94,19 +94,22 @@ def test_up_prior_fixes_the_tilt_a_thin_robot_hides():
     x0 = lay.pack(q, R_tilt, t0 + np.array([0.0, 0.0, -0.25]), reference=xt)
     # the prior towards the start (the prediction, prior_rot = 0.05 rad) pulls the other way: a
     # tighter up prior than the default 0.05 rad makes the pull of the ground clear
-    ref = Refiner(SilhouetteRenderer(robot, mj.K, W, H), RefineConfig(steps=15, up_prior_rad=0.02))
+    ren = SilhouetteRenderer(robot, mj.K, W, H)
     obs = Observation.from_mask(mask)
     up = R0[:, 2]
 
-    def tilt_deg(x):
-        return _angle(lay.unpack(x)[1][:, 2], up)
+    def tilt_deg(x, on_body):
+        q_, R_, _ = lay.unpack(x)
+        return _angle(body_normal(robot, q_, R_)[0] if on_body else R_[:, 2], up)
 
-    free = ref.refine(x0, obs)
-    held = ref.refine(x0, obs, up=up)
-    assert held.iou > 0.8
-    assert tilt_deg(held.x) < 5.0
-    assert tilt_deg(free.x) > 15.0  # measured 25.8 deg at IoU 0.94: the silhouette does not see the tilt
-    assert abs(held.x[lay.trans][2] - t0[2]) < abs(x0[lay.trans][2] - t0[2])
+    for on_body in (False, True):  # the prior holds the base link's z axis, or the body's normal
+        ref = Refiner(ren, RefineConfig(steps=15, up_prior_rad=0.02, up_on_body=on_body))
+        free = ref.refine(x0, obs)
+        held = ref.refine(x0, obs, up=up)
+        assert held.iou > 0.8
+        assert tilt_deg(held.x, on_body) < 5.0  # measured 4.3 (base link) and 2.7 deg (body)
+        assert tilt_deg(free.x, on_body) > 15.0  # 25.8 deg at IoU 0.94: the silhouette does not see the tilt
+        assert abs(held.x[lay.trans][2] - t0[2]) < abs(x0[lay.trans][2] - t0[2])
     with pytest.raises(InputError):
         ref.refine(x0, obs, up=np.zeros(3))
 

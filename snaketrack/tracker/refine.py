@@ -111,8 +111,8 @@ class RefineConfig:
         margin keeps a dilated or ragged mask's skeleton spurs out. The pixel loss has no reach
         beyond the edge: a stretch of mask cut off by an occluder (the head
         beyond a post) does not attract the model, which folds away from the gap.
-    up_prior_rad: std [rad] of the prior that tilts the base's z axis (the
-        normal of the body's plane) towards the "up" direction passed to
+    up_prior_rad: std [rad] of the prior that tilts the normal of the body's
+        plane (``up_on_body``; else the base link's z axis) towards the "up" direction passed to
         :meth:`Refiner.refine` (gravity from the camera's IMU or gimbal): a
         robot lies on the ground, and the silhouette of a thin body seen from
         above hardly fixes its plane's tilt, which then trades against depth.

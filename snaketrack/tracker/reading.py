@@ -135,8 +135,20 @@ class ReadingHold:
             self.reread_frames += len(self.held)
         self.held.append((state, mask, up, payload, ground))
         if self.tracker.reading_settled or len(self.held) >= self.max_hold:
+            if getattr(getattr(self.tracker, "config", None), "hold_backward", False):
+                self._backward()
             return self.flush()
         return []
+
+    def _backward(self) -> None:
+        """Refine the held frames again from the last one back to the first (``TrackerConfig.hold_backward``)."""
+        layout = self.tracker.layout
+        for k in range(len(self.held) - 2, -1, -1):
+            s, m, u, p, g = self.held[k]
+            nxt = self.held[k + 1][0]
+            if nxt.status != "tracked":
+                continue
+            self.held[k] = (self.tracker.refine_back(s, nxt.pose_vector(layout), m, u, ground=g), m, u, p, g)
 
     def flush(self) -> list[tuple]:
         """Release everything held; later frames pass at once."""

@@ -192,6 +192,10 @@ class TrackerConfig:
         the mask, a segmentation bias only its sides, so the pixels beyond a
         cut are not pushed back as the 1–3 px band beside the body is.
         Without it a head behind a post folds out of the band.
+    hold_backward: when :class:`~snaketrack.tracker.reading.ReadingHold`
+        releases the first frames it held, it refines them again backwards
+        from the settled track (:meth:`Tracker.refine_back`), each from the
+        frame after it, and keeps whichever fit of a frame is better (IoU).
     """
 
     refine: RefineConfig = field(default_factory=RefineConfig)
@@ -230,6 +234,7 @@ class TrackerConfig:
     warmup_keep_reading: bool = True
     depth_anchor: str = "centre"
     cut_weighting: bool = True
+    hold_backward: bool = False
 
     def __post_init__(self):
         if self.model not in ("visual", "visual-capsule", "capsules"):
@@ -491,6 +496,22 @@ class Tracker:
         t0 = time.perf_counter()
         res = self._refine_flipped(x, self._observe(m), up, ground)
         self.search_time_s += time.perf_counter() - t0
+        return self._state(res.x, state.frame, state.t, res, state.status)
+
+    def refine_back(self, state: TrackState, prediction: np.ndarray, mask, up=None,
+                    ground: Optional[float] = None) -> TrackState:
+        """A past frame's state refined again from ``prediction`` (D,), the pose of the frame after it,
+        on that frame's mask (H, W); ``up``, ``ground``: that frame's, as in :meth:`start`. Returns the
+        better fit (IoU) of the two; the session (filter, history) is untouched. What
+        :class:`~snaketrack.tracker.reading.ReadingHold` does with ``hold_backward``."""
+        m = self._check_mask(mask)
+        if state.status != "tracked" or m.sum() < self.config.min_mask_px:
+            return state
+        up = None if up is None else np.asarray(up, float)
+        obs = self._cut_weighted(prediction, self._observe(m))
+        res = self.refiner.refine(prediction, obs, up=up, height=self._ground_height(ground))
+        if not res.iou > state.iou:
+            return state
         return self._state(res.x, state.frame, state.t, res, state.status)
 
     # -- pieces ---------------------------------------------------------

@@ -137,7 +137,10 @@ def test_reading_hold_rereads_the_frames_before_the_turn():
 
 
 def test_reading_hold_passes_a_forward_track_unchanged():
+    from dataclasses import replace
+
     robot, lay, xs, masks, trk = _crawl(30)
+    trk.config = replace(trk.config, hold_backward=False)  # the backward refinement: the next test
     released, when, hold = _held_track(trk, masks, xs[0])
     # the same run without the hold gives the same states
     robot, lay, xs, masks, trk2 = _crawl(30)

@@ -238,6 +238,7 @@ class TrackerConfig:
     depth_anchor: str = "centre"
     cut_weighting: bool = True
     hold_backward: bool = True
+    hold_backward_heights: bool = False
 
     def __post_init__(self):
         if self.model not in ("visual", "visual-capsule", "capsules"):
@@ -302,6 +303,7 @@ class Tracker:
         # tracked frames' base heights along up, less the axis's height over the ground, per unit of the
         # camera's height (``ground``): −(camera height at the first frame) [m], the same on every frame
         self.heights: list[float] = []
+        self.height_frames: list[int] = []  # the frame of each entry of ``heights``
         self.ground = 1.0  # this frame's camera height over the ground / the first frame's
         self.good: Optional[tuple[int, np.ndarray]] = None  # (frame, pose) of the last well-fitting frame
 
@@ -345,6 +347,7 @@ class Tracker:
             self.good = (0, np.array(x, float))
         if self.up is not None:
             self.heights.append(self._height_sample(x))
+            self.height_frames.append(self.frame)
         return self._record(x, t, res, "tracked")
 
     def step(self, mask, t: Optional[float] = None, up=None, ground=None) -> TrackState:
@@ -405,6 +408,7 @@ class Tracker:
             res = self._check_reading(res, obs)
         if self.up is not None:
             self.heights.append(self._height_sample(res.x))
+            self.height_frames.append(self.frame)
         if res.iou >= cfg.reading_ref_iou:
             self.good = (self.frame, np.array(res.x, float))
         return self._record(res.x, t, res, "tracked")
@@ -515,6 +519,10 @@ class Tracker:
         res = self.refiner.refine(prediction, obs, up=up, height=self._ground_height(ground))
         if not res.iou > state.iou:
             return state
+        if self.config.hold_backward_heights and up is not None and state.frame in self.height_frames:
+            g = 1.0 if ground is None else float(ground)
+            h = (float(up @ res.x[self.layout.dim - 3:]) - self.axis_height) / g
+            self.heights[self.height_frames.index(state.frame)] = h
         return self._state(res.x, state.frame, state.t, res, state.status)
 
     # -- pieces ---------------------------------------------------------

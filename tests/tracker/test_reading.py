@@ -247,3 +247,28 @@ def test_reading_hold_refines_the_held_frames_backwards():
     assert all(b.iou >= f.iou for b, f in zip(back[:n + 1], fwd[:n + 1]))
     for b, f in zip(back[n + 1:], fwd[n + 1:]):  # after the hold: untouched
         assert np.allclose(b.base_position, f.base_position) and np.allclose(b.q, f.q)
+
+
+@pytest.mark.parametrize("heights", [False, True])
+def test_backward_fits_replace_the_held_frames_heights(heights):
+    """With ``hold_backward_heights`` a held frame's entry in the ground's heights is its backward
+    fit's height; without, it stays the forward one."""
+    from dataclasses import replace
+
+    robot, lay, xs, masks, trk = _crawl(30)
+    trk.config = replace(trk.config, hold_backward_heights=heights)
+    up = R_DOWN[:, 2]
+    x0 = xs[0].copy()
+    x0[lay.trans] = x0[lay.trans] * (1.0 + 0.3 / np.linalg.norm(x0[lay.trans]))
+    hold = ReadingHold(trk, 60)
+    released = []
+    for k, m in enumerate(masks):
+        st = trk.start(m, x0, up=up) if k == 0 else trk.step(m, up=up)
+        if k == 0:
+            forward0 = trk.heights[0]
+        released += [s for s, _ in hold.push(st, m, up=up)]
+    released += [s for s, _ in hold.flush()]
+    assert trk.height_frames[:3] == [0, 1, 2]
+    refit0 = float(up @ released[0].base_position) - trk.axis_height
+    assert abs(refit0 - forward0) > 0.01  # the backward fit moved the first frame
+    assert trk.heights[0] == pytest.approx(refit0 if heights else forward0, abs=1e-9)

@@ -199,6 +199,11 @@ class TrackerConfig:
         On (rule H, docs/tracker.md): eleven fresh clips 0.0257 / 0.0447 →
         0.0249 / 0.0443 (base m / joints rad), no clip worse by more than
         0.0002 m or 0.0004 rad.
+    hold_backward_heights: a held frame whose backward fit is kept gets that
+        fit's height in ``heights``, the ground prior's record, so the first
+        frames' depth (walking in from the search) weighs less in the ground.
+        On (rule G2, docs/tracker.md): seven fresh clips 0.0335 / 0.0467 →
+        0.0319 / 0.0466, the largest rise +0.0022 m.
     """
 
     refine: RefineConfig = field(default_factory=RefineConfig)
@@ -238,7 +243,7 @@ class TrackerConfig:
     depth_anchor: str = "centre"
     cut_weighting: bool = True
     hold_backward: bool = True
-    hold_backward_heights: bool = False
+    hold_backward_heights: bool = True
 
     def __post_init__(self):
         if self.model not in ("visual", "visual-capsule", "capsules"):

@@ -107,7 +107,10 @@ class ReadingHold:
     round (``tracker.flips`` grows) the held states are read from the other
     end (:meth:`Tracker.reread <snaketrack.tracker.tracker.Tracker.reread>`)
     before they are released. After ``max_hold`` held frames, or when the
-    reading settles, everything held is released and later frames pass at once.
+    reading settles, everything held is released and later frames pass at once;
+    with ``TrackerConfig.hold_backward`` the held frames are first refined again
+    from the last back to the first (:meth:`Tracker.refine_back
+    <snaketrack.tracker.tracker.Tracker.refine_back>`).
 
     ``push(state, mask, up=None, payload=None, ground=None)`` returns the released
     ``(state, payload)`` pairs in frame order; ``flush()`` releases the rest

@@ -514,7 +514,8 @@ class Tracker:
                     ground: Optional[float] = None) -> TrackState:
         """A past frame's state refined again from ``prediction`` (D,), the pose of the frame after it,
         on that frame's mask (H, W); ``up``, ``ground``: that frame's, as in :meth:`start`. Returns the
-        better fit (IoU) of the two; the session (filter, history) is untouched. What
+        better fit (IoU) of the two. The filter and history are untouched; with
+        ``hold_backward_heights`` the frame's entry in ``heights`` follows the new fit. What
         :class:`~snaketrack.tracker.reading.ReadingHold` does with ``hold_backward``."""
         m = self._check_mask(mask)
         if state.status != "tracked" or m.sum() < self.config.min_mask_px:

@@ -425,9 +425,12 @@ class Tracker:
             return self.good[1]
         return pred
 
-    def _height_sample(self, x: np.ndarray) -> float:
-        """Pose ``x``'s entry of ``heights``: (up · base − axis height) / ground ratio [m]."""
-        return (float(self.up @ x[self.layout.dim - 3:]) - self.axis_height) / self.ground
+    def _height_sample(self, x: np.ndarray, up=None, ground: Optional[float] = None) -> float:
+        """Pose ``x``'s entry of ``heights``: (up · base − axis height) / ground ratio [m]; ``up``,
+        ``ground``: that frame's (default: the current frame's)."""
+        up = self.up if up is None else up
+        g = self.ground if ground is None else float(ground)
+        return (float(up @ x[self.layout.dim - 3:]) - self.axis_height) / g
 
     def _ground_height(self, ground: Optional[float] = None) -> Optional[float]:
         """The base's height along up [m] that the ground prior holds (``ground_window``), or None.
@@ -526,9 +529,8 @@ class Tracker:
         if not res.iou > state.iou:
             return state
         if self.config.hold_backward_heights and up is not None and state.frame in self.height_frames:
-            g = 1.0 if ground is None else float(ground)
-            h = (float(up @ res.x[self.layout.dim - 3:]) - self.axis_height) / g
-            self.heights[self.height_frames.index(state.frame)] = h
+            k = self.height_frames.index(state.frame)
+            self.heights[k] = self._height_sample(res.x, up, 1.0 if ground is None else ground)
         return self._state(res.x, state.frame, state.t, res, state.status)
 
     # -- pieces ---------------------------------------------------------

@@ -102,9 +102,9 @@ def test_up_prior_fixes_the_tilt_a_thin_robot_hides():
         q_, R_, _ = lay.unpack(x)
         return _angle(body_normal(robot, q_, R_)[0] if on_body else R_[:, 2], up)
 
+    free = Refiner(ren, RefineConfig(steps=15)).refine(x0, obs)  # no up: no up prior of either kind
     for on_body in (False, True):  # the prior holds the base link's z axis, or the body's normal
         ref = Refiner(ren, RefineConfig(steps=15, up_prior_rad=0.02, up_on_body=on_body))
-        free = ref.refine(x0, obs)
         held = ref.refine(x0, obs, up=up)
         assert held.iou > 0.8
         assert tilt_deg(held.x, on_body) < 5.0  # measured 4.3 (base link) and 2.7 deg (body)

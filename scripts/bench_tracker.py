@@ -14,7 +14,9 @@ off with ``--no-track-ground``; rule H of docs/tracker.md). Per scene and robot 
 frame's pose search and any later searches, ``fps_excluding_search`` does
 not, ``search_s`` is their time; ``iou`` is against the observed, corrupted
 mask with the tracker's fitted edge offset, ``iou_no_offset`` the model's
-own silhouette against it, ``iou_truth`` against the truth mask) and ``reacquire_frames``: a second
+own silhouette against it, ``iou_truth`` against the truth mask, ``iou_ceiling`` what the truth mask itself
+scores against the corrupted masks with its best edge offset, ``iou_model_ceiling`` the same for the
+tracker's silhouette model at the true pose: scripts/measure_iou_ceiling.py) and ``reacquire_frames``: a second
 run in which the observed masks of frames [60, 90) are emptied (the robot
 hidden for 30 frames; ``--hide-start`` moves the window), counting frames
 from the first visible one (90) until
@@ -172,6 +174,7 @@ def jacobian_timing(r, x0, reps: int) -> dict:
 
 
 def main(argv=None) -> int:
+    import measure_iou_ceiling  # scripts/, beside this file
     from snaketrack.commands.track import TrackOptions, run_tracking
     from snaketrack.io import read_json
 
@@ -224,6 +227,9 @@ def main(argv=None) -> int:
                                          "frames_lost", "frames", "head_position_error_m", "flips",
                                          "reread_frames")}
             res["wall_s"] = time.perf_counter() - t0
+            # what the true silhouette itself scores against the same corrupted masks (the iou's ceiling)
+            ceiling = measure_iou_ceiling.measure(ds, frames=args.frames, model=True)
+            res["iou_ceiling"], res["iou_model_ceiling"] = ceiling["iou_ceiling"], ceiling["iou_model_ceiling"]
             res["static_camera"] = fixed
             res["track_ground"] = moving
             res["silhouette"] = args.silhouette

@@ -153,3 +153,44 @@ def corrupt_mask(mask: np.ndarray, frame_index: int, seed: int = 0,
                  config: Optional[CorruptionConfig] = None) -> np.ndarray:
     """One corrupted mask (bool (H, W)); see :class:`MaskCorruptor`."""
     return MaskCorruptor(seed, config or CorruptionConfig())(mask, frame_index)
+
+
+#: Edge offsets [px] tried by :func:`best_offset_iou`: the corruption's bias is 1–3 px either way.
+CEILING_OFFSETS_PX = tuple(np.round(np.arange(-4.0, 4.0 + 1e-9, 0.25), 2))
+
+
+def best_offset_iou(truth: np.ndarray, observed: np.ndarray,
+                    offsets_px=CEILING_OFFSETS_PX) -> tuple[float, float]:
+    """The IoU against ``observed`` of ``truth`` grown (+) or shrunk (−) by its best uniform edge offset.
+
+    truth, observed: bool (H, W) masks. Returns (IoU, offset [px]), the
+    smallest offset of those that score best; (NaN, NaN)
+    when ``truth`` is empty. The tracker fits such an offset per frame
+    (``RefineConfig.estimate_offset``), so this is what the true silhouette
+    itself scores against a corrupted mask in the tracker's ``iou``: the
+    ragged edge, missing chunks and false blobs are beyond any offset, and a
+    model-based tracker's ``iou`` stays near or below it (docs/tracking.md,
+    "IoU against corrupted masks").
+
+    >>> m = np.zeros((40, 60), bool); m[15:25, 10:50] = True
+    >>> grown = signed_distance(m) >= -2.0
+    >>> iou, off = best_offset_iou(m, grown); round(iou, 3), off
+    (1.0, 2.0)
+    """
+    t = np.asarray(truth, bool)
+    o = np.asarray(observed, bool)
+    if t.shape != o.shape:
+        raise InputError(f"IoU ceiling: mask shapes {t.shape} and {o.shape} differ")
+    if not t.any():
+        return float("nan"), float("nan")
+    d = signed_distance(t)
+    n_obs = int(o.sum())
+    best, best_off = -1.0, float("nan")
+    for off in sorted(offsets_px, key=abs):  # ties (offsets under 1 px change no pixel) go to the smallest
+        grown = d >= -off if off >= 0 else d > -off  # dilation / erosion by a disc, as MaskCorruptor's bias
+        inter = int(np.count_nonzero(grown & o))
+        union = int(grown.sum()) + n_obs - inter
+        iou = inter / union if union > 0 else 0.0
+        if iou > best:
+            best, best_off = iou, float(off)
+    return best, best_off

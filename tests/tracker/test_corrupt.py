@@ -108,3 +108,52 @@ def test_empty_mask_and_bad_input():
         CorruptionConfig(missing_chunk_prob=2.0)
     with pytest.raises(InputError):
         CorruptionConfig(bias_min_px=3, bias_max_px=1)
+
+
+def test_iou_ceiling_recovers_a_pure_bias_and_bounds_the_plain_iou():
+    """best_offset_iou against scipy's disc morphology: a pure bias is undone, a ragged edge is not."""
+    from snaketrack.tracker.corrupt import best_offset_iou
+
+    m = _snake_mask()
+    for r, grow in ((2.0, False), (1.5, True), (3.0, True)):
+        biased = ndimage.binary_dilation(m, structure=_disc(r)) if grow else \
+            ndimage.binary_erosion(m, structure=_disc(r), border_value=1)
+        iou, off = best_offset_iou(m, biased)
+        assert iou > 0.99 and off == pytest.approx(r if grow else -r, abs=0.25)
+        assert _iou(m, biased) < 0.8  # the offset is what the bias costs a 9 px body
+    c = MaskCorruptor(seed=3)
+    for i in range(6):
+        out = c(m, i)
+        iou, off = best_offset_iou(m, out)
+        assert _iou(m, out) <= iou < 1.0
+        if abs(c.last_events["bias_px"]) >= 1.5 and not (c.last_events["missing_chunk"] or c.last_events["false_blob"]):
+            assert np.sign(off) == -np.sign(c.last_events["bias_px"])  # + bias erodes, + offset grows
+    assert np.isnan(best_offset_iou(np.zeros_like(m), m)[0])
+    with pytest.raises(InputError):
+        best_offset_iou(m, m[:, :-1])
+
+
+def test_ceiling_script_on_a_dataset(tmp_path):
+    """scripts/measure_iou_ceiling.py on a written dataset: a 9 px body, the ceiling above the plain IoU."""
+    import importlib.util
+    from pathlib import Path
+
+    from snaketrack.datasets.layout import DatasetWriter
+
+    spec = importlib.util.spec_from_file_location(
+        "measure_iou_ceiling", Path(__file__).resolve().parents[2] / "scripts" / "measure_iou_ceiling.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    m = _snake_mask()
+    meta = {"K": [[300.0, 0, 99.5], [0, 300.0, 59.5], [0, 0, 1]], "width": 200, "height": 120, "fps": 30.0,
+            "robot": "planar-snake-11", "scene": "static", "seed": 4}
+    with DatasetWriter(tmp_path / "ds", meta, masks=True, truth=False) as w:
+        for i in range(6):
+            w.write_frame(np.full((120, 200, 3), 90, np.uint8), m if i != 2 else np.zeros_like(m), None)
+    res = script.measure(tmp_path / "ds", step=1)
+    assert res["frames"] == 5  # the empty frame is skipped
+    assert res["iou_plain"] < res["iou_ceiling"] < 1.0
+    assert res["body_width_px"] == pytest.approx(9.0, abs=1.5)
+    c = MaskCorruptor(seed=4)
+    direct = [_iou(m, c(m, i)) for i in (0, 1, 3, 4, 5)]
+    assert res["iou_plain"] == pytest.approx(np.mean(direct), rel=1e-9)

@@ -593,38 +593,57 @@ def _edge_px_cyl_grad(A: torch.Tensor, Bp: torch.Tensor, r: torch.Tensor, d: tor
     return e, 0.5 * (b_m - b_w), 0.5 * (b_m + b_w)
 
 
+def _kind_order(cylinders: Optional[np.ndarray]) -> tuple[Optional[torch.Tensor], Optional[int]]:
+    """The primitives reordered with the capsules first and the cylinders last: (the order (M,), None
+    when they already are so; the number of capsules, None when there are no cylinders).
+
+    The silhouette and its derivatives do not depend on the primitives' order, and
+    :func:`primitive_pixels` lists the pairs grouped by primitive in that order, so in this order the
+    capsule pairs are a leading slice of the pairs and the cylinder pairs the rest (:func:`_edges`).
+    """
+    if cylinders is None:
+        return None, None
+    cyl = np.asarray(cylinders, bool)
+    if not cyl.any():
+        return None, None
+    n_cap = int(np.count_nonzero(~cyl))
+    if not cyl[:n_cap].any():
+        return None, n_cap
+    return torch.as_tensor(np.argsort(cyl, kind="stable")), n_cap
+
+
 def _edges(A: torch.Tensor, Bp: torch.Tensor, r: torch.Tensor, d: torch.Tensor, f: float, min_depth: float,
-           is_cyl: Optional[torch.Tensor]) -> torch.Tensor:
-    """Edge distance [px] of each pair (pairs on the last axis): :func:`_edge_px` for capsules,
-    :func:`_edge_px_cyl` for the pairs flagged in ``is_cyl`` (Q,) bool (None: none)."""
-    if is_cyl is None or not bool(is_cyl.any()):
+           n_cap: Optional[int]) -> torch.Tensor:
+    """Edge distance [px] of each pair (pairs on the last axis): :func:`_edge_px` for the first ``n_cap``
+    pairs (capsules; None: all), :func:`_edge_px_cyl` for the rest (cylinders; :func:`_kind_order`)."""
+    Q = A.shape[-1]
+    if n_cap is None or n_cap >= Q:
         return _edge_px(A, Bp, r, d, f, min_depth)
-    (kk, caps), (kc, cyls) = _by_kind(is_cyl, A, Bp, r, d)
-    e = torch.empty(A.shape[1:], dtype=A.dtype, device=A.device)
-    e = e.index_copy(-1, kk, _edge_px(*caps, f, min_depth))
-    return e.index_copy(-1, kc, _edge_px_cyl(*cyls, f, min_depth))
+    if n_cap <= 0:
+        return _edge_px_cyl(A, Bp, r, d, f, min_depth)
+    caps, cyls = _split(n_cap, A, Bp, r, d)
+    return torch.cat([_edge_px(*caps, f, min_depth), _edge_px_cyl(*cyls, f, min_depth)], -1)
 
 
 def _edge_grads(A: torch.Tensor, Bp: torch.Tensor, r: torch.Tensor, d: torch.Tensor, f: float, min_depth: float,
-                is_cyl: Optional[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+                n_cap: Optional[int]) -> tuple[torch.Tensor, torch.Tensor]:
     """``∂e/∂A``, ``∂e/∂B`` (3, Q) of :func:`_edges` for one state's pairs (A, Bp, d (3, Q); r (Q,)), in
-    closed form: :func:`_edge_px_grad` for capsules, :func:`_edge_px_cyl_grad` for the cylinders."""
-    if is_cyl is None or not bool(is_cyl.any()):
+    closed form: :func:`_edge_px_grad` for the first ``n_cap`` pairs (capsules), :func:`_edge_px_cyl_grad`
+    for the rest (cylinders)."""
+    Q = A.shape[-1]
+    if n_cap is None or n_cap >= Q:
         return _edge_px_grad(A, Bp, r, d, f, min_depth)[1:]
-    (kk, caps), (kc, cyls) = _by_kind(is_cyl, A, Bp, r, d)
+    if n_cap <= 0:
+        return _edge_px_cyl_grad(A, Bp, r, d, f, min_depth)[1:]
+    caps, cyls = _split(n_cap, A, Bp, r, d)
     _, gAk, gBk = _edge_px_grad(*caps, f, min_depth)
     _, gAc, gBc = _edge_px_cyl_grad(*cyls, f, min_depth)
-    gA, gB = torch.empty_like(A), torch.empty_like(Bp)
-    return gA.index_copy(1, kk, gAk).index_copy(1, kc, gAc), gB.index_copy(1, kk, gBk).index_copy(1, kc, gBc)
+    return torch.cat([gAk, gAc], -1), torch.cat([gBk, gBc], -1)
 
 
-def _by_kind(is_cyl: torch.Tensor, *pairs: torch.Tensor):
-    """Split pair tensors (pairs on the last axis) by ``is_cyl`` (Q,): ((capsule indices, their slices),
-    (cylinder indices, their slices))."""
-    out = []
-    for k in (torch.nonzero(~is_cyl).squeeze(1), torch.nonzero(is_cyl).squeeze(1)):
-        out.append((k, [t.index_select(-1, k) for t in pairs]))
-    return out
+def _split(n: int, *pairs: torch.Tensor):
+    """Pair tensors (pairs on the last axis) cut after the first ``n`` pairs: (leading slices, the rest)."""
+    return [t[..., :n] for t in pairs], [t[..., n:] for t in pairs]
 
 
 def _edge_px_grad(A: torch.Tensor, Bp: torch.Tensor, r: torch.Tensor, d: torch.Tensor, f: float,
@@ -714,7 +733,12 @@ def soft_silhouette(starts: torch.Tensor, ends: torch.Tensor, radii: torch.Tenso
     pad = settings.margin_sigmas * sig
     if offset_px is not None:
         pad += float(offset_px.detach().abs().max()) if offset_px.numel() else 0.0
-    pix, prim = _pairs(primitive_pixels(starts, ends, radii, K, roi, pad), w, starts.device)
+    order, n_cap_prims = _kind_order(cylinders)
+    if order is not None:
+        order = order.to(starts.device)
+        starts, ends, radii = starts[:, order], ends[:, order], radii[order]
+    pairs = primitive_pixels(starts, ends, radii, K, roi, pad)
+    pix, prim = _pairs(pairs, w, starts.device)
     out = torch.zeros(Bn, w * h, dtype=starts.dtype, device=starts.device)
     if pix.numel() == 0:
         return out.view(Bn, h, w)
@@ -722,8 +746,8 @@ def soft_silhouette(starts: torch.Tensor, ends: torch.Tensor, radii: torch.Tenso
     f = 0.5 * float(K[0, 0] + K[1, 1])
     A = starts[:, prim].permute(2, 0, 1)  # (3, B, Q)
     Bp = ends[:, prim].permute(2, 0, 1)
-    is_cyl = None if cylinders is None else torch.as_tensor(np.asarray(cylinders, bool), device=starts.device)[prim]
-    e = _edges(A, Bp, radii.to(starts.dtype)[prim], d, f, settings.min_depth, is_cyl)
+    n_cap = None if n_cap_prims is None else int(np.searchsorted(pairs[1], n_cap_prims))
+    e = _edges(A, Bp, radii.to(starts.dtype)[prim], d, f, settings.min_depth, n_cap)
     if offset_px is not None:
         e = e + offset_px.to(starts.dtype)[:, None]
     logout = F.logsigmoid(-e / sig)  # log(1 − c)
@@ -777,6 +801,10 @@ def render_with_jacobian(starts: torch.Tensor, ends: torch.Tensor, radii: torch.
     _, _, w, h = roi
     dt = starts.dtype
     sig = float(settings.sigma_px)
+    order, n_cap_prims = _kind_order(cylinders)
+    if order is not None:  # capsules first: each kind's pairs are then one slice
+        starts, ends = starts.index_select(1, order), ends.index_select(1, order)
+        radii, point_jac = radii.index_select(0, order), point_jac.index_select(0, order)
     pixels = primitive_pixels(starts, ends, radii, K, roi, settings.margin_sigmas * sig + abs(offset_px), band)
     glob = None
     if image_size is not None:
@@ -797,9 +825,9 @@ def render_with_jacobian(starts: torch.Tensor, ends: torch.Tensor, radii: torch.
     E0 = ends[0].detach().to(cdt).T.contiguous()
     rad = radii.detach().to(cdt)
     # forward over all pairs; derivatives only for the pairs that have one (near a visible edge)
-    is_cyl = None if cylinders is None else torch.as_tensor(np.asarray(cylinders, bool)).index_select(0, prim)
+    n_cap = None if n_cap_prims is None else int(np.searchsorted(pixels[1], n_cap_prims))  # pairs by primitive
     e = _edges(S0.index_select(1, prim), E0.index_select(1, prim), rad.index_select(0, prim), d, f,
-               settings.min_depth, is_cyl)
+               settings.min_depth, n_cap)
     e = e + offset_px
     logout = F.logsigmoid(-e / sig)
     L = torch.zeros(w * h, dtype=cdt).index_add(0, pix, logout)
@@ -809,9 +837,9 @@ def render_with_jacobian(starts: torch.Tensor, ends: torch.Tensor, radii: torch.
     wgt = (1.0 - sil.index_select(0, pix)) * c / sig
     keep = torch.nonzero(wgt > tol).squeeze(1)
     pix_k, prim_k, wk = pix.index_select(0, keep), prim.index_select(0, keep), wgt.index_select(0, keep)
+    n_cap_k = None if n_cap is None else int(torch.searchsorted(keep, n_cap))  # the kept capsule pairs
     gA, gB = _edge_grads(S0.index_select(1, prim_k), E0.index_select(1, prim_k), rad.index_select(0, prim_k),
-                         d.index_select(1, keep), f, settings.min_depth,
-                         None if is_cyl is None else is_cyl.index_select(0, keep))
+                         d.index_select(1, keep), f, settings.min_depth, n_cap_k)
     M = starts.shape[1]
     gAB = torch.cat([gA, gB], 0) * wk  # (6, Q): ∂o/∂(A, B) per pair
     # rows: ROI pixels with a derivative; inv: each kept pair's row (a lookup table, no sort)

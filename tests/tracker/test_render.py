@@ -394,3 +394,25 @@ def test_cylinder_edge_jacobian_and_gradcheck():
     g = lambda a, b: soft_silhouette(a, b, r, K64, (20, 12, 24, 18), SilhouetteSettings(sigma_px=1.5),  # noqa: E731
                                      cylinders=cyl)
     assert torch.autograd.gradcheck(g, (A2, B2), eps=1e-6, atol=1e-5, fast_mode=True)
+
+
+def test_silhouette_and_jacobian_do_not_depend_on_the_primitives_order():
+    """Capsules and cylinders in any order give the same silhouette and Jacobian (the renderer sorts them
+    by kind internally, render._kind_order)."""
+    A, Bp, r = _capsules(7, 5)
+    cyl = np.array([True, False, True, False, False])
+    G = _point_jac(5, 4, 1)
+    s = SilhouetteSettings(sigma_px=0.7)
+    roi = (0, 0, 80, 60)
+    ref = render_with_jacobian(A, Bp, r, K64, roi, G, s, offset_px=0.3, with_offset=True, tol=0.0, cylinders=cyl)
+    soft = soft_silhouette(A, Bp, r, K64, roi, s, torch.tensor([0.3], dtype=torch.float64), cylinders=cyl)
+    for perm in ([4, 3, 2, 1, 0], [1, 3, 4, 0, 2], [0, 2, 1, 3, 4]):
+        p = torch.tensor(perm)
+        rj = render_with_jacobian(A[:, p], Bp[:, p], r[p], K64, roi, G[p], s, offset_px=0.3, with_offset=True,
+                                  tol=0.0, cylinders=cyl[perm])
+        assert torch.equal(rj.rows, ref.rows)
+        assert torch.allclose(rj.sil, ref.sil, atol=1e-12) and torch.allclose(rj.jac, ref.jac, atol=1e-12)
+        soft_p = soft_silhouette(A[:, p], Bp[:, p], r[p], K64, roi, s, torch.tensor([0.3], dtype=torch.float64),
+                                 cylinders=cyl[perm])
+        assert torch.allclose(soft_p, soft, atol=1e-12)
+    assert (ref.sil - soft.reshape(-1)).abs().max() < 1e-12

@@ -43,7 +43,7 @@ import torch
 
 from snaketrack.errors import InputError
 from snaketrack.models.kinematics import forward_kinematics
-from snaketrack.models.rotations import axis_angle_to_matrix, matrix_to_axis_angle
+from snaketrack.models.rotations import axis_angle_to_matrix
 from snaketrack.tracker.render import (
     SilhouetteRenderer,
     render_with_jacobian,
@@ -236,8 +236,7 @@ class Observation:
         else:
             w = np.ones(m.shape)
         if far_px > 0 and far_weight != 1.0 and m.any():
-            d_out = cv2.distanceTransform(1 - m.astype(np.uint8), cv2.DIST_L2, cv2.DIST_MASK_PRECISE)
-            w = np.where(d_out > far_px, far_weight, w)
+            w[far_from(m, far_px)] = far_weight
         return cls(torch.as_tensor(m, dtype=torch.float64), float(m.sum()),
                    torch.as_tensor(w, dtype=torch.float64), skel)
 
@@ -283,7 +282,8 @@ class Refiner:
 
     # -- geometry -------------------------------------------------------
     def _points(self, theta: torch.Tensor, R_ref: torch.Tensor) -> torch.Tensor:
-        """Primitive end points (M, 2, 3) for local parameters θ = [q, δ, t] (D,)."""
+        """Primitive end points (M, 2, 3) for local parameters θ = [q, δ, t] (D,), differentiable (autograd;
+        the reference :func:`point_jacobian` is tested against)."""
         J = self.J
         R0 = axis_angle_to_matrix(theta[J:J + 3]) @ R_ref
         pose = forward_kinematics(self.robot, theta[None, :J], R0[None], theta[None, J + 3:])
@@ -293,7 +293,7 @@ class Refiner:
     def _points_and_jac(self, theta: torch.Tensor, R_ref: torch.Tensor):
         """End points (M, 2, 3) and their Jacobian (M, 2, 3, D) in θ = [q, δ, t] at δ = 0 (analytic)."""
         J = self.J
-        R0 = axis_angle_to_matrix(theta[J:J + 3]) @ R_ref
+        R0 = _exp(theta[J:J + 3]) @ R_ref
         return point_jacobian(self.robot, self.renderer.model, theta[:J], R0, theta[J + 3:])
 
     def _roi(self, pts: torch.Tensor, sigma: float, offset: float, margin_extra: float = 0.0):
@@ -311,8 +311,8 @@ class Refiner:
 
     def to_pose_vector(self, theta: torch.Tensor, R_ref: torch.Tensor, reference: np.ndarray) -> np.ndarray:
         J = self.J
-        R0 = axis_angle_to_matrix(theta[J:J + 3]) @ R_ref
-        w = matrix_to_axis_angle(R0).numpy()
+        R0 = _exp(theta[J:J + 3]) @ R_ref
+        w = rotvec_from_matrix_np(R0.numpy())
         w = unwrap_rotvec(w, reference[J:J + 3])
         return np.concatenate([theta[:J].numpy(), w, theta[J + 3:].numpy()])
 
@@ -372,7 +372,7 @@ class Refiner:
         J = self.J
         D = self.layout.dim
         n_iter = cfg.steps if steps is None else steps
-        R_ref = axis_angle_to_matrix(torch.as_tensor(x0[J:J + 3]))
+        R_ref = torch.from_numpy(rotvec_to_matrix_np(x0[J:J + 3]))
         # start inside the joint limits: a constant-velocity prediction can overshoot a limit, and
         # every clamped trial step from there is rejected (the track then slides off on its velocity)
         q0 = np.clip(x0[:J], self.robot.lower, self.robot.upper)
@@ -380,7 +380,7 @@ class Refiner:
         b = float(offset0) if cfg.estimate_offset else 0.0
         # prior on [q, δ, t] around the prediction, expressed at the current R_ref
         std = np.concatenate([np.full(J, cfg.prior_q), np.full(3, cfg.prior_rot), np.full(3, cfg.prior_trans)])
-        R_prior = axis_angle_to_matrix(torch.as_tensor(prior[J:J + 3]))
+        R_prior_T = rotvec_to_matrix_np(prior[J:J + 3]).T
         nP = D + (1 if cfg.estimate_offset else 0)
         # prior information over [q, δ, t, b] (diagonal)
         Pi = torch.as_tensor(np.concatenate([1.0 / std ** 2, [1.0 / cfg.offset_prior_px ** 2]])[:nP])
@@ -414,8 +414,8 @@ class Refiner:
             # residual of the prior in the local parameters (δ measured from the prior rotation)
             d = torch.zeros(nP, dtype=torch.float64)
             d[:J] = theta[:J] - torch.as_tensor(prior[:J])
-            Rcur = axis_angle_to_matrix(theta[J:J + 3]) @ R_ref
-            d[J:J + 3] = matrix_to_axis_angle(Rcur @ R_prior.T)
+            Rcur = rotvec_to_matrix_np(theta[J:J + 3].numpy()) @ R_ref.numpy()
+            d[J:J + 3] = torch.from_numpy(rotvec_from_matrix_np(Rcur @ R_prior_T))
             d[J + 3:D] = theta[J + 3:] - torch.as_tensor(prior[J + 3:])
             if cfg.estimate_offset:
                 d[D] = b
@@ -468,7 +468,7 @@ class Refiner:
             new_theta[:J] = theta[:J] + step[:J]
             new_theta[:J] = torch.maximum(torch.minimum(new_theta[:J], self.upper), self.lower)
             new_theta[J + 3:] = theta[J + 3:] + step[J + 3:D]
-            new_R = axis_angle_to_matrix(step[J:J + 3]) @ R_ref
+            new_R = _exp(step[J:J + 3]) @ R_ref
             new_theta[J:J + 3] = 0.0
             new_b = b + float(step[D]) if cfg.estimate_offset else 0.0
             new_lin = linearise(new_theta, new_R, new_b, sigma)
@@ -521,7 +521,7 @@ class Refiner:
             Hu[J + 3:D, J + 3:D] = w_h * torch.outer(up_t, up_t)
             gu[J + 3:D] = w_h * e * up_t
             ch = w_h * e * e
-        R0 = axis_angle_to_matrix(theta[J:J + 3]) @ R_ref
+        R0 = _exp(theta[J:J + 3]) @ R_ref
         if cfg.up_on_body:
             nb, dn = body_normal(self.robot, theta[:J].numpy(), R0.numpy())
             z, Jz, sl = torch.as_tensor(nb), torch.as_tensor(dn), slice(0, J + 3)
@@ -650,6 +650,37 @@ def rotvec_to_matrix_np(w: np.ndarray) -> np.ndarray:
     return np.eye(3) + (math.sin(th) / th) * Kx + ((1 - math.cos(th)) / th ** 2) * (Kx @ Kx)
 
 
+def rotvec_from_matrix_np(R: np.ndarray) -> np.ndarray:
+    """Rotation vector (3,) [rad], angle in [0, π], of a rotation matrix (3, 3) (numpy, one state).
+
+    Through the quaternion of the best-conditioned of Shepperd's four forms, as
+    :func:`snaketrack.models.rotations.matrix_to_axis_angle` (checked against scipy's ``Rotation``).
+    """
+    m = np.asarray(R, float)
+    t = m[0, 0] + m[1, 1] + m[2, 2]
+    cands = np.array([
+        [1 + t, m[2, 1] - m[1, 2], m[0, 2] - m[2, 0], m[1, 0] - m[0, 1]],
+        [m[2, 1] - m[1, 2], 1 + 2 * m[0, 0] - t, m[0, 1] + m[1, 0], m[0, 2] + m[2, 0]],
+        [m[0, 2] - m[2, 0], m[0, 1] + m[1, 0], 1 + 2 * m[1, 1] - t, m[1, 2] + m[2, 1]],
+        [m[1, 0] - m[0, 1], m[0, 2] + m[2, 0], m[1, 2] + m[2, 1], 1 + 2 * m[2, 2] - t],
+    ])  # each row proportional to the quaternion (w, x, y, z)
+    norms = np.sqrt((cands * cands).sum(1))
+    q = cands[int(np.argmax(norms))]
+    q = q / math.sqrt(float(q @ q))
+    if q[0] < 0:
+        q = -q
+    w = min(float(q[0]), 1.0)
+    s = math.sqrt(float(q[1:] @ q[1:]))
+    scale = 2.0 * math.atan2(s, w) / s if s > 1e-12 else 2.0 / max(w, 1e-12)
+    return q[1:] * scale
+
+
+def _exp(v: torch.Tensor) -> torch.Tensor:
+    """Rotation matrix (3, 3) of one rotation vector (3,), outside autograd: numpy Rodrigues, which costs a
+    twentieth of torch's per-call overhead on a single 3-vector."""
+    return torch.from_numpy(rotvec_to_matrix_np(v.detach().numpy()))
+
+
 def _chain(robot, q: np.ndarray, R: np.ndarray, p: np.ndarray):
     """The kinematic chain in numpy (as :func:`snaketrack.models.kinematics.forward_kinematics`).
 
@@ -686,10 +717,10 @@ def body_normal(robot, q: np.ndarray, R0: np.ndarray) -> tuple[np.ndarray, np.nd
     rots, _, axes, _, joint_of = _chain(robot, q, np.asarray(R0, float), np.zeros(3))
     Z = np.stack([r[:, 2] for r in rots])  # (L, 3)
     J = len(axes)
-    dm = np.zeros((3, J + 3))
-    for k in range(J):
-        dm[:, k] = np.cross(axes[k], Z[joint_of[k] + 1:]).sum(0)
-    dm[:, J:] = np.cross(np.eye(3)[:, None, :], Z[None]).sum(1).T  # column j: Σ_l e_j × z_l
+    S = np.cumsum(Z[::-1], axis=0)[::-1]  # S[i] = Σ_{l ≥ i} z_l; a × Σ z_l = Σ a × z_l
+    dm = np.empty((3, J + 3))
+    dm[:, :J] = np.cross(np.stack(axes), S[np.asarray(joint_of) + 1]).T
+    dm[:, J:] = np.cross(np.eye(3), S[0]).T  # column j: Σ_l e_j × z_l
     dm /= len(Z)
     m = Z.mean(0)
     nm = float(np.linalg.norm(m))
@@ -732,6 +763,24 @@ def point_jacobian(robot, model, q: torch.Tensor, R0: torch.Tensor, t0: torch.Te
     G[..., Jn:Jn + 3] = np.moveaxis(np.cross(np.eye(3)[None, None], rel[:, :, None, :]), 2, 3)
     G[..., 0, Jn + 3] = G[..., 1, Jn + 4] = G[..., 2, Jn + 5] = 1.0
     return torch.as_tensor(P, dtype=dt), torch.as_tensor(G, dtype=dt)
+
+
+def far_from(mask: np.ndarray, dist_px: float) -> np.ndarray:
+    """Bool (H, W): the pixels more than ``dist_px`` [px] (Euclidean, pixel centres) from every pixel of the
+    non-empty bool ``mask`` (H, W).
+
+    The distance transform runs on the mask's bounding box grown by ``dist_px``: every mask pixel lies in
+    it, so the distances there are exact, and every pixel outside it is farther than ``dist_px``.
+    """
+    m8 = np.asarray(mask, bool).astype(np.uint8)
+    x, y, bw, bh = cv2.boundingRect(m8)
+    pad = int(math.ceil(dist_px)) + 1
+    v0, v1 = max(y - pad, 0), min(y + bh + pad, m8.shape[0])
+    u0, u1 = max(x - pad, 0), min(x + bw + pad, m8.shape[1])
+    far = np.ones(m8.shape, bool)
+    d = cv2.distanceTransform(1 - m8[v0:v1, u0:u1], cv2.DIST_L2, cv2.DIST_MASK_PRECISE)
+    far[v0:v1, u0:u1] = d > dist_px
+    return far
 
 
 def _skeleton_samples(mask: np.ndarray, step_px: float) -> np.ndarray:

@@ -290,3 +290,44 @@ def test_ground_terms_gradient_matches_finite_differences(up_on_body):
     num = np.array([(cost(th + e * np.eye(nP)[k]) - cost(th - e * np.eye(nP)[k])) / (4 * e) for k in range(nP)])
     assert np.abs(num - g.numpy()).max() < 1e-5 * max(1.0, np.abs(num).max())
     assert np.abs(g.numpy()).max() > 1.0  # the test point is off both priors
+
+
+def test_numpy_rotations_match_scipy_and_torch():
+    """The LM loop's numpy rotation maps against scipy's Rotation and the torch ones, near 0 and π too."""
+    from scipy.spatial.transform import Rotation
+
+    from snaketrack.models.rotations import matrix_to_axis_angle
+    from snaketrack.tracker.refine import rotvec_from_matrix_np, rotvec_to_matrix_np
+
+    rng = np.random.default_rng(3)
+    axes = rng.normal(size=(40, 3))
+    axes /= np.linalg.norm(axes, axis=1, keepdims=True)
+    angles = np.concatenate([[0.0, 1e-10, 1e-6, 1e-3, np.pi - 1e-6, np.pi], rng.uniform(0, np.pi, 34)])
+    for a, th in zip(axes, angles):
+        v = a * th
+        R = rotvec_to_matrix_np(v)
+        np.testing.assert_allclose(R, Rotation.from_rotvec(v).as_matrix(), atol=1e-14)
+        w = rotvec_from_matrix_np(R)
+        ref = Rotation.from_matrix(R).as_rotvec()
+        if th < np.pi - 1e-3:  # at π, v and −v are the same rotation
+            np.testing.assert_allclose(w, ref, atol=1e-9)
+            np.testing.assert_allclose(w, matrix_to_axis_angle(torch.as_tensor(R)).numpy(), atol=1e-12)
+        np.testing.assert_allclose(rotvec_to_matrix_np(w), R, atol=1e-12)
+
+
+def test_far_zone_on_the_mask_box_equals_the_full_frame_transform():
+    """refine.far_from (distance transform on the mask's grown box) against the whole frame's transform."""
+    from snaketrack.tracker.refine import far_from
+
+    rng = np.random.default_rng(5)
+    for k in range(12):
+        m = np.zeros((90, 140), np.uint8)
+        for _ in range(1 + k % 3):  # blobs, some on the border
+            c = (int(rng.integers(-5, 145)), int(rng.integers(-5, 95)))
+            cv2.ellipse(m, c, (int(rng.integers(2, 20)), int(rng.integers(1, 8))), float(rng.uniform(0, 180)),
+                        0, 360, 1, -1)
+        if not m.any():
+            continue
+        for dist in (0.5, 4.0, 7.3):
+            full = cv2.distanceTransform(1 - m, cv2.DIST_L2, cv2.DIST_MASK_PRECISE) > dist
+            np.testing.assert_array_equal(far_from(m > 0, dist), full)

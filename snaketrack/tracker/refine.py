@@ -509,31 +509,32 @@ class Refiner:
         on the base's translation t; ``up_t`` None: no terms."""
         cfg = self.config
         J, D = self.J, self.layout.dim
-        Hu = torch.zeros(nP, nP, dtype=torch.float64)
-        gu = torch.zeros(nP, dtype=torch.float64)
+        Hu = np.zeros((nP, nP))
+        gu = np.zeros(nP)
         if up_t is None:
-            return Hu, gu, 0.0
+            return torch.from_numpy(Hu), torch.from_numpy(gu), 0.0
+        up = up_t.numpy()  # numpy: a few 3-vectors, where torch's per-call overhead would dominate
+        th = theta.numpy()
         w_up = 1.0 / cfg.up_prior_rad ** 2
         w_h = 0.0 if height is None or cfg.height_prior_m <= 0 else 1.0 / cfg.height_prior_m ** 2
         ch = 0.0
         if w_h > 0:
-            e = float(up_t @ theta[J + 3:D]) - height
-            Hu[J + 3:D, J + 3:D] = w_h * torch.outer(up_t, up_t)
-            gu[J + 3:D] = w_h * e * up_t
+            e = float(up @ th[J + 3:D]) - height
+            Hu[J + 3:D, J + 3:D] = w_h * np.outer(up, up)
+            gu[J + 3:D] = w_h * e * up
             ch = w_h * e * e
-        R0 = _exp(theta[J:J + 3]) @ R_ref
+        R0 = rotvec_to_matrix_np(th[J:J + 3]) @ R_ref.numpy()
         if cfg.up_on_body:
-            nb, dn = body_normal(self.robot, theta[:J].numpy(), R0.numpy())
-            z, Jz, sl = torch.as_tensor(nb), torch.as_tensor(dn), slice(0, J + 3)
+            z, Jz = body_normal(self.robot, th[:J], R0)
+            sl = slice(0, J + 3)
         else:
             z = R0[:, 2]
-            Jz = -torch.tensor([[0.0, -z[2], z[1]], [z[2], 0.0, -z[0]], [-z[1], z[0], 0.0]],
-                               dtype=torch.float64)  # ∂z_b/∂δ = δ × z_b = −[z_b]× δ
+            Jz = -np.array([[0.0, -z[2], z[1]], [z[2], 0.0, -z[0]], [-z[1], z[0], 0.0]])  # ∂z_b/∂δ = −[z_b]× δ
             sl = slice(J, J + 3)
-        c = z - up_t
+        c = z - up
         Hu[sl, sl] = w_up * (Jz.T @ Jz)
         gu[sl] = w_up * (Jz.T @ c)
-        return Hu, gu, w_up * float(c @ c) + ch
+        return torch.from_numpy(Hu), torch.from_numpy(gu), w_up * float(c @ c) + ch
 
     def _coverage(self, pts: torch.Tensor, G: torch.Tensor, skel: np.ndarray, nP: int):
         """Gauss–Newton terms (H (nP, nP), g (nP,), cost) of the coverage term (``cover_weight``).

@@ -82,6 +82,13 @@ def signed_distance(mask: np.ndarray) -> np.ndarray:
     return np.where(m > 0, inside, -outside).astype(np.float64)
 
 
+def offset_mask(d: np.ndarray, offset_px: float) -> np.ndarray:
+    """The mask of signed distance ``d`` (:func:`signed_distance`) grown by a disc of radius
+    ``offset_px`` [px] (> 0, dilation: ``d ≥ −offset``) or shrunk by one of radius −``offset_px``
+    (< 0, erosion: ``d > −offset``)."""
+    return d >= -offset_px if offset_px >= 0 else d > -offset_px
+
+
 def _smooth_noise(rng: np.random.Generator, shape: tuple[int, int], std: float, scale: float) -> np.ndarray:
     if std == 0:
         return np.zeros(shape)
@@ -130,7 +137,7 @@ class MaskCorruptor:
         out = m
         if m.any():
             d = signed_distance(m) + noise
-            out = (d > r) if sign > 0 else (d >= -r)
+            out = offset_mask(d, -sign * r)  # sign + erodes
         if chunk and out.any():
             vs, us = np.nonzero(out)
             k = min(int(chunk_u * len(us)), len(us) - 1)
@@ -183,14 +190,12 @@ def best_offset_iou(truth: np.ndarray, observed: np.ndarray,
         raise InputError(f"IoU ceiling: mask shapes {t.shape} and {o.shape} differ")
     if not t.any():
         return float("nan"), float("nan")
+    from snaketrack.tracker.outputs import mask_iou
+
     d = signed_distance(t)
-    n_obs = int(o.sum())
     best, best_off = -1.0, float("nan")
     for off in sorted(offsets_px, key=abs):  # ties (offsets under 1 px change no pixel) go to the smallest
-        grown = d >= -off if off >= 0 else d > -off  # dilation / erosion by a disc, as MaskCorruptor's bias
-        inter = int(np.count_nonzero(grown & o))
-        union = int(grown.sum()) + n_obs - inter
-        iou = inter / union if union > 0 else 0.0
+        iou = mask_iou(offset_mask(d, off), o)  # the disc morphology of MaskCorruptor's bias
         if iou > best:
             best, best_off = iou, float(off)
     return best, best_off

@@ -446,6 +446,8 @@ class Refiner:
         lin = linearise(theta, R_ref, b, cfg.sigma(0))
         if lin is None:
             return RefineResult(x0, b, float("inf"), 0.0, None, 0, {"reason": "off-screen"})
+        # the prior and ground terms of the current state, kept until a trial step is accepted
+        d, (Hu, gu, cu) = prior_terms(theta, R_ref, b), up_terms(theta, R_ref)
         for it in range(n_iter):
             it_done = it + 1
             sigma = cfg.sigma(it)
@@ -454,8 +456,6 @@ class Refiner:
                 if relin is None:  # off-screen at the new edge: keep the last linearisation
                     break
                 lin = relin
-            d = prior_terms(theta, R_ref, b)
-            Hu, gu, cu = up_terms(theta, R_ref)
             H = lin["H"] + torch.diag(Pi + Wb) + Hu
             g = lin["g"] + Pi * d + Wb * absolute(theta) + gu
             cost = lin["cost_img"] + float((Pi * d * d).sum()) + float((Wb * absolute(theta) ** 2).sum()) + cu
@@ -475,11 +475,12 @@ class Refiner:
             if new_lin is None:
                 lam *= 10
                 continue
-            d2 = prior_terms(new_theta, new_R, new_b)
+            d2, up2 = prior_terms(new_theta, new_R, new_b), up_terms(new_theta, new_R)
             new_cost = new_lin["cost_img"] + float((Pi * d2 * d2).sum()) + \
-                float((Wb * absolute(new_theta) ** 2).sum()) + up_terms(new_theta, new_R)[2]
+                float((Wb * absolute(new_theta) ** 2).sum()) + up2[2]
             if new_cost < cost:
                 theta, R_ref, b, lin = new_theta, new_R, new_b, new_lin
+                d, (Hu, gu, cu) = d2, up2
                 lam = max(lam / 3, 1e-6)
                 if float(step.norm()) < cfg.min_step:
                     break
@@ -493,7 +494,7 @@ class Refiner:
         sigma_f = cfg.sigma(it_done - 1) if it_done else cfg.sigma(0)
         cost, iou = self._cost_iou(lin["sil"], obs, lin["roi"])
         # covariance: residual variance × inverse information (pose part)
-        H = lin["H"] + torch.diag(Pi + Wb) + up_terms(theta, R_ref)[0]
+        H = lin["H"] + torch.diag(Pi + Wb) + Hu
         dof = max(lin["n"] - nP, 1)
         s2 = max(lin["cost_img"] + float((obs.weight ** 2 * obs.mask).sum()), 1.0) / max(obs.area + dof, 1.0)
         try:

@@ -416,3 +416,9 @@ def test_silhouette_and_jacobian_do_not_depend_on_the_primitives_order():
                                  cylinders=cyl[perm])
         assert torch.allclose(soft_p, soft, atol=1e-12)
     assert (ref.sil - soft.reshape(-1)).abs().max() < 1e-12
+    # independent of the split by kind: the soft union 1 − Π(1 − s_k) of each primitive rendered alone
+    alone = [soft_silhouette(A[:, k:k + 1], Bp[:, k:k + 1], r[k:k + 1], K64, roi, s,
+                             torch.tensor([0.3], dtype=torch.float64), cylinders=cyl[k:k + 1]) for k in range(5)]
+    union = 1.0 - torch.prod(torch.stack([1.0 - a for a in alone]), 0)
+    assert torch.allclose(soft, union, atol=1e-9)
+    assert sum(bool(cyl[k]) != bool(cyl[k + 1]) for k in range(4)) >= 2  # the kinds alternate in the input

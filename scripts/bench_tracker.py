@@ -25,9 +25,16 @@ it never does within the run).
 
 Also ``render_fwd_bwd_ms``: one forward and backward pass of the soft
 silhouette renderer at 640×360 (its own ROI, σ = 0.5 px) on the drone
-dataset's first true pose, and the reference measured in the same run,
-``render_full_frame_fwd_bwd_ms`` (the same pass over every pixel of the
-frame), with their ratio ``render_roi_speedup_x``.
+dataset's first true pose, and in the same run the same pass with the
+same camera in a frame of 2560×1440, 16 times the pixels with the robot
+the same size (``render_fwd_bwd_ms_16x_frame``), with their ratio
+``render_16x_frame_cost_x``: about 1 when the cost follows the robot's size
+in the image and not the frame's, 16 for a renderer that visits every
+pixel. (Until the sixteenth session the reference was the same pass with a
+full-frame ROI, ``render_roi_speedup_x``; since the renderer works on each
+primitive's pixel band, a wider ROI only adds an empty buffer.) And
+``jacobian_band_ms`` against ``jacobian_box_ms``: one LM linearisation on
+each primitive's band against its whole screen box.
 
 Usage::
 
@@ -119,26 +126,32 @@ def render_timing(data_path: Path, reps: int = 20) -> dict:
     if cam.size != (640, 360):
         cam = cam.resized(640, 360)  # the timing is at 640x360 whatever the dataset's size
     r = SilhouetteRenderer(robot, cam.K, 640, 360)
+    # the same camera in a frame 4x as wide and high (16x the pixels), the robot where it was relative
+    # to the principal point: the same pixels of robot, 16x the pixels of frame
+    K_big = cam.K.copy()
+    K_big[0, 2] += 1.5 * 640
+    K_big[1, 2] += 1.5 * 360
+    r_big = SilhouetteRenderer(robot, K_big, 4 * 640, 4 * 360)
     tr = ds.truth[0]
     x0 = StateLayout.for_robot(robot).from_quat(tr["joint_angles"], tr["base_quat_cam"], tr["base_position_cam"])
-    target = (r.full_image(torch.as_tensor(x0)[None].float())[0] > 0.5).float()
 
-    def once(roi):
+    def once(rr, target):
         x = torch.as_tensor(x0, dtype=torch.float32)[None].clone().requires_grad_(True)
-        sil, roi_used = r(x, roi)
+        sil, roi_used = rr(x)
         u0, v0, w, h = roi_used
         loss = ((sil[0] - target[v0:v0 + h, u0:u0 + w]) ** 2).sum()
         loss.backward()
 
     out = {}
-    for name, roi in (("render_fwd_bwd_ms", None), ("render_full_frame_fwd_bwd_ms", (0, 0, 640, 360))):
+    for name, rr in (("render_fwd_bwd_ms", r), ("render_fwd_bwd_ms_16x_frame", r_big)):
+        target = (rr.full_image(torch.as_tensor(x0)[None].float())[0] > 0.5).float()
         for _ in range(3):
-            once(roi)
+            once(rr, target)
         t0 = time.perf_counter()
         for _ in range(reps):
-            once(roi)
+            once(rr, target)
         out[name] = (time.perf_counter() - t0) / reps * 1e3
-    out["render_roi_speedup_x"] = out["render_full_frame_fwd_bwd_ms"] / out["render_fwd_bwd_ms"]
+    out["render_16x_frame_cost_x"] = out["render_fwd_bwd_ms_16x_frame"] / out["render_fwd_bwd_ms"]
     out.update(jacobian_timing(r, x0, reps))
     return out
 

@@ -30,9 +30,13 @@ same camera in a frame of 2560×1440, 16 times the pixels with the robot
 the same size (``render_fwd_bwd_ms_16x_frame``), with their ratio
 ``render_16x_frame_cost_x``: about 1 when the cost follows the robot's size
 in the image and not the frame's, 16 for a renderer that visits every
-pixel. (Until the sixteenth session the reference was the same pass with a
-full-frame ROI, ``render_roi_speedup_x``; since the renderer works on each
-primitive's pixel band, a wider ROI only adds an empty buffer.) And
+pixel; and the reference, ``render_dense_fwd_bwd_ms``: the same arithmetic
+over every pixel of the 640×360 frame against every primitive (no ROI, no
+pixel bands), with ``render_dense_speedup_x`` and the largest difference
+between the two silhouettes, ``render_dense_max_abs_diff``. (Until the sixteenth session
+the reference was the same pass with a full-frame ROI,
+``render_roi_speedup_x``; since the renderer works on each primitive's pixel
+band, a wider ROI only adds an empty buffer.) And
 ``jacobian_band_ms`` against ``jacobian_box_ms``: one LM linearisation on
 each primitive's band against its whole screen box.
 
@@ -135,23 +139,32 @@ def render_timing(data_path: Path, reps: int = 20) -> dict:
     tr = ds.truth[0]
     x0 = StateLayout.for_robot(robot).from_quat(tr["joint_angles"], tr["base_quat_cam"], tr["base_position_cam"])
 
-    def once(rr, target):
+    # the reference: every pixel of the 640x360 frame against every primitive (no ROI, no bands: the
+    # primitives' margin reaches past the frame), the same arithmetic as the renderer's
+    r_dense = r.with_settings(margin_sigmas=2.0 * (640 + 360) / r.settings.sigma_px)
+
+    def once(rr, roi, target):
         x = torch.as_tensor(x0, dtype=torch.float32)[None].clone().requires_grad_(True)
-        sil, roi_used = rr(x)
+        sil, roi_used = rr(x, roi)
         u0, v0, w, h = roi_used
         loss = ((sil[0] - target[v0:v0 + h, u0:u0 + w]) ** 2).sum()
         loss.backward()
 
     out = {}
-    for name, rr in (("render_fwd_bwd_ms", r), ("render_fwd_bwd_ms_16x_frame", r_big)):
+    for name, rr, roi, n in (("render_fwd_bwd_ms", r, None, reps), ("render_fwd_bwd_ms_16x_frame", r_big, None, reps),
+                             ("render_dense_fwd_bwd_ms", r_dense, (0, 0, 640, 360), max(reps // 4, 1))):
         target = (rr.full_image(torch.as_tensor(x0)[None].float())[0] > 0.5).float()
-        for _ in range(3):
-            once(rr, target)
+        for _ in range(2):
+            once(rr, roi, target)
         t0 = time.perf_counter()
-        for _ in range(reps):
-            once(rr, target)
-        out[name] = (time.perf_counter() - t0) / reps * 1e3
+        for _ in range(n):
+            once(rr, roi, target)
+        out[name] = (time.perf_counter() - t0) / n * 1e3
     out["render_16x_frame_cost_x"] = out["render_fwd_bwd_ms_16x_frame"] / out["render_fwd_bwd_ms"]
+    out["render_dense_speedup_x"] = out["render_dense_fwd_bwd_ms"] / out["render_fwd_bwd_ms"]
+    with torch.no_grad():  # the two draw the same silhouette, up to the coverage cut at 8 sigma (2e-4)
+        xt = torch.as_tensor(x0)[None].float()
+        out["render_dense_max_abs_diff"] = float((r.full_image(xt) - r_dense.full_image(xt)).abs().max())
     out.update(jacobian_timing(r, x0, reps))
     return out
 

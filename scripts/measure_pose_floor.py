@@ -64,6 +64,8 @@ def measure(path: Path, step: int = 1, frames: int | None = None, clean: bool = 
     truth = ds.truth
     if not truth:
         raise InputError(f"{path}: no truth.jsonl; the floor is measured against the true poses")
+    if not ds.has_masks:
+        raise InputError(f"{path}: no masks/; the floor is measured on the truth masks")
     seed = int(ds.meta.get("seed", 0) or 0)
     robot = load_robot(ds.meta.get("robot", "planar-snake-11"))
     cam = Camera.from_meta(ds.meta)

@@ -114,3 +114,17 @@ def test_bad_input(dataset, tmp_path):
     with pytest.raises(SnaketrackError, match="sim-imu"):
         script.measure(root)  # the toy truth has no camera attitude for the simulated IMU
     assert script.main([str(tmp_path)]) == 2  # not a dataset folder
+    bare = tmp_path / "bare"
+    meta = {"K": K.tolist(), "width": W, "height": H, "fps": FPS, "robot": "planar-snake-11", "seed": 3}
+    with DatasetWriter(bare, meta, masks=False, truth=False) as w:
+        w.write_frame(np.full((H, W, 3), 90, np.uint8), None, None)
+    with pytest.raises(InputError, match="no truth"):
+        script.measure(bare, up="none")
+    assert script.main([str(bare), "--up", "none"]) == 2
+    unmasked = tmp_path / "unmasked"
+    with DatasetWriter(unmasked, meta, masks=False, truth=True) as w:
+        w.write_frame(np.full((H, W, 3), 90, np.uint8), None,
+                      {"t": 0.0, "joint_angles": [0.0] * 10, "base_position_cam": [0.0, 0.0, 2.0],
+                       "base_quat_cam": QUAT_DOWN, "head_position_cam": [0.0, 0.0, 2.0]})
+    with pytest.raises(InputError, match="no masks"):
+        script.measure(unmasked, up="none")

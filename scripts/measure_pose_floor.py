@@ -50,9 +50,10 @@ def _track_pose(cols: dict, k: int, layout) -> np.ndarray:
 
 
 def measure(path: Path, step: int = 1, frames: int | None = None, clean: bool = False,
-            up: str = "sim-imu", track: Path | None = None, prior_scale: float = 1.0) -> dict:
+            up: str = "sim-imu", track: Path | None = None, prior_scale: float = 1.0,
+            progress: bool = False) -> dict:
     """The floor figures of one dataset (module doc); ``track``: a track.csv to compare on the same frames;
-    ``prior_scale``: the factor on the prediction prior's standard deviations."""
+    ``prior_scale``: the factor on the prediction prior's standard deviations; ``progress``: a tqdm bar."""
     from dataclasses import replace
 
     from snaketrack.models.robot import load_robot
@@ -87,7 +88,12 @@ def measure(path: Path, step: int = 1, frames: int | None = None, clean: bool = 
         rows = {int(f): k for k, f in enumerate(np.asarray(cols["frame"], float))}
     n = len(ds) if frames is None else min(frames, len(ds))
     out: dict[str, list] = {k: [] for k in ("jf", "bf", "if", "jt", "bt", "it", "ir")}
-    for i in range(0, n, step):
+    frames_it = range(0, n, step)
+    if progress:
+        from tqdm import tqdm
+
+        frames_it = tqdm(frames_it, desc=f"floor {path.name}", unit="frame", mininterval=0.5)
+    for i in frames_it:
         m = ds.mask(i)
         if m is None or not (m > 0).any() or i >= len(truth):
             continue
@@ -149,7 +155,8 @@ def main(argv=None) -> int:
         csv = None if args.track is None else args.track / path.name / "track.csv"
         try:
             res = measure(path, args.step, clean=args.clean, up=args.up,
-                          track=csv if csv is not None and csv.is_file() else None, prior_scale=args.prior_scale)
+                          track=csv if csv is not None and csv.is_file() else None, prior_scale=args.prior_scale,
+                          progress=sys.stderr.isatty())
         except SnaketrackError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2

@@ -4,7 +4,7 @@ For each dataset with truth (``snaketrack sim video``), every ``--step``-th
 frame's mask is corrupted as ``snaketrack track --corrupt-masks`` does
 (:class:`snaketrack.tracker.corrupt.MaskCorruptor`, seeded by the dataset's
 seed; ``--clean``: the truth mask itself) and the tracker's per-frame
-refinement (:class:`snaketrack.tracker.tracker.Tracker`'s refiner, with its
+refinement (:meth:`snaketrack.tracker.tracker.Tracker.fit`, with its
 occlusion and cut weighting) is started at the true pose, with the prediction
 it is held to also at the true pose, and ``--up sim-imu`` as in the benchmark
 (no ground-height prior). Where it settles is the pose the mask, the model and
@@ -106,8 +106,7 @@ def measure(path: Path, step: int = 1, frames: int | None = None, clean: bool = 
         t_true = np.asarray(tr["base_position_cam"], float)
         x_true = layout.from_quat(q_true, np.asarray(tr["base_quat_cam"], float), t_true)
         u = None if up_source is None else up_source(i)
-        obs = tracker._observe(observed)
-        res = tracker.refiner.refine(x_true, tracker._cut_weighted(x_true, obs), up=u)
+        res = tracker.fit(x_true, observed, up=u)
         q, _, t = layout.unpack(res.x)
         out["jf"].append(np.abs(q - q_true).mean())
         out["bf"].append(np.linalg.norm(t - t_true))
@@ -118,7 +117,7 @@ def measure(path: Path, step: int = 1, frames: int | None = None, clean: bool = 
             out["jt"].append(np.abs(q_k - q_true).mean())
             out["bt"].append(np.linalg.norm(t_k - t_true))
             out["it"].append(float(cols["iou"][rows[i]]))
-            out["ir"].append(tracker.refiner.refine(x_track, tracker._cut_weighted(x_track, obs), up=u).iou)
+            out["ir"].append(tracker.fit(x_track, observed, up=u).iou)
     if not out["jf"]:
         raise InputError(f"{path}: no frame with a robot in its mask among the first {n}")
     res = {"dataset": path.name, "frames": len(out["jf"]), "masks": "truth" if clean else "corrupted",

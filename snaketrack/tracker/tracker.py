@@ -65,7 +65,7 @@ from snaketrack.errors import InputError, StateError
 from snaketrack.models.kinematics import forward_kinematics, forward_kinematics_np
 from snaketrack.models.robot import Robot
 from snaketrack.tracker.filter import FilterConfig, KalmanFilter
-from snaketrack.tracker.refine import Observation, RefineConfig, Refiner
+from snaketrack.tracker.refine import Observation, RefineConfig, Refiner, RefineResult
 from snaketrack.tracker.render import CapsuleModel, SilhouetteRenderer, SilhouetteSettings
 from snaketrack.tracker.state import StateLayout, TrackState
 
@@ -513,6 +513,18 @@ class Tracker:
         self.search_time_s += time.perf_counter() - t0
         return self._state(res.x, state.frame, state.t, res, state.status)
 
+    def fit(self, x: np.ndarray, mask, up=None, ground: Optional[float] = None) -> RefineResult:
+        """One refinement of pose ``x`` (D,) on ``mask`` (H, W), as a tracked frame gets it: the occlusion
+        and cut weighting around ``x``, held to ``x`` as its prediction, with the up prior (``up``) and the
+        session's ground prior (``ground``: the frame's camera height ratio, as in :meth:`start`). The
+        session (filter, history) is untouched. What :meth:`refine_back` and
+        ``scripts/measure_pose_floor.py`` (started at the true pose) refine with."""
+        m = self._check_mask(mask)
+        x = np.asarray(x, float)
+        up = None if up is None else np.asarray(up, float)
+        obs = self._cut_weighted(x, self._observe(m))
+        return self.refiner.refine(x, obs, up=up, height=self._ground_height(ground))
+
     def refine_back(self, state: TrackState, prediction: np.ndarray, mask, up=None,
                     ground: Optional[float] = None) -> TrackState:
         """A past frame's state refined again from ``prediction`` (D,), the pose of the frame after it,
@@ -524,8 +536,7 @@ class Tracker:
         if state.status != "tracked" or m.sum() < self.config.min_mask_px:
             return state
         up = None if up is None else np.asarray(up, float)
-        obs = self._cut_weighted(prediction, self._observe(m))
-        res = self.refiner.refine(prediction, obs, up=up, height=self._ground_height(ground))
+        res = self.fit(prediction, m, up, ground)
         if not res.iou > state.iou:
             return state
         if self.config.hold_backward_heights and up is not None and state.frame in self.height_frames:

@@ -61,6 +61,24 @@ def test_tracks_a_sequence(sequence):
     assert np.allclose(st.pose_vector(lay), x_last)
 
 
+def test_fit_refines_a_pose_without_touching_the_session(sequence):
+    """Tracker.fit: a pose off the truth comes back near it on the frame's mask; filter and frame stay."""
+    robot, K, frames, lay = sequence
+    trk = Tracker(robot, K, W, H, fps=30.0)
+    trk.start(frames[0][0], initial_guess=frames[0][1])
+    trk.step(frames[1][0])
+    x_filter, frame, last = trk.filter.x.copy(), trk.frame, trk.last
+    m, xt = frames[5]
+    off = xt.copy()
+    off[lay.q] += 0.05 * (-1.0) ** np.arange(lay.n_joints)  # 0.05 rad on every joint, not adding up
+    res = trk.fit(off, m)
+    assert np.array_equal(trk.filter.x, x_filter) and trk.frame == frame and trk.last is last
+    assert res.iou > 0.9
+    assert np.abs(res.x[lay.q] - xt[lay.q]).mean() < 0.5 * 0.05
+    with pytest.raises(InputError):
+        trk.fit(off, m[:, :-1])
+
+
 def test_lost_and_found(sequence):
     robot, K, frames, lay = sequence
     cfg = TrackerConfig(lost_after=2)

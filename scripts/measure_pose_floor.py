@@ -136,7 +136,7 @@ def main(argv=None) -> int:
     ap.add_argument("datasets", nargs="+", type=Path)
     ap.add_argument("--step", type=int, default=1, help="every STEP-th frame")
     ap.add_argument("--clean", action="store_true", help="the truth masks, not corrupted ones")
-    ap.add_argument("--up", default="sim-imu", metavar="sim-imu|none",
+    ap.add_argument("--up", default="sim-imu", choices=("sim-imu", "none"),
                     help="the up direction, as snaketrack track --up (default sim-imu)")
     ap.add_argument("--prior-scale", type=float, default=1.0,
                     help="widen the prior towards the prediction (the truth here) this many times")
@@ -145,8 +145,6 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.step < 1:
         ap.error(f"--step {args.step}: expected a positive integer")
-    if args.up not in ("sim-imu", "none"):
-        ap.error(f"--up {args.up}: expected sim-imu or none")
     for path in args.datasets:
         if not (path / "meta.json").is_file():
             print(f"error: {path}: not a dataset folder (no meta.json)", file=sys.stderr)

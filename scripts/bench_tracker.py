@@ -9,7 +9,7 @@ dataset's seed), 10 refinement steps; with ``--up sim-imu`` the static
 scene's camera is declared fixed (``snaketrack track --static-camera``, off
 with ``--no-static-camera``), as a tripod's user would, and the handheld and
 drone scenes follow their camera's height over the ground (``--track-ground``,
-off with ``--no-track-ground``; rule H of docs/tracker.md). Per scene and robot it reports the
+off with ``--no-track-ground``; rule H of docs/notebook/tracker.md). Per scene and robot it reports the
 ``metrics.json`` figures (DESIGN.md names; ``fps`` includes the first
 frame's pose search and any later searches, ``fps_excluding_search`` does
 not, ``search_s`` is their time; ``iou`` is against the observed, corrupted

@@ -239,7 +239,7 @@ class TrackOptions:
 
 #: A moving camera's ground prior starts once this many frames are tracked: the camera height it holds
 #: comes from the track itself, and five frames locked in drone-arcsnake-s0's early depth bias (base
-#: 0.028 m against 0.020 with 30; docs/tracker.md, "The camera's height over the ground").
+#: 0.028 m against 0.020 with 30; docs/notebook/tracker.md, "The camera's height over the ground").
 MOVING_GROUND_MIN_FRAMES = 30
 
 

@@ -107,7 +107,7 @@ class FilterConfig:
         centre as anchor on the six seed-0 clips between 0 and 0.75, then
         checked on eighteen fresh clips against 0.5: arcsnake base 0.0461 →
         0.0449 m, joints unchanged, planar base 0.0222 → 0.0215 m
-        (docs/tracker.md, "The damping factor with the centre as anchor").
+        (docs/notebook/tracker.md, "The damping factor with the centre as anchor").
         With the base as anchor the seventh session chose 0.5 (base error
         on handheld-arcsnake-s0 0.084 m with 1, 0.061 with 0, 0.058 with 0.5).
     """

@@ -2,7 +2,7 @@
 
 A robot crawls on the ground, and a silhouette of a thin body seen from
 above hardly tells how its plane is tilted: tilt, depth and the edge offset
-trade against each other (docs/tracker.md, "Up prior"). Phones, drones and
+trade against each other (docs/notebook/tracker.md, "Up prior"). Phones, drones and
 gimbals measure gravity. Given ``up = −g/|g|`` in the camera frame (OpenCV:
 x right, y down, z forward), the tracker holds the robot's plane to the
 ground it defines (:class:`snaketrack.tracker.refine.RefineConfig`

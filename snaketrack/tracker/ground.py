@@ -90,7 +90,7 @@ class GroundConfig:
         good (drone-planar-s15 frame 69: +1.5 %); the line has no lag while
         the camera's height changes steadily, but one that swings within a
         second lags (±11 % over 2.6 s: 3.5 % behind). 20 frames kept by rule
-        H2 (docs/tracker.md): eight fresh clips, base 0.0210 → 0.0165 m.
+        H2 (docs/notebook/tracker.md): eight fresh clips, base 0.0210 → 0.0165 m.
     """
 
     max_corners: int = 400

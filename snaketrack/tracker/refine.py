@@ -71,7 +71,7 @@ class RefineConfig:
         put — above all depth, which trades against the edge offset on a
         body ~10 px wide. Measured on the corrupted drone sequence: stds of
         0.5/0.5/0.5 lost the robot (base error 0.64 m), 0.15/0.05/0.02 gave
-        0.021 m (docs/tracker.md).
+        0.021 m (docs/notebook/tracker.md, "Measured (how)").
     lambda0: initial LM damping (relative to the diagonal of JᵀJ).
     min_step: stop when the parameter step's norm falls below this.
     cost_tol_px: stop when an accepted step at the final edge softness
@@ -96,7 +96,7 @@ class RefineConfig:
         (``TrackerConfig.init_out_of_plane_prior_rad``): seen from above the
         pitch hardly shows, and the true mean |pitch| (0.06–0.08 rad) was
         below the tracker's pitch error. Arcsnake clips, 300 frames, mask-only
-        start, frames 30–299 (docs/tracker.md): joints 0.059 / 0.102 / 0.090
+        start, frames 30–299 (docs/notebook/tracker.md): joints 0.059 / 0.102 / 0.090
         → 0.050 / 0.058 / 0.072 rad (drone / static / handheld), base 0.028 /
         0.051 / 0.124 → 0.035 / 0.045 / 0.097 m.
     compute_dtype: dtype of the per-pixel work of LM (``"float32"`` or
@@ -122,7 +122,7 @@ class RefineConfig:
         is close. Measured (corrupted masks): from the true pose (static and
         drone planar, 100 frames, one thread) 2e-6 → 1e-2 left errors and
         IoU unchanged to 1e-4 and cut time per frame by about 15 %. Full
-        benchmark from the mask alone (6 clips, 2 threads, docs/tracking.md):
+        benchmark from the mask alone (6 clips, 2 threads, docs/notebook/tracking.md):
         1e-3 against 1e-2 gave the same planar errors, mean 6.4 against
         7.7 frames/s, and arcsnake base errors 0.261 / 0.219 / 0.030 m
         against 0.273 / 0.172 / 0.062 m (static / handheld / drone): the
@@ -139,7 +139,7 @@ class RefineConfig:
         the mask's own pixels still pull. The tracker's searches go without
         it (from a wrong start the push out of empty image is what rejects a
         wrong reading). Measured (corrupted masks, 300 frames, mask-only
-        start, up direction; docs/tracker.md, "Occluders and a fixed camera's ground"):
+        start, up direction; docs/notebook/tracker.md, "Occluders and a fixed camera's ground"):
         handheld planar 0.036 m / 0.107 rad → 0.016 m / 0.050 rad, static
         arcsnake 0.28 → 0.18 m, the clips without occluders unchanged.
     height_prior_m: std [m] of the ground prior: with ``refine(..., up=,
@@ -152,7 +152,7 @@ class RefineConfig:
         is 0.110 rad off up on average, the body's normal 0.045 rad, so the
         base-link prior (0.02 rad) bends the pitch joints to hold the first
         link level. On a planar robot every link's z axis is the base's, and
-        the two priors are the same. On (rule B, docs/tracker.md): twelve
+        the two priors are the same. On (rule B, docs/notebook/tracker.md): twelve
         fresh arcsnake clips 0.0312 / 0.0639 → 0.0297 / 0.0556 (base m /
         joints rad), three planar clips unchanged.
     """

@@ -142,7 +142,7 @@ class CapsuleModel:
         the true pose against the masks (every 20th frame, hard edges),
         capsule → cylinder: static-planar-s0 0.967 → 0.996, static-planar-s23
         0.937 → 0.995, drone-planar-s0 0.974 → 0.986; the capsule made the
-        static tracks sit too deep (docs/tracker.md, rule C2). A sphere for the
+        static tracks sit too deep (docs/notebook/tracker.md, rule C2). A sphere for the
         tail cap; and for the ellipsoidal head cap
         (semi-axes 1.6c, c, 0.9c along x, y, z at the head end) a capsule
         along x (:data:`HEAD_RADIUS`, :data:`HEAD_HALF_LENGTH`). Modelling the housings raised IoU at the true

@@ -78,7 +78,7 @@ class TrackerConfig:
     model: silhouette model, ``"visual"`` (capsules, spheres and cylindrical
         housings from ``robot.visual``, :meth:`CapsuleModel.from_visual`),
         ``"visual-capsule"`` (the same with cylindrical housings as capsules,
-        the model before rule C2, docs/tracker.md) or ``"capsules"`` (the
+        the model before rule C2, docs/notebook/tracker.md) or ``"capsules"`` (the
         kinematic capsules only).
     moment_update: run the filter's image-moment EKF update before refinement.
     moment_order: 1 (centroid, the paper) or 2 (+ second moments).
@@ -124,7 +124,7 @@ class TrackerConfig:
         and a segmentation hole beside it cut static-arcsnake-s29's frame 0 in
         two; one part lifted to the robot's length put it 8.3 m deep (true
         2.5 m) and the fixed camera's ground prior then held the track
-        0.6–1.3 m off: base 1.08 → 0.06 m. Rule J (docs/tracker.md): eight
+        0.6–1.3 m off: base 1.08 → 0.06 m. Rule J (docs/notebook/tracker.md): eight
         fresh clips unchanged.
     keep_reading: a search while tracking (not after a ``lost`` spell) tries
         only starts that read the chain as the track does (tail nearer the
@@ -178,17 +178,17 @@ class TrackerConfig:
         pose when its IoU is higher by ``warmup_margin``. Measured: the search
         on frame 0 of the corrupted drone and static planar datasets ended
         0.27 m and 2.7 m off, on frames 1, 3, 5, 6 and 10 within 0.05 m
-        (docs/tracker.md): one corrupted mask can mislead it.
+        (docs/notebook/tracker.md): one corrupted mask can mislead it.
     depth_anchor: the point whose rate along its viewing ray the filter's
         depth damping scales (filter.py, "Depth damping"): ``"centre"``,
         the mean of the link centres, or ``"base"``, the base translation
         (the seventh session's anchor, used with the factor 0.5 there). A snake's base swings along the ray with
-        the gait while its centre moves slowly (docs/tracker.md, "Depth
+        the gait while its centre moves slowly (docs/notebook/tracker.md, "Depth
         damping at the body's centre").
     cut_weighting: the occlusion weighting also ignores a model pixel near
         the mask whose nearest point of the predicted body axis lies in the
         far zone (more than ``RefineConfig.far_px`` from the mask; rule X,
-        docs/tracker.md): a post cuts the body's whole cross-section out of
+        docs/notebook/tracker.md): a post cuts the body's whole cross-section out of
         the mask, a segmentation bias only its sides, so the pixels beyond a
         cut are not pushed back as the 1–3 px band beside the body is.
         Without it a head behind a post folds out of the band.
@@ -196,13 +196,13 @@ class TrackerConfig:
         releases the first frames it held, it refines them again backwards
         from the settled track (:meth:`Tracker.refine_back`), each from the
         frame after it, and keeps whichever fit of a frame is better (IoU).
-        On (rule H, docs/tracker.md): eleven fresh clips 0.0257 / 0.0447 →
+        On (rule H, docs/notebook/tracker.md): eleven fresh clips 0.0257 / 0.0447 →
         0.0249 / 0.0443 (base m / joints rad), no clip worse by more than
         0.0002 m or 0.0004 rad.
     hold_backward_heights: a held frame whose backward fit is kept gets that
         fit's height in ``heights``, the ground prior's record, so the first
         frames' depth (walking in from the search) weighs less in the ground.
-        On (rule G2, docs/tracker.md): seven fresh clips 0.0335 / 0.0467 →
+        On (rule G2, docs/notebook/tracker.md): seven fresh clips 0.0335 / 0.0467 →
         0.0319 / 0.0466, the largest rise +0.0022 m.
     """
 

@@ -19,6 +19,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--width", type=int, default=640, help="image width [px] (default 640)")
     p.add_argument("--height", type=int, default=360, help="image height [px] (default 360)")
     p.add_argument("--fps", type=float, default=30.0, help="frame rate (default 30)")
+    p.add_argument("--body-width-px", type=float, default=11.0, metavar="PX",
+                   help="the robot body's nominal width in the image [px], which sets the focal length "
+                        "(default 11; a moving camera is pulled back where the robot would leave the frame)")
     p.add_argument("--no-obstacles", action="store_true", help="empty floor instead of the OAL posts")
     p.add_argument("--ground", choices=GROUNDS, default=None, help="ground texture (default: drawn from the seed)")
     p.add_argument("--clean", action="store_true", help="no blur, noise or JPEG degradation")
@@ -32,7 +35,8 @@ def _run(args: argparse.Namespace) -> int:
     from snaketrack.sim.video import Degradation, VideoConfig, render_video
 
     config = VideoConfig(scene=args.scene, robot=args.robot, frames=args.frames, seed=args.seed,
-                         width=args.width, height=args.height, fps=args.fps, obstacles=not args.no_obstacles)
+                         width=args.width, height=args.height, fps=args.fps, obstacles=not args.no_obstacles,
+                         target_width_px=args.body_width_px)
     if args.ground:
         config = replace(config, scene_config=SceneConfig(ground=args.ground))
     if args.clean:

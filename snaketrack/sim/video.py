@@ -132,6 +132,8 @@ class VideoConfig:
             raise InputError(f"seed = {self.seed!r}; expected a non-negative integer")
         if not (self.start_time >= 0):
             raise InputError(f"start_time = {self.start_time!r} s; expected >= 0")
+        if not (0.5 <= self.target_width_px <= 200):
+            raise InputError(f"body width {self.target_width_px!r} px (target_width_px, --body-width-px); expected 0.5..200")
 
 
 @dataclass(frozen=True)

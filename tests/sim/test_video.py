@@ -190,3 +190,26 @@ def test_degradations_change_pixels_not_truth():
     # noise, blur, vignetting and JPEG: visibly different, but the same picture
     assert 1.0 < diff.mean() < 40.0
     assert np.corrcoef(img.reshape(-1), clean.reshape(-1))[0, 1] > 0.8
+
+
+def test_body_width_sets_the_robot_size_in_the_image(monkeypatch, capsys):
+    """``--body-width-px`` reaches the camera: twice the width, about twice the body's pixels across."""
+    widths = []
+    for w in (4.0, 8.0):
+        cfg = VideoConfig(scene="drone", seed=2, frames=2, width=320, height=180, target_width_px=w,
+                          scene_config=FAST_SCENE)
+        with VideoRenderer(cfg) as r:
+            _, _, truth = r.frame(0)
+        widths.append(truth["body_width_px"])
+    assert 1.6 < widths[1] / widths[0] < 2.4, widths
+
+    import snaketrack.sim.video as video
+    from snaketrack.cli import main
+
+    seen = {}
+    monkeypatch.setattr(video, "render_video", lambda config, out, **kw: seen.setdefault("c", config) and {})
+    main(["sim", "video", "--scene", "drone", "--frames", "2", "--body-width-px", "17", "--out", "unused"])
+    assert seen["c"].target_width_px == 17.0
+    assert main(["sim", "video", "--scene", "drone", "--frames", "2", "--body-width-px", "0",
+                 "--out", "unused"]) == 2
+    assert "body width 0.0 px" in capsys.readouterr().err

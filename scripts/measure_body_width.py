@@ -12,14 +12,16 @@ cameras following their height over the ground), and scored:
 - the tracker's ``metrics.json`` figures (``base_position_error_m``, ``joint_error_rad``, ``iou``,
   ``iou_truth``, ``fps``, ...);
 - ``iou_ceiling``: what the truth mask itself scores against the same corrupted masks with its best
-  edge offset (``scripts/measure_iou_ceiling.py``), the most any correct track can reach.
+  edge offset (``scripts/measure_iou_ceiling.py``), the most any correct track can reach, and
+  ``iou_model_ceiling``: the same for the tracker's silhouette model at the true pose, which also
+  draws the links a post hides.
 
 The benchmark's own clips are W = 11 (the default of ``snaketrack sim video``); ``--reuse DIR``
 takes them from DIR (``{scene}-{robot}-s{seed}``, as bench_tracker names them) instead of
 rendering them again: the same seed gives the same bytes. Writes ``body_width.json`` (every run,
 rewritten after each, so an interrupted sweep keeps what it finished and skips it when run again)
-and ``body_width.png`` (joint error, base error and IoU against the body's width, the issue's targets
-drawn) into ``--out``; prints one JSON object last.
+and ``body_width.png`` (joint error, base error, IoU and frames/s against the body's width, the issue's
+targets drawn) into ``--out``; prints one JSON object last.
 
     MUJOCO_GL=egl .venv/bin/python scripts/measure_body_width.py --scenes handheld --robots arcsnake-4
         --widths 11 16 22 [--seeds 0] [--reuse /work/data] [--data /work/data/width] [--out bench_out/width]
@@ -97,20 +99,23 @@ def measure_clip(ds: Path, scene: str, robot: str, out: Path, frames: int, ceili
     s = run_tracking(ds, robot, out, options=bench_options(scene, seed, frames))
     res = {k: s.get(k) for k in KEEP}
     res["wall_s"] = time.perf_counter() - t0
-    res["iou_ceiling"] = measure_iou_ceiling.measure(ds, frames=frames, step=ceiling_step)["iou_ceiling"]
+    ceiling = measure_iou_ceiling.measure(ds, frames=frames, step=ceiling_step, model=True)
+    res["iou_ceiling"], res["iou_model_ceiling"] = ceiling["iou_ceiling"], ceiling["iou_model_ceiling"]
     res["body_width_px"] = median_body_width(ds, frames)
     return res
 
 
 def plot(runs: list[dict], path: Path) -> None:
+    """Joint error, base error, IoU and frames/s against the measured body width, one line per clip."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    fig, axes = plt.subplots(1, 4, figsize=(17, 4.2))
     panels = (("joint_error_rad", "mean joint error [rad]"), ("base_position_error_m", "mean base error [m]"),
-              ("iou", "IoU against the corrupted masks"))
+              ("iou", "IoU against the corrupted masks\n(dashed: the truth mask's ceiling, x: the model's)"),
+              ("fps", "frames/s (2 threads)"))
     groups: dict = {}
     for r in runs:
         groups.setdefault((r["scene"], r["robot"], r["seed"]), []).append(r)
@@ -122,10 +127,15 @@ def plot(runs: list[dict], path: Path) -> None:
             line, = ax.plot(w, [r[key] for r in rs], "o-", label=label)
             if key == "iou":
                 ax.plot(w, [r["iou_ceiling"] for r in rs], "--", color=line.get_color(), alpha=0.6)
+                model = [(x, r["iou_model_ceiling"]) for x, r in zip(w, rs) if "iou_model_ceiling" in r]
+                if model:
+                    ax.plot(*zip(*model), "x", color=line.get_color(), ms=8)
     for ax, (key, title) in zip(axes, panels):
-        ax.axhline(TARGETS[key], color="k", lw=0.8, ls=":")
+        target = TARGETS.get(key, 5.0 if key == "fps" else None)
+        if target is not None:
+            ax.axhline(target, color="k", lw=0.8, ls=":")
         ax.set_xlabel("body width in the image [px] (median)")
-        ax.set_title(title + (" (dashed: truth mask's ceiling)" if key == "iou" else ""), fontsize=9)
+        ax.set_title(title, fontsize=9)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
     fig.suptitle("issue 3's targets (dotted) against the robot's width in the image", fontsize=10)

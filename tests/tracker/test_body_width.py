@@ -48,6 +48,7 @@ def test_sweep_scores_both_widths_and_resumes(clips, tmp_path, capsys, monkeypat
     assert 1.6 < wide["body_width_px"] / narrow["body_width_px"] < 2.4
     for r in runs:
         assert r["frames"] == FRAMES and np.isfinite(r["joint_error_rad"]) and 0 < r["iou_ceiling"] <= 1
+        assert 0 < r["iou_model_ceiling"] <= 1
         assert (out / mod.clip_name("drone", "arcsnake-4", 1, r["width_nominal_px"]) / "track.csv").is_file()
     # a wider body loses less of itself to the same 1-3 px of corruption
     assert wide["iou_ceiling"] > narrow["iou_ceiling"]

@@ -4,7 +4,7 @@
 
     snaketrack track DATASET|VIDEO --robot NAME|FILE [--intrinsics FILE]
         [--masks truth|DIR|segmenter:MODEL.pt] [--refine-steps 10]
-        [--corrupt-masks] [--max-frames N] [--hold-frames 60] --out DIR
+        [--corrupt-masks] [--max-frames N] [--hold-frames 60] [--track-size WxH] --out DIR
 
 Inputs: a dataset folder (DESIGN.md layout: ``frames/``, ``masks/``,
 ``meta.json``, optionally ``truth.jsonl``) or a video file read with
@@ -13,7 +13,8 @@ a folder of PNGs named like the frames (``000000.png`` …), or a trained
 segmenter (``segmenter:MODEL.pt``, loaded with
 :func:`snaketrack.training.segmenter.load_segmenter`). Intrinsics come from
 ``--intrinsics`` (OpenCV YAML/JSON) or the dataset's ``meta.json``; frames
-and masks are undistorted when the calibration has distortion.
+and masks are undistorted when the calibration has distortion, then resized
+to ``--track-size`` when one is given (K scaled with them).
 
 Outputs in ``--out``: ``track.csv`` (DESIGN.md columns, plus ``iou_truth``
 when the dataset has truth masks; a row per finished frame), ``overlay.mp4``,
@@ -220,6 +221,11 @@ class TrackOptions:
         round (:class:`snaketrack.tracker.reading.ReadingHold`); 0 writes every
         frame as it finishes.
     silhouette: the silhouette model, ``TrackerConfig.model``.
+    track_size: (width, height) [px] to track at: frames and masks are resized
+        after undistortion (area interpolation; a mask keeps the pixels at
+        least half covered) and K with them (:meth:`Camera.resized`); the mask
+        corruption applies at this size, and ``overlay.mp4`` is drawn at it.
+        None: the source's own size. The paper tracks at 640×360.
     """
 
     refine_steps: Optional[int] = None
@@ -235,6 +241,38 @@ class TrackOptions:
     track_ground: bool = False
     hold_frames: int = 60
     silhouette: str = "visual"
+    track_size: Optional[tuple[int, int]] = None
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """``"640x360"`` → (640, 360); a one-line :class:`InputError` for anything else."""
+    try:
+        w, h = (int(v) for v in str(text).lower().split("x"))
+    except ValueError:
+        raise InputError(f"size {text!r}; expected WIDTHxHEIGHT in pixels, e.g. 640x360") from None
+    if not (16 <= w <= 8192 and 16 <= h <= 8192):
+        raise InputError(f"size {text!r}; expected 16..8192 px on each side")
+    return w, h
+
+
+class _Resize:
+    """Frames and masks to the tracking size (identity when it is the source's)."""
+
+    def __init__(self, size: tuple[int, int], source_size: tuple[int, int]):
+        self.size, self.active = tuple(size), tuple(size) != tuple(source_size)
+
+    def frame(self, image: np.ndarray) -> np.ndarray:
+        import cv2
+
+        return cv2.resize(image, self.size, interpolation=cv2.INTER_AREA) if self.active else image
+
+    def mask(self, mask: np.ndarray) -> np.ndarray:
+        import cv2
+
+        if not self.active:
+            return mask
+        m = cv2.resize(np.asarray(mask, dtype=np.uint8) * 255, self.size, interpolation=cv2.INTER_AREA)
+        return m >= 128
 
 
 #: A moving camera's ground prior starts once this many frames are tracked: the camera height it holds
@@ -292,6 +330,10 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
     mask_source = MaskSource(masks, frames, (width, height))
     undistort = Undistorter(camera)
     cam = undistort.output_camera
+    resize = _Resize(options.track_size or (width, height), (width, height))
+    if resize.active:
+        cam = cam.resized(*resize.size)
+        width, height = resize.size
     corrupt = MaskCorruptor(options.corrupt_seed) if options.corrupt_masks else None
     from snaketrack.tracker.gravity import open_up
 
@@ -347,7 +389,7 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
         if options.track_ground:
             row_extra["camera_height_ratio"] = float("nan") if ground_ratio is None else ground_ratio
         if has_truth_masks:
-            tm = undistort.mask(frames.truth_mask(i))
+            tm = resize.mask(undistort.mask(frames.truth_mask(i)))
             row_extra["iou_truth"] = mask_iou(rendered, tm)
         writer.write(state, **row_extra)
         if video is not None:
@@ -363,7 +405,8 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
                 if n_total is not None and n >= n_total:
                     break
                 rgb = undistort.frame(rgb)
-                mask = undistort.mask(mask_source(i, rgb))
+                mask = resize.mask(undistort.mask(mask_source(i, rgb)))
+                rgb = resize.frame(rgb)
                 if corrupt is not None:
                     mask = corrupt(mask, i)
                 if any(a <= i < b for a, b in hide):
@@ -404,6 +447,7 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
                                "refine_steps": options.refine_steps, "up": options.up or "none",
                                "static_camera": bool(options.static_camera),
                                "track_ground": bool(options.track_ground),
+                               "track_size": [width, height],
                                "flips": int(getattr(tracker, "flips", 0)), "reread_frames": hold.reread_frames}
     if truth is not None:
         metrics = tracking_metrics(track, truth, robot.dof, fps=fps)
@@ -462,6 +506,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                         "cylindrical housings drawn as cylinders; default), 'visual-capsule' (the same with cylindrical "
                         "housings as capsules, the model before the twelfth session) or 'capsules' (the kinematic "
                         "capsules only)")
+    p.add_argument("--track-size", default=None, metavar="WxH",
+                   help="track at this resolution: frames and masks resized (area interpolation), K scaled "
+                        "(default: the source's own; the paper tracks at 640x360)")
     p.add_argument("--out", required=True, help="output folder (track.csv, overlay.mp4, metrics.json, plots)")
 
 
@@ -482,7 +529,8 @@ def _run(args: argparse.Namespace) -> int:
     opts = TrackOptions(refine_steps=args.refine_steps, corrupt_masks=args.corrupt_masks, corrupt_seed=seed,
                         max_frames=args.max_frames, video=not args.no_video, up=args.up,
                         static_camera=args.static_camera, track_ground=args.track_ground,
-                        hold_frames=args.hold_frames, silhouette=args.silhouette)
+                        hold_frames=args.hold_frames, silhouette=args.silhouette,
+                        track_size=parse_size(args.track_size) if args.track_size else None)
     summary = run_tracking(src, args.robot, args.out, args.intrinsics, args.masks, opts)
     keys = ("frames", "fps", "base_position_error_m", "joint_error_rad", "iou", "iou_truth", "frames_lost")
     print("  ".join(f"{k}={summary[k]:.4g}" if isinstance(summary.get(k), float) else f"{k}={summary[k]}"

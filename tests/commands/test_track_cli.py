@@ -353,3 +353,34 @@ def test_track_ground_needs_up_and_a_moving_camera(dataset, tmp_path, capsys):
 
     ratio = np.asarray(read_csv_columns(tmp_path / "g3" / "track.csv")["camera_height_ratio"], float)
     assert len(ratio) == 6 and ratio[0] == 1.0 and np.all(np.isfinite(ratio))  # relative to the first frame
+
+
+def test_track_size_resizes_frames_masks_and_K(dataset, tmp_path, monkeypatch, capsys):
+    """``--track-size``: the tracker gets K scaled and masks resized, and the truth pose still lands on them."""
+    from snaketrack.tracker.camera import Camera
+
+    seen = {}
+
+    def make(robot, camera, fps, refine_steps=None, **kw):
+        seen["camera"] = camera
+        seen["tracker"] = OracleTracker(robot)
+        return seen["tracker"]
+
+    monkeypatch.setattr(track_cmd, "make_tracker", make)
+    out = tmp_path / "half"
+    code, _, err = _main(["track", dataset, "--track-size", "160x120", "--max-frames", "4", "--out", out], capsys)
+    assert code == 0, err
+    np.testing.assert_allclose(seen["camera"].K, Camera.from_K(K, W, H).resized(160, 120).K)
+    assert seen["camera"].K[0, 0] == 200.0 and seen["camera"].K[0, 2] == 79.5
+    assert all(m.shape == (120, 160) and m.dtype == bool for m in seen["tracker"].masks)
+    # the area-resized truth mask against the truth pose rendered with the scaled K (an independent pair)
+    m = json.loads((out / "metrics.json").read_text())
+    assert m["iou_truth"] > 0.92 and m["base_position_error_m"] == pytest.approx(0.0, abs=1e-12)
+    assert json.loads((out / "summary.json").read_text())["track_size"] == [160, 120]
+    cap = cv2.VideoCapture(str(out / "overlay.mp4"))
+    ok, frame = cap.read()
+    cap.release()
+    assert ok and frame.shape[:2] == (120, 160)
+    for bad in ("160", "0x120", "axb"):
+        code, _, err = _main(["track", dataset, "--track-size", bad, "--out", tmp_path / "bad"], capsys)
+        assert code == 2 and len(err.strip().splitlines()) == 1 and "size" in err

@@ -4,8 +4,9 @@ import pytest
 
 from snaketrack.errors import InputError, StateError
 from snaketrack.models.robot import load_robot
+from snaketrack.tracker.axis import mask_axis
 from snaketrack.tracker.state import StateLayout
-from snaketrack.tracker.tracker import Tracker, TrackerConfig, mask_axis
+from snaketrack.tracker.tracker import Tracker, TrackerConfig
 
 W, H, F = 320, 240, 420.0
 

@@ -15,7 +15,7 @@ SKIP = {".venv", ".git", "demo_out", "build", "node_modules", ".pytest_cache"}
 
 _REF = re.compile(
     r'docs/(?P<file>[\w./-]+?\.md)'
-    r'(?:,?\s*(?:"(?P<section>[^"]{3,120})"|rules?\s+(?P<rule>[A-Z]\d?)\b))?')
+    r'`?(?:,?\s*\(?(?:"(?P<section>[^"]{3,120})"|rules?\s+(?P<rule>[A-Z]\d?)\b))?')
 
 
 def _sources() -> list[Path]:
@@ -67,5 +67,6 @@ def test_a_moved_section_is_caught(tmp_path):
     code.write_text('"""See docs/a.md, "Depth damping", and docs/a.md, rule C2."""\n'
                     '# wrapped: docs/a.md, "Depth\n# damping"\n')
     assert find_broken([code], docs) == []
-    code.write_text('"""docs/a.md, "Ground prior"; docs/a.md, rule X; docs/b.md"""\n')
-    assert len(find_broken([code], docs)) == 3
+    code.write_text('"""docs/a.md, "Ground prior"; docs/a.md, rule X; docs/b.md"""\n'
+                    '# in docs/a.md ("Flat ends") and (`docs/a.md` "Depth fog")\n')
+    assert len(find_broken([code], docs)) == 5

@@ -29,7 +29,7 @@ Measured (docs/segmentation.md, "Robot-fitted labels"): on the drone video
 the GrabCut labels' IoU against truth rises from 0.860 to 0.911 (fitted) and
 to 0.889 (``keep_edge``); a segmenter trained on the fitted labels scores no
 better on the other video, one trained on the trimmed labels better
-(docs/segmenter-training.md).
+(docs/notebook/segmenter-training.md).
 
 Outputs (the DESIGN.md dataset layout): ``frames/`` (the label dataset's
 files, copied byte for byte), ``masks/`` (the fitted labels), ``meta.json``

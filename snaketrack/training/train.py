@@ -28,7 +28,7 @@ out of domain: SWAD, Cha et al. 2021); the batch-norm statistics of the
 average are then recomputed over ``bn_batches`` training batches, and
 the averaged weights are the final checkpoint: the final choice picks
 only scale, flips and threshold for them. The 20-minute CPU recipe and
-its measurements: docs/segmenter-training.md.
+its measurements: docs/segmenter-training.md and docs/notebook/segmenter-training.md.
 
 Outputs, beside ``out`` (the chosen model, a model file of
 :mod:`~snaketrack.training.model`; while training runs, the best epoch

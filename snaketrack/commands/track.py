@@ -4,7 +4,7 @@
 
     snaketrack track DATASET|VIDEO --robot NAME|FILE [--intrinsics FILE]
         [--masks truth|DIR|segmenter:MODEL.pt] [--refine-steps 10]
-        [--corrupt-masks] [--max-frames N] [--hold-frames 60] [--track-size WxH] --out DIR
+        [--corrupt-masks] [--max-frames N] [--hold-frames 60] [--track-size WxH] [--states FILE|-] --out DIR
 
 Inputs: a dataset folder (DESIGN.md layout: ``frames/``, ``masks/``,
 ``meta.json``, optionally ``truth.jsonl``) or a video file read with
@@ -19,7 +19,8 @@ to ``--track-size`` when one is given (K scaled with them).
 Outputs in ``--out``: ``track.csv`` (DESIGN.md columns, plus ``iou_truth``
 when the dataset has truth masks; a row per finished frame), ``overlay.mp4``,
 ``summary.json``; with ``truth.jsonl`` also ``metrics.json`` (DESIGN.md
-names) and ``joint_angles.png`` / ``base_position.png``.
+names) and ``joint_angles.png`` / ``base_position.png``; with ``--states`` the
+rows as JSON lines to a file or standard output, each flushed as it is written.
 
 ``fps`` counts the tracker alone (``start``/``step``, the first frame's pose
 search and any later searches included), not reading, segmentation,
@@ -42,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -226,6 +228,9 @@ class TrackOptions:
         least half covered) and K with them (:meth:`Camera.resized`); the mask
         corruption applies at this size, and ``overlay.mp4`` is drawn at it.
         None: the source's own size. The paper tracks at 640×360.
+    states: also write each finished frame's row as a JSON line, flushed at
+        once, to this file or ``"-"`` (standard output): a controller can read
+        the states as they come (:class:`snaketrack.tracker.outputs.StateStream`).
     """
 
     refine_steps: Optional[int] = None
@@ -242,6 +247,7 @@ class TrackOptions:
     hold_frames: int = 60
     silhouette: str = "visual"
     track_size: Optional[tuple[int, int]] = None
+    states: Optional[str] = None
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -309,7 +315,7 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
     from snaketrack.tracker.camera import Undistorter, source_camera
     from snaketrack.tracker.corrupt import MaskCorruptor
     from snaketrack.tracker.outputs import (
-        OverlayVideo, TrackWriter, draw_overlay, link_axes_cam, mask_iou, plot_tracking, project_points,
+        OverlayVideo, StateStream, TrackWriter, draw_overlay, link_axes_cam, mask_iou, plot_tracking, project_points,
         tracking_metrics,
     )
     import torch
@@ -362,6 +368,7 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
         if options.max_frames < 1:
             raise InputError(f"--max-frames {options.max_frames}; expected a positive number of frames")
         n_total = min(n_total, options.max_frames) if n_total else options.max_frames
+    stream = StateStream(options.states) if options.states else None  # a bad target fails before any output
     out.mkdir(parents=True, exist_ok=True)
     extra = (["iou_truth"] if has_truth_masks else []) + ["iou_no_offset"] + \
         (["camera_height_ratio"] if options.track_ground else [])
@@ -391,7 +398,10 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
         if has_truth_masks:
             tm = resize.mask(undistort.mask(frames.truth_mask(i)))
             row_extra["iou_truth"] = mask_iou(rendered, tm)
-        writer.write(state, **row_extra)
+        row = {**state.as_row(), **row_extra}
+        writer.write(row)
+        if stream is not None:
+            stream.write(row)
         if video is not None:
             starts, ends, head = link_axes_cam(robot, state.q, state.base_rotation, state.base_position)
             axes = project_points(cam.K, np.stack([starts, ends], axis=1))
@@ -433,6 +443,8 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
         if bar is not None:
             bar.close()
         writer.close()
+        if stream is not None:
+            stream.close()
         if video is not None:
             video.close()
     if n == 0:
@@ -509,6 +521,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--track-size", default=None, metavar="WxH",
                    help="track at this resolution: frames and masks resized (area interpolation), K scaled "
                         "(default: the source's own; the paper tracks at 640x360)")
+    p.add_argument("--states", default=None, metavar="FILE|-",
+                   help="also write each finished frame's state as a JSON line (track.csv's columns), flushed "
+                        "at once, to FILE or standard output ('-'); with --hold-frames 0 every frame as it finishes")
     p.add_argument("--out", required=True, help="output folder (track.csv, overlay.mp4, metrics.json, plots)")
 
 
@@ -530,12 +545,13 @@ def _run(args: argparse.Namespace) -> int:
                         max_frames=args.max_frames, video=not args.no_video, up=args.up,
                         static_camera=args.static_camera, track_ground=args.track_ground,
                         hold_frames=args.hold_frames, silhouette=args.silhouette,
-                        track_size=parse_size(args.track_size) if args.track_size else None)
+                        track_size=parse_size(args.track_size) if args.track_size else None, states=args.states)
     summary = run_tracking(src, args.robot, args.out, args.intrinsics, args.masks, opts)
     keys = ("frames", "fps", "base_position_error_m", "joint_error_rad", "iou", "iou_truth", "frames_lost")
+    report = sys.stderr if args.states == "-" else sys.stdout  # standard output carries the states then
     print("  ".join(f"{k}={summary[k]:.4g}" if isinstance(summary.get(k), float) else f"{k}={summary[k]}"
-                    for k in keys if k in summary))
-    print(f"wrote {args.out}/track.csv" + ("" if args.no_video else f", {args.out}/overlay.mp4"))
+                    for k in keys if k in summary), file=report)
+    print(f"wrote {args.out}/track.csv" + ("" if args.no_video else f", {args.out}/overlay.mp4"), file=report)
     return 0
 
 

@@ -6,6 +6,8 @@
   radians), one row per finished frame, flushed as it goes
   (:class:`snaketrack.io.CsvAppender`), plus optional extra columns
   (``iou_truth``).
+- :class:`StateStream`: the same rows as JSON lines, one per finished frame,
+  flushed at once, to standard output or a file (a pipe to a controller).
 - :class:`OverlayVideo`: every frame with the observed mask's contour and
   the tracked robot's capsule axes drawn over it (as the paper's Fig. 5):
   cyan contour of the observed mask, magenta contour of the rendered
@@ -18,7 +20,10 @@
 """
 from __future__ import annotations
 
+import json
+import math
 import os
+import sys
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
@@ -70,6 +75,37 @@ class TrackWriter:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+class StateStream:
+    """Each finished frame's ``track.csv`` row as one JSON line, flushed at once.
+
+    ``target``: ``"-"`` for standard output, else a file path (created or overwritten; a named pipe
+    works). Values as in ``track.csv`` (camera frame, metres, radians); NaN is written as ``null``.
+    A consumer that cannot wait for the first frames' reading to settle runs with ``hold_frames=0``.
+    """
+
+    def __init__(self, target: str):
+        self.target = str(target)
+        if self.target == "-":
+            self._f, self._own = sys.stdout, False
+        else:
+            try:
+                self._f, self._own = open(self.target, "w", encoding="utf-8"), True
+            except OSError as e:
+                raise InputError(f"--states {self.target}: cannot write ({e.strerror})") from None
+        self.lines = 0
+
+    def write(self, row: dict) -> None:
+        clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else
+                     v.item() if hasattr(v, "item") else v) for k, v in row.items()}
+        self._f.write(json.dumps(clean) + "\n")
+        self._f.flush()
+        self.lines += 1
+
+    def close(self) -> None:
+        if self._own:
+            self._f.close()
 
 
 # -- geometry helpers ------------------------------------------------------------------

@@ -384,3 +384,36 @@ def test_track_size_resizes_frames_masks_and_K(dataset, tmp_path, monkeypatch, c
     for bad in ("160", "0x120", "axb"):
         code, _, err = _main(["track", dataset, "--track-size", bad, "--out", tmp_path / "bad"], capsys)
         assert code == 2 and len(err.strip().splitlines()) == 1 and "size" in err
+
+
+def test_states_stream_json_lines_equal_to_track_csv(dataset, oracle, tmp_path, capsys):
+    """``--states -``: one JSON line per finished frame on standard output, the same values as track.csv."""
+    made, kw = oracle
+    kw.update(dq=0.01)
+    out = tmp_path / "s"
+    code, stdout, err = _main(["track", dataset, "--states", "-", "--hold-frames", "0", "--no-video",
+                               "--max-frames", "5", "--out", out], capsys)
+    assert code == 0, err
+    lines = [json.loads(line) for line in stdout.strip().splitlines()]
+    cols = read_csv_columns(out / "track.csv")
+    assert len(lines) == 5 and [r["frame"] for r in lines] == cols["frame"].astype(int).tolist()
+    for j in range(1, made[0].robot.dof + 1):
+        np.testing.assert_allclose([r[f"q_{j}"] for r in lines], cols[f"q_{j}"], rtol=0, atol=1e-12)
+    assert all(r["status"] == "tracked" and "iou_truth" in r for r in lines)
+    assert "frames=5" in err  # the run's report moves to standard error
+    # to a file: the same lines; an empty mask's NaN IoU becomes null
+    f = tmp_path / "states.jsonl"
+    code, stdout, err = _main(["track", dataset, "--states", f, "--no-video", "--max-frames", "3",
+                               "--out", tmp_path / "s2"], capsys)
+    assert code == 0 and "frames=3" in stdout
+    assert [json.loads(x)["frame"] for x in f.read_text().splitlines()] == [0, 1, 2]
+    from snaketrack.tracker.outputs import StateStream
+
+    s = StateStream(str(tmp_path / "n.jsonl"))
+    s.write({"frame": 0, "iou": float("nan"), "q_1": np.float64(0.5)})
+    s.close()
+    assert json.loads((tmp_path / "n.jsonl").read_text()) == {"frame": 0, "iou": None, "q_1": 0.5}
+    code, _, err = _main(["track", dataset, "--states", tmp_path / "no" / "dir" / "x.jsonl", "--no-video",
+                          "--max-frames", "2", "--out", tmp_path / "s3"], capsys)
+    assert code == 2 and "--states" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "s3").exists()  # nothing written before the error

@@ -50,8 +50,10 @@ KEEP = ("base_position_error_m", "joint_error_rad", "joint_error_l2_rad", "iou",
         "fps", "frames_lost", "frames")
 
 
-def clip_name(scene: str, robot: str, seed: int, width: float) -> str:
-    return f"{scene}-{SHORT.get(robot, Path(robot).stem)}-s{seed}-w{width:g}"
+def clip_name(scene: str, robot: str, seed: int, width: float, size: tuple[int, int] = (640, 360)) -> str:
+    """``{scene}-{robot}-s{seed}-w{width}``, and ``-{W}x{H}`` when the image is not 640×360."""
+    name = f"{scene}-{SHORT.get(robot, Path(robot).stem)}-s{seed}-w{width:g}"
+    return name if tuple(size) == (640, 360) else f"{name}-{size[0]}x{size[1]}"
 
 
 def ensure_clip(data: Path, scene: str, robot: str, seed: int, width: float, frames: int,
@@ -64,7 +66,7 @@ def ensure_clip(data: Path, scene: str, robot: str, seed: int, width: float, fra
         bench = reuse / f"{scene}-{SHORT.get(robot, Path(robot).stem)}-s{seed}"
         if (bench / "meta.json").is_file() and len(Dataset(bench)) >= frames:
             return bench
-    path = data / clip_name(scene, robot, seed, width)
+    path = data / clip_name(scene, robot, seed, width, size)
     if (path / "meta.json").is_file() and len(Dataset(path)) >= frames:
         return path
     cfg = VideoConfig(scene=scene, robot=robot, frames=frames, seed=seed, width=size[0], height=size[1],
@@ -174,20 +176,20 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     record = out / "body_width.json"
     runs = json.loads(record.read_text())["runs"] if record.is_file() else []
-    done = {(r["scene"], r["robot"], r["seed"], r["width_nominal_px"], r.get("frames_asked", r.get("frames")))
-            for r in runs}
+    done = {(r["scene"], r["robot"], r["seed"], r["width_nominal_px"], r.get("frames_asked", r.get("frames")),
+             tuple(r.get("size", (640, 360)))) for r in runs}
     for scene in args.scenes:
         for robot in args.robots:
             for seed in args.seeds:
                 for w in args.widths:
-                    if (scene, robot, seed, w, args.frames) in done:
+                    if (scene, robot, seed, w, args.frames, size) in done:
                         continue
                     ds = ensure_clip(data, scene, robot, seed, w, args.frames,
                                      Path(args.reuse) if args.reuse else None, size=size)
-                    res = measure_clip(ds, scene, robot, out / clip_name(scene, robot, seed, w), args.frames,
+                    res = measure_clip(ds, scene, robot, out / clip_name(scene, robot, seed, w, size), args.frames,
                                        args.ceiling_step)
                     res.update(scene=scene, robot=robot, seed=seed, width_nominal_px=w, frames_asked=args.frames,
-                               dataset=str(ds))
+                               size=list(size), dataset=str(ds))
                     runs.append(res)
                     print(json.dumps(res), file=sys.stderr)
                     tmp = record.with_suffix(".json.tmp")

@@ -31,7 +31,7 @@ def clips(tmp_path_factory):
     for w in (5.0, 10.0):
         cfg = VideoConfig(scene="drone", robot="arcsnake-4", frames=FRAMES, seed=1, width=320, height=180,
                           target_width_px=w, scene_config=FAST_SCENE)
-        render_video(cfg, data / mod.clip_name("drone", "arcsnake-4", 1, w), progress=False, extras=False)
+        render_video(cfg, data / mod.clip_name("drone", "arcsnake-4", 1, w, (320, 180)), progress=False, extras=False)
     return data
 
 
@@ -49,7 +49,8 @@ def test_sweep_scores_both_widths_and_resumes(clips, tmp_path, capsys, monkeypat
     for r in runs:
         assert r["frames"] == FRAMES and np.isfinite(r["joint_error_rad"]) and 0 < r["iou_ceiling"] <= 1
         assert 0 < r["iou_model_ceiling"] <= 1
-        assert (out / mod.clip_name("drone", "arcsnake-4", 1, r["width_nominal_px"]) / "track.csv").is_file()
+        assert (out / mod.clip_name("drone", "arcsnake-4", 1, r["width_nominal_px"], (320, 180)) / "track.csv").is_file()
+        assert r["dataset"].endswith("-320x180")  # the clips rendered here, not new ones
     # a wider body loses less of itself to the same 1-3 px of corruption
     assert wide["iou_ceiling"] > narrow["iou_ceiling"]
     assert (out / "body_width.png").stat().st_size > 0

@@ -181,7 +181,9 @@ class MaskSource:
             self.kind, self.dir = "dir", d
 
     def __call__(self, i: int, rgb: np.ndarray) -> np.ndarray:
-        w, h = self.size
+        """Frame ``i``'s mask, bool: the dataset's or the folder's (the source's size), or the segmenter's
+        prediction on ``rgb`` (the frame as the tracker sees it, undistorted and resized: its size)."""
+        w, h = self.size if self.kind != "segmenter" else (rgb.shape[1], rgb.shape[0])
         if self.kind == "truth":
             m = self.frames.truth_mask(i)
             if m is None:
@@ -415,8 +417,12 @@ def run_tracking(source: str | os.PathLike, robot_spec: Optional[str], out: str 
                 if n_total is not None and n >= n_total:
                     break
                 rgb = undistort.frame(rgb)
-                mask = resize.mask(undistort.mask(mask_source(i, rgb)))
-                rgb = resize.frame(rgb)
+                if mask_source.kind == "segmenter":  # segmented from the undistorted frame at the tracking size
+                    rgb = resize.frame(rgb)
+                    mask = mask_source(i, rgb)
+                else:  # masks in the source's own geometry
+                    mask = resize.mask(undistort.mask(mask_source(i, rgb)))
+                    rgb = resize.frame(rgb)
                 if corrupt is not None:
                     mask = corrupt(mask, i)
                 if any(a <= i < b for a, b in hide):

@@ -417,3 +417,41 @@ def test_states_stream_json_lines_equal_to_track_csv(dataset, oracle, tmp_path, 
                           "--max-frames", "2", "--out", tmp_path / "s3"], capsys)
     assert code == 2 and "--states" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "s3").exists()  # nothing written before the error
+
+
+def test_segmenter_sees_the_frame_as_tracked_and_its_mask_is_not_undistorted_again(dataset, oracle, tmp_path,
+                                                                                   monkeypatch, capsys):
+    """A segmenter's mask comes from the undistorted, resized frame: it is the tracker's geometry already.
+    (Until the seventeenth session it was undistorted a second time.)"""
+    from snaketrack.tracker.camera import Camera, Undistorter, save_calibration
+
+    made, _ = oracle
+    seen = []
+
+    class ColourSegmenter:  # the toy frames paint the robot orange on grey
+        def predict(self, rgb):
+            seen.append(rgb.shape)
+            return (rgb[..., 0].astype(int) - rgb[..., 2].astype(int)) > 60
+
+    import snaketrack.training.segmenter as seg
+
+    monkeypatch.setattr(seg, "load_segmenter", lambda path: ColourSegmenter())
+    (tmp_path / "m.pt").write_bytes(b"stub")
+    cam = Camera.from_K(K, W, H, dist=np.array([-0.25, 0.08, 0.0, 0.0, 0.0]))
+    calib = tmp_path / "calib.yaml"
+    save_calibration(calib, cam)
+    code, _, err = _main(["track", dataset, "--intrinsics", calib, "--masks", f"segmenter:{tmp_path / 'm.pt'}",
+                          "--max-frames", "2", "--no-video", "--out", tmp_path / "o"], capsys)
+    assert code == 0, err
+    rgb0 = cv2.cvtColor(cv2.imread(str(dataset / "frames" / "000000.jpg")), cv2.COLOR_BGR2RGB)
+    expected = ColourSegmenter().predict(Undistorter(cam).frame(rgb0))
+    assert np.array_equal(made[0].masks[0], expected)
+    assert not np.array_equal(expected, Undistorter(cam).mask(expected))  # the distortion matters here
+    half = []
+    monkeypatch.setattr(track_cmd, "make_tracker",
+                        lambda robot, camera, fps, refine_steps=None, **kw: half.append(OracleTracker(robot)) or half[-1])
+    code, _, err = _main(["track", dataset, "--intrinsics", calib, "--masks", f"segmenter:{tmp_path / 'm.pt'}",
+                          "--track-size", "160x120", "--max-frames", "1", "--no-video", "--out", tmp_path / "h"],
+                         capsys)
+    assert code == 0, err
+    assert seen[-1] == (120, 160, 3) and half[0].masks[0].shape == (120, 160)

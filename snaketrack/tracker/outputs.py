@@ -77,6 +77,13 @@ class TrackWriter:
         self.close()
 
 
+def _plain(v: Any) -> Any:
+    """A JSON value: numpy scalars as Python ones, NaN and ±inf as None."""
+    if hasattr(v, "item"):
+        v = v.item()
+    return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
 class StateStream:
     """Each finished frame's ``track.csv`` row as one JSON line, flushed at once.
 
@@ -97,9 +104,7 @@ class StateStream:
         self.lines = 0
 
     def write(self, row: dict) -> None:
-        clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else
-                     v.item() if hasattr(v, "item") else v) for k, v in row.items()}
-        self._f.write(json.dumps(clean) + "\n")
+        self._f.write(json.dumps({k: _plain(v) for k, v in row.items()}, allow_nan=False) + "\n")
         self._f.flush()
         self.lines += 1
 

@@ -410,9 +410,9 @@ def test_states_stream_json_lines_equal_to_track_csv(dataset, oracle, tmp_path, 
     from snaketrack.tracker.outputs import StateStream
 
     s = StateStream(str(tmp_path / "n.jsonl"))
-    s.write({"frame": 0, "iou": float("nan"), "q_1": np.float64(0.5)})
+    s.write({"frame": np.int64(0), "iou": float("nan"), "q_1": np.float64(0.5), "q_2": np.float32("nan")})
     s.close()
-    assert json.loads((tmp_path / "n.jsonl").read_text()) == {"frame": 0, "iou": None, "q_1": 0.5}
+    assert json.loads((tmp_path / "n.jsonl").read_text()) == {"frame": 0, "iou": None, "q_1": 0.5, "q_2": None}
     code, _, err = _main(["track", dataset, "--states", tmp_path / "no" / "dir" / "x.jsonl", "--no-video",
                           "--max-frames", "2", "--out", tmp_path / "s3"], capsys)
     assert code == 2 and "--states" in err and len(err.strip().splitlines()) == 1

@@ -82,8 +82,10 @@ def obstacles_for(scene: str, robot: str) -> bool:
     return not (scene == "static" and robot == "planar-snake-11")
 
 
-def ensure_dataset(path: Path, scene: str, robot: str, seed: int, frames: int) -> Path:
-    """Generate the dataset with snaketrack.sim.video when it is absent, too short or made otherwise."""
+def ensure_dataset(path: Path, scene: str, robot: str, seed: int, frames: int, body_width_px: float = 11.0,
+                   size: tuple[int, int] = (640, 360), progress: bool = True) -> Path:
+    """Generate the dataset with snaketrack.sim.video when it is absent, too short or made otherwise
+    (``body_width_px``: ``--body-width-px``, the lens; ``size``: (width, height) [px])."""
     from snaketrack.datasets.layout import Dataset
     from snaketrack.io import read_json
 
@@ -99,10 +101,10 @@ def ensure_dataset(path: Path, scene: str, robot: str, seed: int, frames: int) -
                              f"obstacles={obstacles} (docs/video.md); move it away")
     from snaketrack.sim.video import VideoConfig, render_video
 
-    cfg = VideoConfig(scene=scene, robot=robot, frames=frames, seed=seed, width=640, height=360,
-                      obstacles=obstacles)
+    cfg = VideoConfig(scene=scene, robot=robot, frames=frames, seed=seed, width=size[0], height=size[1],
+                      obstacles=obstacles, target_width_px=float(body_width_px))
     print(f"generating {path} ({frames} frames)", file=sys.stderr)
-    render_video(cfg, path, resume=(path / "meta.json").is_file(), progress=True, extras=False)
+    render_video(cfg, path, resume=(path / "meta.json").is_file(), progress=progress, extras=False)
     return path
 
 

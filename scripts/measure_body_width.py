@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from bench_tracker import SHORT, bench_options, obstacles_for  # noqa: E402
+from bench_tracker import SHORT, bench_options, dataset_dir, ensure_dataset  # noqa: E402
 
 DEFAULT_WIDTH = 11.0  # VideoConfig.target_width_px: the benchmark's clips
 TARGETS = {"joint_error_rad": 0.05, "base_position_error_m": 0.027, "iou": 0.90}
@@ -51,29 +51,23 @@ KEEP = ("base_position_error_m", "joint_error_rad", "joint_error_l2_rad", "iou",
 
 
 def clip_name(scene: str, robot: str, seed: int, width: float, size: tuple[int, int] = (640, 360)) -> str:
-    """``{scene}-{robot}-s{seed}-w{width}``, and ``-{W}x{H}`` when the image is not 640×360."""
-    name = f"{scene}-{SHORT.get(robot, Path(robot).stem)}-s{seed}-w{width:g}"
+    """bench_tracker's ``{scene}-{robot}-s{seed}``, then ``-w{width}``, and ``-{W}x{H}`` when not 640×360."""
+    name = f"{dataset_dir(Path(), scene, robot, seed).name}-w{width:g}"
     return name if tuple(size) == (640, 360) else f"{name}-{size[0]}x{size[1]}"
 
 
 def ensure_clip(data: Path, scene: str, robot: str, seed: int, width: float, frames: int,
                 reuse: Path | None = None, progress: bool = True, size: tuple[int, int] = (640, 360)) -> Path:
-    """The clip's folder, rendered when absent (or taken from ``reuse`` for the default width at 640×360)."""
+    """The clip's folder, rendered when absent (or the benchmark's own from ``reuse`` for the default width
+    at 640×360)."""
     from snaketrack.datasets.layout import Dataset
-    from snaketrack.sim.video import VideoConfig, render_video
 
     if reuse is not None and width == DEFAULT_WIDTH and tuple(size) == (640, 360):
-        bench = reuse / f"{scene}-{SHORT.get(robot, Path(robot).stem)}-s{seed}"
+        bench = dataset_dir(reuse, scene, robot, seed)
         if (bench / "meta.json").is_file() and len(Dataset(bench)) >= frames:
             return bench
-    path = data / clip_name(scene, robot, seed, width, size)
-    if (path / "meta.json").is_file() and len(Dataset(path)) >= frames:
-        return path
-    cfg = VideoConfig(scene=scene, robot=robot, frames=frames, seed=seed, width=size[0], height=size[1],
-                      obstacles=obstacles_for(scene, robot), target_width_px=float(width))
-    print(f"rendering {path} ({frames} frames)", file=sys.stderr)
-    render_video(cfg, path, resume=(path / "meta.json").is_file(), progress=progress, extras=False)
-    return path
+    return ensure_dataset(data / clip_name(scene, robot, seed, width, size), scene, robot, seed, frames,
+                          body_width_px=width, size=size, progress=progress)
 
 
 def median_body_width(ds: Path, frames: int) -> float:
@@ -166,11 +160,13 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if any(w <= 0 for w in args.widths) or args.frames < 1:
         ap.error("widths and frames must be positive")
+    from snaketrack.commands.track import parse_size
+    from snaketrack.errors import InputError
+
     try:
-        size = tuple(int(v) for v in args.size.lower().split("x"))
-        assert len(size) == 2 and min(size) > 0
-    except (ValueError, AssertionError):
-        ap.error(f"--size {args.size!r}: expected WxH, e.g. 640x360")
+        size = parse_size(args.size)
+    except InputError as e:
+        ap.error(f"--size: {e}")
     torch.set_num_threads(max(1, min(args.threads, os.cpu_count() or 1)))
     data, out = Path(args.data), Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

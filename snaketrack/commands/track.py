@@ -226,8 +226,8 @@ class TrackOptions:
         frame as it finishes.
     silhouette: the silhouette model, ``TrackerConfig.model``.
     track_size: (width, height) [px] to track at: frames and masks are resized
-        after undistortion (area interpolation; a mask keeps the pixels at
-        least half covered) and K with them (:meth:`Camera.resized`); the mask
+        after undistortion (a frame by area interpolation when shrinking,
+        linear when enlarging; a mask keeps the pixels at least half covered) and K with them (:meth:`Camera.resized`); the mask
         corruption applies at this size, and ``overlay.mp4`` is drawn at it.
         None: the source's own size. The paper tracks at 640×360.
     states: also write each finished frame's row as a JSON line, flushed at
@@ -270,9 +270,9 @@ class _Resize:
         self.size, self.active = tuple(size), tuple(size) != tuple(source_size)
 
     def frame(self, image: np.ndarray) -> np.ndarray:
-        import cv2
+        from snaketrack.training.data import resize_to  # area filter when shrinking, linear when enlarging
 
-        return cv2.resize(image, self.size, interpolation=cv2.INTER_AREA) if self.active else image
+        return resize_to(image, self.size[::-1]) if self.active else image
 
     def mask(self, mask: np.ndarray) -> np.ndarray:
         import cv2
@@ -525,7 +525,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                         "housings as capsules, the model before the twelfth session) or 'capsules' (the kinematic "
                         "capsules only)")
     p.add_argument("--track-size", default=None, metavar="WxH",
-                   help="track at this resolution: frames and masks resized (area interpolation), K scaled "
+                   help="track at this resolution: frames and masks resized, K scaled "
                         "(default: the source's own; the paper tracks at 640x360)")
     p.add_argument("--states", default=None, metavar="FILE|-",
                    help="also write each finished frame's state as a JSON line (track.csv's columns), flushed "

@@ -101,12 +101,10 @@ class StateStream:
                 self._f, self._own = open(self.target, "w", encoding="utf-8"), True
             except OSError as e:
                 raise InputError(f"--states {self.target}: cannot write ({e.strerror})") from None
-        self.lines = 0
 
     def write(self, row: dict) -> None:
         self._f.write(json.dumps({k: _plain(v) for k, v in row.items()}, allow_nan=False) + "\n")
         self._f.flush()
-        self.lines += 1
 
     def close(self) -> None:
         if self._own:

@@ -1,61 +1,31 @@
 """``snaketrack track`` end to end: outputs, metrics against known offsets, inputs and errors.
 
-The pipeline tests use a small dataset drawn here from known poses (masks
-from the silhouette renderer, no MuJoCo) and an *oracle* tracker stand-in
+The pipeline tests use a small dataset drawn from known poses (tests/posed_dataset.py:
+masks from the silhouette renderer, no MuJoCo) and an *oracle* tracker stand-in
 that reports the truth plus a known offset, so the metrics the command
 writes can be checked exactly. A last test runs the real tracker.
 """
 import json
-from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
 import torch
 
+from posed_dataset import FPS, H, K, R_DOWN, W, write_posed_dataset
+from posed_dataset import pose as _pose
 from snaketrack import cli
 from snaketrack.commands import track as track_cmd
-from snaketrack.datasets.layout import DatasetWriter
 from snaketrack.io import read_csv_columns
 from snaketrack.models.kinematics import forward_kinematics_np
-from snaketrack.models.robot import load_robot
-from snaketrack.tracker.state import StateLayout, TrackState
+from snaketrack.tracker.state import TrackState
 
-W, H, FPS, N = 320, 240, 30.0, 10
-K = np.array([[400.0, 0, 159.5], [0, 400.0, 119.5], [0, 0, 1]])  # body about 8 px wide at 2 m
-R_DOWN = np.array([[1.0, 0, 0], [0, -1, 0], [0, 0, -1]])  # robot lying flat, camera looking down
-
-
-def _pose(robot, i):
-    t = i / FPS
-    q = 0.4 * np.sin(2 * np.pi * 0.5 * t + 0.6 * np.arange(robot.dof))
-    base = np.array([-0.52 + 0.1 * t, 0.02, 2.0])
-    return q, base
+N = 10
 
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
-    from snaketrack.tracker.render import SilhouetteRenderer
-
-    robot = load_robot("planar-snake-11")
-    layout = StateLayout.for_robot(robot)
-    ren = SilhouetteRenderer(robot, K, W, H)
-    root = tmp_path_factory.mktemp("ds") / "toy"
-    meta = {"K": K.tolist(), "width": W, "height": H, "fps": FPS, "robot": "planar-snake-11",
-            "scene": "static", "seed": 7}
-    with DatasetWriter(root, meta, masks=True, truth=True) as w:
-        for i in range(N):
-            q, base = _pose(robot, i)
-            x = layout.pack(q, R_DOWN, base)
-            with torch.no_grad():
-                mask = ren.full_image(torch.as_tensor(x)[None])[0].numpy() > 0.5
-            rgb = np.full((H, W, 3), 90, np.uint8)
-            rgb[mask] = (200, 120, 40)
-            head = forward_kinematics_np(robot, q, R_DOWN, base)["head"]
-            quat = [0.0, 1.0, 0.0, 0.0]  # R_DOWN = rotation by pi about x
-            w.write_frame(rgb, mask, {"t": i / FPS, "joint_angles": q.tolist(), "base_position_cam": base.tolist(),
-                                      "base_quat_cam": quat, "head_position_cam": head.tolist()})
-    return root
+    return write_posed_dataset(tmp_path_factory.mktemp("ds") / "toy", N, seed=7)
 
 
 class OracleTracker:
@@ -399,6 +369,11 @@ def test_states_stream_json_lines_equal_to_track_csv(dataset, oracle, tmp_path, 
     assert len(lines) == 5 and [r["frame"] for r in lines] == cols["frame"].astype(int).tolist()
     for j in range(1, made[0].robot.dof + 1):
         np.testing.assert_allclose([r[f"q_{j}"] for r in lines], cols[f"q_{j}"], rtol=0, atol=1e-12)
+    # and the oracle's poses: the truth with every joint 0.01 rad off, the base where it was drawn
+    for r in lines:
+        q, base = _pose(made[0].robot, r["frame"])
+        np.testing.assert_allclose([r[f"q_{j + 1}"] for j in range(len(q))], q + 0.01, rtol=0, atol=1e-12)
+        np.testing.assert_allclose([r["base_x"], r["base_y"], r["base_z"]], base, rtol=0, atol=1e-12)
     assert all(r["status"] == "tracked" and "iou_truth" in r for r in lines)
     assert "frames=5" in err  # the run's report moves to standard error
     # to a file: the same lines; an empty mask's NaN IoU becomes null

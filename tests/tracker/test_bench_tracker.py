@@ -1,23 +1,10 @@
 """scripts/bench_tracker.py end to end on one tiny clip: the JSON it prints, and its renderer reference."""
-import importlib.util
 import json
 import math
-import sys
-from pathlib import Path
-
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 
 
-def _script():
-    sys.path.insert(0, str(SCRIPTS))
-    spec = importlib.util.spec_from_file_location("bench_tracker", SCRIPTS / "bench_tracker.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def test_bench_prints_the_issue_figures(tmp_path, capsys):
-    bench = _script()
+def test_bench_prints_the_issue_figures(tmp_path, capsys, load_script):
+    bench = load_script("bench_tracker")
     code = bench.main(["--data", str(tmp_path / "data"), "--out", str(tmp_path / "out"), "--frames", "6",
                        "--scenes", "drone", "--robots", "arcsnake-4", "--no-reacquire", "--up", "sim-imu",
                        "--threads", "1", "--timing-reps", "2"])

@@ -1,8 +1,5 @@
 """scripts/measure_body_width.py: the same motion through two lenses, tracked and scored as the benchmark does."""
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,23 +7,14 @@ import pytest
 from snaketrack.sim.scene import SceneConfig
 from snaketrack.sim.video import VideoConfig, render_video
 
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 FAST_SCENE = SceneConfig(tile_px=64, tiles=4, shadow_size=512)
 FRAMES = 8
 
 
-def _script():
-    sys.path.insert(0, str(SCRIPTS))
-    spec = importlib.util.spec_from_file_location("measure_body_width", SCRIPTS / "measure_body_width.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
-def clips(tmp_path_factory):
+def clips(tmp_path_factory, load_script):
     """Two tiny drone clips of the arcsnake, nominal body widths 5 and 10 px (a fast ground texture)."""
-    mod = _script()
+    mod = load_script("measure_body_width")
     data = tmp_path_factory.mktemp("width")
     for w in (5.0, 10.0):
         cfg = VideoConfig(scene="drone", robot="arcsnake-4", frames=FRAMES, seed=1, width=320, height=180,
@@ -35,8 +23,8 @@ def clips(tmp_path_factory):
     return data
 
 
-def test_sweep_scores_both_widths_and_resumes(clips, tmp_path, capsys, monkeypatch):
-    mod = _script()
+def test_sweep_scores_both_widths_and_resumes(clips, tmp_path, capsys, monkeypatch, load_script):
+    mod = load_script("measure_body_width")
     out = tmp_path / "out"
     argv = ["--scenes", "drone", "--robots", "arcsnake-4", "--seeds", "1", "--widths", "5", "10",
             "--frames", str(FRAMES), "--size", "320x180", "--data", str(clips), "--out", str(out), "--threads", "1"]
@@ -64,8 +52,8 @@ def test_sweep_scores_both_widths_and_resumes(clips, tmp_path, capsys, monkeypat
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["runs"] == runs
 
 
-def test_bad_arguments_are_refused(tmp_path):
-    mod = _script()
+def test_bad_arguments_are_refused(tmp_path, load_script):
+    mod = load_script("measure_body_width")
     for bad in (["--widths", "0"], ["--size", "640"], ["--frames", "0"]):
         with pytest.raises(SystemExit) as e:
             mod.main(bad + ["--data", str(tmp_path), "--out", str(tmp_path / "o")])

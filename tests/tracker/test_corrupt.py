@@ -133,17 +133,11 @@ def test_iou_ceiling_recovers_a_pure_bias_and_bounds_the_plain_iou():
         best_offset_iou(m, m[:, :-1])
 
 
-def test_ceiling_script_on_a_dataset(tmp_path):
+def test_ceiling_script_on_a_dataset(tmp_path, load_script):
     """scripts/measure_iou_ceiling.py on a written dataset: a 9 px body, the ceiling above the plain IoU."""
-    import importlib.util
-    from pathlib import Path
-
     from snaketrack.datasets.layout import DatasetWriter
 
-    spec = importlib.util.spec_from_file_location(
-        "measure_iou_ceiling", Path(__file__).resolve().parents[2] / "scripts" / "measure_iou_ceiling.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script("measure_iou_ceiling")
     m = _snake_mask()
     meta = {"K": [[300.0, 0, 99.5], [0, 300.0, 59.5], [0, 0, 1]], "width": 200, "height": 120, "fps": 30.0,
             "robot": "planar-snake-11", "scene": "static", "seed": 4}

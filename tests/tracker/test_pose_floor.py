@@ -1,56 +1,24 @@
 """scripts/measure_pose_floor.py: the refinement started at the truth, on a dataset drawn from known poses."""
 import csv
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
+from posed_dataset import FPS, QUAT_DOWN, H, K, W, write_posed_dataset
+from posed_dataset import pose as _pose
 from snaketrack.datasets.layout import DatasetWriter
 from snaketrack.errors import InputError, SnaketrackError
 from snaketrack.models.robot import load_robot
-from snaketrack.tracker.state import StateLayout
 
-W, H, FPS, N = 320, 240, 30.0, 4
-K = np.array([[400.0, 0, 159.5], [0, 400.0, 119.5], [0, 0, 1]])  # body about 8 px wide at 2 m
-R_DOWN = np.array([[1.0, 0, 0], [0, -1, 0], [0, 0, -1]])  # robot lying flat, camera looking down
-QUAT_DOWN = [0.0, 1.0, 0.0, 0.0]  # R_DOWN: a half turn about x
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location(
-        "measure_pose_floor", Path(__file__).resolve().parents[2] / "scripts" / "measure_pose_floor.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def _pose(robot, i):
-    q = 0.4 * np.sin(2 * np.pi * 0.5 * i / FPS + 0.6 * np.arange(robot.dof))
-    return q, np.array([-0.52 + 0.1 * i / FPS, 0.02, 2.0])
+N = 4
 
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
     """Masks drawn by the tracker's own silhouette model at known poses: its objective's optimum is the truth."""
-    from snaketrack.tracker.render import CapsuleModel, SilhouetteRenderer
-
-    robot = load_robot("planar-snake-11")
-    layout = StateLayout.for_robot(robot)
-    ren = SilhouetteRenderer(robot, K, W, H, CapsuleModel.from_visual(robot, "cylinder"))
-    root = tmp_path_factory.mktemp("floor") / "toy"
-    meta = {"K": K.tolist(), "width": W, "height": H, "fps": FPS, "robot": "planar-snake-11",
-            "scene": "static", "seed": 3}
-    with DatasetWriter(root, meta, masks=True, truth=True) as w:
-        for i in range(N):
-            q, base = _pose(robot, i)
-            with torch.no_grad():
-                mask = ren.full_image(torch.as_tensor(layout.pack(q, R_DOWN, base))[None])[0].numpy() > 0.5
-            w.write_frame(np.full((H, W, 3), 90, np.uint8), mask,
-                          {"t": i / FPS, "joint_angles": q.tolist(), "base_position_cam": base.tolist(),
-                           "base_quat_cam": QUAT_DOWN, "head_position_cam": [0.0, 0.0, 2.0]})
-    return root, robot
+    root = write_posed_dataset(tmp_path_factory.mktemp("floor") / "toy", N, seed=3, housings="cylinder")
+    return root, load_robot("planar-snake-11")
 
 
 def _write_track(path: Path, robot, dq: float, dz: float):
@@ -68,9 +36,9 @@ def _write_track(path: Path, robot, dq: float, dz: float):
                         "tracked" if i != 1 else "coasting"])
 
 
-def test_floor_on_the_models_own_masks_is_the_truth(dataset):
+def test_floor_on_the_models_own_masks_is_the_truth(dataset, load_script):
     root, _ = dataset
-    res = _script().measure(root, clean=True, up="none")
+    res = load_script("measure_pose_floor").measure(root, clean=True, up="none")
     assert res["frames"] == N and res["masks"] == "truth"
     # 0.005 rad measured; a wrong pairing of joints, frames or columns would be off by tenths
     assert res["floor_joint_error_rad"] < 0.01
@@ -78,9 +46,9 @@ def test_floor_on_the_models_own_masks_is_the_truth(dataset):
     assert res["floor_iou"] > 0.95
 
 
-def test_corrupted_masks_raise_the_floor_and_a_track_is_compared_on_its_frames(dataset, tmp_path):
+def test_corrupted_masks_raise_the_floor_and_a_track_is_compared_on_its_frames(dataset, tmp_path, load_script):
     root, robot = dataset
-    script = _script()
+    script = load_script("measure_pose_floor")
     clean = script.measure(root, clean=True, up="none")
     track = tmp_path / "tracks" / "toy" / "track.csv"
     _write_track(track, robot, dq=0.03, dz=0.01)
@@ -97,18 +65,18 @@ def test_corrupted_masks_raise_the_floor_and_a_track_is_compared_on_its_frames(d
     assert abs(res["refit_iou"] - res["floor_iou"]) < 0.05
 
 
-def test_a_looser_prior_lets_the_corrupted_masks_move_the_pose_further(dataset):
+def test_a_looser_prior_lets_the_corrupted_masks_move_the_pose_further(dataset, load_script):
     root, _ = dataset
-    script = _script()
+    script = load_script("measure_pose_floor")
     held = script.measure(root, up="none")
     loose = script.measure(root, up="none", prior_scale=10.0)
     assert loose["prior_scale"] == 10.0
     assert loose["floor_joint_error_rad"] > held["floor_joint_error_rad"]
 
 
-def test_bad_input(dataset, tmp_path):
+def test_bad_input(dataset, tmp_path, load_script):
     root, _ = dataset
-    script = _script()
+    script = load_script("measure_pose_floor")
     with pytest.raises(InputError, match="prior scale"):
         script.measure(root, prior_scale=0.0)
     with pytest.raises(SnaketrackError, match="sim-imu"):

@@ -111,16 +111,17 @@ def ensure_dataset(path: Path, scene: str, robot: str, seed: int, frames: int, b
 def bench_options(scene: str, seed: int, frames: int, up: str = "sim-imu", refine_steps: int = 10,
                   hold_frames: int = 60, silhouette: str = "visual", static_camera: bool = True,
                   track_ground: bool = True):
-    """The benchmark's ``TrackOptions`` for one clip: corrupted masks seeded by the dataset's seed, no
-    video or plots; with an up direction the static scene's camera is declared fixed and the moving
-    cameras follow their height over the ground (each switch can be turned off)."""
-    from snaketrack.commands.track import TrackOptions
+    """The benchmark's ``(PipelineConfig, RunOptions)`` for one clip: corrupted masks seeded by the
+    dataset's seed, no video or plots; with an up direction the static scene's camera is declared fixed and
+    the moving cameras follow their height over the ground (each switch can be turned off)."""
+    from snaketrack.tracker.pipeline import PipelineConfig
+    from snaketrack.tracker.run import RunOptions
 
     fixed = scene == "static" and up != "none" and static_camera
     moving = scene != "static" and up != "none" and track_ground
-    return TrackOptions(refine_steps=refine_steps, corrupt_masks=True, corrupt_seed=seed, max_frames=frames,
-                        video=False, plots=False, progress=False, up=up, static_camera=fixed,
-                        track_ground=moving, hold_frames=hold_frames, silhouette=silhouette)
+    config = PipelineConfig(refine_steps=refine_steps, corrupt_masks=True, corrupt_seed=seed,
+                            static_camera=fixed, track_ground=moving, hold_frames=hold_frames, silhouette=silhouette)
+    return config, RunOptions(up=up, max_frames=frames, video=False, plots=False, progress=False)
 
 
 def reacquire_frames(track_csv: Path, hide_end: int, threshold: float = 0.8):
@@ -222,8 +223,8 @@ def jacobian_timing(r, x0, reps: int) -> dict:
 
 def main(argv=None) -> int:
     import measure_iou_ceiling  # scripts/, beside this file
-    from snaketrack.commands.track import run_tracking
     from snaketrack.io import read_json
+    from snaketrack.tracker.run import track_source
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default="/work/data", help="folder of the datasets (generated when absent)")
@@ -263,12 +264,12 @@ def main(argv=None) -> int:
             ds = ensure_dataset(dataset_dir(data, scene, robot, args.seed), scene, robot, args.seed, args.frames)
             seed = int(read_json(ds / "meta.json").get("seed", args.seed))
             run_dir = out / f"{scene}-{SHORT.get(robot, robot)}"
-            opts = bench_options(scene, seed, args.frames, up=args.up, refine_steps=args.refine_steps,
+            config, opts = bench_options(scene, seed, args.frames, up=args.up, refine_steps=args.refine_steps,
                                  hold_frames=args.hold_frames, silhouette=args.silhouette,
                                  static_camera=not args.no_static_camera, track_ground=not args.no_track_ground)
-            fixed, moving = opts.static_camera, opts.track_ground
+            fixed, moving = config.static_camera, config.track_ground
             t0 = time.perf_counter()
-            s = run_tracking(ds, robot, run_dir, options=opts)
+            s = track_source(ds, run_dir, robot, config=config, options=opts)
             res = {k: s.get(k) for k in ("base_position_error_m", "joint_error_rad", "joint_error_l2_rad", "iou",
                                          "iou_no_offset", "iou_truth", "fps", "fps_excluding_search", "search_s",
                                          "frames_lost", "frames", "head_position_error_m", "flips",
@@ -283,9 +284,9 @@ def main(argv=None) -> int:
             if not args.no_reacquire:
                 hide = (args.hide_start, args.hide_start + HIDE_FRAMES)
                 ensure_dataset(ds, scene, robot, args.seed, hide[1] + args.reacquire_tail)
-                hopts = replace(opts, max_frames=hide[1] + args.reacquire_tail, hide=(hide,))
+                hopts = replace(opts, max_frames=hide[1] + args.reacquire_tail)
                 t1 = time.perf_counter()
-                run_tracking(ds, robot, run_dir / "hidden", options=hopts)
+                track_source(ds, run_dir / "hidden", robot, config=replace(config, hidden=(hide,)), options=hopts)
                 res["reacquire_frames"] = reacquire_frames(run_dir / "hidden" / "track.csv", hide[1])
                 res["reacquire_hidden_frames"] = list(hide)
                 res["reacquire_wall_s"] = time.perf_counter() - t1

@@ -87,12 +87,13 @@ def median_body_width(ds: Path, frames: int) -> float:
 def measure_clip(ds: Path, scene: str, robot: str, out: Path, frames: int, ceiling_step: int = 1) -> dict:
     """Track one clip as the benchmark does and score it (see the module docstring)."""
     import measure_iou_ceiling
-    from snaketrack.commands.track import run_tracking
     from snaketrack.io import read_json
+    from snaketrack.tracker.run import track_source
 
     seed = int(read_json(ds / "meta.json").get("seed", 0))
     t0 = time.perf_counter()
-    s = run_tracking(ds, robot, out, options=bench_options(scene, seed, frames))
+    config, options = bench_options(scene, seed, frames)
+    s = track_source(ds, out, robot, config=config, options=options)
     res = {k: s.get(k) for k in KEEP}
     res["wall_s"] = time.perf_counter() - t0
     ceiling = measure_iou_ceiling.measure(ds, frames=frames, step=ceiling_step, model=True)
@@ -160,7 +161,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if any(w <= 0 for w in args.widths) or args.frames < 1:
         ap.error("widths and frames must be positive")
-    from snaketrack.commands.track import parse_size
+    from snaketrack.commands import parse_size
     from snaketrack.errors import InputError
 
     try:

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from snaketrack.datasets.layout import Dataset  # noqa: E402
 from snaketrack.tracker.corrupt import MaskCorruptor, best_offset_iou  # noqa: E402
-from snaketrack.tracker.outputs import mask_iou  # noqa: E402
+from snaketrack.masks import mask_iou  # noqa: E402
 
 
 def body_width_px(mask: np.ndarray) -> float:

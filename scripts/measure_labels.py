@@ -54,7 +54,8 @@ def main() -> None:
     import cv2
     import numpy as np
 
-    from snaketrack.datasets.boxes import mask_iou, mask_to_box
+    from snaketrack.datasets.boxes import mask_to_box
+    from snaketrack.masks import mask_iou
     from snaketrack.datasets.grabcut_backend import GrabCutBackend, GrabCutConfig
     from snaketrack.datasets.label import LabelConfig, Labeller
     from snaketrack.datasets.layout import Dataset

@@ -28,7 +28,7 @@ def main() -> None:
     args = ap.parse_args()
     import torch
 
-    from snaketrack.datasets.boxes import mask_iou
+    from snaketrack.masks import mask_iou
     from snaketrack.datasets.layout import Dataset
     from snaketrack.training.segmenter import load_segmenter
 

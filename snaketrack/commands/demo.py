@@ -30,8 +30,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from snaketrack.commands.track import TrackOptions, run_tracking
     from snaketrack.sim.video import VideoConfig, render_video
+    from snaketrack.tracker.pipeline import PipelineConfig
+    from snaketrack.tracker.run import RunOptions, track_source
 
     out = Path(args.out)
     data = out / f"{args.scene}-video"
@@ -46,9 +47,9 @@ def _run(args: argparse.Namespace) -> int:
     imu = ", up from a simulated IMU" if args.up == "sim-imu" else ""
     print(f"[2/2] tracking it (masks corrupted like a segmenter's{imu}) into {track_dir}")
     ground = args.up != "none"  # a tripod's height is fixed; a moving camera's is followed over the ground
-    options = TrackOptions(corrupt_masks=True, up=args.up, static_camera=ground and args.scene == "static",
-                           track_ground=ground and args.scene != "static")
-    summary = run_tracking(data, args.robot, track_dir, options=options)
+    config = PipelineConfig(corrupt_masks=True, static_camera=ground and args.scene == "static",
+                            track_ground=ground and args.scene != "static")
+    summary = track_source(data, track_dir, args.robot, config=config, options=RunOptions(up=args.up))
     print()
     print("outputs:")
     for name in ("video.mp4", "contact_sheet.png", "truth.jsonl"):

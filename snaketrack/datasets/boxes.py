@@ -116,14 +116,3 @@ def propagate_box(mask: np.ndarray, dilate_px: int) -> Optional[Box]:
     h, w = mask.shape
     b = mask_to_box(dilate_mask(mask, dilate_px))
     return None if b is None else b.clip(w, h)
-
-
-def mask_iou(a: np.ndarray, b: np.ndarray) -> float:
-    """Intersection over union of two bool masks of the same shape; 1.0 when both are empty."""
-    a, b = np.asarray(a, bool), np.asarray(b, bool)
-    if a.shape != b.shape:
-        raise InputError(f"mask shapes differ: {a.shape} vs {b.shape}")
-    union = np.count_nonzero(a | b)
-    if union == 0:
-        return 1.0
-    return float(np.count_nonzero(a & b) / union)

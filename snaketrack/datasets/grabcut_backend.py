@@ -44,7 +44,8 @@ box contrast, a second cut in a narrow band, a 2× upsampled cut, coverage
 matting of the edge pixels, dark pixels as extra robot seeds.
 
 >>> import numpy as np
->>> from snaketrack.datasets.boxes import Box, mask_iou
+>>> from snaketrack.datasets.boxes import Box
+>>> from snaketrack.masks import mask_iou
 >>> from snaketrack.datasets.toy import toy_video
 >>> frames, truth = toy_video(1, 160, 120, seed=0)
 >>> gc = GrabCutBackend()

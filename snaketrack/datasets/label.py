@@ -41,7 +41,8 @@ from typing import Any, Optional, Protocol
 import cv2
 import numpy as np
 
-from snaketrack.datasets.boxes import Box, dilate_mask, mask_iou, propagate_box
+from snaketrack.datasets.boxes import Box, dilate_mask, propagate_box
+from snaketrack.masks import mask_iou
 from snaketrack.datasets.layout import MASK_EXT, DatasetWriter, frame_name, read_image, read_mask
 from snaketrack.datasets.video import FrameSource, source_meta
 from snaketrack.errors import InputError, StateError

@@ -31,16 +31,30 @@ IMAGE_EXTS = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff")
 
 
 class FrameSource:
-    """Frames of one source. ``len()`` is the frame count (a video's container count)."""
+    """Frames of one source. ``len()`` is the frame count (a video's container count).
+
+    A dataset folder also gives its masks (:meth:`mask`, ``has_masks``) and
+    ``truth`` (``truth.jsonl`` records, or None).
+    """
 
     path: Path
     width: int
     height: int
     fps: float
     meta: dict[str, Any]
+    truth: Optional[list[dict]] = None
+    has_masks: bool = False
 
     def __len__(self) -> int:  # pragma: no cover - interface
         raise NotImplementedError
+
+    def name(self, i: int) -> str:
+        """Frame ``i``'s name, the stem a mask file of it carries (``000042``)."""
+        return f"{i:06d}"
+
+    def mask(self, i: int) -> Optional[np.ndarray]:
+        """Frame ``i``'s mask, bool (H, W), from a dataset's ``masks/``; None when there is none."""
+        return None
 
     def frames(self, start: int = 0, stride: int = 1) -> Iterator[tuple[int, np.ndarray]]:
         """Yield ``(source_index, rgb)`` for indices ``start, start+stride, …``."""
@@ -59,6 +73,12 @@ class FolderSource(FrameSource):
                 self.meta = dict(read_json(folder / "meta.json"))
             folder = folder / "frames"
         self.folder = folder
+        self.dataset = None
+        if folder != self.path:
+            from snaketrack.datasets.layout import Dataset
+
+            self.dataset = Dataset(self.path)
+            self.has_masks = self.dataset.has_masks
         self.files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_EXTS)
         if not self.files:
             raise FileFormatError(f"{folder}: holds no images ({', '.join(IMAGE_EXTS)})")
@@ -68,6 +88,21 @@ class FolderSource(FrameSource):
 
     def __len__(self) -> int:
         return len(self.files)
+
+    @property
+    def truth(self) -> Optional[list[dict]]:
+        return None if self.dataset is None else self.dataset.truth
+
+    def name(self, i: int) -> str:
+        return self.files[i].stem
+
+    def mask(self, i: int) -> Optional[np.ndarray]:
+        if self.dataset is None:
+            return None
+        from snaketrack.datasets.layout import MASK_EXT, read_mask
+
+        p = self.dataset.masks_dir / (self.name(i) + MASK_EXT)
+        return read_mask(p) if p.is_file() else None
 
     def _read(self, i: int) -> np.ndarray:
         p = self.files[i]

@@ -190,7 +190,7 @@ def best_offset_iou(truth: np.ndarray, observed: np.ndarray,
         raise InputError(f"IoU ceiling: mask shapes {t.shape} and {o.shape} differ")
     if not t.any():
         return float("nan"), float("nan")
-    from snaketrack.tracker.outputs import mask_iou
+    from snaketrack.masks import mask_iou
 
     d = signed_distance(t)
     best, best_off = -1.0, float("nan")

@@ -10,7 +10,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from snaketrack.datasets.boxes import mask_iou
+from snaketrack.masks import mask_iou
 from snaketrack.datasets.layout import Dataset
 from snaketrack.errors import FileFormatError
 

@@ -15,9 +15,11 @@ import torch
 from posed_dataset import FPS, H, K, R_DOWN, W, write_posed_dataset
 from posed_dataset import pose as _pose
 from snaketrack import cli
-from snaketrack.commands import track as track_cmd
+from snaketrack.tracker import pipeline
 from snaketrack.io import read_csv_columns
 from snaketrack.models.kinematics import forward_kinematics_np
+from snaketrack.tracker.pipeline import PipelineConfig
+from snaketrack.tracker.run import RunOptions, track_source
 from snaketrack.tracker.state import TrackState
 
 N = 10
@@ -65,7 +67,7 @@ def oracle(monkeypatch):
         return t
 
     made_kw = {}
-    monkeypatch.setattr(track_cmd, "make_tracker", make)
+    monkeypatch.setattr(pipeline, "make_tracker", make)
     return made, made_kw
 
 
@@ -128,7 +130,7 @@ class TurningOracle(OracleTracker):
 @pytest.mark.parametrize("hold", [60, 0])
 def test_frames_before_the_turn_are_reread_unless_not_held(dataset, tmp_path, monkeypatch, capsys, hold):
     made = []
-    monkeypatch.setattr(track_cmd, "make_tracker", lambda robot, *a, **k: made.append(TurningOracle(robot)) or made[-1])
+    monkeypatch.setattr(pipeline, "make_tracker", lambda robot, *a, **k: made.append(TurningOracle(robot)) or made[-1])
     out = tmp_path / "out"
     code, _, err = _main(["track", dataset, "--hold-frames", hold, "--out", out], capsys)
     assert code == 0, err
@@ -147,9 +149,9 @@ def test_frames_before_the_turn_are_reread_unless_not_held(dataset, tmp_path, mo
 
 
 def test_an_interrupted_run_writes_the_frames_it_held(dataset, tmp_path, monkeypatch):
-    monkeypatch.setattr(track_cmd, "make_tracker", lambda robot, *a, **k: TurningOracle(robot, turn=99, fail_at=7))
+    monkeypatch.setattr(pipeline, "make_tracker", lambda robot, *a, **k: TurningOracle(robot, turn=99, fail_at=7))
     with pytest.raises(KeyboardInterrupt):
-        track_cmd.run_tracking(dataset, None, tmp_path / "out", options=track_cmd.TrackOptions(progress=False))
+        track_source(dataset, tmp_path / "out", options=RunOptions(progress=False))
     assert read_csv_columns(tmp_path / "out" / "track.csv")["frame"].tolist() == list(range(7))
 
 
@@ -244,12 +246,11 @@ def test_segmenter_masks(dataset, oracle, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_real_tracker_end_to_end_with_hidden_frames(dataset, tmp_path):
-    """The real Tracker through run_tracking: found without a given pose, coasts while hidden, re-acquires."""
-    from snaketrack.commands.track import TrackOptions, run_tracking
+    """The real Tracker through track_source: found without a given pose, coasts while hidden, re-acquires."""
 
     out = tmp_path / "real"
-    opts = TrackOptions(hide=((4, 6),), video=True, plots=False, progress=False)
-    m = run_tracking(dataset, "planar-snake-11", out, options=opts)
+    opts = RunOptions(video=True, plots=False, progress=False)
+    m = track_source(dataset, out, "planar-snake-11", config=PipelineConfig(hidden=((4, 6),)), options=opts)
     cols = read_csv_columns(out / "track.csv")
     status = cols["status"].tolist()
     assert status[4:6] == ["coasting", "coasting"] and status[6:] == ["tracked"] * (N - 6)
@@ -285,10 +286,10 @@ def test_static_camera_needs_up_and_sets_the_ground_prior(dataset, tmp_path, cap
 
     cam = Camera(K, 320, 240)
     robot = load_robot("planar-snake-11")
-    assert track_cmd.make_tracker(robot, cam, 30.0, static_camera=True).config.ground_window == -1
-    assert track_cmd.make_tracker(robot, cam, 30.0).config.ground_window == 0
-    moving = track_cmd.make_tracker(robot, cam, 30.0, track_ground=True).config
-    assert moving.ground_window == -1 and moving.ground_min_frames == track_cmd.MOVING_GROUND_MIN_FRAMES
+    assert pipeline.make_tracker(robot, cam, 30.0, static_camera=True).config.ground_window == -1
+    assert pipeline.make_tracker(robot, cam, 30.0).config.ground_window == 0
+    moving = pipeline.make_tracker(robot, cam, 30.0, track_ground=True).config
+    assert moving.ground_window == -1 and moving.ground_min_frames == pipeline.MOVING_GROUND_MIN_FRAMES
 
 
 def test_silhouette_model_reaches_the_tracker(dataset, tmp_path, capsys):
@@ -297,9 +298,9 @@ def test_silhouette_model_reaches_the_tracker(dataset, tmp_path, capsys):
 
     robot = load_robot("planar-snake-11")
     cam = Camera(K, 320, 240)
-    default = track_cmd.make_tracker(robot, cam, 30.0).renderer.model
+    default = pipeline.make_tracker(robot, cam, 30.0).renderer.model
     assert int(default.cylinders.sum()) == robot.n_links - 1  # one cylindrical housing per joint
-    assert track_cmd.make_tracker(robot, cam, 30.0, silhouette="visual-capsule").renderer.model.cylinders is None
+    assert pipeline.make_tracker(robot, cam, 30.0, silhouette="visual-capsule").renderer.model.cylinders is None
     with pytest.raises(SystemExit) as exc:  # argparse's own one-line error for an unknown choice
         cli.main(["track", str(dataset), "--silhouette", "meshes", "--no-video", "--out", str(tmp_path / "m")])
     assert exc.value.code == 2 and "--silhouette" in capsys.readouterr().err
@@ -336,7 +337,7 @@ def test_track_size_resizes_frames_masks_and_K(dataset, tmp_path, monkeypatch, c
         seen["tracker"] = OracleTracker(robot)
         return seen["tracker"]
 
-    monkeypatch.setattr(track_cmd, "make_tracker", make)
+    monkeypatch.setattr(pipeline, "make_tracker", make)
     out = tmp_path / "half"
     code, _, err = _main(["track", dataset, "--track-size", "160x120", "--max-frames", "4", "--out", out], capsys)
     assert code == 0, err
@@ -423,7 +424,7 @@ def test_segmenter_sees_the_frame_as_tracked_and_its_mask_is_not_undistorted_aga
     assert np.array_equal(made[0].masks[0], expected)
     assert not np.array_equal(expected, Undistorter(cam).mask(expected))  # the distortion matters here
     half = []
-    monkeypatch.setattr(track_cmd, "make_tracker",
+    monkeypatch.setattr(pipeline, "make_tracker",
                         lambda robot, camera, fps, refine_steps=None, **kw: half.append(OracleTracker(robot)) or half[-1])
     code, _, err = _main(["track", dataset, "--intrinsics", calib, "--masks", f"segmenter:{tmp_path / 'm.pt'}",
                           "--track-size", "160x120", "--max-frames", "1", "--no-video", "--out", tmp_path / "h"],

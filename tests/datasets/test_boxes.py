@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 from scipy import ndimage
 
-from snaketrack.datasets.boxes import Box, dilate_mask, mask_iou, mask_to_box, parse_box, propagate_box
+from snaketrack.datasets.boxes import Box, dilate_mask, mask_to_box, parse_box, propagate_box
+from snaketrack.masks import mask_iou
 from snaketrack.errors import InputError
 
 

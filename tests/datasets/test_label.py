@@ -6,7 +6,8 @@ import cv2
 import numpy as np
 import pytest
 
-from snaketrack.datasets.boxes import Box, dilate_mask, mask_iou, mask_to_box
+from snaketrack.datasets.boxes import Box, dilate_mask, mask_to_box
+from snaketrack.masks import mask_iou
 from snaketrack.datasets.label import LabelConfig, Labeller, label_video
 from snaketrack.datasets.layout import Dataset
 from snaketrack.datasets.toy import toy_video, write_toy_dataset

@@ -1,0 +1,26 @@
+"""Comparing bool masks: the one intersection-over-union every part of snaketrack reports.
+
+Rule for two empty masks: they agree (nothing is there, nothing was found), so their IoU is 1.0.
+A frame where only one mask is empty scores 0.0.
+
+>>> import numpy as np
+>>> a = np.zeros((4, 4), bool); a[:2] = True
+>>> b = np.zeros((4, 4), bool); b[1:3] = True
+>>> round(mask_iou(a, b), 4), mask_iou(a, ~a), mask_iou(a & ~a, b & ~b)
+(0.3333, 0.0, 1.0)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from snaketrack.errors import InputError
+
+
+def mask_iou(a: np.ndarray, b: np.ndarray) -> float:
+    """Intersection over union of two masks of the same shape (H, W) (bool, or nonzero = inside);
+    1.0 when both are empty (module doc)."""
+    a, b = np.asarray(a, bool), np.asarray(b, bool)
+    if a.shape != b.shape:
+        raise InputError(f"IoU: mask shapes {a.shape} and {b.shape} differ")
+    union = np.count_nonzero(a | b)
+    return float(np.count_nonzero(a & b) / union) if union else 1.0

@@ -1,0 +1,326 @@
+"""One tracking pipeline: frames (and masks) in, robot states out, frame by frame.
+
+:class:`TrackingSession` is what ``snaketrack track``, ``snaketrack demo``,
+the benchmarks and a live service share. Built from a robot, a
+:class:`~snaketrack.tracker.camera.Camera` (intrinsics, distortion, size) and
+one frozen :class:`PipelineConfig`, it owns everything between a camera
+frame and a state:
+
+1. undistortion (when the calibration has distortion) and resizing to
+   ``track_size`` (K scaled with the images);
+2. the observed mask: given with the frame (in the source's geometry: it is
+   undistorted and resized like the frame), or predicted by a segmenter on
+   the frame as tracked; optionally corrupted like a real segmenter's
+   (benchmarks) or hidden for chosen frames;
+3. the up direction and, for a moving camera, the ground tracker that
+   follows the camera's height over the ground plane;
+4. the :class:`~snaketrack.tracker.tracker.Tracker` (prediction, refinement,
+   first-frame search, re-acquisition);
+5. the first-frames reading hold (:class:`~snaketrack.tracker.reading.ReadingHold`):
+   until the body wave shows which end is the head, the first frames are held
+   and re-read from the other end if the track turns round;
+6. one render of each finished frame's silhouette, for its IoU against the
+   observed (and truth) mask and for an overlay.
+
+>>> from snaketrack.models.robot import load_robot
+>>> from snaketrack.tracker.camera import Camera
+>>> robot = load_robot("planar-snake-11")
+>>> camera = Camera.from_K([[400, 0, 159.5], [0, 400, 119.5], [0, 0, 1]], 320, 240)
+>>> session = TrackingSession(robot, camera, fps=30.0)
+>>> session.size, session.camera.K[0, 0]
+((320, 240), 400.0)
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Optional
+
+import numpy as np
+
+from snaketrack.errors import InputError
+from snaketrack.masks import mask_iou
+
+#: A moving camera's ground prior starts once this many frames are tracked (``--track-ground``): the
+#: height it holds comes from the track itself, and too few frames lock in an early depth bias.
+MOVING_GROUND_MIN_FRAMES = 30
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """How a :class:`TrackingSession` turns frames into states.
+
+    refine_steps: refinement iterations per frame; None: the tracker's default (10).
+    silhouette: the silhouette model, ``TrackerConfig.model`` (``visual``, ``visual-capsule``, ``capsules``).
+    static_camera: the camera is fixed to the ground (a tripod): hold the base to the ground's height; needs up.
+    track_ground: the camera moves: follow its height over the ground plane and hold the base to it; needs up.
+    hold_frames: first frames held until the head's end is settled [frames]; 0 releases every frame at once. Default 60.
+    track_size: (width, height) [px] to track at, frames and masks resized and K scaled; None: the camera's size.
+    corrupt_masks: corrupt observed masks like a real segmenter's (benchmarks). Default False.
+    corrupt_seed: seed of the corruption. Default 0.
+    hidden: frame ranges [start, stop) whose observed masks are emptied (the robot hidden; benchmarks).
+    render: render each finished frame's silhouette (IoUs and overlays). Default True.
+    """
+
+    refine_steps: Optional[int] = None
+    silhouette: str = "visual"
+    static_camera: bool = False
+    track_ground: bool = False
+    hold_frames: int = 60
+    track_size: Optional[tuple[int, int]] = None
+    corrupt_masks: bool = False
+    corrupt_seed: int = 0
+    hidden: tuple[tuple[int, int], ...] = ()
+    render: bool = True
+
+    def __post_init__(self):
+        if self.refine_steps is not None and self.refine_steps < 0:
+            raise InputError(f"--refine-steps {self.refine_steps}; expected a non-negative integer")
+        if self.hold_frames < 0:
+            raise InputError(f"--hold-frames {self.hold_frames}; expected a non-negative number of frames")
+        if self.static_camera and self.track_ground:
+            raise InputError("--static-camera and --track-ground: choose one (a fixed camera, or one that moves)")
+        if self.silhouette not in ("visual", "visual-capsule", "capsules"):
+            raise InputError(f"--silhouette {self.silhouette!r}; expected visual, visual-capsule or capsules")
+
+    @property
+    def needs_up(self) -> bool:
+        """Whether every frame needs the up direction (the ground priors hold the robot to the ground)."""
+        return self.static_camera or self.track_ground
+
+
+@dataclass
+class FrameResult:
+    """One finished frame.
+
+    index: the source's frame number. t: its time [s].
+    state: the :class:`~snaketrack.tracker.state.TrackState` (camera frame, metres, radians).
+    row: the ``track.csv`` row of DESIGN.md (the state's columns, ``iou_no_offset``, and
+        ``camera_height_ratio`` / ``iou_truth`` when tracked with them).
+    frame: the frame as tracked, RGB uint8 (H, W, 3) at the tracking size (undistorted).
+    mask: the observed mask as tracked, bool (H, W).
+    silhouette: the model's silhouette at the state, bool (H, W); None when not rendered.
+    """
+
+    index: int
+    t: float
+    state: Any
+    row: dict
+    frame: np.ndarray
+    mask: np.ndarray
+    silhouette: Optional[np.ndarray] = None
+
+    @property
+    def status(self) -> str:
+        """``tracked``, ``coasting`` or ``lost``."""
+        return self.state.status
+
+
+def make_tracker(robot, camera, fps: float, refine_steps: Optional[int] = None, static_camera: bool = False,
+                 track_ground: bool = False, silhouette: str = "visual"):
+    """The :class:`~snaketrack.tracker.tracker.Tracker` for this camera (its K and size) and frame rate [1/s];
+    ``static_camera`` / ``track_ground`` set the ground prior, ``silhouette`` the model (``TrackerConfig.model``)."""
+    from snaketrack.tracker.tracker import Tracker, TrackerConfig
+
+    config = TrackerConfig(model=silhouette)
+    if refine_steps is not None:
+        config = replace(config, refine=replace(config.refine, steps=int(refine_steps)))
+    if static_camera:
+        config = replace(config, ground_window=-1)
+    if track_ground:
+        config = replace(config, ground_window=-1, ground_min_frames=MOVING_GROUND_MIN_FRAMES)
+    return Tracker(robot, camera.K, camera.width, camera.height, fps=fps, config=config)
+
+
+class Resize:
+    """Frames and masks to the tracking size ``(width, height)`` [px] (identity at the source's size)."""
+
+    def __init__(self, size: tuple[int, int], source_size: tuple[int, int]):
+        self.size, self.active = tuple(size), tuple(size) != tuple(source_size)
+
+    def frame(self, image: np.ndarray) -> np.ndarray:
+        """A frame by area interpolation when shrinking, linear when enlarging."""
+        from snaketrack.training.data import resize_to
+
+        return resize_to(image, self.size[::-1]) if self.active else image
+
+    def mask(self, mask: np.ndarray) -> np.ndarray:
+        """A mask keeps the pixels at least half covered."""
+        import cv2
+
+        if not self.active:
+            return mask
+        m = cv2.resize(np.asarray(mask, dtype=np.uint8) * 255, self.size, interpolation=cv2.INTER_AREA)
+        return m >= 128
+
+
+class TrackingSession:
+    """Track one robot through one camera's frames (module doc).
+
+    robot: a :class:`~snaketrack.models.robot.Robot`.
+    camera: the source's :class:`~snaketrack.tracker.camera.Camera` (K, distortion, size in pixels).
+    fps: the source's frame rate [1/s]; a frame's time is ``index / fps`` unless given.
+    config: a :class:`PipelineConfig`.
+    segmenter: anything with ``predict(rgb) -> mask`` (a trained model from
+        :func:`snaketrack.training.segmenter.load_segmenter`); used for frames given without a mask.
+    truth_masks: the caller passes ``truth_mask`` with each frame: rows gain ``iou_truth``.
+
+    ``start()``, then ``step(frame, mask=None, up=None, t=None)`` per frame; it returns the
+    frames finished by that step, in order (usually the frame itself; none while the first frames
+    are held; several when the hold releases them). ``close()`` returns those still held. A
+    session is also a context manager (``start`` on enter, ``close`` on exit).
+    """
+
+    def __init__(self, robot, camera, fps: float = 30.0, config: PipelineConfig = PipelineConfig(),
+                 segmenter: Any = None, truth_masks: bool = False):
+        from snaketrack.tracker.camera import Undistorter
+
+        self.robot, self.source_camera, self.fps, self.config = robot, camera, float(fps), config
+        self.segmenter, self.truth_masks = segmenter, bool(truth_masks)
+        self.undistort = Undistorter(camera)
+        self.resize = Resize(config.track_size or camera.size, camera.size)
+        cam = self.undistort.output_camera
+        self.camera = cam.resized(*self.resize.size) if self.resize.active else cam
+        self.corrupt = None
+        if config.corrupt_masks:
+            from snaketrack.tracker.corrupt import MaskCorruptor
+
+            self.corrupt = MaskCorruptor(config.corrupt_seed)
+        self.tracker = None
+        self.frames = 0
+        self.track_time_s = 0.0
+        self._renderer = None
+
+    # -- the session ---------------------------------------------------------------------
+    @property
+    def size(self) -> tuple[int, int]:
+        """(width, height) [px] of the frames as tracked."""
+        return self.camera.size
+
+    @property
+    def extra_columns(self) -> list[str]:
+        """``track.csv`` columns after DESIGN.md's state columns, in order."""
+        return (["iou_truth"] if self.truth_masks else []) + ["iou_no_offset"] + \
+            (["camera_height_ratio"] if self.config.track_ground else [])
+
+    def start(self) -> "TrackingSession":
+        """A fresh track: a new tracker, ground tracker and reading hold."""
+        from snaketrack.tracker.reading import ReadingHold
+
+        c = self.config
+        self.tracker = make_tracker(self.robot, self.camera, self.fps, c.refine_steps, static_camera=c.static_camera,
+                                    track_ground=c.track_ground, silhouette=c.silhouette)
+        self.ground = None
+        if c.track_ground:
+            from snaketrack.tracker.ground import GroundTracker
+
+            self.ground = GroundTracker(self.camera.K)
+        self.hold = ReadingHold(self.tracker, c.hold_frames)
+        self.frames, self.track_time_s = 0, 0.0
+        return self
+
+    def step(self, frame: np.ndarray, mask: Optional[np.ndarray] = None, up: Optional[np.ndarray] = None,
+             t: Optional[float] = None, index: Optional[int] = None,
+             truth_mask: Optional[np.ndarray] = None) -> list[FrameResult]:
+        """Track one frame.
+
+        frame: RGB uint8 (H, W, 3) at the camera's size, as captured (distorted).
+        mask: the observed mask, bool (H, W) at the camera's size; None: the segmenter's.
+        up: the world's up direction in the camera frame, (3,); the ground priors hold the robot to
+            the ground it defines (None: no prior for this frame).
+        t: the frame's time [s]; default ``index / fps``. index: its number; default the count of steps.
+        truth_mask: the true mask (same geometry as ``mask``) when ``truth_masks``.
+        Returns the frames this step finished (class doc).
+        """
+        if self.tracker is None:
+            self.start()
+        i = self.frames if index is None else int(index)
+        rgb = self.undistort.frame(frame)
+        if mask is None:
+            if self.segmenter is None:
+                raise InputError(f"frame {i}: no mask given and the session has no segmenter")
+            rgb = self.resize.frame(rgb)  # segmented as tracked: undistorted, at the tracking size
+            mask = np.asarray(self.segmenter.predict(rgb)) > 0
+            if mask.shape != rgb.shape[:2]:
+                raise InputError(f"segmenter mask of frame {i}: shape {mask.shape}; expected {rgb.shape[:2]}")
+        else:
+            mask = self.resize.mask(self.undistort.mask(mask))
+            rgb = self.resize.frame(rgb)
+        if self.corrupt is not None:
+            mask = self.corrupt(mask, i)
+        if any(a <= i < b for a, b in self.config.hidden):
+            mask = np.zeros_like(mask)
+        t0 = time.perf_counter()
+        kw = {"up": up} if up is not None else {}
+        if self.ground is not None:
+            import cv2
+
+            kw["ground"] = self.ground.step(cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY), up, mask > 0)
+        state = self.tracker.start(mask, **kw) if self.frames == 0 else self.tracker.step(mask, **kw)
+        if state is None:
+            raise InputError(f"frame {i}: the tracker returned no state")
+        time_s = i / self.fps if t is None else float(t)
+        done = self.hold.push(state, mask, up, payload=(i, time_s, rgb, mask, kw.get("ground"), truth_mask),
+                              ground=kw.get("ground"))
+        self.track_time_s += time.perf_counter() - t0
+        self.frames += 1
+        return [self._finish(s, *p) for s, p in done]
+
+    def close(self) -> list[FrameResult]:
+        """The frames still held, as tracked (at the end of the input, or when it is interrupted)."""
+        if self.tracker is None:
+            return []
+        return [self._finish(s, *p) for s, p in self.hold.flush()]
+
+    def __enter__(self) -> "TrackingSession":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- figures of the run ----------------------------------------------------------------
+    @property
+    def search_time_s(self) -> float:
+        """Time the first-frame (and re-acquisition) searches took [s], within ``track_time_s``."""
+        return float(getattr(self.tracker, "search_time_s", 0.0))
+
+    @property
+    def flips(self) -> int:
+        """How often the tracker turned the track round (head and tail swapped)."""
+        return int(getattr(self.tracker, "flips", 0))
+
+    @property
+    def reread_frames(self) -> int:
+        """Held frames re-read from the other end when the track turned round."""
+        return self.hold.reread_frames if self.tracker is not None else 0
+
+    # -- one finished frame ------------------------------------------------------------------
+    def render(self, state) -> np.ndarray:
+        """The model's own silhouette (no edge offset) at ``state``, bool (H, W) at the tracking size."""
+        import torch
+
+        if self._renderer is None:
+            from snaketrack.tracker.render import SilhouetteRenderer
+
+            self._renderer = SilhouetteRenderer(self.robot, self.camera.K, *self.size)
+        x = state.pose_vector(self._renderer.layout)
+        with torch.no_grad():
+            return self._renderer.full_image(torch.as_tensor(x, dtype=torch.float64)[None])[0].numpy() > 0.5
+
+    def _finish(self, state, i: int, t: float, rgb: np.ndarray, mask: np.ndarray, ground: Optional[float],
+                truth_mask: Optional[np.ndarray]) -> FrameResult:
+        extra: dict[str, Any] = {"frame": i, "t": t}
+        silhouette = self.render(state) if self.config.render else None
+        if silhouette is not None:
+            extra["iou_no_offset"] = mask_iou(silhouette, mask > 0) if mask.any() else float("nan")
+        else:
+            extra["iou_no_offset"] = float("nan")
+        if self.config.track_ground:
+            extra["camera_height_ratio"] = float("nan") if ground is None else ground
+        if self.truth_masks:
+            if truth_mask is None or silhouette is None:
+                extra["iou_truth"] = float("nan")
+            else:
+                extra["iou_truth"] = mask_iou(silhouette, self.resize.mask(self.undistort.mask(truth_mask)))
+        return FrameResult(i, t, state, {**state.as_row(), **extra}, rgb, mask, silhouette)
+

@@ -1,0 +1,237 @@
+"""Track a recorded video or dataset into an output folder: what ``snaketrack track`` does.
+
+Inputs: a dataset folder (DESIGN.md layout: ``frames/``, ``masks/``,
+``meta.json``, optionally ``truth.jsonl``), an image folder or a video file,
+read by :func:`snaketrack.datasets.video.open_frames`. Masks come from the
+dataset (``truth``, the default for datasets), a folder of PNGs named like the
+frames (``000000.png`` …), or a trained segmenter (``segmenter:MODEL.pt``).
+Intrinsics come from a calibration file (OpenCV YAML/JSON) or the dataset's
+``meta.json``. The frames go through one
+:class:`~snaketrack.tracker.pipeline.TrackingSession`.
+
+Outputs: ``track.csv`` (DESIGN.md columns, plus ``iou_truth`` when the
+dataset has truth masks; a row per finished frame), ``overlay.mp4``,
+``summary.json``; with ``truth.jsonl`` also ``metrics.json`` (DESIGN.md
+names) and plots; with ``states`` the rows as JSON lines to a file or
+standard output, each flushed as it is written. An interrupted run writes the
+frames it held as tracked.
+
+``fps`` counts the tracker alone (the first frame's pose search, any later
+searches and the reading hold's re-reading included), not reading,
+segmentation, rendering or writing; ``fps_excluding_search`` leaves the
+searches out (``search_s`` is their time). ``iou`` is the tracker's fit
+against the observed mask with its fitted edge offset; ``iou_no_offset`` the
+model's own silhouette against the observed mask; ``iou_truth`` against the
+truth mask.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+from snaketrack.errors import FileFormatError, InputError, MissingFileError
+from snaketrack.tracker.pipeline import PipelineConfig, TrackingSession
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What a run does besides tracking.
+
+    up: the up direction per frame: None/``"none"``, ``"sim-imu"`` (a synthetic dataset) or an IMU CSV path.
+    max_frames: stop after this many frames; None: all.
+    video: write ``overlay.mp4``. Default True.
+    plots: write the plots. Default True.
+    progress: show a progress bar. Default True.
+    states: also stream each finished row as a JSON line to this file, or ``"-"`` for standard output.
+    """
+
+    up: Optional[str] = None
+    max_frames: Optional[int] = None
+    video: bool = True
+    plots: bool = True
+    progress: bool = True
+    states: Optional[str] = None
+
+
+class MaskSource:
+    """Each frame's observed mask for a recorded source: ``truth``, ``DIR`` or ``segmenter:MODEL.pt``.
+
+    ``spec`` None means ``truth`` for a dataset. Calling it with a frame index gives the mask, bool (H, W)
+    at the source's size, or None when the session's segmenter (``self.segmenter``) predicts it.
+    """
+
+    def __init__(self, spec: Optional[str], frames):
+        self.frames, self.segmenter, self.dir = frames, None, None
+        if spec is None:
+            if not frames.has_masks:
+                raise InputError("--masks: a video needs masks from a folder (--masks DIR) or a segmenter "
+                                 "(--masks segmenter:MODEL.pt)")
+            spec = "truth"
+        self.kind = "truth"
+        if spec == "truth":
+            if not frames.has_masks:
+                raise InputError(f"--masks truth: {frames.path} has no masks/ folder; give --masks DIR or "
+                                 "--masks segmenter:MODEL.pt")
+        elif spec.startswith("segmenter:"):
+            model = Path(spec[len("segmenter:"):])
+            if not model.is_file():
+                raise MissingFileError(f"--masks {spec}: no such segmenter file {model}")
+            from snaketrack.training.segmenter import load_segmenter
+
+            self.kind, self.segmenter = "segmenter", load_segmenter(model)
+        else:
+            d = Path(spec)
+            if not d.is_dir():
+                raise MissingFileError(f"--masks {spec}: no such folder; expected truth, DIR or segmenter:MODEL.pt")
+            self.kind, self.dir = "dir", d
+
+    def __call__(self, i: int) -> Optional[np.ndarray]:
+        if self.kind == "segmenter":
+            return None
+        if self.kind == "truth":
+            m = self.frames.mask(i)
+            if m is None:
+                raise MissingFileError(f"{self.frames.path}/masks: no mask for frame {i}")
+        else:
+            from snaketrack.datasets.layout import read_mask
+
+            m = read_mask(self.dir / f"{self.frames.name(i)}.png")
+        if m.shape != (self.frames.height, self.frames.width):
+            raise InputError(f"mask of frame {i}: shape {m.shape}; expected ({self.frames.height}, "
+                             f"{self.frames.width}) like the frames")
+        return m
+
+
+def open_session(source: str | os.PathLike, robot: Optional[str] = None, intrinsics: Optional[str] = None,
+                 masks: Optional[str] = None, config: PipelineConfig = PipelineConfig()):
+    """Open a recorded source for tracking: ``(frames, session, mask_source)``.
+
+    ``robot``: a shipped name or YAML file; default the dataset's ``meta.json`` robot.
+    ``intrinsics``: a calibration file; default the dataset's ``meta.json`` K.
+    ``masks``: ``truth`` (default for datasets), a folder of PNGs or ``segmenter:MODEL.pt``.
+    """
+    from snaketrack.datasets.video import open_frames
+    from snaketrack.models.robot import source_robot
+    from snaketrack.tracker.camera import source_camera
+
+    frames = open_frames(source)
+    robot = source_robot(robot, frames.meta)
+    camera = source_camera(frames.meta, frames.width, frames.height, intrinsics, str(source))
+    truth = frames.truth
+    if truth is not None and len(truth[0].get("joint_angles", [])) != robot.dof:
+        raise InputError(f"--robot {robot.name}: {robot.dof} joint angles, but {source}/truth.jsonl has "
+                         f"{len(truth[0].get('joint_angles', []))}; expected the dataset's robot")
+    mask_source = MaskSource(masks, frames)
+    session = TrackingSession(robot, camera, frames.fps, config, segmenter=mask_source.segmenter,
+                              truth_masks=frames.has_masks)
+    return frames, session, mask_source
+
+
+def track_source(source: str | os.PathLike, out: str | os.PathLike, robot: Optional[str] = None,
+                 intrinsics: Optional[str] = None, masks: Optional[str] = None,
+                 config: PipelineConfig = PipelineConfig(), options: RunOptions = RunOptions()) -> dict:
+    """Track ``source`` into the folder ``out`` (module doc); returns the summary (with ``metrics.json``'s
+    figures when the source has truth)."""
+    from snaketrack.tracker.gravity import open_up
+    from snaketrack.tracker.outputs import OverlayVideo, StateStream, TrackWriter, overlay_frame
+
+    out = Path(out)
+    frames, session, mask_source = open_session(source, robot, intrinsics, masks, config)
+    robot_model = session.robot
+    up_source = open_up(options.up, frames.truth, int(frames.meta.get("seed", 0) or 0))
+    for flag, on in (("--static-camera", config.static_camera), ("--track-ground", config.track_ground)):
+        if on and up_source is None:
+            raise InputError(f"{flag} holds the robot to the ground, which needs its up direction: "
+                             "give --up IMU.csv (or sim-imu for a synthetic dataset)")
+    n_total = len(frames) or None
+    if options.max_frames is not None:
+        if options.max_frames < 1:
+            raise InputError(f"--max-frames {options.max_frames}; expected a positive number of frames")
+        n_total = min(n_total, options.max_frames) if n_total else options.max_frames
+    stream = StateStream(options.states) if options.states else None  # a bad target fails before any output
+    out.mkdir(parents=True, exist_ok=True)
+    writer = TrackWriter(out / "track.csv", robot_model.dof, session.extra_columns)
+    width, height = session.size
+    video = OverlayVideo(out / "overlay.mp4", frames.fps, width, height) if options.video else None
+    bar = None
+    if options.progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=n_total, desc="track", unit="frame", mininterval=0.5)
+
+    def emit(results) -> None:
+        for r in results:
+            writer.write(r.row)
+            if stream is not None:
+                stream.write(r.row)
+            if video is not None:
+                video.write(overlay_frame(r, robot_model, session.camera.K))
+
+    n = 0
+    session.start()
+    try:
+        try:
+            for i, rgb in frames.frames():
+                if n_total is not None and n >= n_total:
+                    break
+                up = up_source(i) if up_source is not None else None
+                emit(session.step(rgb, mask_source(i), up=up, index=i,
+                                  truth_mask=frames.mask(i) if session.truth_masks else None))
+                n += 1
+                if bar is not None:
+                    bar.update(1)
+        finally:  # the frames still held are written as tracked (interrupted or at the end)
+            emit(session.close())
+    finally:
+        if bar is not None:
+            bar.close()
+        writer.close()
+        if stream is not None:
+            stream.close()
+        if video is not None:
+            video.close()
+    if n == 0:
+        raise FileFormatError(f"{source}: no frames were read")
+    return _summarise(out, source, session, frames, n, masks, config, options)
+
+
+def _summarise(out: Path, source, session: TrackingSession, frames, n: int, masks: Optional[str],
+               config: PipelineConfig, options: RunOptions) -> dict:
+    """``summary.json`` (and ``metrics.json`` and plots) of a finished run."""
+    from snaketrack.io import read_csv_columns, write_json
+    from snaketrack.tracker.evaluation import plot_tracking, tracking_metrics
+
+    robot = session.robot
+    track_time, search_s = session.track_time_s, session.search_time_s
+    fps = n / track_time if track_time > 0 else float("nan")
+    fps_tracking = n / (track_time - search_s) if track_time - search_s > 0 else float("nan")
+    track = read_csv_columns(out / "track.csv")
+    summary: dict[str, Any] = {"source": str(source), "robot": robot.name, "frames": n, "fps": fps,
+                               "fps_excluding_search": fps_tracking, "search_s": search_s,
+                               "masks": masks or "truth", "corrupt_masks": bool(config.corrupt_masks),
+                               "refine_steps": config.refine_steps, "up": options.up or "none",
+                               "static_camera": bool(config.static_camera),
+                               "track_ground": bool(config.track_ground),
+                               "track_size": list(session.size),
+                               "flips": session.flips, "reread_frames": session.reread_frames}
+    truth = frames.truth
+    if truth is not None:
+        metrics = tracking_metrics(track, truth, robot.dof, fps=fps)
+        ino = np.asarray(track["iou_no_offset"], float)
+        metrics.update(fps_excluding_search=fps_tracking, search_s=search_s,
+                       iou_no_offset=float(np.nanmean(ino)) if np.isfinite(ino).any() else float("nan"))
+        write_json(out / "metrics.json", metrics)
+        summary.update(metrics)
+    else:
+        status = np.asarray(track["status"]).astype(str)
+        iou = np.asarray(track["iou"], float)
+        summary.update(iou=float(np.nanmean(iou)) if np.isfinite(iou).any() else float("nan"),
+                       frames_lost=int(np.count_nonzero(status == "lost")))
+    if options.plots:
+        plot_tracking(track, truth, robot.dof, out, frames.fps, robot.joint_names)
+    write_json(out / "summary.json", summary)
+    return summary

@@ -1,1 +1,0 @@
-"""service room; see DESIGN.md."""

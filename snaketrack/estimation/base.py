@@ -2,7 +2,7 @@
 
 An estimator follows the head Jacobian Ĵ (2 × J) [m/rad] of a robot with J
 joints: the map from the joint velocities φ̇ (J,) [rad/s] to the planar
-head velocity ṙ (2,) [m/s], ṙ ≈ Ĵ φ̇. It is a session:
+head velocity ṙ (2,) [m/s], ṙ ≈ Ĵ φ̇. An estimator keeps its state between calls:
 
 - ``step(phidot, rdot) -> jacobian``: fuse one measured pair (φ̇_n, ṙ_n) and
   return Ĵ_n, (2, J) [m/rad], a copy;
@@ -55,7 +55,7 @@ def as_vector(a: np.ndarray, width: int, name: str) -> np.ndarray:
 
 
 class JacobianEstimator(ABC):
-    """A session estimating the 2 × J head Jacobian from (φ̇, ṙ) pairs (see the module doc).
+    """An estimator of the 2 × J head Jacobian from (φ̇, ṙ) pairs (see the module doc).
 
     Attributes: ``name`` (registry name), ``n_joints`` (J), ``configs``
     (settings records the constructor takes by keyword).

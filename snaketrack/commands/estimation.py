@@ -64,6 +64,7 @@ def _add_experiments(p: argparse.ArgumentParser) -> None:
 
 def _run_experiments(args: argparse.Namespace) -> int:
     from snaketrack.estimation.experiments import ExperimentsConfig, run_experiments, write_outputs
+    from snaketrack.estimation.registry import ESTIMATORS
 
     kf, co, sigma = _configs(args)
     over = {"kf": kf, "co": co, "sigma": sigma}
@@ -81,7 +82,7 @@ def _run_experiments(args: argparse.Namespace) -> int:
     summary = write_outputs(results, worlds, args.out, cfg, figures=not args.no_figures)
     for k in sorted(results):
         e = summary[f"experiment_{k}"]
-        line = "  ".join(f"{n}: x {e[n]['mse_x']:.4g} y {e[n]['mse_y']:.4g}" for n in ("ukf", "co", "kf"))
+        line = "  ".join(f"{n}: x {e[n]['mse_x']:.4g} y {e[n]['mse_y']:.4g}" for n in ESTIMATORS)
         print(f"experiment {k} MSE [(m/s)^2]  {line}")
         if "recovery_s" in e:
             print(f"experiment {k} recovery [s]  " + "  ".join(f"{n}: {v}" for n, v in e["recovery_s"].items()))
@@ -92,8 +93,11 @@ def _run_experiments(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- estimate
 
 def _add_estimate(p: argparse.ArgumentParser) -> None:
-    p.add_argument("states", help="states.csv (obstacle world) or track.csv (tracker)")
-    p.add_argument("--estimator", choices=("ukf", "co", "kf"), default="ukf", help="estimator (default ukf)")
+    from snaketrack.estimation.registry import ESTIMATORS
+
+    p.add_argument("states", help="states.csv (obstacle world) or track.csv (tracker), as CSV or as the JSON lines "
+                                  "of 'snaketrack track --states FILE' (.jsonl, .ndjson, or a first character '{')")
+    p.add_argument("--estimator", choices=list(ESTIMATORS), default="ukf", help="estimator (default ukf)")
     p.add_argument("--out", default="estimate_out", help="output folder (default estimate_out)")
     p.add_argument("--plane", choices=("xy", "xz", "yz"), default=None,
                    help="track.csv: camera-frame plane of the head position used for rdot (default xy: camera looking down)")
@@ -107,30 +111,25 @@ def run_estimate(path, estimator: str = "ukf", out=None, plane: str = "xy", smoo
                  sigma=None, figures: bool = True) -> dict:
     """Run one estimator over a states.csv / track.csv; write estimate.csv and summary.json under ``out``.
 
+    path: the table, CSV or JSON lines (:func:`~snaketrack.estimation.states.read_states`).
+    estimator: a name of :data:`~snaketrack.estimation.registry.ESTIMATORS`.
+    kf, co, sigma: settings records (None: the defaults); each estimator takes those it uses.
+
     estimate.csv, one row a sample: ``t``, measured ``rdot_x, rdot_y`` [m/s],
     predicted ``rdot_hat_x, rdot_hat_y`` = Ĵ_{n−1} φ̇_n (empty in row 0), and
     Ĵ_n after the update, ``J_r_c`` (r = 1, 2 for the two velocity
     components, c = joint) [m/rad]. summary.json: ``mse_x``, ``mse_y`` of the
     prediction against the measured ṙ, and what was read and how.
     """
-    from snaketrack.estimation.co import COConfig, COEstimator
-    from snaketrack.estimation.kf import KalmanJacobianEstimator, KFConfig
     from snaketrack.estimation.metrics import mse, run_estimator
+    from snaketrack.estimation.registry import make_estimator
     from snaketrack.estimation.states import SmoothingConfig, read_states
-    from snaketrack.estimation.ukf import SigmaConfig, UKFEstimator
     from snaketrack.io import atomic_write_text, write_json
 
     smoothing = smoothing or SmoothingConfig()
     data = read_states(path, plane=plane, smoothing=smoothing)
     J = data.phi.shape[1]
-    if estimator == "ukf":
-        est = UKFEstimator(J, kf or KFConfig(), sigma or SigmaConfig())
-    elif estimator == "kf":
-        est = KalmanJacobianEstimator(J, kf or KFConfig())
-    elif estimator == "co":
-        est = COEstimator(J, co or COConfig())
-    else:
-        raise InputError(f"estimator = {estimator!r}; expected ukf, co or kf")
+    est = make_estimator(estimator, J, kf=kf, co=co, sigma=sigma)
     run = run_estimator(est, data.phidot, data.rdot)
     m = mse(run.prediction, data.rdot)
     summary = {"estimator": estimator, **m, "steps": int(data.t.size), "joints": J, "source": data.source,
@@ -198,6 +197,6 @@ COMMANDS = [
             help="the Jacobian paper's three experiments (baseline, halt, noise) on the MuJoCo obstacle world",
             add_arguments=_add_experiments, run=_run_experiments),
     Command(name="estimate",
-            help="estimate the head Jacobian (ukf, co or kf) from a states.csv or track.csv",
+            help="estimate the head Jacobian (ukf, co or kf) from a states.csv or track.csv (CSV or JSON lines)",
             add_arguments=_add_estimate, run=_run_estimate),
 ]

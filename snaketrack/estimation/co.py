@@ -1,6 +1,7 @@
-"""The paper's convex-optimisation (CO) Jacobian estimator: closed form and cvxpy reference.
+"""The convex-optimisation (CO) Jacobian estimator: closed form and cvxpy reference.
 
-Problem (5) of the seed, after Yip & Camarillo::
+Problem (5) of *Improved Jacobian matrix estimation applied to snake robots*
+(Løwer, Varagnolo, Stavdahl 2023), after Yip & Camarillo::
 
     minimise ‖ΔJ‖   subject to   Ĵ_{n+1} = Ĵ_n + ΔJ,   ṙ_n = Ĵ_{n+1} φ̇_n
 
@@ -45,6 +46,7 @@ from typing import Optional
 import numpy as np
 
 from snaketrack.errors import InputError
+from snaketrack.estimation.base import JacobianEstimator, as_vector
 
 
 def broyden_update(J: np.ndarray, phidot: np.ndarray, rdot: np.ndarray, min_phidot: float = 0.0) -> np.ndarray:
@@ -112,25 +114,16 @@ class CvxpyCO:
         return np.array(J_next.value)
 
 
-
-def as_vector(a: np.ndarray, width: int, name: str) -> np.ndarray:
-    """``a`` as a float64 vector of shape (width,); InputError naming ``name`` otherwise."""
-    if type(a) is not np.ndarray or a.dtype != np.float64:
-        a = np.asarray(a, dtype=float)
-    if a.shape != (width,):
-        raise InputError(f"{name}: shape {a.shape}; expected ({width},)")
-    return a
-
 @dataclass(frozen=True)
 class COConfig:
-    """Options of the CO estimator (all off by default: the paper's behaviour).
+    """Options of the CO estimator (the defaults are the paper's behaviour).
 
-    min_phidot: skip updates while ‖φ̇‖ < min_phidot [rad/s] (0: only exact zeros).
-    reset_after_halt: reset Ĵ to Ĵ₀ when motion resumes after a halt.
-    halt_speed: ‖φ̇‖ below this counts as halted [rad/s].
-    halt_min_steps: consecutive halted steps that make a halt.
-    j0: initial Ĵ (2, N_j) [m/rad]; None for zeros.
-    solver: "closed_form" (Broyden) or "cvxpy" (:class:`CvxpyCO`, slow, reference).
+    min_phidot: skip updates while ‖φ̇‖ < min_phidot [rad/s]; default 0 (only exact zeros).
+    reset_after_halt: reset Ĵ to Ĵ₀ when motion resumes after a halt; default False.
+    halt_speed: ‖φ̇‖ below this counts as halted [rad/s]; default 0.05.
+    halt_min_steps: consecutive halted steps that make a halt; default 24.
+    j0: initial Ĵ (2, N_j) [m/rad]; default None (zeros).
+    solver: "closed_form" (Broyden, default) or "cvxpy" (:class:`CvxpyCO`, slow, the reference).
     """
 
     min_phidot: float = 0.0
@@ -141,20 +134,20 @@ class COConfig:
     solver: str = "closed_form"
 
 
-class COEstimator:
-    """CO (Broyden) Jacobian estimator with the common interface.
+class COEstimator(JacobianEstimator):
+    """CO (Broyden) Jacobian estimator (:class:`~snaketrack.estimation.base.JacobianEstimator`).
 
-    ``update(phidot, rdot)``, ``predict(phidot) -> rdot_hat``, ``jacobian``
-    (2, N_j) [m/rad]; ``covariance`` is None (the method has none).
-    ``resets`` counts resets after halts.
+    n_joints: N_j. co: :class:`COConfig`. ``jacobian`` (2, N_j) [m/rad];
+    ``covariance`` is None (the method has none). ``resets`` counts resets after halts.
     """
 
     name = "co"
-    covariance = None
+    configs = ("co",)
 
-    def __init__(self, n_joints: int, config: COConfig = COConfig()):
+    def __init__(self, n_joints: int, co: COConfig = COConfig()):
         if int(n_joints) < 1:
             raise InputError(f"n_joints = {n_joints}; expected a positive joint count")
+        config = co
         if config.solver not in ("closed_form", "cvxpy"):
             raise InputError(f"COConfig.solver = {config.solver!r}; expected 'closed_form' or 'cvxpy'")
         if config.min_phidot < 0 or config.halt_speed < 0 or config.halt_min_steps < 1:
@@ -199,10 +192,6 @@ class COEstimator:
             J = self._cvx.solve(self.J, p, r)
             if J is not None:
                 self.J = J
-
-    def predict(self, phidot: np.ndarray) -> np.ndarray:
-        """Predicted head velocity Ĵ φ̇ (2,) [m/s]."""
-        return self.J @ as_vector(phidot, self.n_joints, "phidot")
 
     @property
     def jacobian(self) -> np.ndarray:

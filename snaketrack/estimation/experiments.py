@@ -4,21 +4,20 @@
 2. halt: undulation frozen at 5 s and resumed at 7 s;
 3. noise: experiment 1 with N(0, Σ), Σ = 0.1·I (m/s)², added to the measured ṙ.
 
-Each runs three estimators on the same (φ̇, measured ṙ): ``"ukf"`` (filterpy's
-UKF), ``"co"`` (the closed-form CO update) and ``"kf"`` (the exact Kalman
-filter, equal to the UKF), and scores the paper's metric: predict
+Each runs every estimator of the registry
+(:data:`~snaketrack.estimation.registry.ESTIMATORS`: ``"ukf"``, filterpy's UKF;
+``"co"``, the closed-form CO update; ``"kf"``, the exact Kalman filter, equal
+to the UKF) on the same (φ̇, measured ṙ), and scores the paper's metric: predict
 ṙ_{n+1} = Ĵ_n φ̇_{n+1} and take the MSE per component against the *true*
 (noise-free) ṙ_{n+1}. Extras: experiment 2 adds ``"co_reset"`` (CO with the
 paper's suggested reset after a halt), experiment 3 adds ``"kf_matched_r"``
 (the KF with R set to the true noise variance).
 
-Choices the paper leaves open (shared/notes/jacobian-experiments.md), as
-explicit options with these defaults:
+Choices the paper leaves open, as explicit options with these defaults:
 
 - ``noise_std = 0.001`` m/s: white noise on the measured ṙ in experiments 1
-  and 2, a sensor floor. With perfectly clean ṙ CO does not diverge during
-  the halt (the notes measured it); with this floor it does, as in the paper.
-  Set 0 for clean data.
+  and 2, a sensor floor. With perfectly clean ṙ CO diverges far less during
+  the halt; with this floor it diverges as in the paper. Set 0 for clean data.
 - ``resume = "reference"``: after the halt the joint references jump back to
   φ_d(t) (the gait's clock kept running), which gives the paper's ~0.3 s
   transient; ``"phase"`` resumes from the frozen phase with no jump.
@@ -44,23 +43,33 @@ from typing import Callable, Optional
 import numpy as np
 
 from snaketrack.errors import InputError
-from snaketrack.estimation.co import COConfig, COEstimator
-from snaketrack.estimation.kf import KalmanJacobianEstimator, KFConfig
+from snaketrack.estimation.co import COConfig
+from snaketrack.estimation.kf import KFConfig
 from snaketrack.estimation.metrics import mse, recovery_time, run_estimator
-from snaketrack.estimation.ukf import SigmaConfig, UKFEstimator
+from snaketrack.estimation.registry import ESTIMATORS, make_estimator
+from snaketrack.estimation.ukf import SigmaConfig
 
 
 @dataclass(frozen=True)
 class ExperimentsConfig:
     """Settings of ``snaketrack sim experiments`` (see the module docstring for the choices).
 
-    duration [s], dt [s]: the world's run (paper: 10 s, 1/240 s).
-    halt: (t_stop, t_resume) of experiment 2 [s]. resume: "reference" | "phase".
-    noise_std: noise std on ṙ in experiments 1–2 [m/s]. exp3_noise_var: experiment 3's variance [(m/s)²].
-    seed: world and noise seed. robot, obstacles: the world's robot and whether obstacles are present.
-    kf: Q, R, P₀ of the UKF and KF. sigma: UKF sigma points. co: CO options (paper: all off).
-    recovery_window_s, recovery_factor, recovery_hold_s: the recovery rule.
-    experiments: which of 1, 2, 3 to run.
+    duration: the world's run [s]; default 10 (the paper's).
+    dt: time step [s]; default 1/240 (the paper's).
+    halt: (t_stop, t_resume) of experiment 2 [s]; default (5, 7).
+    resume: how the gait resumes after the halt, "reference" (default) or "phase".
+    noise_std: std of the noise on ṙ in experiments 1–2 [m/s]; default 0.001.
+    exp3_noise_var: variance of experiment 3's noise on ṙ [(m/s)²]; default 0.1.
+    seed: world and noise seed; default 0.
+    robot: the world's robot; default "planar-snake-11".
+    obstacles: whether the obstacles are present; default True.
+    kf: Q, R, P₀ of the UKF and KF; default KFConfig().
+    sigma: UKF sigma points; default SigmaConfig().
+    co: CO options; default COConfig() (the paper's: all off).
+    recovery_window_s: trailing-mean window of the recovery rule [s]; default 0.1.
+    recovery_factor: multiple of the pre-halt error that counts as recovered; default 1.5.
+    recovery_hold_s: how long the error must stay under it [s]; default 0.3.
+    experiments: which of 1, 2, 3 to run; default all.
     """
 
     duration: float = 10.0
@@ -123,13 +132,6 @@ class ExperimentResult:
     after_1s: Optional[dict] = None
 
 
-def make_estimators(n_joints: int, kf: KFConfig = KFConfig(), sigma: SigmaConfig = SigmaConfig(),
-                    co: COConfig = COConfig()) -> dict:
-    """The three estimators of the experiments, fresh: {"ukf", "co", "kf"}."""
-    return {"ukf": UKFEstimator(n_joints, kf, sigma), "co": COEstimator(n_joints, co),
-            "kf": KalmanJacobianEstimator(n_joints, kf)}
-
-
 def run_experiment(number: int, t: np.ndarray, phidot: np.ndarray, rdot_true: np.ndarray, noise_var: float,
                    seed: int = 0, kf: KFConfig = KFConfig(), sigma: SigmaConfig = SigmaConfig(),
                    co: COConfig = COConfig(), halt: Optional[tuple[float, float]] = None,
@@ -151,12 +153,12 @@ def run_experiment(number: int, t: np.ndarray, phidot: np.ndarray, rdot_true: np
     noise = rng.normal(0.0, np.sqrt(noise_var), rdot_true.shape) if noise_var > 0 else np.zeros_like(rdot_true)
     rdot_meas = rdot_true + noise
     J = phidot.shape[1]
-    ests = make_estimators(J, kf, sigma, co)
+    ests = {name: make_estimator(name, J, kf=kf, sigma=sigma, co=co) for name in ESTIMATORS}
     if halt is not None:
-        ests["co_reset"] = COEstimator(J, dataclasses.replace(co, reset_after_halt=True))
+        ests["co_reset"] = make_estimator("co", J, co=dataclasses.replace(co, reset_after_halt=True))
         ests["co_reset"].name = "co_reset"
     if number == 3 and noise_var > 0:
-        ests["kf_matched_r"] = KalmanJacobianEstimator(J, dataclasses.replace(kf, r=noise_var))
+        ests["kf_matched_r"] = make_estimator("kf", J, kf=dataclasses.replace(kf, r=noise_var))
         ests["kf_matched_r"].name = "kf_matched_r"
     runs = {name: run_estimator(e, phidot, rdot_meas) for name, e in ests.items()}
     metrics = {name: mse(r.prediction, rdot_true) for name, r in runs.items()}

@@ -1,6 +1,6 @@
 """Exact Kalman filter on vec(Ĵ): the UKF of the Jacobian paper, without sigma points.
 
-The paper's UKF (eq. 7) has the state x = vec(Ĵ) (row-major: x[:J] is the
+The UKF of Løwer, Varagnolo and Stavdahl (their eq. 7) has the state x = vec(Ĵ) (row-major: x[:J] is the
 first row of Ĵ, x[J:] the second), a random-walk process and the measurement
 
     x_{n+1} = x_n + η_n,          η ~ N(0, Q)
@@ -28,8 +28,8 @@ joint speed), Q in (m/rad)² per step, R in (m/s)², P in (m/rad)².
 >>> kf = KalmanJacobianEstimator(2, KFConfig(q=0.0, r=1e-9, p0=1e3))
 >>> Jt = np.array([[1.0, 2.0], [3.0, 4.0]])
 >>> for phidot in ([1.0, 0.0], [0.0, 1.0], [1.0, 1.0]):
-...     kf.update(np.array(phidot), Jt @ np.array(phidot))
->>> np.allclose(kf.jacobian, Jt, atol=1e-6)
+...     J_hat = kf.step(np.array(phidot), Jt @ np.array(phidot))
+>>> np.allclose(J_hat, Jt, atol=1e-6)
 True
 """
 from __future__ import annotations
@@ -40,26 +40,19 @@ from typing import Optional, Union
 import numpy as np
 
 from snaketrack.errors import InputError
+from snaketrack.estimation.base import JacobianEstimator
 
 ArrayLike = Union[float, np.ndarray]
 
 
 @dataclass(frozen=True)
 class KFConfig:
-    """Tuning of the Kalman (and unscented Kalman) Jacobian estimator.
+    """Tuning of the Kalman (and unscented Kalman) Jacobian estimator; only the ratios of q, r, p0 matter for Ĵ.
 
-    q: process noise covariance Q on vec(Ĵ) per step [(m/rad)²]: a scalar
-        (q·I), a (2J,) diagonal or a (2J, 2J) matrix. Larger follows a changing
-        Jacobian faster and noisier.
-    r: measurement noise covariance R on ṙ [(m/s)²]: scalar (r·I), (2,) or (2, 2).
-    p0: initial covariance P₀ of vec(Ĵ) [(m/rad)²]: scalar, (2J,) or (2J, 2J).
-    j0: initial Ĵ₀ [m/rad]: None (zeros, as the paper's reset value) or (2, J).
-
-    Only the ratios matter for Ĵ (scaling q, r and p0 together changes
-    nothing). The defaults (R/Q = 10) were chosen on the obstacle world: the
-    notes (shared/notes/jacobian-experiments.md) measured the KF better than
-    CO in x for every R/Q ≤ 100, and R/Q ≈ 10 is the setting for which
-    experiment 3's "both degrade alike" holds.
+    q: process noise Q on vec(Ĵ) per step [(m/rad)²], scalar (q·I), (2J,) diagonal or (2J, 2J); default 1e-3.
+    r: measurement noise R on ṙ [(m/s)²], scalar (r·I), (2,) or (2, 2); default 1e-2.
+    p0: initial covariance P₀ of vec(Ĵ) [(m/rad)²], scalar, (2J,) or (2J, 2J); default 1.
+    j0: initial Ĵ₀ (2, J) [m/rad]; default None (zeros).
     """
 
     q: ArrayLike = 1e-3
@@ -146,27 +139,28 @@ def _kf_step_one(x: np.ndarray, P: np.ndarray, phidot: np.ndarray, rdot: np.ndar
     P[...] = 0.5 * (P + P.T)
 
 
-class KalmanJacobianEstimator:
+class KalmanJacobianEstimator(JacobianEstimator):
     """Exact Kalman filter estimating the 2 × J head Jacobian, one or a batch.
 
-    n_joints: J. config: :class:`KFConfig`. batch: None for one estimator
-    (arrays without a batch axis) or B for B estimators updated at once
-    (every array gains a leading B axis).
+    n_joints: J. kf: :class:`KFConfig`. batch: None for one estimator
+    (arrays without a batch axis) or B for B estimators stepped at once
+    (every array gains a leading B axis: ``step`` takes φ̇ (B, J) and ṙ (B, 2)
+    and returns Ĵ (B, 2, J)).
 
-    Interface shared by all estimators here: ``update(phidot, rdot)``,
-    ``predict(phidot) -> rdot_hat``, ``jacobian`` (2, J) [m/rad] and
-    ``covariance`` (2J, 2J) of vec(Ĵ), row-major.
+    Interface: :class:`~snaketrack.estimation.base.JacobianEstimator`;
+    ``jacobian`` (2, J) [m/rad] and ``covariance`` (2J, 2J) of vec(Ĵ), row-major.
     """
 
     name = "kf"
+    configs = ("kf",)
 
-    def __init__(self, n_joints: int, config: KFConfig = KFConfig(), batch: Optional[int] = None):
+    def __init__(self, n_joints: int, kf: KFConfig = KFConfig(), batch: Optional[int] = None):
         if int(n_joints) < 1:
             raise InputError(f"n_joints = {n_joints}; expected a positive joint count")
         if batch is not None and int(batch) < 1:
             raise InputError(f"batch = {batch}; expected None or a positive count")
         self.n_joints = J = int(n_joints)
-        self.config = config
+        self.config = config = kf
         self.batch = None if batch is None else int(batch)
         n = 2 * J
         self.Q = _cov(config.q, n, "q")

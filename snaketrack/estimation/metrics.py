@@ -1,6 +1,6 @@
 """The paper's prediction metric and the recovery time after a halt.
 
-Metric (seed, Sec. 6): after fusing step n, predict the next head velocity
+Metric (Løwer, Varagnolo and Stavdahl, Sec. 6): after fusing step n, predict the next head velocity
 from the next joint speeds, ṙ̂_{n+1} = Ĵ_n φ̇_{n+1}, and compare it with the
 true ṙ_{n+1}; report the mean squared error per component over the run.
 
@@ -20,6 +20,7 @@ from typing import Optional
 import numpy as np
 
 from snaketrack.errors import InputError
+from snaketrack.estimation.base import JacobianEstimator
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,7 @@ class EstimatorRun:
 
     prediction: (T, 2) ṙ̂_n = Ĵ_{n−1} φ̇_n [m/s]; row 0 is NaN (no estimate yet).
     jacobian: (T, 2, J) Ĵ_n after fusing step n [m/rad].
-    step_s: (T,) wall time of each update [s] (for the timing figure; not a test figure).
+    step_s: (T,) wall time of each step [s] (for the timing figure; not a test figure).
     name: the estimator's name.
     """
 
@@ -38,8 +39,8 @@ class EstimatorRun:
     name: str
 
 
-def run_estimator(estimator, phidot: np.ndarray, rdot: np.ndarray) -> EstimatorRun:
-    """Run ``estimator`` (update/predict/jacobian interface) over φ̇ (T, J) [rad/s] and measured ṙ (T, 2) [m/s]."""
+def run_estimator(estimator: JacobianEstimator, phidot: np.ndarray, rdot: np.ndarray) -> EstimatorRun:
+    """Run ``estimator`` (predict, then step) over φ̇ (T, J) [rad/s] and measured ṙ (T, 2) [m/s]."""
     phidot = np.asarray(phidot, dtype=float)
     rdot = np.asarray(rdot, dtype=float)
     if phidot.ndim != 2 or rdot.shape != (phidot.shape[0], 2):
@@ -53,10 +54,10 @@ def run_estimator(estimator, phidot: np.ndarray, rdot: np.ndarray) -> EstimatorR
         if n > 0:
             pred[n] = estimator.predict(phidot[n])   # ṙ̂_n = Ĵ_{n-1} φ̇_n
         t0 = clock()
-        estimator.update(phidot[n], rdot[n])
+        J_n = estimator.step(phidot[n], rdot[n])
         step[n] = clock() - t0
-        jac[n] = estimator.jacobian
-    return EstimatorRun(prediction=pred, jacobian=jac, step_s=step, name=getattr(estimator, "name", "estimator"))
+        jac[n] = J_n
+    return EstimatorRun(prediction=pred, jacobian=jac, step_s=step, name=estimator.name)
 
 
 def mse(prediction: np.ndarray, truth: np.ndarray, mask: Optional[np.ndarray] = None) -> dict[str, float]:
@@ -97,8 +98,8 @@ def recovery_time(t: np.ndarray, sq_error: np.ndarray, halt: tuple[float, float]
     Pre-halt level: mean of ``sq_error`` over [pre_start_s, t_stop).
     Recovered at the first t ≥ t_resume from which the ``window_s`` trailing
     moving average stays under ``factor`` × that level for at least ``hold_s``
-    (obstacle hits alone cross a 1.5× line briefly 15–19 % of the time, so a
-    single crossing would be noise; shared/notes/jacobian-experiments.md).
+    (obstacle hits alone cross a 1.5× line briefly 15–19 % of the time in the
+    obstacle world, so a single crossing would be noise).
     """
     t = np.asarray(t, dtype=float)
     e = np.nan_to_num(np.asarray(sq_error, dtype=float), nan=0.0)

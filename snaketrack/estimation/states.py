@@ -1,6 +1,6 @@
 """Joint speeds and head velocities for the estimators, from ``states.csv`` or ``track.csv``.
 
-Two inputs (DESIGN.md's columns), told apart by their headers:
+Two tables (DESIGN.md's columns), told apart by their columns:
 
 - the obstacle world's ``states.csv``: ``t, phi_*, phidot_*, theta_*,
   head_x, head_y, head_vx, head_vy`` (world frame). φ̇ and ṙ are used as
@@ -13,6 +13,12 @@ Two inputs (DESIGN.md's columns), told apart by their headers:
   camera looks straight down, as from a drone), ``"xz"`` (right and forward:
   the ground plane for a camera held level, looking along the floor) or
   ``"yz"``. Both φ̇ and ṙ are differentiated.
+
+Either table may come as CSV or as JSON lines, the stream ``snaketrack track
+--states FILE`` writes: one JSON object a row, keyed by the column names, NaN
+written as ``null``. A file is read as JSON lines when its name ends in
+``.jsonl`` or ``.ndjson`` or its first non-blank character is ``{``
+(:func:`read_columns`); the two forms of one table give the same arrays.
 
 Differentiation: a Savitzky–Golay filter (``scipy.signal.savgol_filter``,
 ``deriv=1``): a least-squares polynomial of order ``polyorder`` fitted over
@@ -31,16 +37,18 @@ True
 """
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from snaketrack.errors import FileFormatError, InputError
+from snaketrack.errors import FileFormatError, InputError, MissingFileError
 from snaketrack.io import read_csv_columns
 
 PLANES = {"xy": ("head_x", "head_y"), "xz": ("head_x", "head_z"), "yz": ("head_y", "head_z")}
+JSON_LINES_SUFFIXES = (".jsonl", ".ndjson")
 
 
 @dataclass(frozen=True)
@@ -96,6 +104,88 @@ def savgol_derivative(y: np.ndarray, t: np.ndarray, window: int = 9, polyorder: 
     return savgol_filter(y, window, polyorder, deriv=1, delta=h, axis=0, mode="interp")
 
 
+def is_json_lines(path: str | os.PathLike) -> bool:
+    """Whether ``path`` holds JSON lines: a ``.jsonl`` / ``.ndjson`` name, or ``{`` as its first non-blank character."""
+    path = Path(path)
+    if path.suffix.lower() in JSON_LINES_SUFFIXES:
+        return True
+    with open(path, "rb") as f:
+        while chunk := f.read(4096):
+            head = chunk.lstrip()
+            if head:
+                return head[:1] == b"{"
+    return False
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _is_str(v) -> bool:
+    return isinstance(v, str)
+
+
+def read_json_lines_columns(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Read JSON lines (one object a row, the same keys on every line) into ``{column: array}``.
+
+    Numbers and ``null`` (NaN) give float arrays; strings (e.g. ``status``)
+    give object arrays, as :func:`snaketrack.io.read_csv_columns` does for a
+    CSV. Blank lines are skipped. FileFormatError naming the file and line
+    for a line that is not a JSON object, a line whose keys differ from the
+    first line's, or a value of another kind (number, string) than the
+    column's first non-null one.
+    """
+    path = Path(path)
+    rows: list[dict] = []
+    lines: list[int] = []
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            where = f"{path}: line {number}"
+            try:
+                obj = json.loads(raw.decode("utf-8").rstrip())
+            except UnicodeDecodeError:
+                raise FileFormatError(f"{where}: not UTF-8 text; expected one JSON object a line") from None
+            except json.JSONDecodeError as e:
+                raise FileFormatError(f"{where}: not valid JSON ({e.msg}, column {e.colno}); "
+                                      "expected one JSON object a line") from None
+            if not isinstance(obj, dict):
+                raise FileFormatError(f"{where}: a JSON {type(obj).__name__}; expected one JSON object a line")
+            if rows and obj.keys() != rows[0].keys():
+                missing = [k for k in rows[0] if k not in obj]
+                extra = [k for k in obj if k not in rows[0]]
+                raise FileFormatError(f"{where}: keys differ from line {lines[0]}'s"
+                                      + (f"; missing {', '.join(missing)}" if missing else "")
+                                      + (f"; extra {', '.join(extra)}" if extra else ""))
+            rows.append(obj)
+            lines.append(number)
+    if not rows:
+        raise FileFormatError(f"{path}: no JSON object; expected one a line")
+    out: dict[str, np.ndarray] = {}
+    for key in rows[0]:
+        values = [r[key] for r in rows]
+        first = next((v for v in values if v is not None), 0.0)
+        kind = _is_str if isinstance(first, str) else _is_number
+        bad = next((i for i, v in enumerate(values) if not (v is None or kind(v))), None)
+        if bad is not None:
+            raise FileFormatError(f"{path}: line {lines[bad]}: {key} = {json.dumps(values[bad])}; expected "
+                                  f"{'a string' if kind is _is_str else 'a number'} or null, like the column's other values")
+        if kind is _is_str:
+            out[key] = np.array(["" if v is None else v for v in values], dtype=object)
+        else:
+            out[key] = np.array([np.nan if v is None else float(v) for v in values], dtype=float)
+    return out
+
+
+def read_columns(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """A table as ``{column: array}`` from CSV or JSON lines (told apart by :func:`is_json_lines`)."""
+    path = Path(path)
+    if not path.is_file():
+        raise MissingFileError(f"{path}: no such file")
+    return read_json_lines_columns(path) if is_json_lines(path) else read_csv_columns(path)
+
+
 def _fill(a: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, int]:
     """Linearly interpolate NaNs in each column of a (T, K) over t; returns (filled, count)."""
     a = a.copy()
@@ -127,7 +217,7 @@ def _numbered(cols: dict, prefix: str) -> list[str]:
 
 
 def read_states(path: str | os.PathLike, plane: str = "xy", smoothing: SmoothingConfig = SmoothingConfig()) -> EstimationInput:
-    """Read ``states.csv`` or ``track.csv`` (detected by columns) into an :class:`EstimationInput`.
+    """Read ``states.csv`` or ``track.csv`` (detected by columns; CSV or JSON lines) into an :class:`EstimationInput`.
 
     plane: the camera-frame plane of ``track.csv``'s head position used for ṙ
     ("xy", "xz" or "yz"; ignored for states.csv, which is in the world's xy plane).
@@ -135,7 +225,7 @@ def read_states(path: str | os.PathLike, plane: str = "xy", smoothing: Smoothing
     path = Path(path)
     if plane not in PLANES:
         raise InputError(f"plane = {plane!r}; expected one of {', '.join(PLANES)}")
-    cols = read_csv_columns(path)
+    cols = read_columns(path)
     if "t" not in cols:
         raise FileFormatError(f"{path}: no 't' column; expected DESIGN.md's states.csv or track.csv")
     t = np.asarray(cols["t"], dtype=float)

@@ -97,24 +97,38 @@ def write_states_csv(path, s: SyntheticTrajectory, with_velocities: bool = True)
     _write_table(path, cols, np.column_stack(parts))
 
 
-def write_track_csv(path, s: SyntheticTrajectory, plane: str = "xy", lost=()) -> None:
-    """Write ``s`` as DESIGN.md's track.csv: joint angles as q_*, the head path in ``plane`` of
-    the camera frame (the third coordinate 2 m), identity base pose; rows in ``lost`` get
-    status ``lost`` and empty joint and head values."""
+def track_rows(s: SyntheticTrajectory, plane: str = "xy", lost=()) -> list[dict]:
+    """``s`` as DESIGN.md's track.csv rows (dicts keyed by column): joint angles as q_*, the head
+    path in ``plane`` of the camera frame (the third coordinate 2 m), identity base pose; rows in
+    ``lost`` get status ``lost`` and NaN joint and head values."""
     T, J = s.phi.shape
     head = np.zeros((T, 3))
     idx = {"xy": (0, 1), "xz": (0, 2), "yz": (1, 2)}[plane]
     head[:, idx[0]], head[:, idx[1]] = s.head_xy[:, 0], s.head_xy[:, 1]
     other = ({0, 1, 2} - set(idx)).pop()
     head[:, other] = 2.0
-    cols = (["frame", "t"] + [f"q_{j + 1}" for j in range(J)]
-            + ["base_x", "base_y", "base_z", "base_qw", "base_qx", "base_qy", "base_qz",
-               "head_x", "head_y", "head_z", "cov_trace", "iou", "status"])
     rows = []
     for n in range(T):
-        status = "lost" if n in lost else "tracked"
-        q = ["" if n in lost else repr(float(v)) for v in s.phi[n]]
-        h = ["" if n in lost else repr(float(v)) for v in head[n]]
-        rows.append([str(n), repr(float(s.t[n]))] + q + ["0.0", "0.0", "2.0", "1.0", "0.0", "0.0", "0.0"]
-                    + h + ["0.01", "0.9", status])
-    Path(path).write_text("\n".join([",".join(cols)] + [",".join(r) for r in rows]) + "\n")
+        gone = n in lost
+        row = {"frame": n, "t": float(s.t[n])}
+        row.update({f"q_{j + 1}": np.nan if gone else float(v) for j, v in enumerate(s.phi[n])})
+        row.update(base_x=0.0, base_y=0.0, base_z=2.0, base_qw=1.0, base_qx=0.0, base_qy=0.0, base_qz=0.0)
+        row.update({k: np.nan if gone else float(v) for k, v in zip(("head_x", "head_y", "head_z"), head[n])})
+        row.update(cov_trace=0.01, iou=0.9, status="lost" if gone else "tracked")
+        rows.append(row)
+    return rows
+
+
+def write_track_csv(path, s: SyntheticTrajectory, plane: str = "xy", lost=()) -> None:
+    """Write :func:`track_rows` as a track.csv (NaN as an empty field)."""
+    rows = track_rows(s, plane, lost)
+
+    def fmt(v):
+        if isinstance(v, str):
+            return v
+        if isinstance(v, int):
+            return str(v)
+        return "" if np.isnan(v) else repr(float(v))
+
+    lines = [",".join(rows[0])] + [",".join(fmt(v) for v in r.values()) for r in rows]
+    Path(path).write_text("\n".join(lines) + "\n")

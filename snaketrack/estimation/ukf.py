@@ -1,8 +1,8 @@
-"""The paper's UKF Jacobian estimator, on filterpy's ``UnscentedKalmanFilter``.
+"""The UKF Jacobian estimator of Løwer, Varagnolo and Stavdahl, on filterpy's ``UnscentedKalmanFilter``.
 
 State x = vec(Ĵ) (row-major, 2J entries), process x_{n+1} = x_n + η
 (fx = identity, η ~ N(0, Q)), measurement ṙ_n = Ĵ φ̇_n + ν (hx(x, phidot)
-= reshape(x, (2, J)) @ φ̇, ν ~ N(0, R)); eq. (7) of the seed. Each
+= reshape(x, (2, J)) @ φ̇, ν ~ N(0, R)); the paper's eq. (7). Each
 :meth:`UKFEstimator.update` calls filterpy's ``predict()`` then
 ``update(rdot, phidot=…)``.
 
@@ -17,9 +17,10 @@ as the exact filter, which reproduces this one (tests/estimation/test_kf.py).
 
 >>> import numpy as np
 >>> ukf = UKFEstimator(3)
->>> ukf.update(np.array([1.0, 0.0, 0.0]), np.array([0.1, -0.2]))
->>> ukf.jacobian.shape, ukf.covariance.shape, ukf.predict(np.ones(3)).shape
-((2, 3), (6, 6), (2,))
+>>> ukf.step(np.array([1.0, 0.0, 0.0]), np.array([0.1, -0.2])).shape
+(2, 3)
+>>> ukf.covariance.shape, ukf.predict(np.ones(3)).shape
+((6, 6), (2,))
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from snaketrack.errors import InputError
-from snaketrack.estimation.co import as_vector
+from snaketrack.estimation.base import JacobianEstimator, as_vector
 from snaketrack.estimation.kf import KFConfig, _cov, _initial_state
 
 
@@ -36,8 +37,9 @@ from snaketrack.estimation.kf import KFConfig, _cov, _initial_state
 class SigmaConfig:
     """Van der Merwe scaled sigma-point parameters (filterpy's names).
 
-    alpha: spread (0 < alpha ≤ 1); beta: prior-distribution term (2 for a
-    Gaussian); kappa: secondary scaling (0 or 3 − n are usual).
+    alpha: spread, 0 < alpha ≤ 1; default 1.
+    beta: prior-distribution term (2 for a Gaussian); default 2.
+    kappa: secondary scaling (0 or 3 − n are usual); default 0.
     """
 
     alpha: float = 1.0
@@ -45,17 +47,18 @@ class SigmaConfig:
     kappa: float = 0.0
 
 
-class UKFEstimator:
+class UKFEstimator(JacobianEstimator):
     """filterpy's unscented Kalman filter estimating the 2 × J head Jacobian.
 
-    n_joints: J. config: Q, R, P₀, Ĵ₀ (:class:`KFConfig`). sigma: :class:`SigmaConfig`.
-    Interface: ``update(phidot, rdot)``, ``predict(phidot) -> rdot_hat``,
+    n_joints: J. kf: Q, R, P₀, Ĵ₀ (:class:`KFConfig`). sigma: :class:`SigmaConfig`.
+    Interface: :class:`~snaketrack.estimation.base.JacobianEstimator`;
     ``jacobian`` (2, J) [m/rad], ``covariance`` (2J, 2J) of vec(Ĵ).
     """
 
     name = "ukf"
+    configs = ("kf", "sigma")
 
-    def __init__(self, n_joints: int, config: KFConfig = KFConfig(), sigma: SigmaConfig = SigmaConfig()):
+    def __init__(self, n_joints: int, kf: KFConfig = KFConfig(), sigma: SigmaConfig = SigmaConfig()):
         from filterpy.kalman import MerweScaledSigmaPoints, UnscentedKalmanFilter
 
         if int(n_joints) < 1:
@@ -63,7 +66,8 @@ class UKFEstimator:
         if not (0.0 < sigma.alpha <= 1.0):
             raise InputError(f"SigmaConfig.alpha = {sigma.alpha}; expected 0 < alpha <= 1")
         self.n_joints = J = int(n_joints)
-        self.config, self.sigma = config, sigma
+        self.config, self.sigma = kf, sigma
+        config = kf
         n = 2 * J
         points = MerweScaledSigmaPoints(n, alpha=sigma.alpha, beta=sigma.beta, kappa=sigma.kappa)
         f = UnscentedKalmanFilter(dim_x=n, dim_z=2, dt=1.0, hx=self._hx, fx=self._fx, points=points)
@@ -92,10 +96,6 @@ class UKFEstimator:
         r = as_vector(rdot, 2, "rdot")
         self.filter.predict()
         self.filter.update(r, phidot=p)
-
-    def predict(self, phidot: np.ndarray) -> np.ndarray:
-        """Predicted head velocity Ĵ φ̇ (2,) [m/s]."""
-        return self.jacobian @ as_vector(phidot, self.n_joints, "phidot")
 
     @property
     def jacobian(self) -> np.ndarray:

@@ -10,7 +10,7 @@ from snaketrack.cli import main
 from snaketrack.estimation.kf import KalmanJacobianEstimator
 from snaketrack.estimation.metrics import run_estimator
 from snaketrack.estimation.states import savgol_derivative
-from snaketrack.estimation.synthetic import synthetic_trajectory, write_states_csv, write_track_csv
+from snaketrack.estimation.synthetic import synthetic_trajectory, track_rows, write_states_csv, write_track_csv
 from snaketrack.io import read_csv_columns
 
 
@@ -59,6 +59,41 @@ def test_estimate_errors_are_one_line(tmp_path, capsys):
     assert main(["estimate", str(tmp_path / "bad.csv")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "bad.csv" in err
+
+
+@pytest.mark.parametrize("estimator", ["ukf", "co", "kf"])
+def test_estimate_reads_the_track_state_stream_as_the_csv(tmp_path, clip, estimator, capsys):
+    """The tracker's track.csv and its --states JSON lines of the same rows give the same estimate."""
+    from snaketrack.tracker.outputs import StateStream, TrackWriter
+
+    rows = track_rows(clip, plane="xz", lost=(12, 13))
+    with TrackWriter(tmp_path / "track.csv", 4) as w:
+        for r in rows:
+            w.write(r)
+    stream = StateStream(str(tmp_path / "states.jsonl"))
+    for r in rows:
+        stream.write(r)
+    stream.close()
+    outs = {}
+    for name in ("track.csv", "states.jsonl"):
+        out = tmp_path / name.replace(".", "_")
+        assert main(["estimate", str(tmp_path / name), "--estimator", estimator, "--plane", "xz",
+                     "--sg-window", "5", "--out", str(out), "--no-figures"]) == 0
+        summary = json.loads((out / "summary.json").read_text())
+        summary.pop("step_time_ms")
+        outs[name] = ((out / "estimate.csv").read_bytes(), summary)
+    assert outs["track.csv"] == outs["states.jsonl"]
+    assert outs["track.csv"][1]["filled_values"] == 2 * (4 + 2)
+
+
+def test_estimate_malformed_state_stream_line_is_one_line_error(tmp_path, clip, capsys):
+    lines = [json.dumps(r) for r in track_rows(clip)[:20]]
+    lines[6] = lines[6][:40]
+    bad = tmp_path / "stream.out"                  # told apart by content, not name
+    bad.write_text("\n".join(lines) + "\n")
+    assert main(["estimate", str(bad), "--no-figures", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{bad}: line 7: not valid JSON" in err
 
 
 def test_sim_experiments_short_run(tmp_path, capsys):

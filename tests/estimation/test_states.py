@@ -3,9 +3,10 @@ import numpy as np
 import pytest
 
 from snaketrack.errors import FileFormatError, InputError
-from snaketrack.estimation.states import SmoothingConfig, read_states, savgol_derivative
+from snaketrack.estimation.states import (SmoothingConfig, is_json_lines, read_columns, read_states,
+                                         savgol_derivative)
 from snaketrack.estimation.synthetic import _write_table as write_table
-from snaketrack.estimation.synthetic import synthetic_trajectory, write_states_csv, write_track_csv
+from snaketrack.estimation.synthetic import synthetic_trajectory, track_rows, write_states_csv, write_track_csv
 
 
 def test_savgol_derivative_is_exact_for_polynomials_and_close_for_sines():
@@ -88,3 +89,59 @@ def test_bad_files(tmp_path):
         read_states(p)
     with pytest.raises(InputError, match="plane"):
         read_states(p, plane="zz")
+
+
+def write_track_pair(directory, s, lost=(), jsonl_name="track.jsonl"):
+    """The same rows through the tracker's writers: track.csv (TrackWriter) and JSON lines (StateStream)."""
+    from snaketrack.tracker.outputs import StateStream, TrackWriter
+
+    rows = track_rows(s, lost=lost)
+    with TrackWriter(directory / "track.csv", s.phi.shape[1]) as w:
+        for r in rows:
+            w.write(r)
+    stream = StateStream(str(directory / jsonl_name))
+    for r in rows:
+        stream.write(r)
+    stream.close()
+    return directory / "track.csv", directory / jsonl_name
+
+
+@pytest.mark.parametrize("name", ["track.jsonl", "track.ndjson", "stream.txt"])
+def test_json_lines_read_as_the_csv(tmp_path, short_synthetic, name):
+    csv_path, jl_path = write_track_pair(tmp_path, short_synthetic, lost=(7, 8), jsonl_name=name)
+    assert is_json_lines(jl_path) and not is_json_lines(csv_path)
+    a, b = read_columns(csv_path), read_columns(jl_path)
+    assert list(a) == list(b)
+    for k in a:
+        assert a[k].dtype == b[k].dtype
+        np.testing.assert_array_equal(a[k], b[k])
+    assert np.isnan(b["q_1"][7]) and b["status"][7] == "lost"
+    da, db = read_states(csv_path), read_states(jl_path)
+    for f in ("t", "phi", "phidot", "rdot"):
+        np.testing.assert_array_equal(getattr(da, f), getattr(db, f))
+    assert (da.source, da.frame, da.filled) == (db.source, db.frame, db.filled) == ("track", "camera xy", 2 * 6)
+
+
+def test_json_lines_detected_after_leading_blank_lines(tmp_path):
+    p = tmp_path / "x.log"
+    p.write_text("\n  \n" + '{"t": 0, "phi_1": 1, "head_x": 0, "head_y": null}\n\n{"t": 1, "phi_1": 2, "head_x": 0, "head_y": 3}\n')
+    assert is_json_lines(p)
+    cols = read_columns(p)
+    np.testing.assert_array_equal(cols["phi_1"], [1.0, 2.0])
+    assert np.isnan(cols["head_y"][0])
+
+
+@pytest.mark.parametrize("body, message", [
+    ('{"t": 0, "q_1": 1}\n{"t": 1, "q_1": \n', "line 2: not valid JSON"),
+    ('{"t": 0, "q_1": 1}\n\n[1, 2]\n', "line 3: a JSON list"),
+    ('{"t": 0, "q_1": 1}\n{"t": 1}\n', "line 2: keys differ from line 1's; missing q_1"),
+    ('{"t": 0, "q_1": 1}\n{"t": 1, "q_1": "a"}\n', 'line 2: q_1 = "a"; expected a number'),
+    ('{"t": 0, "q_1": true}\n', "line 1: q_1 = true; expected a number"),
+    ("\n\n", "no JSON object"),
+])
+def test_malformed_json_lines_name_the_line(tmp_path, body, message):
+    p = tmp_path / "track.jsonl"
+    p.write_text(body)
+    with pytest.raises(FileFormatError) as e:
+        read_columns(p)
+    assert str(e.value).startswith(f"{p}: ") and message in str(e.value) and "\n" not in str(e.value)

@@ -1,9 +1,10 @@
 """Every reference to a doc in the code and the docs points at something that is there.
 
 A reference is ``docs/NAME.md``, optionally followed by a quoted section (``docs/tracker.md,
-"Depth damping"``: some heading of that file contains the quoted words) or a rule
-(``docs/tracker.md, rule C2``: the file names that rule). Moving a section without its readers
-fails here.
+"Depth damping"``: some heading of that file contains the quoted words). A relative Markdown link
+in a doc (``[text](img/plot.png)``, ``[text](docs/oal.md)``) must name an existing file. Moving a
+section or a file without its readers fails here. Nothing refers into ``docs/notebook/``: the docs
+describe the software as it is, and the history of how it was measured lives in git.
 """
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ SKIP = {".venv", ".git", "demo_out", "build", "node_modules", ".pytest_cache"}
 
 _REF = re.compile(
     r'docs/(?P<file>[\w./-]+?\.md)'
-    r'`?(?:,?\s*\(?(?:"(?P<section>[^"]{3,120})"|rules?\s+(?P<rule>[A-Z]\d?)\b))?')
+    r'`?(?:,?\s*\(?"(?P<section>[^"]{3,120})")?')
+_LINK = re.compile(r'\]\((?P<target>[^)\s#]+)(?:#[^)]*)?\)')
+_NOTEBOOK = re.compile(r'docs/notebook\b')
 
 
 def _sources() -> list[Path]:
@@ -37,21 +40,36 @@ def _headings(md: Path) -> list[str]:
             for line in md.read_text().splitlines() if line.startswith("#")]
 
 
+def _name(f: Path, root: Path) -> str:
+    return str(f.relative_to(root) if f.is_relative_to(root) else f)
+
+
 def find_broken(files: list[Path], docs: Path) -> list[str]:
-    """One line per reference that does not resolve: ``FILE: docs/NAME.md[, "section" | rule X]``."""
+    """One line per reference that does not resolve or points into the notebook:
+    ``FILE: docs/NAME.md[, "section"]`` or ``FILE: [..](TARGET)``."""
     broken = []
     for f in files:
-        for m in _REF.finditer(_flat(f.read_text(errors="replace"))):
+        text = f.read_text(errors="replace")
+        flat = _flat(text)
+        for m in _NOTEBOOK.finditer(flat):
+            broken.append(f"{_name(f, ROOT)}: {flat[m.start():m.start() + 60]} (the notebook is not part of the docs)")
+        for m in _REF.finditer(flat):
+            if m["file"].startswith("notebook/"):
+                continue
             md = docs / m["file"]
-            where = f"{f.relative_to(ROOT) if f.is_relative_to(ROOT) else f}: {m[0]}"
+            where = f"{_name(f, ROOT)}: {m[0]}"
             if not md.is_file():
                 broken.append(where)
             elif m["section"] and not any(m["section"].strip().lower().rstrip(".,") in h
                                           for h in _headings(md)):
                 broken.append(where)
-            elif m["rule"] and not re.search(rf"\brules?\s+(?:[A-Z]\d?,?\s+)*{m['rule']}\b",
-                                             md.read_text(), re.IGNORECASE):
-                broken.append(where)
+        if f.suffix == ".md":
+            for m in _LINK.finditer(text):
+                target = m["target"]
+                if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("/"):
+                    continue
+                if not (f.parent / target).exists():
+                    broken.append(f"{_name(f, ROOT)}: ({target})")
     return broken
 
 
@@ -62,11 +80,26 @@ def test_every_doc_reference_resolves():
 def test_a_moved_section_is_caught(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "a.md").write_text("# A\n\n## Depth damping\n\nRule C2 draws cylinders.\n")
+    (docs / "a.md").write_text("# A\n\n## Depth damping\n\n![plot](img/p.png)\n")
+    (docs / "img").mkdir()
+    (docs / "img" / "p.png").write_bytes(b"")
     code = tmp_path / "m.py"
-    code.write_text('"""See docs/a.md, "Depth damping", and docs/a.md, rule C2."""\n'
+    code.write_text('"""See docs/a.md, "Depth damping", and docs/a.md."""\n'
                     '# wrapped: docs/a.md, "Depth\n# damping"\n')
-    assert find_broken([code], docs) == []
-    code.write_text('"""docs/a.md, "Ground prior"; docs/a.md, rule X; docs/b.md"""\n'
+    assert find_broken([code, docs / "a.md"], docs) == []
+    code.write_text('"""docs/a.md, "Ground prior"; docs/b.md"""\n'
                     '# in docs/a.md ("Flat ends") and (`docs/a.md` "Depth fog")\n')
-    assert len(find_broken([code], docs)) == 5
+    assert len(find_broken([code], docs)) == 4
+    (docs / "c.md").write_text("# C\n\n[gone](img/q.png) [web](https://example.org) [here](#c)\n")
+    assert len(find_broken([docs / "c.md"], docs)) == 1
+
+
+def test_the_notebook_is_neither_required_nor_allowed(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n")
+    code = tmp_path / "m.py"
+    code.write_text('"""Measured: docs/a.md."""\n')
+    assert find_broken([code], docs) == []
+    code.write_text('"""Measured: docs/notebook/tracker.md, "Depth damping"; docs/notebook/x.json."""\n')
+    assert len(find_broken([code], docs)) == 2

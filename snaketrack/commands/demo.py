@@ -31,7 +31,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from snaketrack.commands.track import TrackOptions, run_tracking
-    from snaketrack.sim.video import VideoConfig, render_video
+    from snaketrack.sim.video import VideoConfig
+    from snaketrack.sim.video_dataset import render_video
 
     out = Path(args.out)
     data = out / f"{args.scene}-video"

@@ -85,8 +85,8 @@ class VideoConfig:
     start_time: time into the physics run of the first frame [s]; default 1.
     pitch_amplitude: pitch wave for robots with 2-DOF joints [rad]; default 0.15.
     target_width_px: the body's nominal width in the image [px], sets the focal length; default 11.
-    scene_config: ground, sun and distractors (:class:`~snaketrack.sim.scene.SceneConfig`); default its defaults.
-    degradation: image degradations (:class:`~snaketrack.sim.degrade.Degradation`); default its defaults.
+    scene_config: ground, sun and distractors (:class:`~snaketrack.sim.scene.SceneConfig`); default SceneConfig().
+    degradation: image degradations (:class:`~snaketrack.sim.degrade.Degradation`); default Degradation().
     """
 
     scene: str = "drone"
@@ -234,7 +234,7 @@ def _centre_flow(path: CameraPath, i: int, K: np.ndarray) -> np.ndarray:
 
 
 class VideoRenderer:
-    """Renders the frames of one :class:`VideoConfig` (a session: set up once, render frame by frame).
+    """Renders the frames of one :class:`VideoConfig`: set up once, then render frame by frame.
 
     >>> # r = VideoRenderer(VideoConfig(frames=10, width=320, height=180)); rgb, mask, truth = r.frame(0)
     """

@@ -96,7 +96,8 @@ def main() -> None:
     from snaketrack.training.evaluate import evaluate_dataset_masks, evaluate_segmenter
     from snaketrack.training.model import parse_input_size
     from snaketrack.training.segmenter import load_segmenter
-    from snaketrack.training.train import TrainConfig, train
+    from snaketrack.training.config import TrainConfig
+    from snaketrack.training.train import train
 
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)

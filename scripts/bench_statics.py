@@ -24,6 +24,8 @@ import time
 import numpy as np
 
 from snaketrack.models import statics as st
+from snaketrack.models.statics.equilibrium import Geometry, gravity_vectors, weight_in_link1
+from snaketrack.models.statics.kinematics import world_from_link1
 
 PAPER_MS = {"omega1": 8.5, "omega01": 116.4}
 
@@ -79,13 +81,13 @@ def main() -> None:
     rp = st.solve_statics(planar, (0.0, 2.4, 0.0, 5.1), g, cfg1)
     msp = _time_ms(lambda: st.solve_statics(planar, (0.0, 2.4, 0.0, 5.1), g, cfg1), n1)
 
-    geo = st._Geometry(robot, T)
-    w1 = st._weight_in_link1(robot, g, st._world_from_link1(robot.alpha))
+    geo = Geometry(robot, T)
+    w1 = weight_in_link1(robot, g, world_from_link1(robot.alpha))
     th = list(r1.bending_angles)
-    gf = st._gravity_vectors(geo, w1, th)
+    gf = gravity_vectors(geo, w1, th)
     gn = _gravity_numpy(robot, w1, th)
     assert np.allclose(np.array(gf[1:]), np.array(gn[1:]), atol=1e-15)
-    us_float = _time_ms(lambda: st._gravity_vectors(geo, w1, th), 20000) * 1e3
+    us_float = _time_ms(lambda: gravity_vectors(geo, w1, th), 20000) * 1e3
     us_numpy = _time_ms(lambda: _gravity_numpy(robot, w1, th), 5000) * 1e3
 
     print(f"spatial steel ground, omega=1:   {ms1:.3f} ms/solve, {r1.iterations} sweeps "

@@ -99,7 +99,8 @@ def ensure_dataset(path: Path, scene: str, robot: str, seed: int, frames: int, b
         if bool(read_json(path / "meta.json").get("obstacles", True)) != obstacles:
             raise SystemExit(f"{path}: made with obstacles={not obstacles}; the benchmark expects "
                              f"obstacles={obstacles} (docs/video.md); move it away")
-    from snaketrack.sim.video import VideoConfig, render_video
+    from snaketrack.sim.video import VideoConfig
+    from snaketrack.sim.video_dataset import render_video
 
     cfg = VideoConfig(scene=scene, robot=robot, frames=frames, seed=seed, width=size[0], height=size[1],
                       obstacles=obstacles, target_width_px=float(body_width_px))

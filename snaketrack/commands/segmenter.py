@@ -70,7 +70,8 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
 def run_train(args: argparse.Namespace) -> int:
     from snaketrack.errors import InputError
     from snaketrack.training.model import parse_input_size
-    from snaketrack.training.train import TrainConfig, train
+    from snaketrack.training.config import TrainConfig
+    from snaketrack.training.train import train
 
     kw = dict(encoder=args.encoder, input_size=parse_input_size(args.input_size), epochs=args.epochs,
               batch_size=args.batch_size, lr=args.lr, encoder_weights=args.encoder_weights,

@@ -32,7 +32,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from snaketrack.sim.scene import SceneConfig
-    from snaketrack.sim.video import Degradation, VideoConfig, render_video
+    from snaketrack.sim.degrade import Degradation
+    from snaketrack.sim.video import VideoConfig
+    from snaketrack.sim.video_dataset import render_video
 
     config = VideoConfig(scene=args.scene, robot=args.robot, frames=args.frames, seed=args.seed,
                          width=args.width, height=args.height, fps=args.fps, obstacles=not args.no_obstacles,

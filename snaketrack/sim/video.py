@@ -1,6 +1,7 @@
 """Synthetic field video of a snake robot with ground truth, rendered by MuJoCo.
 
-Pipeline (one call of :func:`render_video`):
+Pipeline (one call of :func:`~snaketrack.sim.video_dataset.render_video`;
+:class:`VideoRenderer` renders steps 1–5 frame by frame):
 
 1. **Motion**: the obstacle-aided-locomotion run of :mod:`snaketrack.sim.oal`
    (``simulate_oal``; the same physics for every robot; 2-DOF robots such as
@@ -13,15 +14,15 @@ Pipeline (one call of :func:`render_video`):
    distractors). Only static things are added, so the recorded ``qpos``
    replays as it is (``mj_forward``, no stepping).
 3. **Camera**: :mod:`snaketrack.sim.camera_path` (static / handheld / drone),
-   a MuJoCo camera whose pose is set every frame; ``K`` from its ``fovy``
-   (shared/notes/mujoco-camera.md). MuJoCo's camera looks along its −z with
+   a MuJoCo camera whose pose is set every frame; ``K`` from its ``fovy``.
+   MuJoCo's camera looks along its −z with
    y up, so its rotation is ``R_wc · diag(1, −1, −1)``.
 4. **Render**: RGB (4× multisampled) and a segmentation render with MuJoCo's
    ``Renderer`` (headless, ``MUJOCO_GL=egl``); the mask is every pixel whose
    nearest surface is one of the robot's *visual* geoms
    (``robot_geom_ids``): the hard-edged, visible silhouette (obstacles in
    front of the robot hide it in the mask too; distractors never touch it).
-5. **Degradations** (:func:`degrade`): camera motion blur (a line kernel
+5. **Degradations** (:func:`~snaketrack.sim.degrade.degrade`): camera motion blur (a line kernel
    along the image motion of the ground point at the image centre, times
    the exposure fraction), the robot's own motion blur (each link blurred
    along its image motion between the neighbouring frames and composited
@@ -29,10 +30,11 @@ Pipeline (one call of :func:`render_video`):
    signal-dependent sensor noise and a first JPEG compression at a random
    quality (the dataset writer stores the result as JPEG again, quality 92,
    as a re-encoded video would). The mask and truth are not degraded.
-6. **Output**: :class:`~snaketrack.datasets.layout.DatasetWriter`
-   (``frames/``, ``masks/``, ``meta.json``, ``truth.jsonl``; atomic, resumable),
-   then ``video.mp4`` and ``contact_sheet.png`` (mask outline in cyan, the
-   truth's link centres projected with ``K`` in red).
+6. **Output** (:mod:`snaketrack.sim.video_dataset`):
+   :class:`~snaketrack.datasets.layout.DatasetWriter` (``frames/``,
+   ``masks/``, ``meta.json``, ``truth.jsonl``; atomic, resumable), then
+   ``video.mp4`` and ``contact_sheet.png`` (mask outline in cyan, the truth's
+   link centres projected with ``K`` in red).
 
 Truth (one JSON object a frame, DESIGN.md names): ``frame``, ``t`` (s from the
 first frame), ``sim_time`` (s into the physics run), ``joint_angles`` (rad,
@@ -57,11 +59,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
-import cv2
 import numpy as np
 
 from snaketrack.errors import InputError
 from snaketrack.sim.camera_path import SCENES, CameraPath, camera_path, project
+from snaketrack.sim.degrade import Degradation, clip_settings, degrade
 from snaketrack.sim.scene import LightSchedule, SceneConfig, dress_scene
 
 os.environ.setdefault("MUJOCO_GL", "egl")
@@ -69,38 +71,22 @@ os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
 
 
 @dataclass(frozen=True)
-class Degradation:
-    """Image degradations; set ``enabled=False`` for clean renders.
-
-    exposure: range of the exposure time as a fraction of the frame interval (per clip).
-    defocus_px: range of the Gaussian defocus sigma [px] (per clip).
-    noise_gain: range of the signal-dependent noise variance per unit intensity (per clip).
-    noise_floor: range of the read-noise standard deviation, intensity in [0, 1] (per clip).
-    vignette: range of the corner darkening fraction (per clip).
-    jpeg_quality: range of the first JPEG compression's quality (per frame).
-    """
-
-    enabled: bool = True
-    exposure: tuple[float, float] = (0.3, 0.7)
-    defocus_px: tuple[float, float] = (0.25, 0.6)
-    noise_gain: tuple[float, float] = (0.0004, 0.0015)
-    noise_floor: tuple[float, float] = (0.003, 0.008)
-    vignette: tuple[float, float] = (0.1, 0.3)
-    jpeg_quality: tuple[int, int] = (55, 90)
-
-
-@dataclass(frozen=True)
 class VideoConfig:
     """A synthetic video.
 
-    scene: ``static``, ``handheld`` or ``drone``.
-    robot: shipped robot name or a robot YAML path.
-    frames: number of frames; fps: frame rate [1/s]; width, height: [px].
-    seed: seeds the physics, the scene, the camera path and the noise.
-    obstacles: the OAL posts (and their physics) or an empty floor.
-    start_time: [s] into the physics run of the first frame.
-    pitch_amplitude: [rad] pitch wave for robots with 2-DOF joints.
-    target_width_px: the robot body's nominal width in the image [px]; sets the focal length.
+    scene: camera path, ``static``, ``handheld`` or ``drone``; default ``drone``.
+    robot: shipped robot name or a robot YAML path; default ``planar-snake-11``.
+    frames: number of frames; default 300.
+    seed: seeds the physics, the scene, the camera path and the noise; default 0.
+    width: image width [px], 32..1920; default 640.
+    height: image height [px], 32..1080; default 360.
+    fps: frame rate [1/s], at most 240; default 30.
+    obstacles: the OAL posts (and their physics), else an empty floor; default True.
+    start_time: time into the physics run of the first frame [s]; default 1.
+    pitch_amplitude: pitch wave for robots with 2-DOF joints [rad]; default 0.15.
+    target_width_px: the body's nominal width in the image [px], sets the focal length; default 11.
+    scene_config: ground, sun and distractors (:class:`~snaketrack.sim.scene.SceneConfig`); default SceneConfig().
+    degradation: image degradations (:class:`~snaketrack.sim.degrade.Degradation`); default Degradation().
     """
 
     scene: str = "drone"
@@ -142,6 +128,7 @@ class Motion:
 
     times: (T,) frame times from the first frame [s]; sim_times: (T,) times in the physics run [s].
     qpos: (T, nq) MuJoCo qpos per frame. source: how it was made.
+    xml: the MJCF of the physics world the motion was recorded in.
     """
 
     times: np.ndarray
@@ -231,90 +218,6 @@ class _World:
         self.body_diameter = float(2 * vr.mean())
 
 
-def motion_blur_kernel(length: float, angle: float) -> Optional[np.ndarray]:
-    """A normalised line kernel of ``length`` [px] at ``angle`` [rad], or None below half a pixel."""
-    if length < 0.5:
-        return None
-    n = int(math.ceil(length)) | 1
-    n = max(n, 3)
-    k = np.zeros((n * 4 + 1, n * 4 + 1), np.float32)
-    c = n * 2
-    for s in np.linspace(-length / 2, length / 2, 8 * n):
-        x, y = c + 4 * s * math.cos(angle), c + 4 * s * math.sin(angle)
-        k[int(round(y)), int(round(x))] += 1
-    k = cv2.resize(k, (n, n), interpolation=cv2.INTER_AREA)
-    return k / k.sum()
-
-
-def _kernel_for(flow: np.ndarray, exposure: float) -> Optional[np.ndarray]:
-    return motion_blur_kernel(float(np.linalg.norm(flow)) * exposure, float(math.atan2(flow[1], flow[0])))
-
-
-def degrade(rgb: np.ndarray, rng: np.random.Generator, clip: dict, flow: np.ndarray,
-            cfg: Degradation, link_map: Optional[np.ndarray] = None,
-            link_flows: Optional[np.ndarray] = None) -> np.ndarray:
-    """Apply blur, vignetting, white balance, sensor noise and JPEG to an RGB uint8 image.
-
-    clip: per-clip settings from :func:`clip_settings`; flow: (2,) image motion
-        [px] over one frame interval at the image centre (the camera's motion);
-        rng: this frame's generator.
-    link_map: (H, W) int, the robot link seen at each pixel (−1: not the robot);
-        link_flows: (N, 2) each link's image motion [px per frame interval].
-        Each link is blurred along its own motion and composited over the
-        camera-blurred image (the robot moves against the ground).
-    """
-    if not cfg.enabled:
-        return rgb
-    img0 = rgb.astype(np.float32) / 255.0
-    img = img0
-    k = _kernel_for(flow, clip["exposure"])
-    if k is not None:
-        img = cv2.filter2D(img0, -1, k, borderType=cv2.BORDER_REFLECT)
-    if link_map is not None and link_flows is not None:
-        img = img.copy() if img is img0 else img
-        H, W = link_map.shape
-        ys_all, xs_all = np.nonzero(link_map >= 0)
-        links_all = link_map[ys_all, xs_all]
-        for link, fl in enumerate(link_flows):
-            kl = _kernel_for(np.asarray(fl), clip["exposure"])
-            if kl is None:
-                continue
-            sel = links_all == link
-            if not sel.any():
-                continue
-            ys, xs = ys_all[sel], xs_all[sel]
-            pad = kl.shape[0] + 2
-            y0, y1 = max(ys.min() - pad, 0), min(ys.max() + pad + 1, H)
-            x0, x1 = max(xs.min() - pad, 0), min(xs.max() + pad + 1, W)
-            region = (link_map[y0:y1, x0:x1] == link).astype(np.float32)
-            w = np.clip(2 * cv2.filter2D(region, -1, kl, borderType=cv2.BORDER_CONSTANT), 0, 1)[..., None]
-            blurred = cv2.filter2D(img0[y0:y1, x0:x1], -1, kl, borderType=cv2.BORDER_REFLECT)
-            img[y0:y1, x0:x1] = w * blurred + (1 - w) * img[y0:y1, x0:x1]
-    img = cv2.GaussianBlur(img, (0, 0), clip["defocus_px"])
-    img = img * clip["vignette_map"][..., None] * clip["wb"][None, None]
-    var = clip["noise_gain"] * np.clip(img, 0, 1) + clip["noise_floor"] ** 2
-    img = img + rng.standard_normal(img.shape, dtype=np.float32) * np.sqrt(var)
-    out = np.clip(img * 255 + 0.5, 0, 255).astype(np.uint8)
-    q = int(rng.integers(cfg.jpeg_quality[0], cfg.jpeg_quality[1] + 1))
-    ok, buf = cv2.imencode(".jpg", out, [cv2.IMWRITE_JPEG_QUALITY, q])
-    return cv2.imdecode(buf, cv2.IMREAD_UNCHANGED) if ok else out
-
-
-def clip_settings(cfg: Degradation, width: int, height: int, seed: int) -> dict:
-    """Per-clip degradation settings (exposure, defocus, noise, vignette map, white balance)."""
-    rng = np.random.default_rng([seed, 77])
-    yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
-    r2 = ((xx - width / 2) ** 2 + (yy - height / 2) ** 2) / ((width / 2) ** 2 + (height / 2) ** 2)
-    return {
-        "exposure": float(rng.uniform(*cfg.exposure)),
-        "defocus_px": float(rng.uniform(*cfg.defocus_px)),
-        "noise_gain": float(rng.uniform(*cfg.noise_gain)),
-        "noise_floor": float(rng.uniform(*cfg.noise_floor)),
-        "vignette_map": (1 - rng.uniform(*cfg.vignette) * r2).astype(np.float32),
-        "wb": rng.uniform(0.94, 1.06, 3).astype(np.float32),
-    }
-
-
 def _centre_flow(path: CameraPath, i: int, K: np.ndarray) -> np.ndarray:
     """Image motion [px per frame] of the ground point seen at the image centre in frame i."""
     j = i - 1 if i > 0 else min(1, len(path) - 1)
@@ -331,7 +234,7 @@ def _centre_flow(path: CameraPath, i: int, K: np.ndarray) -> np.ndarray:
 
 
 class VideoRenderer:
-    """Renders the frames of one :class:`VideoConfig` (a session: set up once, render frame by frame).
+    """Renders the frames of one :class:`VideoConfig`: set up once, then render frame by frame.
 
     >>> # r = VideoRenderer(VideoConfig(frames=10, width=320, height=180)); rgb, mask, truth = r.frame(0)
     """
@@ -457,16 +360,18 @@ class VideoRenderer:
             "degradation": asdict(cfg.degradation),
             "camera_convention": "OpenCV: x right, y down, z forward; camera_quat_world is R_wc (camera axes in world), w x y z",
             "mask": "MuJoCo segmentation of the robot's visual geoms (group 1), visible pixels only",
-            "config": _config_key(cfg),
+            "config": config_key(cfg),
         }
 
 
-def _config_key(cfg: VideoConfig) -> dict:
+def config_key(cfg: VideoConfig) -> dict:
+    """``cfg`` as plain JSON values: meta.json's ``config``, which ``--resume`` checks."""
     d = asdict(cfg)
     return json_safe(d)
 
 
 def json_safe(obj):
+    """``obj`` with tuples made lists and numpy scalars made Python numbers, recursively."""
     if isinstance(obj, dict):
         return {k: json_safe(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -474,119 +379,3 @@ def json_safe(obj):
     if isinstance(obj, np.generic):
         return obj.item()
     return obj
-
-
-def contact_sheet(root: str | os.PathLike, n: int = 12, cols: int = 4, tile_width: int = 320) -> np.ndarray:
-    """A grid of ``n`` evenly spaced frames of a dataset with the mask outline (cyan) and truth link centres (red).
-
-    Link centres come from the truth's joint angles and base pose through
-    :func:`snaketrack.models.kinematics.forward_kinematics_np`, projected with meta.json's K,
-    so the sheet also shows that the two renderers agree. Returns RGB uint8.
-    """
-    from snaketrack.datasets.layout import Dataset
-    from snaketrack.models.kinematics import forward_kinematics_np
-    from snaketrack.models.robot import load_robot
-    from snaketrack.models.rotations import quat_to_matrix
-    import torch
-
-    ds = Dataset(root)
-    robot = load_robot(ds.meta.get("robot_file") or ds.meta["robot"])
-    truth = ds.truth or []
-    K = ds.K
-    idx = np.unique(np.linspace(0, len(ds) - 1, min(n, len(ds))).round().astype(int))
-    tiles = []
-    for i in idx:
-        img = ds.frame(int(i)).copy()
-        mask = ds.mask(int(i))
-        if mask is not None:
-            cnts, _ = cv2.findContours(mask.astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
-            cv2.drawContours(img, cnts, -1, (0, 255, 255), 1)
-        if i < len(truth) and K is not None:
-            tr = truth[i]
-            R = quat_to_matrix(torch.tensor(tr["base_quat_cam"], dtype=torch.float64)).numpy()
-            fk = forward_kinematics_np(robot, np.array(tr["joint_angles"]), R, np.array(tr["base_position_cam"]))
-            pc = fk["centres"]
-            uv = (pc @ K.T)[:, :2] / pc[:, 2:3]
-            for u, v in uv:
-                cv2.circle(img, (int(round(u)), int(round(v))), 2, (255, 0, 0), -1)
-        s = tile_width / img.shape[1]
-        tile = cv2.resize(img, (tile_width, int(round(img.shape[0] * s))), interpolation=cv2.INTER_AREA)
-        cv2.putText(tile, f"{int(i)}", (4, 14), cv2.FONT_HERSHEY_SIMPLEX, 0.45, (255, 255, 255), 1, cv2.LINE_AA)
-        tiles.append(tile)
-    while len(tiles) % cols:
-        tiles.append(np.zeros_like(tiles[0]))
-    rows = [np.concatenate(tiles[r:r + cols], axis=1) for r in range(0, len(tiles), cols)]
-    return np.concatenate(rows, axis=0)
-
-
-def write_mp4(root: str | os.PathLike, fps: float) -> Path:
-    """Encode ``frames/*.jpg`` of a dataset into ``video.mp4`` (OpenCV mp4v), atomically."""
-    from snaketrack.datasets.layout import Dataset
-
-    ds = Dataset(root)
-    out = Path(root) / "video.mp4"
-    tmp = Path(root) / ".video.mp4.tmp.mp4"
-    first = ds.frame(0)
-    h, w = first.shape[:2]
-    writer = cv2.VideoWriter(str(tmp), cv2.VideoWriter_fourcc(*"mp4v"), float(fps), (w, h))
-    if not writer.isOpened():
-        raise InputError(f"{out}: OpenCV could not open an mp4v writer")
-    for i in range(len(ds)):
-        writer.write(cv2.cvtColor(ds.frame(i), cv2.COLOR_RGB2BGR))
-    writer.release()
-    os.replace(tmp, out)
-    return out
-
-
-def render_video(config: VideoConfig, out: str | os.PathLike, resume: bool = False, progress: bool = True,
-                 extras: bool = True) -> dict:
-    """Render ``config`` into the dataset folder ``out``; returns a summary dict.
-
-    resume: continue an interrupted run (the folder's meta.json must hold the same config);
-        without it, a folder that already holds frames is refused.
-    extras: also write ``video.mp4`` and ``contact_sheet.png``.
-    """
-    from snaketrack.datasets.layout import DatasetWriter
-    from snaketrack.io import atomic_write_bytes, read_json, write_json
-
-    out = Path(out)
-    existing = list((out / "frames").glob("*.jpg")) if (out / "frames").is_dir() else []
-    if existing and not resume:
-        raise InputError(f"{out}: already holds {len(existing)} frames; choose a new --out or pass --resume")
-    if resume and (out / "meta.json").is_file():
-        old = read_json(out / "meta.json").get("config")
-        if old is not None and old != _config_key(config):
-            raise InputError(f"{out / 'meta.json'}: holds a different configuration; resume needs the same flags")
-    with VideoRenderer(config) as r:
-        meta = r.meta()
-        with DatasetWriter(out, meta, resume=resume, masks=True, truth=True) as writer:
-            start = writer.next_frame
-            it = range(start, config.frames)
-            if progress:
-                from tqdm import tqdm
-
-                it = tqdm(it, desc=f"sim video {config.scene}", unit="frame", initial=start, total=config.frames,
-                          mininterval=0.5)
-            for i in it:
-                img, mask, truth = r.frame(i)
-                writer.write_frame(img, mask, truth)
-    from snaketrack.datasets.layout import Dataset
-
-    ds = Dataset(out)
-    tr = ds.truth or []
-    widths = np.array([x["body_width_px"] for x in tr], float)
-    pixels = np.array([x["mask_pixels"] for x in tr], float)
-    meta["stats"] = {
-        "body_width_px_median": float(np.median(widths)) if len(widths) else None,
-        "body_width_px_min": float(widths.min()) if len(widths) else None,
-        "body_width_px_max": float(widths.max()) if len(widths) else None,
-        "mask_pixels_min": int(pixels.min()) if len(pixels) else None,
-        "frames_without_robot": int((pixels == 0).sum()),
-    }
-    write_json(out / "meta.json", meta)
-    if extras:
-        write_mp4(out, config.fps)
-        sheet = contact_sheet(out)
-        ok, buf = cv2.imencode(".png", cv2.cvtColor(sheet, cv2.COLOR_RGB2BGR))
-        atomic_write_bytes(out / "contact_sheet.png", buf.tobytes())
-    return {"out": str(out), "frames": len(ds), **meta["stats"], "fovy_deg": meta["fovy_deg"]}

@@ -56,7 +56,7 @@ class SegmenterConfig:
     as trained); flips: test-time flips averaged (1: none; 2: the frame
     and its mirror image; 4: also upside down, and both). Training picks all
     three on the validation split
-    (:func:`~snaketrack.training.train.select_inference`); files written
+    (:func:`~snaketrack.training.selection.select_inference`); files written
     before ``scale`` and ``flips`` existed load with 1. precision:
     ``fp32``, or ``bf16`` (the forward pass under bfloat16 autocast,
     logits and loss in float32; :func:`precision_context`); training stores

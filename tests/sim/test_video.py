@@ -24,7 +24,8 @@ from snaketrack.models.kinematics import forward_kinematics_np  # noqa: E402
 from snaketrack.models.robot import load_robot  # noqa: E402
 from snaketrack.models.rotations import quat_to_matrix  # noqa: E402
 from snaketrack.sim.scene import SceneConfig  # noqa: E402
-from snaketrack.sim.video import VideoConfig, VideoRenderer, render_video  # noqa: E402
+from snaketrack.sim.video import VideoConfig, VideoRenderer  # noqa: E402
+from snaketrack.sim.video_dataset import render_video  # noqa: E402
 
 FAST_SCENE = SceneConfig(tile_px=64, tiles=4, shadow_size=512)
 SMALL = dict(frames=10, width=320, height=180, target_width_px=6.0, scene_config=FAST_SCENE)
@@ -176,7 +177,7 @@ def test_cli_refuses_to_overwrite(tmp_path, capsys):
 
 
 def test_degradations_change_pixels_not_truth():
-    from snaketrack.sim.video import Degradation
+    from snaketrack.sim.degrade import Degradation
 
     cfg = VideoConfig(scene="drone", seed=2, frames=4, width=160, height=96, target_width_px=4.0,
                       scene_config=FAST_SCENE)
@@ -203,11 +204,11 @@ def test_body_width_sets_the_robot_size_in_the_image(monkeypatch, capsys):
         widths.append(truth["body_width_px"])
     assert 1.6 < widths[1] / widths[0] < 2.4, widths
 
-    import snaketrack.sim.video as video
+    import snaketrack.sim.video_dataset as video_dataset
     from snaketrack.cli import main
 
     seen = {}
-    monkeypatch.setattr(video, "render_video", lambda config, out, **kw: seen.setdefault("c", config) and {})
+    monkeypatch.setattr(video_dataset, "render_video", lambda config, out, **kw: seen.setdefault("c", config) and {})
     main(["sim", "video", "--scene", "drone", "--frames", "2", "--body-width-px", "17", "--out", "unused"])
     assert seen["c"].target_width_px == 17.0
     assert main(["sim", "video", "--scene", "drone", "--frames", "2", "--body-width-px", "0",

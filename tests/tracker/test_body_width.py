@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from snaketrack.sim.scene import SceneConfig
-from snaketrack.sim.video import VideoConfig, render_video
+from snaketrack.sim.video import VideoConfig
+from snaketrack.sim.video_dataset import render_video
 
 FAST_SCENE = SceneConfig(tile_px=64, tiles=4, shadow_size=512)
 FRAMES = 8

@@ -6,7 +6,9 @@ import pytest
 import torch
 
 from snaketrack.errors import InputError
-from snaketrack.training.train import TrainConfig, lovasz_hinge, lr_at, seg_loss
+from snaketrack.training.config import TrainConfig
+from snaketrack.training.losses import lovasz_hinge, seg_loss
+from snaketrack.training.schedule import lr_at
 
 
 def _masks(seed=0, shape=(2, 1, 12, 16)):

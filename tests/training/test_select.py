@@ -12,7 +12,10 @@ from snaketrack.training.data import SegmentationData, recolour_ground
 from snaketrack.training.evaluate import evaluate_segmenter
 from snaketrack.training.model import SegmenterConfig, build_model, load_model, save_model
 from snaketrack.training.segmenter import load_segmenter
-from snaketrack.training.train import TrainConfig, choose_row, edge_band, seg_loss, select_inference, side_paths, train
+from snaketrack.training.config import TrainConfig
+from snaketrack.training.losses import edge_band, seg_loss
+from snaketrack.training.selection import choose_row, select_inference
+from snaketrack.training.train import side_paths, train
 
 
 class _Thick(torch.nn.Module):

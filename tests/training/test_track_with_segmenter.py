@@ -17,7 +17,8 @@ from snaketrack.datasets.layout import DatasetWriter
 from snaketrack.io import read_csv_columns
 from snaketrack.training.evaluate import evaluate_segmenter
 from snaketrack.training.segmenter import load_segmenter
-from snaketrack.training.train import TrainConfig, train
+from snaketrack.training.config import TrainConfig
+from snaketrack.training.train import train
 
 W, H, FPS, N = 160, 120, 30.0, 24
 K = np.array([[200.0, 0, 79.5], [0, 200.0, 59.5], [0, 0, 1]])

@@ -9,8 +9,10 @@ import torch
 from snaketrack.errors import InputError
 from snaketrack.training.data import SegmentationData
 from snaketrack.training.model import SegmenterConfig, build_model, load_model
+import snaketrack.training.selection as selection_module
 import snaketrack.training.train as train_module
-from snaketrack.training.train import TrainConfig, evaluate_loss_iou, side_paths, train
+from snaketrack.training.config import TrainConfig
+from snaketrack.training.train import evaluate_loss_iou, side_paths, train
 
 CFG = dict(encoder="resnet18", input_size=(96, 128), crop_size=(64, 64), batch_size=4, lr=1e-3,
            max_steps_per_epoch=6, block=4, val_fraction=0.25, max_val_frames=6, threads=1, seed=0)
@@ -56,15 +58,15 @@ def test_bf16_training_learns_and_is_stored(tmp_path, toy_root):
         TrainConfig(precision="fp16")
 
 
-def _reference_and_resumed(tmp_path, toy_root, cfg, monkeypatch, where: str):
-    """An uninterrupted run (ref.pt) and a run (run.pt) interrupted by Ctrl-C when the training module calls
+def _reference_and_resumed(tmp_path, toy_root, cfg, monkeypatch, module, where: str):
+    """An uninterrupted run (ref.pt) and a run (run.pt) interrupted by Ctrl-C when ``module`` calls
     ``where``, then run again to its end: (reference result, resumed result)."""
     ref = train([toy_root], tmp_path / "ref.pt", cfg, progress=False)
 
     def interrupt(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(train_module, where, interrupt)
+    monkeypatch.setattr(module, where, interrupt)
     with pytest.raises(KeyboardInterrupt):
         train([toy_root], tmp_path / "run.pt", cfg, progress=False)
     monkeypatch.undo()
@@ -76,7 +78,7 @@ def test_resume_continues_to_the_same_weights(tmp_path, toy_root, schedule, aver
     full = TrainConfig(epochs=2, lr_step_epoch=1, schedule=schedule, average_from=average_from,
                        **dict(CFG, max_steps_per_epoch=2))
     # plot_history is called right after epoch 1's checkpoint is written
-    ref, res = _reference_and_resumed(tmp_path, toy_root, full, monkeypatch, "plot_history")
+    ref, res = _reference_and_resumed(tmp_path, toy_root, full, monkeypatch, train_module, "plot_history")
     assert res.epochs_done == 2
     assert [h["val_iou"] for h in res.history] == pytest.approx([h["val_iou"] for h in ref.history])
     ck_a = torch.load(side_paths(tmp_path / "run.pt")["last"], weights_only=False)
@@ -134,7 +136,7 @@ def test_an_averaging_run_interrupted_in_its_final_choice_still_ends_with_the_av
                                                                                         monkeypatch):
     cfg = TrainConfig(epochs=2, average_from=0.0, bn_batches=2, **dict(CFG, max_steps_per_epoch=2))
     # select_inference runs after the last epoch's checkpoint, before the choice is written
-    ref, res = _reference_and_resumed(tmp_path, toy_root, cfg, monkeypatch, "select_inference")
+    ref, res = _reference_and_resumed(tmp_path, toy_root, cfg, monkeypatch, selection_module, "select_inference")
     _, _, extra = load_model(tmp_path / "run.pt")
     assert extra["checkpoint"] == "avg" and res.selection["n_averaged"] == ref.selection["n_averaged"] == 4
     a, _, _ = load_model(tmp_path / "run.pt")

@@ -44,7 +44,7 @@ def main() -> None:
     ap.add_argument("--work", default="/tmp/segbench")
     ap.add_argument("--box-margin", type=int, default=5)
     ap.add_argument("--encoder", default="resnet18")
-    ap.add_argument("--input-size", default="360x640")
+    ap.add_argument("--input-size", default="640x360", help="network input WIDTHxHEIGHT")
     ap.add_argument("--crop-size", default="160x160")
     ap.add_argument("--epochs", type=int, default=200, help="upper bound; --minutes ends the run")
     ap.add_argument("--lr", type=float, default=2e-3)
@@ -135,7 +135,7 @@ def main() -> None:
     if not args.skip_train:
         model = work / (args.out_name or f"{args.architecture.lower()}-{args.encoder}.pt")
         cfg = TrainConfig(encoder=args.encoder, input_size=parse_input_size(args.input_size),
-                          crop_size=parse_input_size(args.crop_size) if args.crop_size else None,
+                          crop_size=parse_input_size(args.crop_size, "--crop-size") if args.crop_size else None,
                           epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
                           lr_step_epoch=args.lr_step_epoch, time_limit_s=60 * args.minutes,
                           max_val_frames=args.max_val_frames, threads=args.threads, schedule=args.schedule,

@@ -161,7 +161,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if any(w <= 0 for w in args.widths) or args.frames < 1:
         ap.error("widths and frames must be positive")
-    from snaketrack.commands import parse_size
+    from snaketrack.io import parse_size
     from snaketrack.errors import InputError
 
     try:

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from snaketrack.errors import FileFormatError, MissingFileError
+from snaketrack.errors import FileFormatError, InputError, MissingFileError
 
 
 def _umask() -> int:
@@ -155,3 +155,19 @@ def read_csv_columns(path: str | os.PathLike) -> dict[str, np.ndarray]:
         except ValueError:
             out[name] = np.array(col, dtype=object)
     return out
+
+
+def parse_size(text: str, flag: str = "size") -> tuple[int, int]:
+    """An image size ``"WIDTHxHEIGHT"`` in pixels, e.g. ``"640x360"`` → ``(640, 360)``; a one-line
+    :class:`InputError` naming ``flag`` for anything else (each side 16..8192 px).
+
+    >>> parse_size("640x360")
+    (640, 360)
+    """
+    try:
+        w, h = (int(v) for v in str(text).lower().replace("×", "x").split("x"))
+    except ValueError:
+        raise InputError(f"{flag} {text!r}; expected WIDTHxHEIGHT in pixels, e.g. 640x360") from None
+    if not (16 <= w <= 8192 and 16 <= h <= 8192):
+        raise InputError(f"{flag} {text!r}; expected 16..8192 px on each side")
+    return w, h

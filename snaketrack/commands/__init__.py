@@ -10,8 +10,6 @@ import argparse
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from snaketrack.errors import InputError
-
 
 @dataclass(frozen=True)
 class Command:
@@ -28,13 +26,3 @@ class Command:
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], Optional[int]]
 
-
-def parse_size(text: str) -> tuple[int, int]:
-    """``"640x360"`` → (640, 360); a one-line :class:`InputError` for anything else."""
-    try:
-        w, h = (int(v) for v in str(text).lower().split("x"))
-    except ValueError:
-        raise InputError(f"size {text!r}; expected WIDTHxHEIGHT in pixels, e.g. 640x360") from None
-    if not (16 <= w <= 8192 and 16 <= h <= 8192):
-        raise InputError(f"size {text!r}; expected 16..8192 px on each side")
-    return w, h

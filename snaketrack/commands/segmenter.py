@@ -22,8 +22,8 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=8, help="batch size (default 8)")
     p.add_argument("--lr", type=float, default=1e-4, help="Adam learning rate (default 1e-4)")
     p.add_argument("--lr-step-epoch", type=int, default=None, help="epoch at which lr drops x0.1 (default 10)")
-    p.add_argument("--input-size", default="360x640", metavar="HxW", help="network input, height x width (default 360x640)")
-    p.add_argument("--crop-size", default=None, metavar="HxW",
+    p.add_argument("--input-size", default="640x360", metavar="WxH", help="network input, width x height (default 640x360)")
+    p.add_argument("--crop-size", default=None, metavar="WxH",
                    help="train on crops of this size at the input resolution (default: whole frames)")
     p.add_argument("--max-val-frames", type=int, default=None, help="cap on validation frames (evenly spaced)")
     p.add_argument("--val-fraction", type=float, default=None, help="fraction held out for validation (default 0.15)")
@@ -79,7 +79,7 @@ def run_train(args: argparse.Namespace) -> int:
     if args.lr_step_epoch is not None:
         kw["lr_step_epoch"] = args.lr_step_epoch
     if args.crop_size is not None:
-        kw["crop_size"] = parse_input_size(args.crop_size)
+        kw["crop_size"] = parse_input_size(args.crop_size, "--crop-size")
     if args.max_val_frames is not None:
         kw["max_val_frames"] = args.max_val_frames
     if args.val_fraction is not None:

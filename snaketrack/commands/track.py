@@ -16,7 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from snaketrack.commands import Command, parse_size
+from snaketrack.commands import Command
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
@@ -64,6 +64,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from snaketrack.io import parse_size
     from snaketrack.tracker.pipeline import PipelineConfig
     from snaketrack.tracker.run import RunOptions, track_source
 
@@ -79,7 +80,7 @@ def _run(args: argparse.Namespace) -> int:
     config = PipelineConfig(refine_steps=args.refine_steps, silhouette=args.silhouette,
                             static_camera=args.static_camera, track_ground=args.track_ground,
                             hold_frames=args.hold_frames, corrupt_masks=args.corrupt_masks, corrupt_seed=seed,
-                            track_size=parse_size(args.track_size) if args.track_size else None)
+                            track_size=parse_size(args.track_size, "--track-size") if args.track_size else None)
     options = RunOptions(up=args.up, max_frames=args.max_frames, video=not args.no_video, states=args.states)
     summary = track_source(src, args.out, args.robot, args.intrinsics, args.masks, config, options)
     keys = ("frames", "fps", "base_position_error_m", "joint_error_rad", "iou", "iou_truth", "frames_lost")

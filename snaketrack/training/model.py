@@ -77,7 +77,7 @@ class SegmenterConfig:
     def __post_init__(self) -> None:
         h, w = self.input_size
         if int(h) < 16 or int(w) < 16:
-            raise InputError(f"--input-size {h}x{w}: expected at least 16x16 pixels")
+            raise InputError(f"--input-size {w}x{h}: expected at least 16x16 pixels")
         object.__setattr__(self, "input_size", (int(h), int(w)))
         object.__setattr__(self, "mean", tuple(float(v) for v in self.mean))
         object.__setattr__(self, "std", tuple(float(v) for v in self.std))
@@ -114,15 +114,15 @@ def precision_context(precision: str, device: str = "cpu"):
     return torch.autocast(dev, dtype=torch.bfloat16, enabled=check_precision(precision) == "bf16")
 
 
-def parse_input_size(text: str) -> tuple[int, int]:
-    """``"360x640"`` → ``(360, 640)`` (height × width, pixels)."""
-    parts = str(text).lower().replace("×", "x").split("x")
-    try:
-        h, w = (int(p) for p in parts)
-    except ValueError:
-        raise InputError(f"--input-size {text!r}: expected HEIGHTxWIDTH in pixels, e.g. 360x640") from None
-    if h < 16 or w < 16:
-        raise InputError(f"--input-size {text!r}: expected at least 16x16 pixels")
+def parse_input_size(text: str, flag: str = "--input-size") -> tuple[int, int]:
+    """A flag's ``"WIDTHxHEIGHT"`` → ``(height, width)`` [px], the order the network's tensors use.
+
+    >>> parse_input_size("640x360")
+    (360, 640)
+    """
+    from snaketrack.io import parse_size
+
+    w, h = parse_size(text, flag)
     return h, w
 
 

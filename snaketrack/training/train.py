@@ -115,7 +115,7 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
         if (old.get("encoder") != config.encoder or tuple(old.get("input_size", ())) != tuple(config.input_size)
                 or old.get("architecture", "DeepLabV3Plus") != config.architecture):
             raise InputError(f"{paths['last']}: a run with --encoder {old.get('encoder')} --input-size "
-                             f"{'x'.join(map(str, old.get('input_size', ())))} is in progress there; "
+                             f"{'x'.join(map(str, old.get('input_size', ())[::-1]))} is in progress there; "
                              "use the same settings to resume or choose a new --out")
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["optimizer"])

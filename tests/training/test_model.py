@@ -51,7 +51,7 @@ def test_local_encoder_weights_are_loaded(tmp_path):
 
 
 def test_bad_inputs(tmp_path):
-    assert parse_input_size("360x640") == (360, 640)
+    assert parse_input_size("640x360") == (360, 640)  # flags are WIDTHxHEIGHT, tensors (height, width)
     assert padded_size((360, 640)) == (368, 640)
     for bad in ("360", "axb", "8x8"):
         with pytest.raises(InputError, match="--input-size"):

@@ -71,10 +71,11 @@ def test_evaluate_against_an_oracle(toy_root):
 
 def test_train_segment_eval_commands(tmp_path, toy_root, capsys):
     model = tmp_path / "seg.pt"
-    assert main(["train", toy_root, "--epochs", "1", "--batch-size", "4", "--input-size", "48x64",
+    assert main(["train", toy_root, "--epochs", "1", "--batch-size", "4", "--input-size", "64x48",
                  "--max-val-frames", "4", "--threads", "1", "--out", str(model), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["epochs"] == 1 and model.is_file()
+    assert load_segmenter(model).config.input_size == (48, 64)  # --input-size is WIDTHxHEIGHT
     out = tmp_path / "masks"
     assert main(["segment", toy_root, "--model", str(model), "--out", str(out)]) == 0
     capsys.readouterr()

@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 export MUJOCO_GL ?= egl
 export PYOPENGL_PLATFORM ?= egl
 
-.PHONY: demo test test-slow venv clean
+.PHONY: demo test test-slow lint venv clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -21,7 +21,10 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/snaketrack demo --out demo_out
 
-test: $(STAMP)
+lint: $(STAMP)
+	$(BIN)/ruff check snaketrack tests scripts
+
+test: lint
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile snaketrack tests
 
 test-slow: $(STAMP)

@@ -1,1 +1,14 @@
-"""Jacobian estimation: the estimators and their registry, their inputs, the paper's experiments; see docs/estimation.md."""
+"""States to Jacobians: the estimators, their registry, their inputs, and the paper's experiments.
+
+- :class:`JacobianEstimator`: ``reset()``, ``step(phidot, rdot) -> jacobian`` (see docs/estimation.md).
+- :data:`ESTIMATORS` / :func:`make_estimator`: the UKF, CO and KF estimators by name.
+- :func:`read_states`: joint and head velocities from ``states.csv``, ``track.csv`` or JSON lines.
+- :func:`run_experiments`: the three experiments of the Jacobian paper on the MuJoCo world.
+"""
+from snaketrack._exports import lazy_exports
+
+__all__, __getattr__, __dir__ = lazy_exports(__name__, {
+    "JacobianEstimator": "base", "ESTIMATORS": "registry", "make_estimator": "registry",
+    "COEstimator": "co", "UKFEstimator": "ukf", "KalmanJacobianEstimator": "kf",
+    "read_states": "states", "run_estimator": "metrics", "run_experiments": "experiments",
+})

@@ -31,7 +31,8 @@ def write_posed_dataset(root: Path, n: int, seed: int, housings: Optional[str] =
     """``n`` frames of planar-snake-11 at :func:`pose` into ``root`` (frames: the robot orange on grey).
     ``housings``: draw the masks with ``CapsuleModel.from_visual(robot, housings)`` (the tracker's model)
     instead of the renderer's default."""
-    from snaketrack.tracker.render import CapsuleModel, SilhouetteRenderer
+    from snaketrack.tracker.primitives import CapsuleModel
+    from snaketrack.tracker.render import SilhouetteRenderer
 
     robot = load_robot("planar-snake-11")
     layout = StateLayout.for_robot(robot)

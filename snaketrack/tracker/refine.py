@@ -297,7 +297,7 @@ class Refiner:
         return point_jacobian(self.robot, self.renderer.model, theta[:J], R0, theta[J + 3:])
 
     def _roi(self, pts: torch.Tensor, sigma: float, offset: float, margin_extra: float = 0.0):
-        from snaketrack.tracker.render import primitive_boxes
+        from snaketrack.tracker.bands import primitive_boxes
 
         full = (0, 0, self.renderer.width, self.renderer.height)
         pad = self.renderer.settings.margin_sigmas * sigma + abs(offset) + self.config.roi_pad_px + margin_extra

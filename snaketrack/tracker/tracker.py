@@ -66,8 +66,9 @@ from snaketrack.models.kinematics import forward_kinematics, forward_kinematics_
 from snaketrack.models.robot import Robot
 from snaketrack.tracker.axis import mask_axes
 from snaketrack.tracker.filter import FilterConfig, KalmanFilter
+from snaketrack.tracker.primitives import CapsuleModel
 from snaketrack.tracker.refine import Observation, RefineConfig, Refiner, RefineResult
-from snaketrack.tracker.render import CapsuleModel, SilhouetteRenderer, SilhouetteSettings
+from snaketrack.tracker.render import SilhouetteRenderer, SilhouetteSettings
 from snaketrack.tracker.state import StateLayout, TrackState
 
 

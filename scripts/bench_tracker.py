@@ -33,13 +33,14 @@ from snaketrack.tracker.benchmark import ROBOTS, SCENES, BenchmarkConfig, run_be
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default="bench_data", help="folder of the clips, rendered when absent (default bench_data)")
+    ap.add_argument("--data", default="bench_data",
+                    help="folder of the clips, rendered when absent (default bench_data)")
     ap.add_argument("--out", default="bench_out/tracker", help="folder for the tracks (default bench_out/tracker)")
-    ap.add_argument("--frames", type=int, default=300)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--scenes", nargs="+", default=list(SCENES))
-    ap.add_argument("--robots", nargs="+", default=list(ROBOTS))
-    ap.add_argument("--refine-steps", type=int, default=10)
+    ap.add_argument("--frames", type=int, default=300, help="frames per clip (default 300)")
+    ap.add_argument("--seed", type=int, default=0, help="the clips' seed (default 0)")
+    ap.add_argument("--scenes", nargs="+", default=list(SCENES), help="default: static handheld drone")
+    ap.add_argument("--robots", nargs="+", default=list(ROBOTS), help="default: planar-snake-11 arcsnake-4")
+    ap.add_argument("--refine-steps", type=int, default=10, help="refinement iterations per frame (default 10)")
     ap.add_argument("--no-reacquire", action="store_true", help="skip the hidden-robot runs")
     ap.add_argument("--hide-start", type=int, default=60, help="first hidden frame of the re-acquisition run")
     ap.add_argument("--threads", type=int, default=2, help="torch intra-op threads (default 2)")

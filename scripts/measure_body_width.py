@@ -44,7 +44,8 @@ def main(argv=None) -> int:
                     help="nominal body widths [px] (snaketrack sim video --body-width-px)")
     ap.add_argument("--seeds", nargs="+", type=int, default=[0])
     ap.add_argument("--frames", type=int, default=300)
-    ap.add_argument("--data", default="bench_data/width", help="folder for the rendered clips (default bench_data/width)")
+    ap.add_argument("--data", default="bench_data/width",
+                    help="folder for the rendered clips (default bench_data/width)")
     ap.add_argument("--reuse", default=None, help="folder of the benchmark's clips, used for the default width")
     ap.add_argument("--out", default="bench_out/width", help="folder for the tracks, body_width.json and .png")
     ap.add_argument("--size", default="640x360", help="image size WxH of rendered clips (default 640x360)")

@@ -26,7 +26,12 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 @pytest.fixture
 def run_script(monkeypatch):
     """``run_script("bench_tracker", [...])``: run ``scripts/bench_tracker.py`` as a command, in this
-    process (as ``__main__``, with those arguments); returns its exit status."""
+    process (as ``__main__``, with those arguments); returns its exit status. torch's thread count, which
+    a script may set, is restored afterwards."""
+    import torch
+
+    threads = torch.get_num_threads()
+
     def run(name: str, argv) -> int:
         path = SCRIPTS / f"{name}.py"
         monkeypatch.setattr(sys, "argv", [str(path), *map(str, argv)])
@@ -37,4 +42,5 @@ def run_script(monkeypatch):
             return 0 if e.code is None else e.code if isinstance(e.code, int) else 1
         return 0
 
-    return run
+    yield run
+    torch.set_num_threads(threads)

@@ -26,7 +26,18 @@ def clips(tmp_path_factory):
     return data
 
 
-def test_sweep_scores_both_widths_and_resumes(clips, tmp_path, monkeypatch):
+@pytest.fixture
+def one_thread():
+    """torch on one thread, as the script's ``--threads 1`` (two threads on two shared cores are slower)."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def test_sweep_scores_both_widths_and_resumes(clips, tmp_path, monkeypatch, one_thread):
     out = tmp_path / "out"
     config = SweepConfig(scenes=("drone",), robots=("arcsnake-4",), seeds=(1,), widths=(5.0, 10.0), frames=FRAMES,
                          size=(320, 180))

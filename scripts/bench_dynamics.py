@@ -7,7 +7,8 @@ Measures, in one process:
   inside the full closed loop of :func:`snaketrack.sim.planar.simulate`
   (guidance, controller, solve_ivp RK45 rtol 1e-6, events), on the head-SJC
   scenario without faults;
-- a literal reference: the seed's eqs. 13–29 written with dense diag()
+- a literal reference: the paper's eqs. 13–29 (Sibilska-Mroziewicz et al.,
+  docs/planar-dynamics.md) written with dense diag()
   matrices and matrix inverses at every call, as a MATLAB transcription
   would, driven by the same controller and solver over a shorter span;
 - the cost of one right-hand-side evaluation of each, and how far apart

@@ -1,6 +1,6 @@
 """Benchmark: GrabCut auto-labels vs truth, and a DeepLabV3+ trained on them.
 
-1. Label a synthetic drone video (default /work/data/drone-planar-s0, made
+1. Label a synthetic drone video (default bench_data/drone-planar-s0, made
    by ``snaketrack sim video --scene drone --frames 300 --seed 0``) with the
    GrabCut backend, prompted on frame 0 with the truth mask's box grown by
    ``--box-margin`` pixels (standing in for the user's box); mean IoU of
@@ -22,13 +22,12 @@
 Every stage resumes (labels and training continue where they stopped).
 Prints one JSON object last.
 
-    python scripts/bench_labels.py --work /tmp/segbench
+    python scripts/bench_labels.py --work bench_out/labels
 """
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -38,10 +37,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--train-video", default="/work/data/drone-planar-s0")
+    ap.add_argument("--train-video", default="bench_data/drone-planar-s0")
     ap.add_argument("--test-video", action="append", default=None,
-                    help="a test dataset with truth masks (repeatable; default /work/data/handheld-planar-s1)")
-    ap.add_argument("--work", default="/tmp/segbench")
+                    help="a test dataset with truth masks (repeatable; default bench_data/handheld-planar-s1)")
+    ap.add_argument("--work", default="bench_out/labels", help="folder for the labels and the model")
     ap.add_argument("--box-margin", type=int, default=5)
     ap.add_argument("--encoder", default="resnet18")
     ap.add_argument("--input-size", default="640x360", help="network input WIDTHxHEIGHT")
@@ -83,7 +82,7 @@ def main() -> None:
                     help="with --fit-robot: keep the labels' edge, only cut what lies beyond the fitted silhouette")
     ap.add_argument("--skip-train", action="store_true")
     args = ap.parse_args()
-    args.test_video = args.test_video or ["/work/data/handheld-planar-s1"]
+    args.test_video = args.test_video or ["bench_data/handheld-planar-s1"]
     import cv2
 
     cv2.setNumThreads(1)

@@ -29,7 +29,6 @@ os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
 
 def main() -> None:
     import mujoco
-    import numpy as np
 
     from snaketrack.sim.oal import OALConfig, oal_model, simulate_oal
     from snaketrack.sim.video import VideoConfig, VideoRenderer

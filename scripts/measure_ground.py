@@ -10,7 +10,7 @@ to the first frame. Prints one JSON line per dataset and a JSON object
 last: relative error mean and max |.|, the last frame's error, keyframes,
 and ms per frame.
 
-    .venv/bin/python scripts/measure_ground.py /work/data/handheld-planar-s0 /work/data/drone-planar-s15 \\
+    .venv/bin/python scripts/measure_ground.py bench_data/handheld-planar-s0 bench_data/drone-planar-s15 \\
         [--imu-bias-deg 1.0 --imu-noise-deg 0.5] [--smooth-frames 20]
 """
 from __future__ import annotations

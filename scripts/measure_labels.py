@@ -7,7 +7,7 @@ propagated box. Truth masks are read only for that first box and for
 scoring. Nothing is written to disk. Prints per video the mean IoU, the
 number of flagged frames and ms per frame; the JSON object last.
 
-    python scripts/measure_labels.py --videos /work/data/drone-planar-s0 --set iterations=6
+    python scripts/measure_labels.py --videos bench_data/drone-planar-s0 --set iterations=6
 """
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-DEFAULT_VIDEOS = ["/work/data/drone-planar-s0", "/work/data/static-planar-s0",
-                  "/work/data/handheld-planar-s0", "/work/data/drone-arcsnake-s0",
-                  "/work/data/handheld-arcsnake-s0", "/work/data/static-arcsnake-s0"]
+DEFAULT_VIDEOS = ["bench_data/drone-planar-s0", "bench_data/static-planar-s0",
+                  "bench_data/handheld-planar-s0", "bench_data/drone-arcsnake-s0",
+                  "bench_data/handheld-arcsnake-s0", "bench_data/static-arcsnake-s0"]
 
 
 def _overrides(pairs: list[str], cls) -> dict:

@@ -1,4 +1,4 @@
-"""Does observing second-order moments help the filter? (issue 3, part 4)
+"""Does observing second-order moments help the filter?
 
 Runs the Kalman filter of :mod:`snaketrack.tracker.filter` with the image-moment
 update only (no silhouette refinement) on a synthetic dataset, starting from
@@ -9,7 +9,7 @@ moments (order 2), with truth or corrupted masks. The observation function
 comes from autograd. Prints one JSON object last with the mean errors per
 variant.
 
-    .venv/bin/python scripts/measure_moment_observation.py [--data /work/data/drone-planar-s0] [--frames 60]
+    .venv/bin/python scripts/measure_moment_observation.py [--data bench_data/drone-planar-s0] [--frames 60]
 """
 from __future__ import annotations
 
@@ -75,7 +75,8 @@ def main(argv=None) -> int:
     from snaketrack.models.robot import load_robot
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default="/work/data/drone-planar-s0")
+    ap.add_argument("--data", default="bench_data/drone-planar-s0",
+                    help="a dataset with truth (default bench_data/drone-planar-s0)")
     ap.add_argument("--frames", type=int, default=60)
     args = ap.parse_args(argv)
     torch.set_num_threads(2)

@@ -2,7 +2,7 @@
 
 Usage::
 
-    .venv/bin/python scripts/measure_tracker_core.py /work/data/drone-planar-s0 \
+    .venv/bin/python scripts/measure_tracker_core.py bench_data/drone-planar-s0 \
         --frames 40 --corrupt --truth-init [--config '{"refine": {"method": "adam"}}'] [--hide 10 40]
 
 ``--up-noise-deg X`` gives the tracker the up direction of the camera's true

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Reproduce the seed paper's sixteen planar-snake scenarios (Figs. 12–18) and tabulate them.
+"""Reproduce the sixteen planar-snake scenarios (Figs. 12–18) of Sibilska-Mroziewicz et al. and tabulate them.
 
 Faults {none, joint 3, joints 3,5,8, joints 3,5,6} × tracked point {centre, head}
 × control {SJC, CC}. Each scenario runs with :mod:`snaketrack.sim.planar` and
@@ -9,7 +9,7 @@ solver settings), so an interrupted run keeps its finished rows.
 
 ``--spread`` also re-runs every scenario with other solvers/tolerances and
 reports the range of the last-target time (the reach times depend visibly on
-the integrator, issue 6).
+the integrator).
 
 Prints a table beside the paper's last-target times, then one JSON object as
 the last line.
@@ -37,11 +37,11 @@ from snaketrack.sim.planar import PlanarScenario, plot_reach_times, run_scenario
 
 FAULTS = {"none": (), "3": (3,), "3,5,8": (3, 5, 8), "3,5,6": (3, 5, 6)}
 
-# Last-target times from the seed's text (§4.3). "stated": a number printed in
+# Last-target times from the paper's text (§4.3). "stated": a number printed in
 # the text; "derived": computed from a printed difference ("the difference
 # between CC and SJC is 38 s for center tracking and 75 s for head tracking"),
-# "about": the text's "almost the same, 320 s". None: not given (bars of
-# Fig. 14 only, which did not survive in the seed text).
+# "about": the text's "almost the same, 320 s". None: not given (shown only as
+# bars in Fig. 14, with no number in the text).
 PAPER = {
     ("none", "com", "sjc"): (257, "stated"),
     ("none", "head", "sjc"): (297, "stated"),

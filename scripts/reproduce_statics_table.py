@@ -1,4 +1,5 @@
-"""Reproduce Table 1 of the static-model seed (Hu et al., Robotics 2023).
+"""Reproduce Table 1 of Hu et al., Static Modeling of a Class of Stiffness-Adjustable Snake-Like Robots
+with Gravity Compensation (Robotics 12, 2, 2023).
 
 Planar orientation (α = 0), 6-link robot of Sec. 4.1 (L = 12 mm, R = 6 mm,
 r = 3.5 mm, V = 0.851 cm³, g = 9.8 m/s²), tensions [0, 2.4, 0, 5.1] N: the

@@ -1,7 +1,7 @@
 """Does arcsnake-4 crawl upright? Base roll, heights and progress vs collision shape and pitch wave.
 
-For each collision shape of the segments (``capsule``: round, the old model;
-``box``: the square section arcsnake-4.yaml now asks for), pitch-wave
+For each collision shape of the segments (``capsule``: a round section;
+``box``: the square section arcsnake-4.yaml has), pitch-wave
 amplitude and seed: one OAL run (with the posts, and on an empty floor) of
 ``--duration`` s, measured on the base link (link 1) from the recorded qpos:
 

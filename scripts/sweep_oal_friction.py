@@ -1,4 +1,4 @@
-"""Tuning record for the OAL world: head displacement vs ground friction, with and without obstacles.
+"""The OAL world's head displacement against ground friction, with and without obstacles.
 
 For each floor friction μ and seed: 10 s with obstacles, without obstacles
 (isotropic ground friction), and with the paper's halt (5–7 s, both resume

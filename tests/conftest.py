@@ -14,7 +14,7 @@ except Exception:
     pass
 
 
-import importlib  # noqa: E402
+import runpy  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -23,13 +23,24 @@ import pytest  # noqa: E402
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
 
-@pytest.fixture(scope="session")
-def load_script():
-    """``load_script("bench_tracker")``: a module of ``scripts/``, imported with that folder on ``sys.path``
-    as the scripts import one another."""
-    def load(name: str):
-        if str(SCRIPTS) not in sys.path:
-            sys.path.insert(0, str(SCRIPTS))
-        return importlib.import_module(name)
+@pytest.fixture
+def run_script(monkeypatch):
+    """``run_script("bench_tracker", [...])``: run ``scripts/bench_tracker.py`` as a command, in this
+    process (as ``__main__``, with those arguments); returns its exit status. torch's thread count, which
+    a script may set, is restored afterwards."""
+    import torch
 
-    return load
+    threads = torch.get_num_threads()
+
+    def run(name: str, argv) -> int:
+        path = SCRIPTS / f"{name}.py"
+        monkeypatch.setattr(sys, "argv", [str(path), *map(str, argv)])
+        monkeypatch.setattr(sys, "path", list(sys.path))  # the script puts the repository first
+        try:
+            runpy.run_path(str(path), run_name="__main__")
+        except SystemExit as e:
+            return 0 if e.code is None else e.code if isinstance(e.code, int) else 1
+        return 0
+
+    yield run
+    torch.set_num_threads(threads)

@@ -1,13 +1,54 @@
-"""scripts/bench_tracker.py end to end on one tiny clip: the JSON it prints, and its renderer reference."""
+"""The tracker's benchmark (snaketrack.tracker.benchmark): its options and re-acquisition count, and
+scripts/bench_tracker.py run as a command on one tiny clip (the JSON it prints, the renderer's reference)."""
+import csv
 import json
 import math
 
+import pytest
 
-def test_bench_prints_the_issue_figures(tmp_path, capsys, load_script):
-    bench = load_script("bench_tracker")
-    code = bench.main(["--data", str(tmp_path / "data"), "--out", str(tmp_path / "out"), "--frames", "6",
-                       "--scenes", "drone", "--robots", "arcsnake-4", "--no-reacquire", "--up", "sim-imu",
-                       "--threads", "1", "--timing-reps", "2"])
+from snaketrack.errors import InputError
+from snaketrack.tracker.benchmark import BenchmarkConfig, bench_options, dataset_dir, obstacles_for, reacquire_frames
+
+
+def test_options_declare_the_camera_only_with_an_up_direction():
+    for scene, up, fixed, moving in (("static", "sim-imu", True, False), ("drone", "sim-imu", False, True),
+                                     ("handheld", "none", False, False), ("static", "none", False, False)):
+        config, options = bench_options(scene, seed=5, frames=40, up=up)
+        assert (config.static_camera, config.track_ground) == (fixed, moving), (scene, up)
+        assert config.corrupt_masks and config.corrupt_seed == 5 and config.refine_steps == 10
+        assert options.max_frames == 40 and options.up == up and not (options.video or options.plots)
+    config, _ = bench_options("static", 0, 10, static_camera=False)
+    assert not config.static_camera
+    config, _ = bench_options("drone", 0, 10, track_ground=False)
+    assert not config.track_ground
+
+
+def test_clip_names_and_posts(tmp_path):
+    assert dataset_dir(tmp_path, "handheld", "planar-snake-11", 2) == tmp_path / "handheld-planar-s2"
+    assert dataset_dir(tmp_path, "drone", "robots/my-snake.yaml", 0) == tmp_path / "drone-my-snake-s0"
+    assert not obstacles_for("static", "planar-snake-11") and obstacles_for("static", "arcsnake-4")
+    with pytest.raises(InputError):
+        BenchmarkConfig(frames=0)
+    with pytest.raises(InputError):
+        BenchmarkConfig(scenes=("garden",))
+
+
+def test_reacquire_counts_from_the_first_visible_frame(tmp_path):
+    path = tmp_path / "track.csv"
+    rows = [(10, 0.9), (20, float("nan")), (21, 0.5), (23, 0.85), (24, 0.95)]
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["frame", "iou_truth"])
+        w.writerows(rows)
+    assert reacquire_frames(path, hide_end=20) == 3  # frame 10 is before the robot was hidden
+    assert reacquire_frames(path, hide_end=20, threshold=0.9) == 4
+    assert reacquire_frames(path, hide_end=20, threshold=0.99) is None
+
+
+def test_bench_prints_the_tracker_figures(tmp_path, capsys, run_script):
+    code = run_script("bench_tracker", ["--data", tmp_path / "data", "--out", tmp_path / "out", "--frames", "6",
+                                        "--scenes", "drone", "--robots", "arcsnake-4", "--no-reacquire",
+                                        "--up", "sim-imu", "--threads", "1", "--timing-reps", "2"])
     assert code == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     scene = out["per_scene"]["drone/arcsnake-4"]

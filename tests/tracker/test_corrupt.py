@@ -133,21 +133,36 @@ def test_iou_ceiling_recovers_a_pure_bias_and_bounds_the_plain_iou():
         best_offset_iou(m, m[:, :-1])
 
 
-def test_ceiling_script_on_a_dataset(tmp_path, load_script):
-    """scripts/measure_iou_ceiling.py on a written dataset: a 9 px body, the ceiling above the plain IoU."""
-    from snaketrack.datasets.layout import DatasetWriter
+def test_iou_ceiling_of_a_dataset(tmp_path):
+    """measure_iou_ceiling on a written dataset: a 9 px body, the ceiling above the plain IoU; and
+    scripts/measure_iou_ceiling.py run as a command prints it as its last line."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
 
-    script = load_script("measure_iou_ceiling")
+    from snaketrack.datasets.layout import DatasetWriter
+    from snaketrack.errors import MissingFileError
+    from snaketrack.tracker.ceiling import measure_iou_ceiling
+
     m = _snake_mask()
     meta = {"K": [[300.0, 0, 99.5], [0, 300.0, 59.5], [0, 0, 1]], "width": 200, "height": 120, "fps": 30.0,
             "robot": "planar-snake-11", "scene": "static", "seed": 4}
     with DatasetWriter(tmp_path / "ds", meta, masks=True, truth=False) as w:
         for i in range(6):
             w.write_frame(np.full((120, 200, 3), 90, np.uint8), m if i != 2 else np.zeros_like(m), None)
-    res = script.measure(tmp_path / "ds", step=1)
+    res = measure_iou_ceiling(tmp_path / "ds", step=1)
     assert res["frames"] == 5  # the empty frame is skipped
     assert res["iou_plain"] < res["iou_ceiling"] < 1.0
     assert res["body_width_px"] == pytest.approx(9.0, abs=1.5)
     c = MaskCorruptor(seed=4)
     direct = [_iou(m, c(m, i)) for i in (0, 1, 3, 4, 5)]
     assert res["iou_plain"] == pytest.approx(np.mean(direct), rel=1e-9)
+    with pytest.raises(MissingFileError, match="not a dataset"):
+        measure_iou_ceiling(tmp_path)
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, str(root / "scripts" / "measure_iou_ceiling.py"), str(tmp_path / "ds")],
+                          capture_output=True, text=True, cwd=root, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == res

@@ -1,4 +1,5 @@
-"""scripts/measure_pose_floor.py: the refinement started at the truth, on a dataset drawn from known poses."""
+"""snaketrack.tracker.pose_floor: the refinement started at the truth, on a dataset drawn from known poses;
+scripts/measure_pose_floor.py refuses what is not a dataset."""
 import csv
 from pathlib import Path
 
@@ -8,8 +9,9 @@ import pytest
 from posed_dataset import FPS, QUAT_DOWN, H, K, W, write_posed_dataset
 from posed_dataset import pose as _pose
 from snaketrack.datasets.layout import DatasetWriter
-from snaketrack.errors import InputError, SnaketrackError
+from snaketrack.errors import InputError, MissingFileError, SnaketrackError
 from snaketrack.models.robot import load_robot
+from snaketrack.tracker.pose_floor import measure_pose_floor
 
 N = 4
 
@@ -36,9 +38,9 @@ def _write_track(path: Path, robot, dq: float, dz: float):
                         "tracked" if i != 1 else "coasting"])
 
 
-def test_floor_on_the_models_own_masks_is_the_truth(dataset, load_script):
+def test_floor_on_the_models_own_masks_is_the_truth(dataset):
     root, _ = dataset
-    res = load_script("measure_pose_floor").measure(root, clean=True, up="none")
+    res = measure_pose_floor(root, clean=True, up="none")
     assert res["frames"] == N and res["masks"] == "truth"
     # 0.005 rad measured; a wrong pairing of joints, frames or columns would be off by tenths
     assert res["floor_joint_error_rad"] < 0.01
@@ -46,13 +48,12 @@ def test_floor_on_the_models_own_masks_is_the_truth(dataset, load_script):
     assert res["floor_iou"] > 0.95
 
 
-def test_corrupted_masks_raise_the_floor_and_a_track_is_compared_on_its_frames(dataset, tmp_path, load_script):
+def test_corrupted_masks_raise_the_floor_and_a_track_is_compared_on_its_frames(dataset, tmp_path):
     root, robot = dataset
-    script = load_script("measure_pose_floor")
-    clean = script.measure(root, clean=True, up="none")
+    clean = measure_pose_floor(root, clean=True, up="none")
     track = tmp_path / "tracks" / "toy" / "track.csv"
     _write_track(track, robot, dq=0.03, dz=0.01)
-    res = script.measure(root, up="none", track=track)
+    res = measure_pose_floor(root, up="none", track=track)
     assert res["masks"] == "corrupted"
     assert res["floor_joint_error_rad"] > clean["floor_joint_error_rad"]
     assert res["floor_iou"] < clean["floor_iou"]
@@ -65,34 +66,34 @@ def test_corrupted_masks_raise_the_floor_and_a_track_is_compared_on_its_frames(d
     assert abs(res["refit_iou"] - res["floor_iou"]) < 0.05
 
 
-def test_a_looser_prior_lets_the_corrupted_masks_move_the_pose_further(dataset, load_script):
+def test_a_looser_prior_lets_the_corrupted_masks_move_the_pose_further(dataset):
     root, _ = dataset
-    script = load_script("measure_pose_floor")
-    held = script.measure(root, up="none")
-    loose = script.measure(root, up="none", prior_scale=10.0)
+    held = measure_pose_floor(root, up="none")
+    loose = measure_pose_floor(root, up="none", prior_scale=10.0)
     assert loose["prior_scale"] == 10.0
     assert loose["floor_joint_error_rad"] > held["floor_joint_error_rad"]
 
 
-def test_bad_input(dataset, tmp_path, load_script):
+def test_bad_input(dataset, tmp_path, run_script):
     root, _ = dataset
-    script = load_script("measure_pose_floor")
     with pytest.raises(InputError, match="prior scale"):
-        script.measure(root, prior_scale=0.0)
+        measure_pose_floor(root, prior_scale=0.0)
     with pytest.raises(SnaketrackError, match="sim-imu"):
-        script.measure(root)  # the toy truth has no camera attitude for the simulated IMU
-    assert script.main([str(tmp_path)]) == 2  # not a dataset folder
+        measure_pose_floor(root)  # the toy truth has no camera attitude for the simulated IMU
+    with pytest.raises(MissingFileError, match="not a dataset"):
+        measure_pose_floor(tmp_path)
+    assert run_script("measure_pose_floor", [tmp_path]) == 2  # not a dataset folder
     bare = tmp_path / "bare"
     meta = {"K": K.tolist(), "width": W, "height": H, "fps": FPS, "robot": "planar-snake-11", "seed": 3}
     with DatasetWriter(bare, meta, masks=False, truth=False) as w:
         w.write_frame(np.full((H, W, 3), 90, np.uint8), None, None)
     with pytest.raises(InputError, match="no truth"):
-        script.measure(bare, up="none")
-    assert script.main([str(bare), "--up", "none"]) == 2
+        measure_pose_floor(bare, up="none")
+    assert run_script("measure_pose_floor", [bare, "--up", "none"]) == 2
     unmasked = tmp_path / "unmasked"
     with DatasetWriter(unmasked, meta, masks=False, truth=True) as w:
         w.write_frame(np.full((H, W, 3), 90, np.uint8), None,
                       {"t": 0.0, "joint_angles": [0.0] * 10, "base_position_cam": [0.0, 0.0, 2.0],
                        "base_quat_cam": QUAT_DOWN, "head_position_cam": [0.0, 0.0, 2.0]})
     with pytest.raises(InputError, match="no masks"):
-        script.measure(unmasked, up="none")
+        measure_pose_floor(unmasked, up="none")

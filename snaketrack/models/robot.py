@@ -1,6 +1,6 @@
 """Robot descriptions: a chain of links joined by 1- or 2-DOF joints, loaded from YAML.
 
-Conventions (DESIGN.md):
+Conventions (docs/conventions.md; every key of the file: docs/robot-file.md):
 
 - Links are listed from tail (link 1, the *base*) to head (link N).
 - Each link has a frame with its origin on the tail-side end of the link's

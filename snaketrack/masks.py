@@ -1,6 +1,6 @@
 """Comparing bool masks: the one intersection-over-union every part of snaketrack reports.
 
-Rule for two empty masks: they agree (nothing is there, nothing was found), so their IoU is 1.0.
+Two empty masks agree (nothing is there, nothing was found), so their IoU is 1.0.
 A frame where only one mask is empty scores 0.0.
 
 >>> import numpy as np

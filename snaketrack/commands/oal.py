@@ -1,6 +1,6 @@
 """``snaketrack sim oal``: run the obstacle-aided-locomotion world and write its states.
 
-Writes into ``--out``: ``states.csv`` (DESIGN.md columns), ``summary.json``
+Writes into ``--out``: ``states.csv`` (docs/conventions.md), ``summary.json``
 (``head_displacement_m``, ``mean_speed_m_s`` and more, plus the settings) and
 ``head_path.png`` (the head's path among the obstacles, with the body drawn
 at a few instants). Only the flags the user gives are passed on; every

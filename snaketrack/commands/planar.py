@@ -23,9 +23,11 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rtol", type=float, default=None, help="relative tolerance (default 1e-6)")
     p.add_argument("--atol", type=float, default=None, help="absolute tolerance (default 1e-8)")
     p.add_argument("--sight-from", choices=("tracked", "head", "com"), default=None,
-                   help="point the line of sight to the target starts from (default: the tracked point, as in the seed)")
+                   help="point the line of sight to the target starts from "
+                        "(default: the tracked point, as in the paper)")
     p.add_argument("--broken-mode", choices=("locked", "passive"), default=None,
-                   help="locked: a broken joint keeps its angle (default, issue 6); passive: it gets zero torque")
+                   help="locked: a broken joint keeps its angle (default, as in the authors' code); "
+                        "passive: it gets zero torque")
     p.add_argument("--animation", choices=("gif", "mp4", "none"), default="gif", help="animation format (default gif)")
 
 

@@ -20,7 +20,7 @@ from snaketrack.commands import Command
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("source", metavar="DATASET|VIDEO", help="dataset folder (DESIGN.md layout) or video file")
+    p.add_argument("source", metavar="DATASET|VIDEO", help="dataset folder (frames/, masks/, meta.json) or video file")
     p.add_argument("--robot", default=None,
                    help="shipped robot name or robot YAML file (default: the dataset's meta.json robot)")
     p.add_argument("--intrinsics", default=None,

@@ -6,7 +6,7 @@ rows ``y … y+h-1``. This is what ``--box X,Y,W,H`` takes on the command
 line. Segment Anything wants corners ``(x0, y0, x1, y1)``
 (:meth:`Box.xyxy`).
 
-The seed's propagation (its eqs. 3–4): the prompt for frame t is the
+The single-camera tracking paper's propagation (its eqs. 3–4): the prompt for frame t is the
 bounding box of frame t−1's mask after dilation, so a robot that moved a
 little between frames stays inside the prompt.
 

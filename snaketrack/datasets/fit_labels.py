@@ -27,11 +27,11 @@ when the fit does not explain it: the tracker's state is not ``tracked``
 
 Measured (docs/segmentation.md, "Robot-fitted labels"): on the drone video
 the GrabCut labels' IoU against truth rises from 0.860 to 0.911 (fitted) and
-to 0.889 (``keep_edge``); a segmenter trained on the fitted labels scores no
-better on the other video, one trained on the trimmed labels better
-(docs/notebook/segmenter-training.md).
+to 0.889 (``keep_edge``); a segmenter trained on the fitted or the trimmed
+labels scores on another video about as one trained on the GrabCut labels
+(docs/segmenter-training.md, "Tried and not adopted").
 
-Outputs (the DESIGN.md dataset layout): ``frames/`` (the label dataset's
+Outputs (the dataset layout of docs/conventions.md): ``frames/`` (the label dataset's
 files, copied byte for byte), ``masks/`` (the fitted labels), ``meta.json``
 (the labels' meta plus ``labelling.robot_fit``), the labeller's
 ``labels.csv`` / ``labels_report.json`` copied (training skips the frames it

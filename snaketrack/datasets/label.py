@@ -1,8 +1,8 @@
 """The auto-labeller: box-prompted masks propagated through a video.
 
-Follows the seed (single-camera snake tracking, §III-B): frame 0 is
-prompted with the user's box; every later frame with the bounding box of
-the previous good mask after dilation (:func:`~snaketrack.datasets.boxes.propagate_box`).
+Follows *Tracking Snake-like Robots in the Wild using only a Single Camera*
+(§III-B): frame 0 is prompted with the user's box; every later frame with
+the bounding box of the previous good mask after dilation (:func:`~snaketrack.datasets.boxes.propagate_box`).
 Any backend that answers a box prompt can label — Segment Anything
 (:mod:`~snaketrack.datasets.sam_backend`) or GrabCut
 (:mod:`~snaketrack.datasets.grabcut_backend`) — through :class:`BoxPredictor`.
@@ -11,7 +11,7 @@ Any backend that answers a box prompt can label — Segment Anything
 is: the expensive ``set_image`` happens once a frame). :func:`label_video`
 runs it over a source and writes the dataset frame by frame.
 
-Quality guard (choices the seed leaves open, written down here): a mask is
+Quality guard (choices the paper leaves open): a mask is
 flagged when it is empty (``empty``), when its area differs from the last
 good mask's by more than ``max_area_ratio`` either way (``area_jump``), or
 when less than ``min_overlap`` of it lies inside the last good mask dilated
@@ -24,7 +24,7 @@ with the dilation growing by ``dilate_px`` for each frame since it, so a
 robot that kept moving during a bad stretch is found again. Training
 skips flagged frames.
 
-Outputs in the dataset folder besides DESIGN.md's layout: ``labels.csv``
+Outputs in the dataset folder besides the layout of docs/conventions.md: ``labels.csv``
 (one row a frame: prompt box, area, overlap, flags), ``labels_report.json``,
 when any frame is flagged ``labels_flagged.png``, and ``labels_resume.npz``
 (the unpolished masks of the last two good frames, bit-packed, so a resumed

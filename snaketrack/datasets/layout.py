@@ -1,4 +1,4 @@
-"""The on-disk dataset layout of DESIGN.md: read it, and write it frame by frame.
+"""The on-disk dataset layout (docs/conventions.md): read it, and write it frame by frame.
 
 A dataset is a folder::
 
@@ -185,7 +185,8 @@ class Dataset:
         self.meta: dict[str, Any] = read_json(meta_path) if meta_path.is_file() else {}
         self.frames_dir = self.root / "frames"
         if not self.frames_dir.is_dir():
-            raise FileFormatError(f"{self.root}: no frames/ folder; expected the layout of DESIGN.md")
+            raise FileFormatError(f"{self.root}: no frames/ folder; expected a dataset folder "
+                                  "(frames/, masks/, meta.json; docs/conventions.md)")
         self._frames = sorted(self.frames_dir.glob(f"*{FRAME_EXT}")) or sorted(self.frames_dir.glob("*.png"))
         if not self._frames:
             raise FileFormatError(f"{self.frames_dir}: holds no frames")

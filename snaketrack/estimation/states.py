@@ -1,6 +1,6 @@
 """Joint speeds and head velocities for the estimators, from ``states.csv`` or ``track.csv``.
 
-Two tables (DESIGN.md's columns), told apart by their columns:
+Two tables (docs/conventions.md), told apart by their columns:
 
 - the obstacle world's ``states.csv``: ``t, phi_*, phidot_*, theta_*,
   head_x, head_y, head_vx, head_vy`` (world frame). φ̇ and ṙ are used as
@@ -227,7 +227,7 @@ def read_states(path: str | os.PathLike, plane: str = "xy", smoothing: Smoothing
         raise InputError(f"plane = {plane!r}; expected one of {', '.join(PLANES)}")
     cols = read_columns(path)
     if "t" not in cols:
-        raise FileFormatError(f"{path}: no 't' column; expected DESIGN.md's states.csv or track.csv")
+        raise FileFormatError(f"{path}: no 't' column; expected a states.csv or track.csv (docs/conventions.md)")
     t = np.asarray(cols["t"], dtype=float)
     if t.size < 2 or not np.all(np.isfinite(t)):
         raise FileFormatError(f"{path}: column 't' needs at least two finite times")
@@ -250,7 +250,8 @@ def read_states(path: str | os.PathLike, plane: str = "xy", smoothing: Smoothing
             phi[lost] = np.nan
             head[lost] = np.nan
     else:
-        raise FileFormatError(f"{path}: no phi_1 or q_1 column; expected DESIGN.md's states.csv or track.csv")
+        raise FileFormatError(f"{path}: no phi_1 or q_1 column; "
+                              "expected a states.csv or track.csv (docs/conventions.md)")
 
     order = np.argsort(t, kind="stable")
     if not np.array_equal(order, np.arange(t.size)) or np.any(np.diff(t) <= 0):

@@ -81,7 +81,7 @@ def _write_table(path, columns, data) -> None:
 
 
 def write_states_csv(path, s: SyntheticTrajectory, with_velocities: bool = True) -> None:
-    """Write ``s`` as DESIGN.md's states.csv (θ from φ with θ_1 = 0); without velocity columns if asked."""
+    """Write ``s`` as a states.csv (θ from φ with θ_1 = 0); without velocity columns if asked."""
     J = s.phi.shape[1]
     theta = np.cumsum(np.concatenate([np.zeros((s.t.size, 1)), s.phi], axis=1), axis=1)
     cols = ["t"] + [f"phi_{j + 1}" for j in range(J)]
@@ -98,7 +98,7 @@ def write_states_csv(path, s: SyntheticTrajectory, with_velocities: bool = True)
 
 
 def track_rows(s: SyntheticTrajectory, plane: str = "xy", lost=()) -> list[dict]:
-    """``s`` as DESIGN.md's track.csv rows (dicts keyed by column): joint angles as q_*, the head
+    """``s`` as track.csv rows (dicts keyed by column): joint angles as q_*, the head
     path in ``plane`` of the camera frame (the third coordinate 2 m), identity base pose; rows in
     ``lost`` get status ``lost`` and NaN joint and head values."""
     T, J = s.phi.shape

@@ -139,7 +139,7 @@ def forward_kinematics_np(
 def planar_link_angles(robot: Robot, phi: np.ndarray, theta_base: float | np.ndarray = 0.0) -> np.ndarray:
     """Link angles θ (..., N) [rad] of a planar robot from joint angles φ (..., N−1).
 
-    θ_1 = θ_base and θ_{i+1} = θ_i + φ_i (DESIGN.md's notation).
+    θ_1 = θ_base and θ_{i+1} = θ_i + φ_i (the notation of docs/conventions.md).
 
     >>> from snaketrack.models.robot import load_robot
     >>> planar_link_angles(load_robot("planar-snake-11"), np.full(10, 0.1))[-1].round(6)

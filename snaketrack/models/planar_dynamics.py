@@ -1,8 +1,9 @@
 """Planar snake robot dynamics: Liljebäck's centre-of-mass model and the head-position model.
 
 Two forms of the same robot moving on a flat surface with anisotropic viscous
-friction (seed paper *snake-dynamics-head-tracking-control*, eqs. 1–29, built on
-Liljebäck et al., *Snake Robots*, ch. 2):
+friction (the planar head-tracking paper of Sibilska-Mroziewicz, Możaryn,
+Hameed, Molina Fernandez and Ordys, eqs. 1–29, built on Liljebäck et al.,
+*Snake Robots*, ch. 2):
 
 - :class:`PlanarSnakeModel` with ``reference="com"``: the generalised
   position is ``q = [φ̄, p_x, p_y]`` where ``p`` is the robot's centre of mass
@@ -20,15 +21,15 @@ the body the translational coordinates ``p`` name.
 
 Sign convention (important). Inside this module the joint angles follow the
 **paper**: ``φ_i = θ_i − θ_{i+1}`` (eq. 1), links 1..N from tail to head. The
-project (DESIGN.md, Jacobian paper, robot YAML files) uses
+rest of snaketrack (docs/conventions.md, Jacobian paper, robot YAML files) uses
 ``φ_i = θ_{i+1} − θ_i``, i.e. the opposite sign. Convert at the boundary with
 :func:`paper_to_design_joints` / :func:`design_to_paper_joints` (both just
 negate); the simulator (:mod:`snaketrack.sim.planar`) writes every joint angle
-in its outputs in the DESIGN convention.
+in its outputs in snaketrack's convention.
 
 Inputs. ``tau`` (shape ``(..., N−1)``, N·m) is the joint torque of eq. 13:
 ``Dᵀ tau`` acts on the links, so ``tau_i`` drives the paper's ``φ_i``.
-The controllers of the seed command joint *accelerations* instead (partial
+The paper's controllers command joint *accelerations* instead (partial
 feedback linearisation, as in the authors' code): :meth:`PlanarSnakeModel.
 accelerations` with ``joint_acc=`` imposes ``φ̈ = joint_acc`` and solves the
 three unactuated rows (``θ_N``, ``p_x``, ``p_y``) for the rest.
@@ -65,7 +66,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class SnakeParams:
-    """Physical parameters of the planar snake (issue 6 / the authors' code).
+    """Physical parameters of the planar snake (defaults: the authors' MATLAB code).
 
     n_links: N, number of links (joints = N − 1).
     mass_kg: m, mass of one link [kg].
@@ -106,12 +107,12 @@ class SnakeParams:
 
 
 def paper_to_design_joints(phi_paper: np.ndarray) -> np.ndarray:
-    """Joint angles from the seed's ``θ_i − θ_{i+1}`` to DESIGN's ``θ_{i+1} − θ_i`` (negation)."""
+    """Joint angles from the paper's ``θ_i − θ_{i+1}`` to snaketrack's ``θ_{i+1} − θ_i`` (negation)."""
     return -np.asarray(phi_paper, dtype=float)
 
 
 def design_to_paper_joints(phi_design: np.ndarray) -> np.ndarray:
-    """Joint angles from DESIGN's ``θ_{i+1} − θ_i`` to the seed's ``θ_i − θ_{i+1}`` (negation)."""
+    """Joint angles from snaketrack's ``θ_{i+1} − θ_i`` to the paper's ``θ_i − θ_{i+1}`` (negation)."""
     return -np.asarray(phi_design, dtype=float)
 
 
@@ -140,7 +141,7 @@ class PlanarSnakeModel:
     """Equations of motion of the planar snake in ``q = [φ̄ (N), p_x, p_y]`` (size N+2).
 
     reference: ``"com"`` (Liljebäck's centre-of-mass model) or ``"head"``
-    (the seed's head-position model, eqs. 24–29). Constant matrices
+    (the paper's head-position model, eqs. 24–29). Constant matrices
     (A, D, H, V, K, V_P, G_P, the position map) are built once here; every
     evaluation is a handful of vectorised numpy products on ``(..., N)``
     arrays. All joint angles are in the paper's convention (module docstring).

@@ -1,6 +1,6 @@
 """Robot descriptions: a chain of links joined by 1- or 2-DOF joints, loaded from YAML.
 
-Conventions (DESIGN.md):
+Conventions (docs/conventions.md; every key of the file: docs/robot-file.md):
 
 - Links are listed from tail (link 1, the *base*) to head (link N).
 - Each link has a frame with its origin on the tail-side end of the link's
@@ -16,9 +16,10 @@ Conventions (DESIGN.md):
   ``R_{i+1} = R_i · Rot(a_1, q_1) · Rot(a_2, q_2)``. For a yaw joint (z)
   this is the Jacobian paper's φ_i = θ_{i+1} − θ_i.
 - The *head point* is the centre of the head link's axis.
-- ``visual`` describes how the robot looks in MuJoCo's renderer (body
-  cylinders, joint housings, end caps); it deliberately differs from the
-  capsules, so synthetic video is not rendered from the tracker's own model.
+- ``visual`` describes how the robot looks (body cylinders, joint housings,
+  end caps): MuJoCo renders it, and the tracker's default silhouette
+  (``--silhouette visual``) approximates it with capsules, spheres and
+  cylinders; the link capsules stay the kinematic and collision model.
 
 Units: metres, kilograms, radians.
 

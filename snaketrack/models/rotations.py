@@ -1,7 +1,7 @@
 """Rotations in torch: axis-angle (tangent), quaternions (w, x, y, z) and matrices.
 
 All functions are batched over leading dimensions and differentiable,
-float32 or float64. Quaternions are stored scalar-first, as in DESIGN.md.
+float32 or float64. Quaternions are stored scalar-first (docs/conventions.md).
 """
 from __future__ import annotations
 

@@ -4,8 +4,9 @@ Every path returns a :class:`CameraPath`: per frame the camera centre in the
 world [m] and the rotation ``R_wc`` whose columns are the OpenCV camera axes
 (x right, y down, z forward) expressed in the world frame, so a world point
 ``p`` has camera coordinates ``R_wc.T @ (p - c)``. Intrinsics follow from the
-vertical field of view as measured for MuJoCo's renderer
-(shared/notes/mujoco-camera.md)::
+vertical field of view of MuJoCo's renderer, which samples pixel centres (a
+box edge slid across the image in sub-pixel steps first covers the column
+and row that ``cx = W/2 − 0.5``, ``cy = H/2 − 0.5`` predict; ``W/2`` does not)::
 
     fy = (H/2) / tan(fovy/2),  fx = fy,  cx = W/2 - 0.5,  cy = H/2 - 0.5
 

@@ -1,16 +1,17 @@
-"""Joint controllers and point-of-sight guidance of the planar snake (seed eqs. 32–37).
+"""Joint controllers and point-of-sight guidance of the planar snake (head-tracking paper, eqs. 32–37).
 
-All joint angles here are in the seed paper's convention ``φ_i = θ_i − θ_{i+1}``
-(see :mod:`snaketrack.models.planar_dynamics`); the simulator converts to the
-DESIGN convention when it writes outputs. The joint limit ±40° is symmetric,
-so the bookkeeping is the same in both conventions.
+All joint angles here are in the paper's convention ``φ_i = θ_i − θ_{i+1}``
+(Sibilska-Mroziewicz et al.; see :mod:`snaketrack.models.planar_dynamics`);
+the simulator converts to snaketrack's ``φ_i = θ_{i+1} − θ_i``
+(docs/conventions.md) when it writes outputs. The joint limit ±40° is
+symmetric, so the bookkeeping is the same in both conventions.
 
 Pieces, each a plain function:
 
 - :func:`joint_reference`: lateral-undulation gait, eq. 33,
   ``φ_ref,i = α sin(ω t + (i−1) δ) + φ_o``.
 - :func:`heading_offset`: eqs. 34–36, ``φ_o = k_θ (θ̄ − θ̄_ref)`` clamped to
-  ``±offset_limit``. The seed prints ``θ̄_ref = −tan⁻¹(d_y/d_x)``, which is
+  ``±offset_limit``. The paper prints ``θ̄_ref = −tan⁻¹(d_y/d_x)``, which is
   Liljebäck's line-of-sight law written for a cross-track error (``d_y = −y``);
   with ``d = P − p`` (eq. 31) pointing at the target the same law is
   ``θ̄_ref = atan2(d_y, d_x)``, which is what we use (with the minus sign the
@@ -18,12 +19,13 @@ Pieces, each a plain function:
 - :func:`single_joint_control`: SJC, eq. 32, ``u = k_p(φ_ref − φ) − k_d φ̇``.
 - :func:`couple`: CC, eq. 37, ``u_mod,1 = u_1``, ``u_mod,i = u_i + ½ u_{i−1}``.
 - :func:`apply_broken`: a broken joint receives no command (its output is 0).
-  The controller does not know which joints are broken (the seed: "the
+  The controller does not know which joints are broken (the paper: "the
   information about a fault does not have to be available to the
   controller"), so coupling uses the neighbour's *computed* signal and the
   fault zeroes the command at the actuator afterwards.
 - :class:`JointController`: the above chained; output ``u`` is the commanded
-  joint acceleration ``φ̈`` (partial feedback linearisation, issue 6).
+  joint acceleration ``φ̈`` (partial feedback linearisation, as in the
+  authors' MATLAB code).
 - :class:`PointOfSight`: targets in turn, each reached within a tolerance.
 - :func:`joint_limit_stats`: time beyond ±40° (the red lines of Figs. 15–18).
 
@@ -71,7 +73,7 @@ class GaitParams:
 
 @dataclass(frozen=True)
 class ControllerConfig:
-    """Joint controller, heading law and fault settings (issue 6 values).
+    """Joint controller, heading law and fault settings (defaults: the authors' MATLAB code).
 
     kp [1/s²], kd [1/s]: SJC gains of eq. 32 (output is a joint acceleration).
     k_theta: heading gain of eq. 34 (dimensionless).

@@ -4,13 +4,13 @@ The Jacobian paper's gait (its eq. 9) for joint k = 1..J:
 
     φ_d,k(t) = A · sin(ω t + δ k),   A = π/3 rad, ω = 4 rad/s, δ = π/3 rad.
 
-**Wave direction.** The paper prints ``−(π/3)·k``; with DESIGN.md's numbering
-(links and joints counted from the *tail*, link N is the head) the wave must
-travel from head to tail for the snake to push forward off the obstacles, and
-that needs ``+δ k`` with δ > 0: the phase of joint k is ωt + δk, so a crest
-(constant phase) moves to smaller k, i.e. towards the tail. Flipping the sign
-drives the snake backwards (shared/notes/oal-in-mujoco.md). ``phase_lag`` is
-therefore +π/3 by default.
+**Wave direction.** The paper prints ``−(π/3)·k``; with snaketrack's
+numbering (links and joints counted from the *tail*, link N is the head;
+docs/conventions.md) the wave must travel from head to tail for the snake to
+push forward off the obstacles, and that needs ``+δ k`` with δ > 0: the phase
+of joint k is ωt + δk, so a crest (constant phase) moves to smaller k, i.e.
+towards the tail. Flipping the sign drives the snake backwards. ``phase_lag``
+is therefore +π/3 by default.
 
 **Gait time.** References are a function of a *gait time* τ(t), not of t:
 

@@ -71,7 +71,7 @@ def collision_shape(robot: Robot) -> str:
 
 @dataclass(frozen=True)
 class ContactParams:
-    """Contact and friction settings (see shared/notes/oal-in-mujoco.md).
+    """Contact and friction settings (docs/oal.md, "Tuned contact parameters").
 
     MuJoCo combines two geoms' friction by taking the larger, so the snake and
     the obstacles get a low value and the floor the high ground value:

@@ -9,9 +9,9 @@ Python every step:
 
     τ = kp (φ_d − φ) + kd (φ̇_d − φ̇),   clipped to the motor's torque–speed limits
 
-(torque motors; no MuJoCo ``kv``, whose damping of the actual joint speed
-saturates the joints, see shared/notes/oal-in-mujoco.md). The clip is a
-DC-motor line with stall torque ``torque_limit`` = 5 N·m and no-load speed
+(torque motors; no MuJoCo ``kv``: its damping resists the actual joint speed
+instead of following the reference's rate, and saturates the joints). The
+clip is a DC-motor line with stall torque ``torque_limit`` = 5 N·m and no-load speed
 ``motor_speed`` = 10 rad/s (a hobby servo's "0.10 s/60°"): the gait needs at
 most A·ω = 4.2 rad/s and ≤ 1.5 N·m (99th percentile), so normal locomotion is
 unaffected, but when ``resume="reference"`` makes the references jump the
@@ -228,7 +228,7 @@ class OALResult:
 
     @property
     def columns(self) -> list[str]:
-        """states.csv columns (DESIGN.md)."""
+        """states.csv columns (docs/conventions.md)."""
         J, N = self.phi.shape[1], self.theta.shape[1]
         return (["t"] + [f"phi_{j}" for j in range(1, J + 1)] + [f"phidot_{j}" for j in range(1, J + 1)]
                 + [f"theta_{i}" for i in range(1, N + 1)] + ["head_x", "head_y", "head_vx", "head_vy"])
@@ -238,7 +238,7 @@ class OALResult:
         return np.column_stack([self.t, self.phi, self.phidot, self.theta, self.head_xy, self.head_vxy])
 
     def write_states_csv(self, path: str | os.PathLike) -> None:
-        """Write DESIGN.md's ``states.csv`` (t, phi_*, phidot_*, theta_*, head_x/y, head_vx/vy), atomically.
+        """Write ``states.csv`` (t, phi_*, phidot_*, theta_*, head_x/y, head_vx/vy), atomically.
 
         Numbers are written with ``repr`` precision, so the same run gives the same bytes.
         """

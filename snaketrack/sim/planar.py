@@ -1,11 +1,12 @@
 """Planar snake scenarios: point-to-point head or centre-of-mass tracking with SJC or CC.
 
-One scenario of the seed paper (§4): the robot starts straight along +x with
-its tracked point (head-link centre or centre of mass) at the origin, and is
-steered by point-of-sight guidance through the targets (1, 1), (3, 1), (4, 0),
-(6, −1), (8, −1) m. A target counts as reached within 0.05 m. The dynamics
-are integrated with :func:`scipy.integrate.solve_ivp`; reaching a target is a
-terminal event, after which integration restarts towards the next target.
+One scenario of the planar head-tracking paper (Sibilska-Mroziewicz et al.,
+§4): the robot starts straight along +x with its tracked point (head-link
+centre or centre of mass) at the origin, and is steered by point-of-sight
+guidance through the targets (1, 1), (3, 1), (4, 0), (6, −1), (8, −1) m. A
+target counts as reached within 0.05 m. The dynamics are integrated with
+:func:`scipy.integrate.solve_ivp`; reaching a target is a terminal event,
+after which integration restarts towards the next target.
 
 Model choice: ``track="head"`` integrates the head-position model
 (eqs. 24–29), ``track="com"`` Liljebäck's centre-of-mass model; they are the
@@ -25,10 +26,10 @@ Outputs of :func:`run_scenario` (``out_dir``):
 - ``trajectory.csv``: ``t, target_index, phi_1…phi_9, phidot_1…phidot_9,
   theta_1…theta_10, head_x, head_y, com_x, com_y, phi_offset,
   kinetic_energy`` sampled every ``sample_dt_s``. Joint angles and the
-  offset are in the DESIGN convention ``φ_i = θ_{i+1} − θ_i`` (the seed's
-  angles negated).
+  offset are in snaketrack's convention ``φ_i = θ_{i+1} − θ_i`` (the paper's
+  angles negated; docs/conventions.md).
 - ``path.png``, ``joint_angles.png`` (±40° lines), ``reach_times.png``
-  (like the seed's Figs. 12–18) and ``animation.gif`` (or ``.mp4``).
+  (like the paper's Figs. 12–18) and ``animation.gif`` (or ``.mp4``).
 """
 from __future__ import annotations
 
@@ -69,13 +70,13 @@ class PlanarScenario:
     method, rtol, atol, max_step_s: passed to solve_ivp.
     sample_dt_s: output sampling step [s] (trajectory.csv and the limit bookkeeping).
     sight_from: the point the line of sight to the target is drawn from in
-        eq. 36. ``"tracked"`` (the seed: the point being steered) is the
+        eq. 36. ``"tracked"`` (the paper's: the point being steered) is the
         default; ``"com"`` with ``track="head"`` steers by the direction from
         the centre of mass while still requiring the head to reach each
         target (a diagnostic: the head's lateral sway then no longer enters
         the heading reference; see docs/planar-dynamics.md).
-    broken_mode: ``"locked"`` (issue 6: a broken joint gets zero commanded
-        acceleration and keeps its initial angle) or ``"passive"`` (it gets
+    broken_mode: ``"locked"`` (as in the authors' MATLAB code: a broken joint
+        gets zero commanded acceleration and keeps its initial angle) or ``"passive"`` (it gets
         zero torque and swings freely; a diagnostic).
     """
 
@@ -298,7 +299,7 @@ def _columns(n: int) -> list[str]:
 
 
 def trajectory_table(result: PlanarResult) -> tuple[list[str], np.ndarray]:
-    """Columns and (K, C) values of trajectory.csv (joint angles in the DESIGN convention)."""
+    """Columns and (K, C) values of trajectory.csv (joint angles in snaketrack's convention)."""
     model = PlanarSnakeModel(result.scenario.params, reference=result.scenario.track)
     n, k = model.n_links, model.n_joints
     xy = model.link_positions(result.q)
@@ -345,7 +346,7 @@ def summarize(result: PlanarResult) -> dict:
         "sim_per_wall_x": result.t_final_s / max(result.wall_s, 1e-9),
         "n_rhs": result.n_rhs,
         "solver": {"method": scn.method, "rtol": scn.rtol, "atol": scn.atol, "max_step_s": scn.max_step_s if np.isfinite(scn.max_step_s) else None},
-        "joint_convention": "phi_i = theta_{i+1} - theta_i (DESIGN.md; the seed's angles negated)",
+        "joint_convention": "phi_i = theta_{i+1} - theta_i (docs/conventions.md; the paper's angles negated)",
         "config": _jsonable(asdict(scn)),
     }
 
@@ -411,7 +412,7 @@ def plot_path(result: PlanarResult, path: Path) -> None:
 
 
 def plot_joint_angles(result: PlanarResult, path: Path) -> None:
-    """Joint angles [deg, DESIGN convention] with the ±40° limit lines (like Figs. 15–18)."""
+    """Joint angles [deg, snaketrack's convention] with the ±40° limit lines (like Figs. 15–18)."""
     plt = _plt()
     k = result.scenario.params.n_links - 1
     lim = np.degrees(result.scenario.controller.joint_limit_rad)

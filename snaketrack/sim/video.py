@@ -36,7 +36,7 @@ Pipeline (one call of :func:`~snaketrack.sim.video_dataset.render_video`;
    ``video.mp4`` and ``contact_sheet.png`` (mask outline in cyan, the truth's
    link centres projected with ``K`` in red).
 
-Truth (one JSON object a frame, DESIGN.md names): ``frame``, ``t`` (s from the
+Truth (one JSON object a frame, docs/conventions.md): ``frame``, ``t`` (s from the
 first frame), ``sim_time`` (s into the physics run), ``joint_angles`` (rad,
 robot file order), ``base_position_cam`` / ``base_quat_cam`` (link 1's frame
 in the OpenCV camera frame, quaternion w, x, y, z), ``head_position_cam``,

@@ -1,6 +1,6 @@
 """Pinhole camera: intrinsics, lens distortion, resizing.
 
-OpenCV's convention (DESIGN.md): camera frame x right, y down, z forward;
+OpenCV's convention (docs/conventions.md): camera frame x right, y down, z forward;
 ``K = [[fx, 0, cx], [0, fy, cy], [0, 0, 1]]`` in pixels; pixel ``(u, v)``
 with integer coordinates at pixel centres. Distortion coefficients are
 OpenCV's ``(k1, k2, p1, p2[, k3[, k4, k5, k6[, s1..s4[, tx, ty]]]])``.

@@ -1,7 +1,7 @@
 """A track against the truth of a synthetic dataset: ``metrics.json`` and plots.
 
 - :func:`tracking_metrics`: the ``metrics.json`` figures against a
-  dataset's ``truth.jsonl`` (names from DESIGN.md).
+  dataset's ``truth.jsonl`` (names in docs/conventions.md).
 - :func:`plot_tracking`: estimated against true joint angles
   (``joint_angles.png``) and base position (``base_position.png``), and the
   camera's height over the ground when it was followed (``camera_height.png``).
@@ -24,7 +24,7 @@ def _wrap(a: np.ndarray) -> np.ndarray:
 def _track_arrays(track: dict[str, np.ndarray], n_joints: int) -> dict[str, np.ndarray]:
     for key in ("frame", "base_x", "status"):
         if key not in track:
-            raise FileFormatError(f"track: no {key!r} column; expected DESIGN.md's track.csv columns")
+            raise FileFormatError(f"track: no {key!r} column; expected the track.csv columns (docs/conventions.md)")
     q = np.stack([np.asarray(track[f"q_{i + 1}"], float) for i in range(n_joints)], axis=1)
     base = np.stack([np.asarray(track[k], float) for k in ("base_x", "base_y", "base_z")], axis=1)
     head = np.stack([np.asarray(track[k], float) for k in ("head_x", "head_y", "head_z")], axis=1)
@@ -47,7 +47,8 @@ def _truth_arrays(truth: Sequence[dict], frames: np.ndarray, n_joints: int) -> d
         base = np.array([r["base_position_cam"] for r in rows], float).reshape(len(rows), 3)
         head = np.array([r.get("head_position_cam", [np.nan] * 3) for r in rows], float).reshape(len(rows), 3)
     except KeyError as e:
-        raise FileFormatError(f"truth.jsonl: missing field {e.args[0]!r}; expected DESIGN.md's truth names") from None
+        raise FileFormatError(f"truth.jsonl: missing field {e.args[0]!r}; "
+                              "expected the truth.jsonl fields (docs/conventions.md)") from None
     if q.shape[1] != n_joints:
         raise FileFormatError(f"truth.jsonl: {q.shape[1]} joint angles; the robot has {n_joints}")
     return {"q": q, "base": base, "head": head}
@@ -60,7 +61,7 @@ def tracking_metrics(
     fps: float = float("nan"),
     iou_truth: Optional[Iterable[float]] = None,
 ) -> dict[str, Any]:
-    """``metrics.json`` figures of a track against truth (DESIGN.md names).
+    """``metrics.json`` figures of a track against truth.
 
     track: ``track.csv`` columns (as :func:`snaketrack.io.read_csv_columns` reads them).
     truth: ``truth.jsonl`` records, matched on ``frame``.

@@ -103,13 +103,12 @@ class FilterConfig:
         refinement (module doc); 1 is the paper's choice.
     depth_velocity_gain [1]: factor g_r on the anchor's predicted rate
         along its viewing ray after the velocity update (module doc, "Depth
-        damping"); 1 is the paper's update. 0.25, chosen with the body's
-        centre as anchor on the six seed-0 clips between 0 and 0.75, then
-        checked on eighteen fresh clips against 0.5: arcsnake base 0.0461 →
-        0.0449 m, joints unchanged, planar base 0.0222 → 0.0215 m
-        (docs/notebook/tracker.md, "The damping factor with the centre as anchor").
-        With the base as anchor the seventh session chose 0.5 (base error
-        on handheld-arcsnake-s0 0.084 m with 1, 0.061 with 0, 0.058 with 0.5).
+        damping"); 1 is the paper's update. Default 0.25, for the
+        tracker's anchor at the body's centre: on simulated clips it gives
+        a lower arcsnake base error than 0.5 with the same joint error,
+        while 0 worsens a static arcsnake clip. With the base as anchor 0.5
+        suits better, since damping the base's rate also damps the gait's
+        real swing.
     """
 
     joint_accel_std: float = 4.0
@@ -318,7 +317,7 @@ def _check_update_shapes(x, P, z, H, R) -> None:
 
 # -- the class -----------------------------------------------------------------------
 class KalmanFilter:
-    """The tracker's filter on ``[s; ṡ]`` (module doc). Session: :meth:`initialise`, then
+    """The tracker's filter on ``[s; ṡ]`` (module doc). Call order: :meth:`initialise`, then
     per frame :meth:`predict`, :meth:`update` (or skip it when nothing was
     observed), :meth:`set_refined`.
 

@@ -5,7 +5,7 @@ float64. A mask may be a crop of the full image (a region of interest): the
 ``roi_offset`` ``(u0, v0)`` [px] of its top-left pixel places the moments in
 full-image coordinates.
 
-Pixel convention (DESIGN.md): pixel ``(u, v)`` has ``u`` the column (to the
+Pixel convention (docs/conventions.md): pixel ``(u, v)`` has ``u`` the column (to the
 right) and ``v`` the row (down), integer coordinates at pixel centres — the
 same as ``cv2.moments``, so on a binary mask:
 

@@ -1,6 +1,6 @@
 """What a tracking run writes as it goes: ``track.csv``, the state stream, the overlay video.
 
-- :class:`TrackWriter`: ``track.csv`` with DESIGN.md's columns (``frame, t,
+- :class:`TrackWriter`: ``track.csv`` with the columns of docs/conventions.md (``frame, t,
   q_1…q_J, base_x, base_y, base_z, base_qw, base_qx, base_qy, base_qz,
   head_x, head_y, head_z, cov_trace, iou, status``; camera frame, metres,
   radians), one row per finished frame, flushed as it goes
@@ -38,7 +38,7 @@ STATUS_COLOURS = {"tracked": (60, 220, 60), "coasting": (255, 170, 0), "lost": (
 
 
 def track_columns(n_joints: int, extra: Sequence[str] = ()) -> list[str]:
-    """The ``track.csv`` header of DESIGN.md for ``n_joints`` joint coordinates, then ``extra``."""
+    """The ``track.csv`` header for ``n_joints`` joint coordinates, then ``extra``."""
     return (["frame", "t"] + [f"q_{i + 1}" for i in range(n_joints)]
             + ["base_x", "base_y", "base_z", "base_qw", "base_qx", "base_qy", "base_qz",
                "head_x", "head_y", "head_z", "cov_trace", "iou", "status"] + list(extra))

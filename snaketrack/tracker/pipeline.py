@@ -27,7 +27,7 @@ frame and a state:
 >>> robot = load_robot("planar-snake-11")
 >>> camera = Camera.from_K([[400, 0, 159.5], [0, 400, 119.5], [0, 0, 1]], 320, 240)
 >>> session = TrackingSession(robot, camera, fps=30.0)
->>> session.size, session.camera.K[0, 0]
+>>> session.size, float(session.camera.K[0, 0])
 ((320, 240), 400.0)
 """
 from __future__ import annotations
@@ -95,7 +95,7 @@ class FrameResult:
 
     index: the source's frame number. t: its time [s].
     state: the :class:`~snaketrack.tracker.state.TrackState` (camera frame, metres, radians).
-    row: the ``track.csv`` row of DESIGN.md (the state's columns, ``iou_no_offset``, and
+    row: the ``track.csv`` row (the state's columns, ``iou_no_offset``, and
         ``camera_height_ratio`` / ``iou_truth`` when tracked with them).
     frame: the frame as tracked, RGB uint8 (H, W, 3) at the tracking size (undistorted).
     mask: the observed mask as tracked, bool (H, W).
@@ -199,7 +199,7 @@ class TrackingSession:
 
     @property
     def extra_columns(self) -> list[str]:
-        """``track.csv`` columns after DESIGN.md's state columns, in order."""
+        """``track.csv`` columns after the state's columns, in order."""
         return (["iou_truth"] if self.truth_masks else []) + ["iou_no_offset"] + \
             (["camera_height_ratio"] if self.config.track_ground else [])
 

@@ -1,6 +1,6 @@
 """Track a recorded video or dataset into an output folder: what ``snaketrack track`` does.
 
-Inputs: a dataset folder (DESIGN.md layout: ``frames/``, ``masks/``,
+Inputs: a dataset folder (docs/conventions.md: ``frames/``, ``masks/``,
 ``meta.json``, optionally ``truth.jsonl``), an image folder or a video file,
 read by :func:`snaketrack.datasets.video.open_frames`. Masks come from the
 dataset (``truth``, the default for datasets), a folder of PNGs named like the
@@ -9,10 +9,10 @@ Intrinsics come from a calibration file (OpenCV YAML/JSON) or the dataset's
 ``meta.json``. The frames go through one
 :class:`~snaketrack.tracker.pipeline.TrackingSession`.
 
-Outputs: ``track.csv`` (DESIGN.md columns, plus ``iou_truth`` when the
+Outputs: ``track.csv`` (the columns of docs/conventions.md, plus ``iou_truth`` when the
 dataset has truth masks; a row per finished frame), ``overlay.mp4``,
-``summary.json``; with ``truth.jsonl`` also ``metrics.json`` (DESIGN.md
-names) and plots; with ``states`` the rows as JSON lines to a file or
+``summary.json``; with ``truth.jsonl`` also ``metrics.json`` (docs/tracking.md,
+"Outputs") and plots; with ``states`` the rows as JSON lines to a file or
 standard output, each flushed as it is written. An interrupted run writes the
 frames it held as tracked.
 

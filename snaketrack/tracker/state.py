@@ -206,7 +206,7 @@ class TrackState:
         return replace(self, status=status, **kw)
 
     def as_row(self) -> dict:
-        """The ``track.csv`` columns of DESIGN.md as a dict (``q_1…q_J``, ``base_*``, ``head_*``, …)."""
+        """The ``track.csv`` columns as a dict (``q_1…q_J``, ``base_*``, ``head_*``, …)."""
         row: dict = {"frame": self.frame, "t": self.t}
         for i, v in enumerate(np.asarray(self.q).tolist()):
             row[f"q_{i + 1}"] = v

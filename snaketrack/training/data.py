@@ -219,7 +219,7 @@ class SegmentationData(torch.utils.data.Dataset):
     (height, width) [pixels] the frames are resized to; split: ``"train"``
     (augmented), ``"val"`` or ``"all"`` (neither split nor augmented).
     crop_size: (height, width) training crops at the input resolution
-    (None: whole frames, as the seed); p_robot: share of crops centred near
+    (None: whole frames, as the single-camera tracking paper trains); p_robot: share of crops centred near
     the robot; max_frames: evenly spaced subset
     (e.g. to keep validation cheap); ground_colour: probability of
     recolouring the ground of a training sample (:func:`recolour_ground`); zoom, rotate_deg,

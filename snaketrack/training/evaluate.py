@@ -1,7 +1,8 @@
 """Mean IoU of a segmenter (or of any masks) against a dataset's masks.
 
 IoU = |A ∩ B| / |A ∪ B| per frame (1.0 when both masks are empty), then
-averaged over frames — the metric of the seed's eq. (10).
+averaged over frames — the metric of eq. (10) of *Tracking Snake-like Robots in the Wild using only
+a Single Camera*.
 """
 from __future__ import annotations
 

@@ -50,7 +50,7 @@ class SegmenterConfig:
     encoder: smp encoder name; input_size: (height, width) the image is
     resized to [pixels]; mean/std: per-channel RGB normalisation of
     [0, 1] pixels; classes: class names, index 1 the robot; architecture:
-    ``DeepLabV3Plus`` (the seed's) or ``Unet`` (smp's, for comparison);
+    ``DeepLabV3Plus`` (the single-camera tracking paper's) or ``Unet`` (smp's, for comparison);
     threshold: robot probability above which a pixel is robot; scale:
     the network runs on frames resized to ``scale`` × ``input_size`` (1:
     as trained); flips: test-time flips averaged (1: none; 2: the frame

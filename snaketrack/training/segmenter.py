@@ -49,7 +49,7 @@ class Segmenter:
 
     DeepLabV3+ predicts at 1/4 of its input and upsamples; a thin robot's
     edge can be placed more finely when the frame is enlarged (``scale``
-    1.5 costs 2.25× the time; measured in docs/notebook/segmenter-training.md).
+    1.5 runs the network on 2.25× the pixels; costs in docs/benchmarks.md, "Segmenter").
     """
 
     def __init__(self, model: torch.nn.Module, config: SegmenterConfig, threshold: Optional[float] = None,

@@ -397,8 +397,8 @@ def test_states_stream_json_lines_equal_to_track_csv(dataset, oracle, tmp_path, 
 
 def test_segmenter_sees_the_frame_as_tracked_and_its_mask_is_not_undistorted_again(dataset, oracle, tmp_path,
                                                                                    monkeypatch, capsys):
-    """A segmenter's mask comes from the undistorted, resized frame: it is the tracker's geometry already.
-    (Until the seventeenth session it was undistorted a second time.)"""
+    """A segmenter's mask comes from the undistorted, resized frame: it is the tracker's geometry already,
+    so it must not be undistorted a second time."""
     from snaketrack.tracker.camera import Camera, Undistorter, save_calibration
 
     made, _ = oracle

@@ -1,7 +1,7 @@
 """Tests of the static model with gravity compensation (snaketrack.models.statics).
 
 References, independent of the code under test:
-- Table 1 of the seed (Hu et al., Robotics 2023), typed in below from the
+- Table 1 of Hu et al. (Robotics 2023), typed in below from the
   paper: the no-gravity column (Est.*) and all eight gravity-compensated
   columns (Est.), planar orientation, tensions [0, 2.4, 0, 5.1] N.
 - A whole-chain equilibrium check written here with numpy in the world frame:

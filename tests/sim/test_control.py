@@ -1,4 +1,4 @@
-"""Controllers and guidance of the planar snake against the seed's equations written out by hand."""
+"""Controllers and guidance of the planar snake against the head-tracking paper's equations written out by hand."""
 from __future__ import annotations
 
 import numpy as np

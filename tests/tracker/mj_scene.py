@@ -25,7 +25,7 @@ os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
 
 
 def intrinsics(width: int, height: int, f: float) -> np.ndarray:
-    """K of a MuJoCo camera with focal length f [px] (shared/notes/mujoco-camera.md)."""
+    """K of a MuJoCo camera with focal length f [px] (principal point at W/2 − 0.5: MuJoCo samples pixel centres)."""
     return np.array([[f, 0, width / 2 - 0.5], [0, f, height / 2 - 0.5], [0, 0, 1.0]])
 
 

@@ -13,7 +13,7 @@ from snaketrack.tracker.evaluation import plot_tracking, tracking_metrics
 from snaketrack.tracker.outputs import OverlayVideo, TrackWriter, draw_overlay, link_axes_cam, project_points, track_columns
 from snaketrack.tracker.state import TrackState
 
-# typed out from DESIGN.md, independently of the code
+# typed out from docs/conventions.md, independently of the code
 DESIGN_COLUMNS_J2 = ["frame", "t", "q_1", "q_2", "base_x", "base_y", "base_z", "base_qw", "base_qx", "base_qy",
                      "base_qz", "head_x", "head_y", "head_z", "cov_trace", "iou", "status"]
 

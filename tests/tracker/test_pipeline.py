@@ -1,8 +1,7 @@
 """The library tracking session: the same track as ``snaketrack track``, frame by frame.
 
-The golden tracks in ``tests/data/pipeline/`` were written by ``snaketrack track`` before the pipeline
-moved from the command into :mod:`snaketrack.tracker.pipeline` (same dataset, same options, the real
-tracker); the session must reproduce them.
+The golden tracks in ``tests/data/pipeline/`` are reference tracks written by ``snaketrack track`` (same
+dataset, same options, the real tracker); the session must reproduce them.
 """
 from pathlib import Path
 

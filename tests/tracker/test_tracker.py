@@ -216,7 +216,7 @@ def test_searches_use_their_own_pitch_prior(sequence):
 def test_search_lifts_the_axis_joined_across_a_wide_gap(sequence):
     """An occluder (and a segmentation hole beside it) can cut the mask in two with a gap wider than
     half the larger part: the usual axis is one part, which lifted to the robot's length puts it far
-    too deep; ``init_join_max_gaps`` (0.5, 1.5) also lifts the axis joined across the gap (docs/notebook/tracker.md, rule J)."""
+    too deep; ``init_join_max_gaps`` (0.5, 1.5) also lifts the axis joined across the gap."""
     robot, K, frames, lay = sequence
     m, xt = frames[0]
     m = m.copy()

@@ -67,7 +67,7 @@ def test_lovasz_hinge_agrees_with_smp():
 
 
 def test_schedules():
-    step = TrainConfig(lr=1e-4)  # the seed's: 1e-4, x0.1 from epoch 10
+    step = TrainConfig(lr=1e-4)  # the single-camera tracking paper's: 1e-4, x0.1 from epoch 10
     assert lr_at(step, 9) == pytest.approx(1e-4) and lr_at(step, 10) == pytest.approx(1e-5)
     cos = TrainConfig(lr=2e-3, schedule="cosine")
     assert lr_at(cos, 0, 0.0) == 0.0 and lr_at(cos, 0, 0.03) == pytest.approx(2e-3)

@@ -53,7 +53,6 @@ def _make_dataset(root):
 
 @pytest.mark.slow  # a few minutes of CPU training and tracking
 def test_track_with_a_trained_segmenter(tmp_path, capsys):
-    pytest.importorskip("snaketrack.tracker.tracker", reason="the tracker session is not in the tree yet")
     root = tmp_path / "seq"
     _make_dataset(root)
     model = tmp_path / "seg.pt"

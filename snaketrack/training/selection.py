@@ -129,7 +129,7 @@ def select_inference(candidates: Sequence[tuple[str, torch.nn.Module]], frames: 
 def _score(model: torch.nn.Module, ci: int, scale: float, flips: int, frames: Sequence[tuple[np.ndarray, np.ndarray]],
            config: SegmenterConfig, thresholds: Sequence[float], batch_size: int) -> list[dict[str, Any]]:
     """Table rows (one a threshold) of one model at one scale and flip count: mean IoU over ``frames``."""
-    from snaketrack.datasets.boxes import mask_iou
+    from snaketrack.masks import mask_iou
     from snaketrack.training.segmenter import Segmenter
 
     ts = np.asarray([float(t) for t in thresholds], np.float32)

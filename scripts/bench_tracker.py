@@ -194,7 +194,8 @@ def jacobian_timing(r, x0, reps: int) -> dict:
     """One LM linearisation (silhouette + closed-form Jacobian, σ = 0.5 px, the tracker's ``jac_tol``)
     of the first true pose:
     pixels of each capsule's screen band (the tracker's) against its whole screen box (the reference)."""
-    from snaketrack.tracker.refine import RefineConfig, point_jacobian
+    from snaketrack.models.chain import point_jacobian
+    from snaketrack.tracker.refine import RefineConfig
     from snaketrack.tracker.render import SilhouetteSettings, render_with_jacobian
 
     lay = r.layout

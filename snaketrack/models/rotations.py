@@ -1,10 +1,15 @@
-"""Rotations in torch: axis-angle (tangent), quaternions (w, x, y, z) and matrices.
+"""Rotations: axis-angle (tangent), quaternions (w, x, y, z) and matrices.
 
-All functions are batched over leading dimensions and differentiable,
-float32 or float64. Quaternions are stored scalar-first (docs/conventions.md).
+The torch functions are batched over leading dimensions and differentiable,
+float32 or float64. Quaternions are stored scalar-first, as in docs/conventions.md.
+The ``*_np`` functions are their numpy counterparts for one state (float64):
+inner loops on a few 3-vectors, where torch's per-call overhead dominates.
 """
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import torch
 
 _AXES = {"x": 0, "y": 1, "z": 2}
@@ -100,3 +105,47 @@ def matrix_to_axis_angle(R: torch.Tensor) -> torch.Tensor:
     angle = 2 * torch.atan2(s, w)
     scale = torch.where(s > 1e-12, angle / s.clamp_min(1e-12), 2 / w.clamp_min(1e-12))
     return xyz * scale
+
+
+# -- numpy, one state -------------------------------------------------------
+def axis_rotation_np(axis: str, angle: float) -> np.ndarray:
+    """Rotation (3, 3) by ``angle`` [rad] about coordinate axis ``axis`` ("x", "y" or "z"); numpy
+    :func:`axis_rotation`."""
+    c, s = math.cos(angle), math.sin(angle)
+    if axis == "x":
+        return np.array([[1.0, 0, 0], [0, c, -s], [0, s, c]])
+    if axis == "y":
+        return np.array([[c, 0, s], [0, 1.0, 0], [-s, 0, c]])
+    return np.array([[c, -s, 0], [s, c, 0], [0, 0, 1.0]])
+
+
+def axis_angle_to_matrix_np(w: np.ndarray) -> np.ndarray:
+    """Rodrigues: rotation matrix (3, 3) of a rotation vector (3,) [rad]; numpy :func:`axis_angle_to_matrix`."""
+    w = np.asarray(w, float)
+    th = math.sqrt(float(w @ w))
+    Kx = np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
+    if th < 1e-8:
+        return np.eye(3) + Kx + 0.5 * Kx @ Kx
+    return np.eye(3) + (math.sin(th) / th) * Kx + ((1 - math.cos(th)) / th ** 2) * (Kx @ Kx)
+
+
+def matrix_to_axis_angle_np(R: np.ndarray) -> np.ndarray:
+    """Rotation vector (3,) [rad], angle in [0, π], of a rotation matrix (3, 3); numpy
+    :func:`matrix_to_axis_angle`, through the quaternion of the best-conditioned of Shepperd's four forms."""
+    m = np.asarray(R, float)
+    t = m[0, 0] + m[1, 1] + m[2, 2]
+    cands = np.array([
+        [1 + t, m[2, 1] - m[1, 2], m[0, 2] - m[2, 0], m[1, 0] - m[0, 1]],
+        [m[2, 1] - m[1, 2], 1 + 2 * m[0, 0] - t, m[0, 1] + m[1, 0], m[0, 2] + m[2, 0]],
+        [m[0, 2] - m[2, 0], m[0, 1] + m[1, 0], 1 + 2 * m[1, 1] - t, m[1, 2] + m[2, 1]],
+        [m[1, 0] - m[0, 1], m[0, 2] + m[2, 0], m[1, 2] + m[2, 1], 1 + 2 * m[2, 2] - t],
+    ])  # each row proportional to the quaternion (w, x, y, z)
+    norms = np.sqrt((cands * cands).sum(1))
+    q = cands[int(np.argmax(norms))]
+    q = q / math.sqrt(float(q @ q))
+    if q[0] < 0:
+        q = -q
+    w = min(float(q[0]), 1.0)
+    s = math.sqrt(float(q[1:] @ q[1:]))
+    scale = 2.0 * math.atan2(s, w) / s if s > 1e-12 else 2.0 / max(w, 1e-12)
+    return q[1:] * scale

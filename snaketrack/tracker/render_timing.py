@@ -93,7 +93,8 @@ def jacobian_timing(r, x0, reps: int) -> dict:
     pose vector ``x0`` (D,) with the renderer ``r``: the pixels of each capsule's screen band (the tracker's)
     against its whole screen box (the reference). Returns ``jacobian_band_ms``, ``jacobian_box_ms`` and
     ``jacobian_band_speedup_x``."""
-    from snaketrack.tracker.refine import RefineConfig, point_jacobian
+    from snaketrack.models.chain import point_jacobian
+    from snaketrack.tracker.refine import RefineConfig
     from snaketrack.tracker.render import SilhouetteSettings, render_with_jacobian
 
     lay = r.layout

@@ -42,3 +42,33 @@ def test_gradcheck_including_zero():
         assert torch.autograd.gradcheck(axis_angle_to_matrix, (v,))
     q = torch.tensor([0.9, 0.1, -0.3, 0.2], dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(quat_to_matrix, (q,))
+
+
+def test_numpy_rotations_match_scipy_and_torch():
+    """The numpy one-state rotation maps against scipy's Rotation and the torch ones, near 0 and π too."""
+    from snaketrack.models.rotations import axis_angle_to_matrix_np, matrix_to_axis_angle_np
+
+    rng = np.random.default_rng(3)
+    axes = rng.normal(size=(40, 3))
+    axes /= np.linalg.norm(axes, axis=1, keepdims=True)
+    angles = np.concatenate([[0.0, 1e-10, 1e-6, 1e-3, np.pi - 1e-6, np.pi], rng.uniform(0, np.pi, 34)])
+    for a, th in zip(axes, angles):
+        v = a * th
+        R = axis_angle_to_matrix_np(v)
+        np.testing.assert_allclose(R, Rotation.from_rotvec(v).as_matrix(), atol=1e-14)
+        np.testing.assert_allclose(R, axis_angle_to_matrix(torch.as_tensor(v)).numpy(), atol=1e-14)
+        w = matrix_to_axis_angle_np(R)
+        ref = Rotation.from_matrix(R).as_rotvec()
+        if th < np.pi - 1e-3:  # at π, v and −v are the same rotation
+            np.testing.assert_allclose(w, ref, atol=1e-9)
+            np.testing.assert_allclose(w, matrix_to_axis_angle(torch.as_tensor(R)).numpy(), atol=1e-12)
+        np.testing.assert_allclose(axis_angle_to_matrix_np(w), R, atol=1e-12)
+
+
+@pytest.mark.parametrize("axis", ["x", "y", "z"])
+def test_numpy_axis_rotation_matches_torch(axis):
+    from snaketrack.models.rotations import axis_rotation_np
+
+    for a in (0.0, 0.3, -1.2, 2.5, np.pi):
+        R = axis_rotation(axis, torch.tensor(a, dtype=torch.float64)).numpy()
+        np.testing.assert_allclose(axis_rotation_np(axis, a), R, atol=1e-15)

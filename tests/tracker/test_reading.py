@@ -186,8 +186,8 @@ def test_search_with_a_reading_keeps_it(backwards):
     trk = Tracker(robot, K, W, H, fps=30.0, config=TrackerConfig(init_candidates=3, init_refine_steps=15))
     orient = flip_pose(robot, lay, x) if backwards else x
     res = trk.initialise(mask, orient=orient)
-    tail_o, head_o = trk._ends(orient)
-    tail, _ = trk._ends(res.x)
+    tail_o, head_o = trk.search.ends(orient)
+    tail, _ = trk.search.ends(res.x)
     assert np.linalg.norm(tail - tail_o) < np.linalg.norm(tail - head_o)
     assert res.iou > 0.8
 
@@ -203,8 +203,8 @@ def test_search_drops_results_read_the_other_way(keep_results):
     cfg = TrackerConfig(init_candidates=3, init_refine_steps=15, keep_reading_results=keep_results)
     trk = Tracker(robot, K, W, H, fps=30.0, config=cfg)
     res = trk.initialise(mask, extra=[flip_pose(robot, lay, x)], orient=x)
-    tail_o, head_o = trk._ends(x)
-    tail, _ = trk._ends(res.x)
+    tail_o, head_o = trk.search.ends(x)
+    tail, _ = trk.search.ends(res.x)
     same = np.linalg.norm(tail - tail_o) < np.linalg.norm(tail - head_o)
     assert same == keep_results
     assert res.iou > 0.8
@@ -266,10 +266,10 @@ def test_backward_fits_replace_the_held_frames_heights(heights):
     for k, m in enumerate(masks):
         st = trk.start(m, x0, up=up) if k == 0 else trk.step(m, up=up)
         if k == 0:
-            forward0 = trk.heights[0]
+            forward0 = trk.ground_prior.heights[0]
         released += [s for s, _ in hold.push(st, m, up=up)]
     released += [s for s, _ in hold.flush()]
-    assert trk.height_frames[:3] == [0, 1, 2]
-    refit0 = float(up @ released[0].base_position) - trk.axis_height
+    assert trk.ground_prior.frames[:3] == [0, 1, 2]
+    refit0 = float(up @ released[0].base_position) - trk.ground_prior.axis_height
     assert abs(refit0 - forward0) > 0.01  # the backward fit moved the first frame
-    assert trk.heights[0] == pytest.approx(refit0 if heights else forward0, abs=1e-9)
+    assert trk.ground_prior.heights[0] == pytest.approx(refit0 if heights else forward0, abs=1e-9)

@@ -5,11 +5,12 @@ import pytest
 import torch
 
 from snaketrack.errors import InputError
+from snaketrack.models.chain import point_jacobian
 from snaketrack.models.robot import load_robot
-from snaketrack.models.rotations import axis_angle_to_matrix
-from snaketrack.tracker.refine import (
-    Observation, RefineConfig, Refiner, body_normal, point_jacobian, rotvec_to_matrix_np,
-)
+from snaketrack.models.rotations import axis_angle_to_matrix, axis_angle_to_matrix_np
+from snaketrack.tracker.observation import Observation
+from snaketrack.tracker.refine import RefineConfig, Refiner
+from snaketrack.tracker.refine_terms import coverage_terms, ground_terms
 from snaketrack.tracker.render import SilhouetteRenderer
 from snaketrack.tracker.state import StateLayout
 
@@ -174,7 +175,7 @@ def test_coverage_term_gradient_matches_finite_differences():
 
     def terms(t):
         P, G = ref._points_and_jac(t, R_ref)
-        return ref._coverage(P, G, skel, D + 1)
+        return coverage_terms(ref.config, ref.K.numpy(), np.asarray(ren.model.radius, float), P, G, skel, D + 1)
 
     Hc, gc, cost = terms(th)
     assert cost > 0 and torch.all(torch.linalg.eigvalsh(Hc[:D, :D]) > -1e-9)
@@ -187,21 +188,6 @@ def test_coverage_term_gradient_matches_finite_differences():
         num[i] = (terms(tp)[2] - terms(tm)[2]) / (2 * e)
     # the body's image radius is held fixed in the Jacobian (it varies with depth): a few per cent
     assert np.allclose(2 * gc[:D].numpy(), num, rtol=0.05, atol=0.05 * np.abs(num).max())
-
-
-def test_far_weights_match_brute_force_distances():
-    """Pixels farther than far_px from every mask pixel (Euclidean, brute force) get far_weight."""
-    rng = np.random.default_rng(3)
-    m = np.zeros((24, 30), bool)
-    m[5:9, 4:20] = True
-    m[rng.integers(0, 24, 6), rng.integers(0, 30, 6)] = True
-    obs = Observation.from_mask(m, far_px=3.0, far_weight=0.25)
-    ys, xs = np.nonzero(m)
-    gy, gx = np.mgrid[:24, :30]
-    d = np.sqrt((gy[..., None] - ys) ** 2 + (gx[..., None] - xs) ** 2).min(-1)
-    expect = np.where(d > 3.0, 0.25, 1.0)
-    assert np.array_equal(obs.weight.numpy(), expect)
-    assert np.all(Observation.from_mask(m).weight.numpy() == 1.0)  # off by default
 
 
 def test_far_weighting_keeps_a_link_hidden_behind_a_post():
@@ -246,88 +232,23 @@ def test_ground_height_prior_pulls_the_base_to_its_height():
         Refiner(ren).refine(xt, obs, height=h0)  # a height needs an up direction
 
 
-@pytest.mark.parametrize("name", ["planar-snake-11", "arcsnake-4"])
-def test_body_normal_derivative_matches_finite_differences(name):
-    robot = load_robot(name)
-    rng = np.random.default_rng(3)
-    J = robot.dof
-    q = rng.uniform(-0.5, 0.5, J)
-    R0 = rotvec_to_matrix_np(rng.normal(size=3))
-    n, dn = body_normal(robot, q, R0)
-    assert abs(np.linalg.norm(n) - 1.0) < 1e-12
-    num = np.zeros_like(dn)
-    e = 1e-6
-    for k in range(J + 3):
-        d = np.zeros(J + 3)
-        d[k] = e
-        plus = body_normal(robot, q + d[:J], rotvec_to_matrix_np(d[J:]) @ R0)[0]
-        minus = body_normal(robot, q - d[:J], rotvec_to_matrix_np(-d[J:]) @ R0)[0]
-        num[:, k] = (plus - minus) / (2 * e)
-    assert np.abs(num - dn).max() < 1e-8
-    if name == "planar-snake-11":  # yaw joints keep every link's z axis: the body's normal is the base's
-        assert np.allclose(n, R0[:, 2], atol=1e-12) and np.abs(dn[:, :J]).max() < 1e-12
-
-
 @pytest.mark.parametrize("up_on_body", [False, True])
 def test_ground_terms_gradient_matches_finite_differences(up_on_body):
     """The up and ground priors' Gauss–Newton gradient is half the gradient of their cost."""
     robot = load_robot("arcsnake-4")
-    ren = SilhouetteRenderer(robot, np.eye(3), 10, 10)
     cfg = RefineConfig(up_prior_rad=0.05, height_prior_m=0.01, up_on_body=up_on_body)
-    ref = Refiner(ren, cfg)
     J = robot.dof
     rng = np.random.default_rng(4)
     th = np.concatenate([rng.uniform(-0.5, 0.5, J), np.zeros(3), [0.1, 0.2, 2.0]])
     R_ref = axis_angle_to_matrix(torch.tensor([0.3, -0.5, 1.0], dtype=torch.float64))
-    up = torch.as_tensor(rotvec_to_matrix_np(np.array([0.2, 0.1, 0.0])) @ R_ref.numpy()[:, 2])
+    up = torch.as_tensor(axis_angle_to_matrix_np(np.array([0.2, 0.1, 0.0])) @ R_ref.numpy()[:, 2])
     nP = J + 6
 
     def cost(t):
-        return ref._ground_terms(torch.as_tensor(t), R_ref, up, 0.3, nP)[2]
+        return ground_terms(robot, cfg, torch.as_tensor(t), R_ref, up, 0.3, nP)[2]
 
-    _, g, _ = ref._ground_terms(torch.as_tensor(th), R_ref, up, 0.3, nP)
+    _, g, _ = ground_terms(robot, cfg, torch.as_tensor(th), R_ref, up, 0.3, nP)
     e = 1e-6
     num = np.array([(cost(th + e * np.eye(nP)[k]) - cost(th - e * np.eye(nP)[k])) / (4 * e) for k in range(nP)])
     assert np.abs(num - g.numpy()).max() < 1e-5 * max(1.0, np.abs(num).max())
     assert np.abs(g.numpy()).max() > 1.0  # the test point is off both priors
-
-
-def test_numpy_rotations_match_scipy_and_torch():
-    """The LM loop's numpy rotation maps against scipy's Rotation and the torch ones, near 0 and π too."""
-    from scipy.spatial.transform import Rotation
-
-    from snaketrack.models.rotations import matrix_to_axis_angle
-    from snaketrack.tracker.refine import rotvec_from_matrix_np, rotvec_to_matrix_np
-
-    rng = np.random.default_rng(3)
-    axes = rng.normal(size=(40, 3))
-    axes /= np.linalg.norm(axes, axis=1, keepdims=True)
-    angles = np.concatenate([[0.0, 1e-10, 1e-6, 1e-3, np.pi - 1e-6, np.pi], rng.uniform(0, np.pi, 34)])
-    for a, th in zip(axes, angles):
-        v = a * th
-        R = rotvec_to_matrix_np(v)
-        np.testing.assert_allclose(R, Rotation.from_rotvec(v).as_matrix(), atol=1e-14)
-        w = rotvec_from_matrix_np(R)
-        ref = Rotation.from_matrix(R).as_rotvec()
-        if th < np.pi - 1e-3:  # at π, v and −v are the same rotation
-            np.testing.assert_allclose(w, ref, atol=1e-9)
-            np.testing.assert_allclose(w, matrix_to_axis_angle(torch.as_tensor(R)).numpy(), atol=1e-12)
-        np.testing.assert_allclose(rotvec_to_matrix_np(w), R, atol=1e-12)
-
-
-def test_far_zone_on_the_mask_box_equals_the_full_frame_transform():
-    """refine.far_from (distance transform on the mask's grown box) against the whole frame's transform."""
-    from snaketrack.tracker.refine import far_from
-
-    rng = np.random.default_rng(5)
-    for k in range(12):
-        m = np.zeros((90, 140), np.uint8)
-        for _ in range(1 + k % 3):  # blobs, some on the border
-            c = (int(rng.integers(-5, 145)), int(rng.integers(-5, 95)))
-            cv2.ellipse(m, c, (int(rng.integers(2, 20)), int(rng.integers(1, 8))), float(rng.uniform(0, 180)),
-                        0, 360, 1, -1)
-        if not m.any():
-            continue
-        for dist in (0.5, 4.0, 7.3):
-            full = cv2.distanceTransform(1 - m, cv2.DIST_L2, cv2.DIST_MASK_PRECISE) > dist
-            np.testing.assert_array_equal(far_from(m > 0, dist), full)

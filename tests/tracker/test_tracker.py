@@ -5,6 +5,7 @@ import pytest
 from snaketrack.errors import InputError, StateError
 from snaketrack.models.robot import load_robot
 from snaketrack.tracker.axis import mask_axis
+from snaketrack.tracker.observation import observe
 from snaketrack.tracker.state import StateLayout
 from snaketrack.tracker.tracker import Tracker, TrackerConfig
 
@@ -157,14 +158,15 @@ def test_static_camera_ground_prior_tracks_the_median_height(sequence):
         st = trk.start(m, initial_guess=xt, up=up) if i == 0 else trk.step(m, up=up)
         bases.append(st.base_position)
         h_axis = np.mean([link.radius for link in robot.links])  # stored less the axis's height, per camera height
-        assert len(trk.heights) == i + 1 and trk.heights[-1] == pytest.approx(float(up @ st.base_position) - h_axis)
+        heights = trk.ground_prior.heights
+        assert len(heights) == i + 1 and heights[-1] == pytest.approx(float(up @ st.base_position) - h_axis)
         be.append(np.linalg.norm(st.base_position - xt[lay.trans]))
         if i >= 2:
-            assert trk._ground_height() == pytest.approx(np.median([float(up @ b) for b in bases]))
+            assert trk.ground_prior.height(up) == pytest.approx(np.median([float(up @ b) for b in bases]))
     assert np.mean(be) < 0.027
     true_h = [float(up @ xt[lay.trans]) for _, xt in frames[:8]]
-    assert abs(trk._ground_height() - np.median(true_h)) < 0.01
-    assert Tracker(robot, K, W, H, fps=30.0)._ground_height() is None  # off by default
+    assert abs(trk.ground_prior.height(up) - np.median(true_h)) < 0.01
+    assert Tracker(robot, K, W, H, fps=30.0).ground_prior.height(up) is None  # off by default
 
 
 def test_moving_camera_ground_prior_follows_the_camera_height(sequence):
@@ -192,7 +194,7 @@ def test_moving_camera_ground_prior_follows_the_camera_height(sequence):
                 trk.start(m, initial_guess=xt, up=up, ground=g)
             else:
                 trk.step(m, up=up, ground=g)
-        return abs(trk._ground_height() - float(up @ xt[lay.trans]))
+        return abs(trk.ground_prior.height(up) - float(up @ xt[lay.trans]))
 
     assert centre_error(True) < 0.01
     assert centre_error(False) > 0.05  # the tripod's median: about half the 0.14 m climb behind
@@ -208,7 +210,7 @@ def test_searches_use_their_own_pitch_prior(sequence):
     trk = Tracker(robot, K, W, H, fps=30.0)
     assert trk.refiner.config.out_of_plane_prior_rad == 0.05
     assert trk.search_refiner.config.out_of_plane_prior_rad == 0.15
-    assert trk._wide_refiner().config.out_of_plane_prior_rad == 0.15
+    assert trk.search.wide_refiner.config.out_of_plane_prior_rad == 0.15
     same = Tracker(robot, K, W, H, fps=30.0, config=TrackerConfig(init_out_of_plane_prior_rad=None))
     assert same.search_refiner is same.refiner
 
@@ -264,7 +266,7 @@ def test_cut_weighting_frees_only_the_pixels_beyond_a_cut(sequence):
     robot, K, frames, lay = sequence
     masks, (u0, u1) = _post_masks(robot, frames, K)
     trk = Tracker(robot, K, W, H, config=TrackerConfig(cut_weighting=True))
-    obs = trk._observe(masks[5])
+    obs = observe(masks[5], trk.config.refine)
     cut = trk._cut_weighted(frames[5][1], obs)
     freed = (cut.weight != obs.weight).numpy()
     assert freed.any() and not (freed & masks[5]).any()
@@ -273,7 +275,7 @@ def test_cut_weighting_frees_only_the_pixels_beyond_a_cut(sequence):
     assert cols.min() >= u0 - 6 and cols.max() <= u1 + 5
     # a mask eroded by a segmentation bias, with no cut: nothing is freed
     eroded = cv2.erode(frames[5][0].astype(np.uint8), np.ones((5, 5), np.uint8)) > 0
-    obs_e = trk._observe(eroded)
+    obs_e = observe(eroded, trk.config.refine)
     assert trk._cut_weighted(frames[5][1], obs_e) is obs_e
     # a pose whose body lies off the image, or behind the camera: nothing to weigh
     far = frames[5][1].copy()
@@ -283,7 +285,7 @@ def test_cut_weighting_frees_only_the_pixels_beyond_a_cut(sequence):
     assert trk._cut_weighted(far, obs) is obs
     # switched off: the mask's weights as they are
     off = Tracker(robot, K, W, H, config=TrackerConfig(cut_weighting=False))
-    assert off._cut_weighted(frames[5][1], off._observe(masks[5])).weight.eq(obs.weight).all()
+    assert off._cut_weighted(frames[5][1], observe(masks[5], off.config.refine)).weight.eq(obs.weight).all()
 
 
 def test_a_head_behind_a_post_does_not_fold(sequence):

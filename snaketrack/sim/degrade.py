@@ -1,6 +1,6 @@
 """Image degradations of a rendered frame: motion blur, defocus, vignetting, white balance, noise, JPEG.
 
-Per-clip settings (:func:`clip_settings`) come from the seed; per-frame
+Per-clip settings (:func:`clip_settings`) come from the random seed; per-frame
 randomness (noise, JPEG quality) from the generator the caller passes to
 :func:`degrade`, so the same seed gives the same bytes. Masks and truth are
 never degraded.

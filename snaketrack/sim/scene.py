@@ -157,11 +157,11 @@ def _f(*xs: float) -> str:
 class SceneConfig:
     """How a scene is dressed.
 
-    ground: one of :data:`GROUNDS`, or None to draw one from the seed.
+    ground: one of :data:`GROUNDS`, or None to draw one from the random seed.
     tile_m: size of one ground texture tile [m] (None: the texture's natural scale, :data:`TILE_M`).
     tile_px, tiles: one tile is resampled to ``tile_px`` pixels; the ground
         texture is a canvas of ``tiles`` x ``tiles`` tiles with patchy variation.
-    rocks, sticks, boxes: how many distractors of each kind (None: drawn from the seed).
+    rocks, sticks, boxes: how many distractors of each kind (None: drawn from the random seed).
     clearance: distractors stay this far [m] from any point the robot's axis visits.
     spread: distractors are scattered up to this far [m] beyond the robot's path.
     shadow_size: shadow map size [texels].

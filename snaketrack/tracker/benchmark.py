@@ -10,7 +10,7 @@ With an up direction the static scene's camera is declared fixed
 over the ground (``--track-ground``), as a user who knows the camera would
 set them; each switch can be turned off.
 
-Per clip it reports the ``metrics.json`` figures (DESIGN.md names: ``fps``
+Per clip it reports the ``metrics.json`` figures (docs/conventions.md names: ``fps``
 includes the first frame's pose search and any later searches,
 ``fps_excluding_search`` does not, ``search_s`` is their time [s]; ``iou`` is
 against the observed, corrupted mask with the tracker's fitted edge offset,

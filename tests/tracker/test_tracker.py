@@ -55,7 +55,7 @@ def test_tracks_a_sequence(sequence):
         be.append(np.linalg.norm(st.base_position - xt[lay.trans]))
         qe.append(np.abs(st.q - xt[lay.q]).mean())
         assert st.iou > 0.85
-    # bounds of the issue's targets (clean masks here)
+    # bounds of the tracker's targets (clean masks here)
     assert np.mean(be) < 0.027
     assert np.mean(qe) < 0.05
     x_last = st.pose_vector(lay)
@@ -147,7 +147,7 @@ def test_mask_axis_extends_to_the_ends_and_joins_a_cut_body():
 
 def test_static_camera_ground_prior_tracks_the_median_height(sequence):
     """With ``ground_window`` −1 the tracker records the base's height along up for every tracked frame and
-    holds the next refinement to their median; the track stays within the issue's bounds."""
+    holds the next refinement to their median; the track stays within the tracker's targets."""
     robot, K, frames, lay = sequence
     from mj_scene import serpentine
 

@@ -54,7 +54,7 @@ def literal_head_model(params: SnakeParams):
     C = Tinv[:, : N - 1]
 
     def acc(q, qd, u):
-        phib, p = q[:N], q[N:]
+        phib = q[:N]
         phibd, pd = qd[:N], qd[N:]
         theta = H @ phib
         thetad = H @ phibd
@@ -64,7 +64,8 @@ def literal_head_model(params: SnakeParams):
         K = A.T @ np.linalg.inv(D @ D.T) @ D
         xd = l * C @ A @ S @ thetad + e * pd[0]
         yd = -l * C @ A @ Cth @ thetad + e * pd[1]
-        F = -np.block([[ct * Cth @ Cth + cn * S @ S, (ct - cn) * S @ Cth], [(ct - cn) * S @ Cth, ct * S @ S + cn * Cth @ Cth]])
+        F = -np.block([[ct * Cth @ Cth + cn * S @ S, (ct - cn) * S @ Cth],
+                       [(ct - cn) * S @ Cth, ct * S @ S + cn * Cth @ Cth]])
         fR = F @ np.concatenate([xd, yd])
         Mth = J * np.eye(N) + m * l**2 * S @ V @ S + m * l**2 * Cth @ V @ Cth
         W = m * l**2 * S @ V @ Cth - m * l**2 * Cth @ V @ S
@@ -74,7 +75,9 @@ def literal_head_model(params: SnakeParams):
         GP = a - a @ D.T @ np.linalg.inv(D @ D.T) @ D
         Mbar = np.block([[H.T @ Mth @ H, np.zeros((N, 2))], [-MP @ H, m * np.eye(2)]])
         Wbar = np.concatenate([H.T @ W @ np.diag(H @ phibd) @ H @ phibd, -WP @ np.diag(H @ phibd) @ H @ phibd])
-        Gbar = np.block([[-l * H.T @ S @ K, l * H.T @ Cth @ K], [-GP[None], np.zeros((1, N))], [np.zeros((1, N)), -GP[None]]])
+        Gbar = np.block([[-l * H.T @ S @ K, l * H.T @ Cth @ K],
+                         [-GP[None], np.zeros((1, N))],
+                         [np.zeros((1, N)), -GP[None]]])
         nbar = Wbar + Gbar @ fR
         k = N - 1
         qu = np.linalg.inv(Mbar[k:, k:]) @ (-nbar[k:] - Mbar[k:, :k] @ u)
@@ -124,7 +127,8 @@ def main(argv=None) -> int:
 
     ref_scn = PlanarScenario(track="head", controller=ControllerConfig(coupling="sjc"), t_end_s=args.ref_sim_s)
     # the fast model over the same span as the reference, first target only (no event switch in either)
-    fast_short = simulate(PlanarScenario(track="head", t_end_s=args.ref_sim_s, targets=(scn.targets[0],), reach_tolerance_m=1e-9))
+    fast_short = simulate(PlanarScenario(track="head", t_end_s=args.ref_sim_s, targets=(scn.targets[0],),
+                                         reach_tolerance_m=1e-9))
     ref_wall, ref_n = run_literal(ref_scn, args.ref_sim_s)
     ref_x = args.ref_sim_s / ref_wall
     fast_short_x = fast_short.t_final_s / fast_short.wall_s

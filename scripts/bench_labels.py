@@ -53,7 +53,8 @@ def main() -> None:
     ap.add_argument("--p-robot", type=float, default=0.9)
     ap.add_argument("--architecture", default="DeepLabV3Plus")
     ap.add_argument("--labels", default=None,
-                    help="train on this existing label dataset (e.g. truth masks as an upper bound) instead of labelling")
+                    help="train on this existing label dataset (e.g. truth masks as an upper bound) "
+                         "instead of labelling")
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--minutes", type=float, default=20.0)
     ap.add_argument("--max-val-frames", type=int, default=16)
@@ -66,7 +67,8 @@ def main() -> None:
     ap.add_argument("--no-select-last", action="store_true")
     ap.add_argument("--ignore-edge", type=int, default=0)
     ap.add_argument("--ground-colour", type=float, default=0.0)
-    ap.add_argument("--zoom", default="0.7,2.0", help="training zoom range LOW,HIGH (the robot is 1-1.8x as wide in the test videos)")
+    ap.add_argument("--zoom", default="0.7,2.0",
+                    help="training zoom range LOW,HIGH (the robot is 1-1.8x as wide in the test videos)")
     ap.add_argument("--rotate", type=float, default=30.0, help="training rotations within +-DEG")
     ap.add_argument("--flips", default="1,4", help="test-time flip counts the final choice may pick (1,2,4)")
     ap.add_argument("--shadow", type=float, default=0.0, help="probability of a synthetic cast shadow")
@@ -128,7 +130,8 @@ def main() -> None:
         t0 = time.perf_counter()
         rep = fit_labels(labels, fitted, config=FitConfig(keep_edge=args.keep_edge), progress=False)
         out.update(fit_s_per_frame=(time.perf_counter() - t0) / rep["frames"], fit_fitted=rep["fitted"],
-                   fit_kept_label=rep["kept_label"], fit_label_iou=evaluate_dataset_masks(fitted, args.train_video)["iou"])
+                   fit_kept_label=rep["kept_label"],
+                   fit_label_iou=evaluate_dataset_masks(fitted, args.train_video)["iou"])
         labels = fitted
     print(json.dumps(out), flush=True)
     if not args.skip_train:
@@ -163,7 +166,8 @@ def main() -> None:
                     "selection_s": sel.get("seconds"),
                     "train_epoch_s": [h["seconds"] for h in tr.history],
                     "best_epoch_val_iou_vs_labels": tr.best_val_iou,
-                    "chosen_epoch": sel.get("epoch"), "chosen_scale": seg.scale, "chosen_flips": seg.flips, "chosen_threshold": seg.threshold,
+                    "chosen_epoch": sel.get("epoch"), "chosen_scale": seg.scale, "chosen_flips": seg.flips,
+                    "chosen_threshold": seg.threshold,
                     "chosen_val_iou_vs_labels": sel.get("iou"), "model": str(model), "tests": {}})
         print(json.dumps(out), flush=True)
         for tv in args.test_video:

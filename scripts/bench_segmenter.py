@@ -54,7 +54,7 @@ def precision_timing(rgb, repeats: int) -> dict[str, float]:
     x = torch.randn(8, 3, 160, 160)
     y = (torch.rand(8, 1, 160, 160) > 0.9).float()
     for prec in ("fp32", "bf16"):
-        def step():
+        def step(prec=prec):
             opt.zero_grad()
             with precision_context(prec):
                 logits = model.train()(x)
@@ -64,7 +64,7 @@ def precision_timing(rgb, repeats: int) -> dict[str, float]:
         res[f"train_step_{prec}_ms"] = 1000 * _median_s(step, repeats)
         cfg = SegmenterConfig(encoder="resnet18", precision=prec)
         seg = Segmenter(model, cfg)
-        res[f"resnet18_640x360_{prec}_ms"] = 1000 * _median_s(lambda: seg.predict(rgb), repeats)
+        res[f"resnet18_640x360_{prec}_ms"] = 1000 * _median_s(lambda seg=seg: seg.predict(rgb), repeats)
     res["train_step_bf16_speedup_x"] = res["train_step_fp32_ms"] / res["train_step_bf16_ms"]
     res["predict_bf16_speedup_x"] = res["resnet18_640x360_fp32_ms"] / res["resnet18_640x360_bf16_ms"]
     return res
@@ -99,7 +99,7 @@ def main() -> None:
             cfg = SegmenterConfig(encoder=enc, input_size=size)
             seg = Segmenter(build_model(cfg), cfg)
             img = np.ascontiguousarray(rgb[:: 360 // size[0], :: 640 // size[1]])
-            out[f"{enc}_{name}_ms"] = 1000 * _median_s(lambda: seg.predict(img), args.repeats)
+            out[f"{enc}_{name}_ms"] = 1000 * _median_s(lambda seg=seg, img=img: seg.predict(img), args.repeats)
             print(json.dumps({k: out[k] for k in out if k.startswith(enc)}), flush=True)
     out.update(precision_timing(rgb, args.repeats))
     print(json.dumps({k: v for k, v in out.items() if "bf16" in k or "fp32" in k}), flush=True)

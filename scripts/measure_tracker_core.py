@@ -75,7 +75,8 @@ def main() -> int:
             step_kw["up"] = u / np.linalg.norm(u)
         if i == 0:
             t = truth[0]
-            guess = lay.from_quat(t["joint_angles"], t["base_quat_cam"], t["base_position_cam"]) if a.truth_init else None
+            guess = (lay.from_quat(t["joint_angles"], t["base_quat_cam"], t["base_position_cam"])
+                     if a.truth_init else None)
             st = trk.start(m, guess, **step_kw)
         else:
             st = trk.step(m, **step_kw)
@@ -91,7 +92,8 @@ def main() -> int:
         tm = ds.mask(i)
         iou_t.append(float((rm & tm).sum() / max((rm | tm).sum(), 1)))
     out = {
-        "dataset": a.dataset, "config": kw | ({"refine": json.loads(a.config).get("refine")} if "refine" in a.config else {}),
+        "dataset": a.dataset,
+        "config": kw | ({"refine": json.loads(a.config).get("refine")} if "refine" in a.config else {}),
         "frames": len(be), "corrupt": a.corrupt, "truth_init": a.truth_init, "up_noise_deg": a.up_noise_deg,
         "base_position_error_m": float(np.mean(be)), "joint_error_rad": float(np.mean(qe)),
         "iou": float(np.nanmean(iou)), "iou_truth": float(np.mean(iou_t)),

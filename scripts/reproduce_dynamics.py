@@ -179,7 +179,8 @@ def main(argv=None) -> int:
 
     # table
     lines = []
-    hdr = f"{'faults':7s} {'track':5s} {'ctrl':4s} {'ours [s]':>9s} {'paper [s]':>9s} {'diff':>7s} {'beyond40':>8s} {'spread [s]':>15s} {'CoM-sight':>9s} {'passive':>8s}  paper figure"
+    hdr = (f"{'faults':7s} {'track':5s} {'ctrl':4s} {'ours [s]':>9s} {'paper [s]':>9s} {'diff':>7s} {'beyond40':>8s} "
+           f"{'spread [s]':>15s} {'CoM-sight':>9s} {'passive':>8s}  paper figure")
     lines.append(hdr)
     lines.append("-" * len(hdr))
     records = []
@@ -226,7 +227,8 @@ def main(argv=None) -> int:
         return next(x["last_target_time_s"] for x in records if (x["fault"], x["track"], x["control"]) == (f, tr, c))
 
     cc_faster = {
-        f"{f}/{tr}": (last(f, tr, "cc") is not None and (last(f, tr, "sjc") is None or last(f, tr, "cc") < last(f, tr, "sjc")))
+        f"{f}/{tr}": (last(f, tr, "cc") is not None
+                      and (last(f, tr, "sjc") is None or last(f, tr, "cc") < last(f, tr, "sjc")))
         for f in FAULTS if f != "none" for tr in ("com", "head")
     }
     within = [abs(x["rel_diff_x"]) <= 0.10 for x in records if x["rel_diff_x"] is not None]
@@ -299,7 +301,8 @@ def _plot_joint_grid(rows, fault: str, path: Path, base: Path) -> None:
             ax.plot(d["t"], np.degrees(d[f"phi_{i}"]), lw=0.3)
         ax.axhline(40, color="r")
         ax.axhline(-40, color="r")
-        ax.set_title(f"{'centre' if r['track'] == 'com' else 'head'} {r['control'].upper()}, faults {fault}", fontsize=9)
+        ax.set_title(f"{'centre' if r['track'] == 'com' else 'head'} {r['control'].upper()}, faults {fault}",
+                     fontsize=9)
         ax.set_xlabel("t [s]")
     axes[0, 0].set_ylabel("joint angle [deg]")
     axes[1, 0].set_ylabel("joint angle [deg]")

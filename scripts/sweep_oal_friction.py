@@ -24,7 +24,8 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=10.0)
     args = ap.parse_args()
     out = {}
-    print(f"{'mu':>5} {'seed':>4} {'obst_m':>7} {'free_m':>7} {'ratio':>6} {'halt_ref_m':>10} {'halt_phase_m':>12} {'rms_rad':>8}")
+    print(f"{'mu':>5} {'seed':>4} {'obst_m':>7} {'free_m':>7} {'ratio':>6} "
+          f"{'halt_ref_m':>10} {'halt_phase_m':>12} {'rms_rad':>8}")
     for mu in args.mu:
         rows = []
         for seed in args.seeds:

@@ -30,7 +30,8 @@ def test_project_error_becomes_one_line_exit_2(monkeypatch, capsys):
     monkeypatch.setattr(cli, "_commands", lambda: [fake])
     assert cli.main(["boom"]) == 2
     err = capsys.readouterr().err
-    assert err.strip().splitlines() == ["snaketrack: error: robot.yaml: links[0].radius = -1; expected a positive number"]
+    assert err.strip().splitlines() == [
+        "snaketrack: error: robot.yaml: links[0].radius = -1; expected a positive number"]
 
 
 def test_nested_command_names(monkeypatch):

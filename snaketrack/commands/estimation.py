@@ -16,12 +16,15 @@ from snaketrack.errors import InputError, MissingFileError
 
 def _filter_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("UKF / KF tuning (KFConfig)")
-    g.add_argument("--q", type=float, default=None, help="process noise variance per step on each entry of J [(m/rad)^2] (default 1e-3)")
-    g.add_argument("--r", type=float, default=None, help="measurement noise variance on each component of rdot [(m/s)^2] (default 1e-2)")
+    g.add_argument("--q", type=float, default=None,
+                   help="process noise variance per step on each entry of J [(m/rad)^2] (default 1e-3)")
+    g.add_argument("--r", type=float, default=None,
+                   help="measurement noise variance on each component of rdot [(m/s)^2] (default 1e-2)")
     g.add_argument("--p0", type=float, default=None, help="initial variance of each entry of J [(m/rad)^2] (default 1)")
     g.add_argument("--alpha", type=float, default=None, help="UKF sigma-point spread alpha (default 1)")
     g = p.add_argument_group("CO options (COConfig; off by default, as in the paper)")
-    g.add_argument("--co-min-phidot", type=float, default=None, help="skip CO updates while |phidot| < this [rad/s] (default 0)")
+    g.add_argument("--co-min-phidot", type=float, default=None,
+                   help="skip CO updates while |phidot| < this [rad/s] (default 0)")
     g.add_argument("--co-reset", action="store_true", help="reset CO's J to zero when motion resumes after a halt")
 
 
@@ -55,7 +58,8 @@ def _add_experiments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--exp3-noise-var", type=float, default=None,
                    help="variance of experiment 3's noise on rdot [(m/s)^2] (default 0.1)")
     p.add_argument("--resume", choices=("reference", "phase"), default=None,
-                   help="how the gait resumes after experiment 2's halt (default reference: references jump to phi_d(t))")
+                   help="how the gait resumes after experiment 2's halt "
+                        "(default reference: references jump to phi_d(t))")
     p.add_argument("--seed", type=int, default=None, help="world and noise seed (default 0)")
     p.add_argument("--no-obstacles", action="store_true", help="remove the obstacles (control run)")
     p.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
@@ -100,7 +104,8 @@ def _add_estimate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--estimator", choices=list(ESTIMATORS), default="ukf", help="estimator (default ukf)")
     p.add_argument("--out", default="estimate_out", help="output folder (default estimate_out)")
     p.add_argument("--plane", choices=("xy", "xz", "yz"), default=None,
-                   help="track.csv: camera-frame plane of the head position used for rdot (default xy: camera looking down)")
+                   help="track.csv: camera-frame plane of the head position used for rdot "
+                        "(default xy: camera looking down)")
     p.add_argument("--sg-window", type=int, default=None, help="Savitzky-Golay window [samples, odd] (default 9)")
     p.add_argument("--sg-order", type=int, default=None, help="Savitzky-Golay polynomial order (default 2)")
     p.add_argument("--no-figures", action="store_true", help="skip estimate.png")
@@ -139,9 +144,11 @@ def run_estimate(path, estimator: str = "ukf", out=None, plane: str = "xy", smoo
                "metric": "MSE of rdot_hat_n = J_{n-1} phidot_n against the measured rdot_n"}
     if out is not None:
         out = Path(out)
-        cols = ["t", "rdot_x", "rdot_y", "rdot_hat_x", "rdot_hat_y"] + [f"J_{r}_{c}" for r in (1, 2) for c in range(1, J + 1)]
+        cols = (["t", "rdot_x", "rdot_y", "rdot_hat_x", "rdot_hat_y"]
+                + [f"J_{r}_{c}" for r in (1, 2) for c in range(1, J + 1)])
         table = np.column_stack([data.t, data.rdot, run.prediction, run.jacobian.reshape(-1, 2 * J)])
-        lines = [",".join(cols)] + [",".join("" if not np.isfinite(v) else repr(float(v)) for v in row) for row in table]
+        lines = [",".join(cols)] + [",".join("" if not np.isfinite(v) else repr(float(v)) for v in row)
+                                    for row in table]
         atomic_write_text(out / "estimate.csv", "\n".join(lines) + "\n")
         write_json(out / "summary.json", summary)
         if figures:

@@ -25,7 +25,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--box", required=True, metavar="X,Y,W,H",
                    help="the robot's box in the first frame [pixels]: top-left x, y, width, height")
     p.add_argument("--backend", choices=("sam", "grabcut"), default="sam", help="box-prompted segmenter (default sam)")
-    p.add_argument("--sam-checkpoint", metavar="FILE", help="local Segment Anything weights (required for --backend sam)")
+    p.add_argument("--sam-checkpoint", metavar="FILE",
+                   help="local Segment Anything weights (required for --backend sam)")
     p.add_argument("--sam-model", choices=("vit_b", "vit_l", "vit_h"), default="vit_b",
                    help="SAM model type of the checkpoint (default vit_b)")
     p.add_argument("--device", default="cpu", help="torch device for SAM (default cpu)")
@@ -80,7 +81,8 @@ def add_fit_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--keep-edge", action="store_true",
                    help="keep the label's own edge; only cut what lies beyond the fitted silhouette grown by --trim-px")
     p.add_argument("--trim-px", type=int, default=1, metavar="PX",
-                   help="with --keep-edge: how far the label may reach beyond the fitted silhouette [pixels] (default 1)")
+                   help="with --keep-edge: how far the label may reach beyond the fitted silhouette [pixels] "
+                        "(default 1)")
     p.add_argument("--out", required=True, metavar="DATASET", help="output dataset folder (resumed if it exists)")
     p.add_argument("--json", action="store_true", help="print a JSON summary instead of a sentence")
 

@@ -145,7 +145,8 @@ def run(args: argparse.Namespace) -> int:
         plot_head_path(result, out / "head_path.png")
     print(f"head displacement {summary['head_displacement_m']:.3f} m "
           f"(x {summary['head_displacement_x_m']:+.3f} m), mean speed {summary['mean_speed_m_s']:.3f} m/s; "
-          f"wrote {out / 'states.csv'}, {out / 'summary.json'}" + ("" if args.no_plot else f", {out / 'head_path.png'}"))
+          f"wrote {out / 'states.csv'}, {out / 'summary.json'}"
+          + ("" if args.no_plot else f", {out / 'head_path.png'}"))
     return 0
 
 

@@ -14,8 +14,10 @@ from snaketrack.errors import InputError
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--track", choices=("head", "com"), default="head", help="point steered to the targets (default head)")
-    p.add_argument("--control", choices=("sjc", "cc"), default="sjc", help="single-joint or coupled control (default sjc)")
+    p.add_argument("--track", choices=("head", "com"), default="head",
+                   help="point steered to the targets (default head)")
+    p.add_argument("--control", choices=("sjc", "cc"), default="sjc",
+                   help="single-joint or coupled control (default sjc)")
     p.add_argument("--broken", default=None, help="comma-separated broken joints, 1..9 from the tail, e.g. 3,5,6")
     p.add_argument("--t-end", type=float, default=None, help="simulated time limit in seconds (default 2000)")
     p.add_argument("--out", required=True, help="output folder")
@@ -45,7 +47,8 @@ def _run(args: argparse.Namespace) -> int:
         v = getattr(args, flag)
         if v is not None:
             kw[key] = v
-    scn = PlanarScenario(track=args.track, controller=ControllerConfig(coupling=args.control, broken_joints=broken), **kw)
+    scn = PlanarScenario(track=args.track, controller=ControllerConfig(coupling=args.control, broken_joints=broken),
+                         **kw)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out}: exists and is not a folder")
@@ -55,7 +58,8 @@ def _run(args: argparse.Namespace) -> int:
         bar.update(max(0, round(t) - bar.n))
 
     try:
-        summary = run_scenario(scn, out, animation=None if args.animation == "none" else args.animation, progress=progress)
+        summary = run_scenario(scn, out, animation=None if args.animation == "none" else args.animation,
+                               progress=progress)
     finally:
         bar.close()
     keys = ("scenario", "reach_times_s", "last_target_time_s", "beyond_limit_fraction", "wall_s", "sim_per_wall_x")

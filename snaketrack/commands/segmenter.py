@@ -22,20 +22,24 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=8, help="batch size (default 8)")
     p.add_argument("--lr", type=float, default=1e-4, help="Adam learning rate (default 1e-4)")
     p.add_argument("--lr-step-epoch", type=int, default=None, help="epoch at which lr drops x0.1 (default 10)")
-    p.add_argument("--input-size", default="640x360", metavar="WxH", help="network input, width x height (default 640x360)")
+    p.add_argument("--input-size", default="640x360", metavar="WxH",
+                   help="network input, width x height (default 640x360)")
     p.add_argument("--crop-size", default=None, metavar="WxH",
                    help="train on crops of this size at the input resolution (default: whole frames)")
     p.add_argument("--max-val-frames", type=int, default=None, help="cap on validation frames (evenly spaced)")
     p.add_argument("--val-fraction", type=float, default=None, help="fraction held out for validation (default 0.15)")
-    p.add_argument("--max-minutes", type=float, default=None, help="stop after the epoch in which this much time passed")
+    p.add_argument("--max-minutes", type=float, default=None,
+                   help="stop after the epoch in which this much time passed")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     p.add_argument("--seed", type=int, default=0, help="seed (default 0)")
     p.add_argument("--loss", default=None, help="loss terms joined by '+': bce, dice, iou, lovasz (default bce+dice)")
     p.add_argument("--pos-weight", type=float, default=None, help="BCE weight of robot pixels (default 1)")
     p.add_argument("--schedule", default=None, choices=["step", "cosine", "onecycle"],
                    help="lr schedule: step (x0.1 at --lr-step-epoch), cosine or onecycle over the run (default step)")
-    p.add_argument("--p-robot", type=float, default=None, help="share of --crop-size crops centred near the robot (default 0.7)")
-    p.add_argument("--architecture", default=None, choices=["DeepLabV3Plus", "Unet"], help="network (default DeepLabV3Plus)")
+    p.add_argument("--p-robot", type=float, default=None,
+                   help="share of --crop-size crops centred near the robot (default 0.7)")
+    p.add_argument("--architecture", default=None, choices=["DeepLabV3Plus", "Unet"],
+                   help="network (default DeepLabV3Plus)")
     p.add_argument("--fixed-threshold", action="store_true",
                    help="keep the probability threshold at 0.5 instead of choosing it on the validation split")
     p.add_argument("--scales", default=None, metavar="S,S,...",
@@ -52,7 +56,8 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ground-colour", type=float, default=None, metavar="P",
                    help="probability of recolouring the ground of a training sample (default 0)")
     p.add_argument("--zoom", default=None, metavar="LOW,HIGH",
-                   help="training zoom range, log-uniform (default 0.7,1.4): cover the robot's size in the videos to segment")
+                   help="training zoom range, log-uniform (default 0.7,1.4): "
+                        "cover the robot's size in the videos to segment")
     p.add_argument("--rotate", type=float, default=None, metavar="DEG",
                    help="training rotations drawn from +-DEG degrees (camera roll, other headings; default 0)")
     p.add_argument("--shadow", type=float, default=None, metavar="P",
@@ -63,7 +68,8 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--average-from", type=float, default=None, metavar="F",
                    help="average the weights at every step from this fraction of the run on and keep the average "
                         "(stochastic weight averaging; default: off)")
-    p.add_argument("--out", required=True, metavar="MODEL.pt", help="model file to write (resumes when its .last.pt exists)")
+    p.add_argument("--out", required=True, metavar="MODEL.pt",
+                   help="model file to write (resumes when its .last.pt exists)")
     p.add_argument("--json", action="store_true", help="print a JSON summary")
 
 
@@ -107,7 +113,8 @@ def run_train(args: argparse.Namespace) -> int:
     sel = res.selection or {}
     summary = {"model": args.out, "best_val_iou": res.best_val_iou, "epochs": res.epochs_done,
                "stopped_by_time": res.stopped_by_time, "chosen_epoch": sel.get("epoch"),
-               "chosen_scale": sel.get("scale"), "chosen_flips": sel.get("flips"), "chosen_threshold": sel.get("threshold"),
+               "chosen_scale": sel.get("scale"), "chosen_flips": sel.get("flips"),
+               "chosen_threshold": sel.get("threshold"),
                "chosen_val_iou": sel.get("iou"), "selection_s": sel.get("seconds"),
                **{k: v for k, v in res.paths.items() if k != "model"}}
     print(json.dumps(summary) if args.json else

@@ -52,8 +52,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                         "them if the track turns round (default 60; 0: write every frame as it finishes)")
     p.add_argument("--silhouette", default="visual", choices=("visual", "visual-capsule", "capsules"),
                    help="the robot's silhouette model: 'visual' (bodies, caps and housings from the robot file, "
-                        "cylindrical housings drawn as cylinders; default), 'visual-capsule' (the same with cylindrical "
-                        "housings as capsules) or 'capsules' (the kinematic capsules only)")
+                        "cylindrical housings drawn as cylinders; default), 'visual-capsule' (the same with "
+                        "cylindrical housings as capsules) or 'capsules' (the kinematic capsules only)")
     p.add_argument("--track-size", default=None, metavar="WxH",
                    help="track at this resolution: frames and masks resized, K scaled "
                         "(default: the source's own; the paper tracks at 640x360)")

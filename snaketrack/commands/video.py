@@ -23,7 +23,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the robot body's nominal width in the image [px], which sets the focal length "
                         "(default 11; a moving camera is pulled back where the robot would leave the frame)")
     p.add_argument("--no-obstacles", action="store_true", help="empty floor instead of the OAL posts")
-    p.add_argument("--ground", choices=GROUNDS, default=None, help="ground texture (default: drawn from the random seed)")
+    p.add_argument("--ground", choices=GROUNDS, default=None,
+                   help="ground texture (default: drawn from the random seed)")
     p.add_argument("--clean", action="store_true", help="no blur, noise or JPEG degradation")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run in --out (same flags)")
     p.add_argument("--no-extras", action="store_true", help="skip video.mp4 and contact_sheet.png")

@@ -297,7 +297,8 @@ def label_video(source: FrameSource, out: str | os.PathLike, predictor: BoxPredi
     labelling = {"backend": predictor.name, "box": str(box), "stride": int(stride), **asdict(config)}
     if (out / "frames").is_dir() and any((out / "frames").iterdir()):
         if not csv_path.is_file():
-            raise InputError(f"{out}: holds frames but no {LABELS_CSV}; not a labelling run to resume, choose a new --out")
+            raise InputError(f"{out}: holds frames but no {LABELS_CSV}; not a labelling run to resume, "
+                             "choose a new --out")
         old = read_json(out / "meta.json").get("labelling", {}) if (out / "meta.json").is_file() else {}
         if old.get("stride", stride) != stride or old.get("source", src_id) != src_id:
             raise InputError(f"{out}: was labelled from {old.get('source')} with --stride {old.get('stride')}; "

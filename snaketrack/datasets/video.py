@@ -117,7 +117,8 @@ class FolderSource(FrameSource):
             rgb = self._read(i)
             if rgb.shape[:2] != (self.height, self.width):
                 raise FileFormatError(
-                    f"{self.files[i]}: size {rgb.shape[1]}x{rgb.shape[0]}; expected {self.width}x{self.height} like the first image")
+                    f"{self.files[i]}: size {rgb.shape[1]}x{rgb.shape[0]}; "
+                    f"expected {self.width}x{self.height} like the first image")
             yield i, rgb
 
 

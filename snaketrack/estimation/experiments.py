@@ -256,7 +256,8 @@ def summarise(results: dict, config: Optional[ExperimentsConfig] = None) -> dict
             "duration_s": c.duration, "dt_s": c.dt, "halt_s": list(c.halt), "resume": c.resume,
             "noise_std_m_s": c.noise_std, "exp3_noise_var": c.exp3_noise_var, "seed": c.seed,
             "robot": c.robot, "obstacles": c.obstacles,
-            "kf": {"q": np.asarray(c.kf.q).tolist(), "r": np.asarray(c.kf.r).tolist(), "p0": np.asarray(c.kf.p0).tolist()},
+            "kf": {"q": np.asarray(c.kf.q).tolist(), "r": np.asarray(c.kf.r).tolist(),
+                   "p0": np.asarray(c.kf.p0).tolist()},
             "sigma": dataclasses.asdict(c.sigma),
             "co": {k: v for k, v in dataclasses.asdict(c.co).items() if k != "j0"},
             "recovery": {"window_s": c.recovery_window_s, "factor": c.recovery_factor, "hold_s": c.recovery_hold_s},
@@ -278,7 +279,8 @@ def write_predictions_csv(result: ExperimentResult, path: str | os.PathLike) -> 
     atomic_write_text(path, "\n".join(lines) + "\n")
 
 
-_COLORS = {"ukf": "tab:orange", "co": "tab:green", "kf": "tab:red", "co_reset": "tab:purple", "kf_matched_r": "tab:brown"}
+_COLORS = {"ukf": "tab:orange", "co": "tab:green", "kf": "tab:red", "co_reset": "tab:purple",
+           "kf_matched_r": "tab:brown"}
 
 
 def plot_experiment(result: ExperimentResult, out_dir: str | os.PathLike) -> list[Path]:
@@ -359,8 +361,10 @@ def plot_experiment(result: ExperimentResult, out_dir: str | os.PathLike) -> lis
             r = result.runs[name]
             sq = np.nan_to_num(np.sum((r.prediction - result.rdot_true) ** 2, axis=1))
             ls = "--" if name == "ukf" else "-"
-            axs[0].semilogy(t, moving_average(sq, int(round(0.1 / dt))) + 1e-12, ls, color=_COLORS.get(name), lw=1, label=name)
-            axs[1].semilogy(t, np.linalg.norm(r.jacobian, axis=(1, 2)) + 1e-12, ls, color=_COLORS.get(name), lw=1, label=name)
+            axs[0].semilogy(t, moving_average(sq, int(round(0.1 / dt))) + 1e-12, ls,
+                            color=_COLORS.get(name), lw=1, label=name)
+            axs[1].semilogy(t, np.linalg.norm(r.jacobian, axis=(1, 2)) + 1e-12, ls,
+                            color=_COLORS.get(name), lw=1, label=name)
         for a in axs:
             a.axvspan(*result.halt, color="0.9", zorder=0)
             a.legend(fontsize=8)

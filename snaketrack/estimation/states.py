@@ -170,7 +170,8 @@ def read_json_lines_columns(path: str | os.PathLike) -> dict[str, np.ndarray]:
         bad = next((i for i, v in enumerate(values) if not (v is None or kind(v))), None)
         if bad is not None:
             raise FileFormatError(f"{path}: line {lines[bad]}: {key} = {json.dumps(values[bad])}; expected "
-                                  f"{'a string' if kind is _is_str else 'a number'} or null, like the column's other values")
+                                  f"{'a string' if kind is _is_str else 'a number'} or null, "
+                                  "like the column's other values")
         if kind is _is_str:
             out[key] = np.array(["" if v is None else v for v in values], dtype=object)
         else:
@@ -216,7 +217,8 @@ def _numbered(cols: dict, prefix: str) -> list[str]:
     return names
 
 
-def read_states(path: str | os.PathLike, plane: str = "xy", smoothing: SmoothingConfig = SmoothingConfig()) -> EstimationInput:
+def read_states(path: str | os.PathLike, plane: str = "xy",
+                smoothing: SmoothingConfig = SmoothingConfig()) -> EstimationInput:
     """Read ``states.csv`` or ``track.csv`` (detected by columns; CSV or JSON lines) into an :class:`EstimationInput`.
 
     plane: the camera-frame plane of ``track.csv``'s head position used for ṙ

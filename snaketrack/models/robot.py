@@ -257,7 +257,8 @@ def robot_from_dict(data: dict, source: str = "<dict>") -> Robot:
     visual = Visual(
         body_radius=tuple(_positive(x, f"{source}: visual.body_radius") for x in br),
         housing_radius=_positive(v.get("housing_radius", 1.2 * links[0].radius), f"{source}: visual.housing_radius"),
-        housing_half_length=_positive(v.get("housing_half_length", links[0].radius), f"{source}: visual.housing_half_length"),
+        housing_half_length=_positive(v.get("housing_half_length", links[0].radius),
+                                      f"{source}: visual.housing_half_length"),
         housing_shape=shape,
         cap_radius=_positive(v.get("cap_radius", links[-1].radius), f"{source}: visual.cap_radius"),
         rgba=_rgba(v.get("rgba", [0.85, 0.45, 0.1, 1]), f"{source}: visual.rgba"),

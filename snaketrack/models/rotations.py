@@ -78,14 +78,16 @@ def quat_to_matrix(q: torch.Tensor) -> torch.Tensor:
 
 def matrix_to_quat(R: torch.Tensor) -> torch.Tensor:
     """Rotation matrix (..., 3, 3) to unit quaternion (..., 4) (w, x, y, z) with w >= 0."""
-    m = R
-    t = m[..., 0, 0] + m[..., 1, 1] + m[..., 2, 2]
+    m00, m01, m02 = R[..., 0, 0], R[..., 0, 1], R[..., 0, 2]
+    m10, m11, m12 = R[..., 1, 0], R[..., 1, 1], R[..., 1, 2]
+    m20, m21, m22 = R[..., 2, 0], R[..., 2, 1], R[..., 2, 2]
+    t = m00 + m11 + m22
     cands = torch.stack(
         [
-            torch.stack([1 + t, m[..., 2, 1] - m[..., 1, 2], m[..., 0, 2] - m[..., 2, 0], m[..., 1, 0] - m[..., 0, 1]], -1),
-            torch.stack([m[..., 2, 1] - m[..., 1, 2], 1 + 2 * m[..., 0, 0] - t, m[..., 0, 1] + m[..., 1, 0], m[..., 0, 2] + m[..., 2, 0]], -1),
-            torch.stack([m[..., 0, 2] - m[..., 2, 0], m[..., 0, 1] + m[..., 1, 0], 1 + 2 * m[..., 1, 1] - t, m[..., 1, 2] + m[..., 2, 1]], -1),
-            torch.stack([m[..., 1, 0] - m[..., 0, 1], m[..., 0, 2] + m[..., 2, 0], m[..., 1, 2] + m[..., 2, 1], 1 + 2 * m[..., 2, 2] - t], -1),
+            torch.stack([1 + t, m21 - m12, m02 - m20, m10 - m01], -1),
+            torch.stack([m21 - m12, 1 + 2 * m00 - t, m01 + m10, m02 + m20], -1),
+            torch.stack([m02 - m20, m01 + m10, 1 + 2 * m11 - t, m12 + m21], -1),
+            torch.stack([m10 - m01, m02 + m20, m12 + m21, 1 + 2 * m22 - t], -1),
         ],
         dim=-2,
     )  # (..., 4, 4): each row proportional to q, best-conditioned has the largest norm

@@ -113,7 +113,8 @@ def _rot_small(angles: np.ndarray) -> np.ndarray:
 
 
 def smooth_noise(rng: np.random.Generator, t: np.ndarray, f_lo: float, f_hi: float, n: int = 4) -> np.ndarray:
-    """A smooth random signal of ``t`` (T,) with unit-ish RMS: a sum of ``n`` sines with frequencies in [f_lo, f_hi] Hz."""
+    """A smooth random signal of ``t`` (T,) with unit-ish RMS: a sum of ``n`` sines with frequencies in
+    [f_lo, f_hi] Hz."""
     freqs = rng.uniform(f_lo, f_hi, n)
     phases = rng.uniform(0, 2 * np.pi, n)
     amps = rng.uniform(0.5, 1.0, n)

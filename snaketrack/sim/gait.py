@@ -96,7 +96,8 @@ class GaitParams:
         if self.halt is not None:
             h = tuple(self.halt)
             if len(h) != 2 or not all(math.isfinite(float(x)) for x in h) or not (0 <= h[0] < h[1]):
-                raise InputError(f"gait halt = {self.halt!r}; expected (t_stop, t_resume) with 0 <= t_stop < t_resume [s]")
+                raise InputError(f"gait halt = {self.halt!r}; "
+                                 "expected (t_stop, t_resume) with 0 <= t_stop < t_resume [s]")
 
 
 def gait_time(t: np.ndarray, halt: Optional[tuple[float, float]], resume: str) -> tuple[np.ndarray, np.ndarray]:

@@ -65,7 +65,8 @@ def collision_shape(robot: Robot) -> str:
         raise FileFormatError(f"{robot.source}: collision = {spec!r}; expected a mapping like {{shape: box}}")
     shape = spec.get("shape", "capsule")
     if shape not in COLLISION_SHAPES:
-        raise FileFormatError(f"{robot.source}: collision.shape = {shape!r}; expected one of {', '.join(COLLISION_SHAPES)}")
+        raise FileFormatError(f"{robot.source}: collision.shape = {shape!r}; "
+                              f"expected one of {', '.join(COLLISION_SHAPES)}")
     return shape
 
 
@@ -133,13 +134,15 @@ def add_robot(
             # joint housing, attached to the child so it turns with it
             if vis.housing_shape == "sphere":
                 ET.SubElement(body, "geom", name=f"vis_housing_{i}", type="sphere", size=_f(vis.housing_radius),
-                              rgba=_f(*vis.housing_rgba), group=str(VISUAL_GROUP), contype="0", conaffinity="0", mass="0")
+                              rgba=_f(*vis.housing_rgba), group=str(VISUAL_GROUP),
+                              contype="0", conaffinity="0", mass="0")
             else:
                 a = {"x": (1, 0, 0), "y": (0, 1, 0), "z": (0, 0, 1)}[joint.axes[0]]
                 h = vis.housing_half_length
                 ET.SubElement(body, "geom", name=f"vis_housing_{i}", type="cylinder",
                               fromto=_f(*(-h * np.array(a)), *(h * np.array(a))), size=_f(vis.housing_radius),
-                              rgba=_f(*vis.housing_rgba), group=str(VISUAL_GROUP), contype="0", conaffinity="0", mass="0")
+                              rgba=_f(*vis.housing_rgba), group=str(VISUAL_GROUP),
+                              contype="0", conaffinity="0", mass="0")
         L = link.length
         if shape == "box":
             where = dict(type="box", pos=_f(0.5 * L, 0, 0), size=_f(0.5 * L, link.radius, link.radius))
@@ -248,11 +251,13 @@ def joint_qpos_addresses(model, robot: Robot) -> np.ndarray:
     """qpos indices of the robot's joint coordinates, in the robot file's order."""
     import mujoco
 
-    return np.array([model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n)] for n in robot.joint_names])
+    return np.array([model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n)]
+                     for n in robot.joint_names])
 
 
 def joint_dof_addresses(model, robot: Robot) -> np.ndarray:
     """qvel indices of the robot's joint coordinates, in the robot file's order."""
     import mujoco
 
-    return np.array([model.jnt_dofadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n)] for n in robot.joint_names])
+    return np.array([model.jnt_dofadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n)]
+                     for n in robot.joint_names])

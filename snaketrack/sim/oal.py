@@ -122,7 +122,8 @@ class OALConfig:
             v = getattr(self, name)
             ok = isinstance(v, (int, float)) and math.isfinite(v) and (v > 0 or (allow_zero and v == 0))
             if not ok:
-                raise InputError(f"OALConfig.{name} = {v!r}; expected a {'non-negative' if allow_zero else 'positive'} number")
+                raise InputError(f"OALConfig.{name} = {v!r}; "
+                                 f"expected a {'non-negative' if allow_zero else 'positive'} number")
 
         for name in ("duration", "dt", "omega", "torque_limit", "floor_friction", "snake_friction",
                      "obstacle_friction", "obstacle_radius", "obstacle_height"):
@@ -141,8 +142,10 @@ class OALConfig:
             raise InputError(f"OALConfig.seed = {self.seed!r}; expected a non-negative integer")
         if self.halt is not None:
             h = tuple(self.halt)
-            if len(h) != 2 or not all(isinstance(x, (int, float)) and math.isfinite(x) for x in h) or not (0 <= h[0] < h[1]):
-                raise InputError(f"OALConfig.halt = {self.halt!r}; expected (t_stop, t_resume) with 0 <= t_stop < t_resume [s]")
+            if (len(h) != 2 or not all(isinstance(x, (int, float)) and math.isfinite(x) for x in h)
+                    or not (0 <= h[0] < h[1])):
+                raise InputError(f"OALConfig.halt = {self.halt!r}; "
+                                 "expected (t_stop, t_resume) with 0 <= t_stop < t_resume [s]")
 
     @property
     def steps(self) -> int:
@@ -299,7 +302,8 @@ def simulate_oal(config: OALConfig = OALConfig(), progress: bool = False) -> OAL
     if not np.array_equal(act, np.arange(len(act))):
         raise InputError(f"{robot.name}: actuators are not in joint order ({act.tolist()})")
     head_id = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, "head_site")
-    link_ids = np.array([mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, f"link_{i + 1}") for i in range(robot.n_links)])
+    link_ids = np.array([mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, f"link_{i + 1}")
+                         for i in range(robot.n_links)])
 
     T, J = config.steps, robot.dof
     t = np.arange(T) * config.dt

@@ -345,7 +345,8 @@ def summarize(result: PlanarResult) -> dict:
         "wall_s": result.wall_s,
         "sim_per_wall_x": result.t_final_s / max(result.wall_s, 1e-9),
         "n_rhs": result.n_rhs,
-        "solver": {"method": scn.method, "rtol": scn.rtol, "atol": scn.atol, "max_step_s": scn.max_step_s if np.isfinite(scn.max_step_s) else None},
+        "solver": {"method": scn.method, "rtol": scn.rtol, "atol": scn.atol,
+                   "max_step_s": scn.max_step_s if np.isfinite(scn.max_step_s) else None},
         "joint_convention": "phi_i = theta_{i+1} - theta_i (docs/conventions.md; the paper's angles negated)",
         "config": _jsonable(asdict(scn)),
     }

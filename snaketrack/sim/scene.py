@@ -303,7 +303,8 @@ def dress_scene(root: ET.Element, texture_dir: str | os.PathLike, path_xy: np.nd
         grey = rng.uniform(0.45, 0.9)
         ET.SubElement(world, "geom", name=f"rock_{k}", type="ellipsoid", size=_f(*s),
                       pos=_f(xy[0], xy[1], 0.6 * s[2]), euler=_f(0, 0, rng.uniform(0, np.pi)),
-                      material="rock_mat", rgba=_f(grey, grey * rng.uniform(0.9, 1.0), grey * rng.uniform(0.8, 0.95), 1),
+                      material="rock_mat",
+                      rgba=_f(grey, grey * rng.uniform(0.9, 1.0), grey * rng.uniform(0.8, 0.95), 1),
                       **common)
     for k in range(n_sticks):
         L = rng.uniform(0.12, 0.45)

@@ -119,7 +119,8 @@ class VideoConfig:
         if not (self.start_time >= 0):
             raise InputError(f"start_time = {self.start_time!r} s; expected >= 0")
         if not (0.5 <= self.target_width_px <= 200):
-            raise InputError(f"body width {self.target_width_px!r} px (target_width_px, --body-width-px); expected 0.5..200")
+            raise InputError(f"body width {self.target_width_px!r} px (target_width_px, --body-width-px); "
+                             "expected 0.5..200")
 
 
 @dataclass(frozen=True)
@@ -358,7 +359,8 @@ class VideoRenderer:
             "ground": w.dressing.ground,
             "distractors": {"rocks": w.dressing.rocks, "sticks": w.dressing.sticks, "boxes": w.dressing.boxes},
             "degradation": asdict(cfg.degradation),
-            "camera_convention": "OpenCV: x right, y down, z forward; camera_quat_world is R_wc (camera axes in world), w x y z",
+            "camera_convention": "OpenCV: x right, y down, z forward; "
+                                 "camera_quat_world is R_wc (camera axes in world), w x y z",
             "mask": "MuJoCo segmentation of the robot's visual geoms (group 1), visible pixels only",
             "config": config_key(cfg),
         }

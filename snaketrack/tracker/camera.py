@@ -79,7 +79,8 @@ def _validate_dist(dist: Any, where: str) -> Optional[np.ndarray]:
     if d.size == 0:
         return None
     if d.size not in _DIST_LENGTHS:
-        raise InputError(f"{where}: {d.size} distortion coefficients; expected one of {_DIST_LENGTHS} (OpenCV order k1,k2,p1,p2,k3,...)")
+        raise InputError(f"{where}: {d.size} distortion coefficients; expected one of {_DIST_LENGTHS} "
+                         "(OpenCV order k1,k2,p1,p2,k3,...)")
     if not np.all(np.isfinite(d)):
         raise InputError(f"{where}: distortion coefficients hold non-finite values {d.tolist()}")
     if not np.any(d):
@@ -316,7 +317,8 @@ def load_calibration(path: str | os.PathLike, width: Optional[int] = None, heigh
         except (cv2.error, SystemError):
             ok = False
         if not ok:
-            raise FileFormatError(f"{path}: not a readable OpenCV FileStorage file (YAML/XML); expected camera_matrix and dist_coeffs")
+            raise FileFormatError(f"{path}: not a readable OpenCV FileStorage file (YAML/XML); "
+                                  "expected camera_matrix and dist_coeffs")
         try:
             K = _read_fs_node(fs, _K_KEYS)
             dist = _read_fs_node(fs, _D_KEYS)

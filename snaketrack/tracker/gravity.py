@@ -67,8 +67,8 @@ def simulated_imu(truth: Sequence[dict], seed: int, bias_deg: float = 1.0, noise
     ups = []
     for i, row in enumerate(truth):
         if "camera_quat_world" not in row:
-            raise FileFormatError(f"--up sim-imu: truth.jsonl frame {i} has no camera_quat_world; the simulated IMU needs the "
-                                  "camera's attitude")
+            raise FileFormatError(f"--up sim-imu: truth.jsonl frame {i} has no camera_quat_world; "
+                                  "the simulated IMU needs the camera's attitude")
         u = _rotate(up_from_camera_quat(row["camera_quat_world"]), bias_axis, math.radians(bias_deg))
         noise = np.radians(noise_deg) * np.random.default_rng([int(seed), 4243, i]).normal(size=3)
         if np.linalg.norm(noise) > 0:

@@ -206,7 +206,8 @@ class OverlayVideo:
 
     def write(self, rgb: np.ndarray) -> None:
         if (rgb.shape[1], rgb.shape[0]) != self.size:
-            raise InputError(f"{self.path}: frame size {rgb.shape[1]}x{rgb.shape[0]}; expected {self.size[0]}x{self.size[1]}")
+            raise InputError(f"{self.path}: frame size {rgb.shape[1]}x{rgb.shape[0]}; "
+                             f"expected {self.size[0]}x{self.size[1]}")
         self._w.write(cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
         self.frames += 1
 

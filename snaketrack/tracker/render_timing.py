@@ -106,7 +106,7 @@ def jacobian_timing(r, x0, reps: int) -> dict:
     radii = torch.as_tensor(r.model.radius, dtype=torch.float64)
     out = {}
     for name, band in (("jacobian_band_ms", True), ("jacobian_box_ms", False)):
-        def once():
+        def once(band=band):
             return render_with_jacobian(pts[None, :, 0], pts[None, :, 1], radii, r.K.double(), roi, G, s,
                                         with_offset=True, tol=RefineConfig().jac_tol / 0.5, compute_dtype=torch.float32,
                                         image_size=(r.width, r.height), band=band)

@@ -223,8 +223,8 @@ class SegmentationData(torch.utils.data.Dataset):
     the robot; max_frames: evenly spaced subset
     (e.g. to keep validation cheap); ground_colour: probability of
     recolouring the ground of a training sample (:func:`recolour_ground`); zoom, rotate_deg,
-    shadow: the zoom range, rotation bound and shadow probability of :func:`augment`. Resized frames are cached in memory
-    after first use.
+    shadow: the zoom range, rotation bound and shadow probability of :func:`augment`. Resized frames are cached in
+    memory after first use.
     """
 
     def __init__(self, roots: Sequence[str | os.PathLike], input_size: tuple[int, int], split: str = "train",

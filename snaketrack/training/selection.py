@@ -73,7 +73,8 @@ def final_choice(paths: dict[str, Path], last_model: torch.nn.Module, seg_cfg: S
     for r in sel["table"]:
         r["epoch"] = cands[r["candidate"]][1]
     extra = {"epoch": epoch, "val_iou": sel["iou"], "threshold": sel["threshold"], "scale": sel["scale"],
-             "flips": sel["flips"], "checkpoint": name, "best_epoch_val_iou": float(best_extra["val_iou"]), "selection": sel,
+             "flips": sel["flips"], "checkpoint": name, "best_epoch_val_iou": float(best_extra["val_iou"]),
+             "selection": sel,
              "datasets": roots, "train": config_dict(config)}
     chosen_row = sel.pop("row")
     atomic_write_bytes(paths["model"], model_bytes(
@@ -81,7 +82,8 @@ def final_choice(paths: dict[str, Path], last_model: torch.nn.Module, seg_cfg: S
     with CsvAppender(paths["select"], SELECT_COLUMNS, resume=False) as w:
         for r in sel["table"]:
             w.write({"candidate": cands[r["candidate"]][0], "epoch": r["epoch"], "scale": r["scale"],
-                     "flips": r["flips"], "threshold": r["threshold"], "val_iou": r["iou"], "chosen": int(r is chosen_row)})
+                     "flips": r["flips"], "threshold": r["threshold"], "val_iou": r["iou"],
+                     "chosen": int(r is chosen_row)})
     if progress:
         print(f"chosen on validation: {name} epoch {epoch}, scale {sel['scale']:g}, flips {sel['flips']}, threshold "
               f"{sel['threshold']:.2f}: IoU {sel['iou']:.4f} ({sel['seconds']:.0f} s)", flush=True)

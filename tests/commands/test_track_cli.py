@@ -424,8 +424,12 @@ def test_segmenter_sees_the_frame_as_tracked_and_its_mask_is_not_undistorted_aga
     assert np.array_equal(made[0].masks[0], expected)
     assert not np.array_equal(expected, Undistorter(cam).mask(expected))  # the distortion matters here
     half = []
-    monkeypatch.setattr(pipeline, "make_tracker",
-                        lambda robot, camera, fps, refine_steps=None, **kw: half.append(OracleTracker(robot)) or half[-1])
+
+    def make_half(robot, camera, fps, refine_steps=None, **kw):
+        half.append(OracleTracker(robot))
+        return half[-1]
+
+    monkeypatch.setattr(pipeline, "make_tracker", make_half)
     code, _, err = _main(["track", dataset, "--intrinsics", calib, "--masks", f"segmenter:{tmp_path / 'm.pt'}",
                           "--track-size", "160x120", "--max-frames", "1", "--no-video", "--out", tmp_path / "h"],
                          capsys)

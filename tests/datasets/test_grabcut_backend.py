@@ -103,7 +103,8 @@ def test_polish_smooths_a_ragged_edge_towards_the_truth():
     ragged[outer & (rng.random(stripe.shape) < 0.3)] = True            # bumps
     assert mask_iou(smooth_outline(ragged, 1.5), stripe) > mask_iou(ragged, stripe) + 0.05
     assert mask_iou(GrabCutBackend().polish(ragged), stripe) > 0.95
-    tiny = np.zeros((20, 20), bool); tiny[5:15, 9:11] = True              # 2 px wide: smoothing would erase it
+    tiny = np.zeros((20, 20), bool)
+    tiny[5:15, 9:11] = True                                            # 2 px wide: smoothing would erase it
     assert np.array_equal(smooth_outline(tiny, 1.5), tiny)
 
 

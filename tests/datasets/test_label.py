@@ -118,7 +118,7 @@ def test_resume_after_interruption_equals_uninterrupted_run(tmp_path, toy):
     src = open_frames(write_toy_dataset(tmp_path / "src", 12, W, H, seed=4))
     box = mask_to_box(truth[0]).expand(3)
     edits = {2: lambda m: np.zeros_like(m)}  # a flagged frame before the cut, to restore from
-    ref = label_video(src, tmp_path / "ref", Oracle(frames, truth, edits=edits), box, progress=False)
+    label_video(src, tmp_path / "ref", Oracle(frames, truth, edits=edits), box, progress=False)
 
     with pytest.raises(KeyboardInterrupt):
         label_video(src, tmp_path / "run", Oracle(frames, truth, fail_at=6, edits=edits), box, progress=False)

@@ -53,7 +53,7 @@ def test_reader_errors(tmp_path):
         w.write_frame(*_frame(0), truth={"t": 0})
     (tmp_path / "d" / "truth.jsonl").write_text("{bad\n")
     with pytest.raises(FileFormatError, match="line 1"):
-        Dataset(tmp_path / "d").truth
+        _ = Dataset(tmp_path / "d").truth
     json.dump({"K": [[1, 0], [0, 1]]}, open(tmp_path / "d" / "meta.json", "w"))
     with pytest.raises(FileFormatError, match="3x3"):
-        Dataset(tmp_path / "d").K
+        _ = Dataset(tmp_path / "d").K

@@ -106,7 +106,7 @@ def test_reset_after_halt_resets_once_at_resume():
 
 def test_short_pause_is_not_a_halt():
     est = COEstimator(2, COConfig(reset_after_halt=True, halt_min_steps=10))
-    for n in range(5):
+    for _ in range(5):
         est.update(np.zeros(2), np.zeros(2))
     est.update(np.ones(2), np.ones(2))
     assert est.resets == 0

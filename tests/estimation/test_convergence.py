@@ -21,7 +21,8 @@ def _rich(J, seed, T=1200, dt=1 / 120):
 
 
 @pytest.mark.parametrize("J", [4, 10])
-@pytest.mark.parametrize("make", [lambda J: COEstimator(J), lambda J: KalmanJacobianEstimator(J, KFConfig(q=1e-6, r=1e-4)),
+@pytest.mark.parametrize("make", [lambda J: COEstimator(J),
+                                  lambda J: KalmanJacobianEstimator(J, KFConfig(q=1e-6, r=1e-4)),
                                   lambda J: UKFEstimator(J, KFConfig(q=1e-6, r=1e-4))], ids=["co", "kf", "ukf"])
 def test_jacobian_converges_to_the_truth(J, make):
     t, Jt, phidot, rdot = _rich(J, seed=J)
@@ -43,8 +44,8 @@ def test_predictions_converge_on_a_gait_like_input():
 
 def test_halt_kf_recovers_co_does_not():
     """Documented halt behaviour: with noise on ṙ and jitter in φ̇ while halted, CO's Ĵ diverges
-    and its error after resuming stays above its pre-halt level; the Kalman filter is back within a second (J drifted during the halt);
-    CO with the reset option does far better than without."""
+    and its error after resuming stays above its pre-halt level; the Kalman filter is back within a second
+    (J drifted during the halt); CO with the reset option does far better than without."""
     from snaketrack.estimation.co import COConfig
 
     s = synthetic_trajectory(duration=6.0, dt=1 / 120, n_joints=6, seed=5, halt=(2.5, 4.0), halt_jitter=1e-3)

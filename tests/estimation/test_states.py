@@ -124,7 +124,8 @@ def test_json_lines_read_as_the_csv(tmp_path, short_synthetic, name):
 
 def test_json_lines_detected_after_leading_blank_lines(tmp_path):
     p = tmp_path / "x.log"
-    p.write_text("\n  \n" + '{"t": 0, "phi_1": 1, "head_x": 0, "head_y": null}\n\n{"t": 1, "phi_1": 2, "head_x": 0, "head_y": 3}\n')
+    p.write_text("\n  \n" + '{"t": 0, "phi_1": 1, "head_x": 0, "head_y": null}\n\n'
+                 '{"t": 1, "phi_1": 2, "head_x": 0, "head_y": 3}\n')
     assert is_json_lines(p)
     cols = read_columns(p)
     np.testing.assert_array_equal(cols["phi_1"], [1.0, 2.0])

@@ -115,7 +115,8 @@ def test_float32_agrees_with_float64(name):
     q = rng.uniform(robot.lower, robot.upper, size=(8, robot.dof))
     t0 = rng.normal(size=(8, 3))
     p64 = forward_kinematics(robot, torch.tensor(q), base_translation=torch.tensor(t0))
-    p32 = forward_kinematics(robot, torch.tensor(q, dtype=torch.float32), base_translation=torch.tensor(t0, dtype=torch.float32))
+    p32 = forward_kinematics(robot, torch.tensor(q, dtype=torch.float32),
+                             base_translation=torch.tensor(t0, dtype=torch.float32))
     assert p32.ends.dtype == torch.float32 and p64.ends.dtype == torch.float64
     np.testing.assert_allclose(p32.ends.numpy(), p64.ends.numpy(), atol=2e-6)
     np.testing.assert_allclose(p32.rotations.numpy(), p64.rotations.numpy(), atol=2e-6)

@@ -114,7 +114,7 @@ def test_link_positions_match_chain():
         q = rng.normal(size=model.n_q)
         np.testing.assert_allclose(model.link_positions(q), chain_positions(to_r(model, q), P, ref), atol=1e-12)
         qd = rng.normal(size=model.n_q)
-        fd = jacobian(lambda x: model.link_positions(x), q) @ qd
+        fd = jacobian(model.link_positions, q) @ qd
         np.testing.assert_allclose(model.link_velocities(q, qd), fd, atol=1e-8)
 
 
@@ -226,7 +226,8 @@ def _undulate(c_t: float, c_n: float, cycles: int = 4):
     qd0[:k] = alpha * w * np.cos(ph)
     period = 2 * np.pi / w
     t_eval = np.array([period, (cycles + 1) * period])
-    y = _integrate(model, q0, qd0, lambda t, q, qd: -alpha * w * w * np.sin(w * t + ph), "joint_acc", t_eval[-1], t_eval)
+    y = _integrate(model, q0, qd0, lambda t, q, qd: -alpha * w * w * np.sin(w * t + ph), "joint_acc", t_eval[-1],
+                   t_eval)
     return model, y
 
 

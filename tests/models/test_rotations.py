@@ -20,7 +20,8 @@ def test_against_scipy():
     q_ref *= np.sign(q_ref[:, :1])
     np.testing.assert_allclose(q, q_ref, atol=1e-10)
     np.testing.assert_allclose(quat_to_matrix(torch.tensor(q)).numpy(), ref.as_matrix(), atol=1e-12)
-    np.testing.assert_allclose(matrix_to_axis_angle(R).numpy(), Rotation.from_matrix(ref.as_matrix()).as_rotvec(), atol=1e-8)
+    np.testing.assert_allclose(matrix_to_axis_angle(R).numpy(), Rotation.from_matrix(ref.as_matrix()).as_rotvec(),
+                               atol=1e-8)
 
 
 @pytest.mark.parametrize("axis", ["x", "y", "z"])

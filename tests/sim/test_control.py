@@ -84,7 +84,8 @@ def test_heading_offset_law_and_clamp():
 
 
 def test_wrap_angle():
-    np.testing.assert_allclose(wrap_angle(np.array([0.0, 3 * np.pi, -3 * np.pi, 7.0])), [0.0, np.pi, np.pi, 7.0 - 2 * np.pi])
+    np.testing.assert_allclose(wrap_angle(np.array([0.0, 3 * np.pi, -3 * np.pi, 7.0])),
+                               [0.0, np.pi, np.pi, 7.0 - 2 * np.pi])
 
 
 def test_point_of_sight_switches_in_order():

@@ -171,7 +171,10 @@ def test_gait_halt_and_resume_modes():
     np.testing.assert_allclose(pha.reference(after)[0], free.reference(after - 2.0)[0], atol=0)
     # phase resume is continuous, reference resume jumps
     eps = 1e-9
-    jump = lambda g: np.abs(g.reference(np.array([7.0]))[0] - g.reference(np.array([7.0 - eps]))[0]).max()
+
+    def jump(g):
+        return np.abs(g.reference(np.array([7.0]))[0] - g.reference(np.array([7.0 - eps]))[0]).max()
+
     assert jump(pha) < 1e-6 < 0.1 < jump(ref)
     assert gait_time(np.array([6.0]), (5.0, 7.0), "phase")[1].tolist() == [0.0]
 

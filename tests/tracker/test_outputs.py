@@ -140,5 +140,6 @@ def test_overlay_draws_contour_and_axes_and_video_is_readable(tmp_path):
 def test_mask_iou():
     a = np.zeros((5, 5), bool)
     assert mask_iou(a, a) == 1.0  # two empty masks agree
-    b = a.copy(); b[0, 0] = True
+    b = a.copy()
+    b[0, 0] = True
     assert mask_iou(a, b) == 0.0 and mask_iou(b, b) == 1.0

@@ -151,7 +151,8 @@ def test_against_mujoco_segmentation(name):
     lay = StateLayout.for_robot(robot)
     try:
         ious = {}
-        for model_name, model in [("visual", CapsuleModel.from_visual(robot)), ("capsules", CapsuleModel.capsules(robot))]:
+        for model_name, model in [("visual", CapsuleModel.from_visual(robot)),
+                                  ("capsules", CapsuleModel.capsules(robot))]:
             ren = SilhouetteRenderer(robot, mj.K, W, H, model, SilhouetteSettings(sigma_px=0.3))
             vals = []
             for k in (0, 20):

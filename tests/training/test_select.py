@@ -110,7 +110,7 @@ def test_training_stores_the_validation_choice_and_tools_use_it(tmp_path, toy_ro
                       max_steps_per_epoch=4, block=4, val_fraction=0.25, max_val_frames=6, threads=1, seed=0,
                       epochs=2, lr_step_epoch=10, scales=(1.0, 1.5), flips=(1, 2))
     out = tmp_path / "m.pt"
-    res = train([toy_root], out, cfg, progress=False)
+    train([toy_root], out, cfg, progress=False)
     with open(side_paths(out)["select"], newline="") as f:
         rows = [dict(r, scale=float(r["scale"]), threshold=float(r["threshold"]), iou=float(r["val_iou"]),
                      candidate=int(r["candidate"] == "last"), flips=int(r["flips"])) for r in csv.DictReader(f)]

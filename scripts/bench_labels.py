@@ -94,10 +94,10 @@ def main() -> None:
     from snaketrack.datasets.label import LabelConfig, label_video
     from snaketrack.datasets.layout import Dataset
     from snaketrack.datasets.video import open_frames
+    from snaketrack.training.config import TrainConfig
     from snaketrack.training.evaluate import evaluate_dataset_masks, evaluate_segmenter
     from snaketrack.training.model import parse_input_size
     from snaketrack.training.segmenter import load_segmenter
-    from snaketrack.training.config import TrainConfig
     from snaketrack.training.train import train
 
     work = Path(args.work)
@@ -122,9 +122,7 @@ def main() -> None:
            "label_flagged": res.flagged if res else None, "grabcut_label_iou": lab_eval["iou"],
            "grabcut_label_s_per_frame": label_s / max(res.written, 1) if res and res.written else None}
     if args.fit_robot:
-        from snaketrack.datasets.fit_labels import fit_labels
-
-        from snaketrack.datasets.fit_labels import FitConfig
+        from snaketrack.datasets.fit_labels import FitConfig, fit_labels
 
         fitted = work / (labels.name + ("-trim" if args.keep_edge else "-fit"))
         t0 = time.perf_counter()

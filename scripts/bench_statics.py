@@ -17,8 +17,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import platform
 import os
+import platform
 import time
 
 import numpy as np

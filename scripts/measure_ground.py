@@ -27,8 +27,8 @@ import numpy as np
 
 from snaketrack.datasets.layout import Dataset
 from snaketrack.io import read_json
-from snaketrack.tracker.ground import GroundConfig, GroundTracker
 from snaketrack.tracker.gravity import simulated_imu
+from snaketrack.tracker.ground import GroundConfig, GroundTracker
 
 
 def measure(path: Path, bias_deg: float, noise_deg: float, config: GroundConfig) -> dict:

@@ -55,10 +55,10 @@ def main() -> None:
     import numpy as np
 
     from snaketrack.datasets.boxes import mask_to_box
-    from snaketrack.masks import mask_iou
     from snaketrack.datasets.grabcut_backend import GrabCutBackend, GrabCutConfig
     from snaketrack.datasets.label import LabelConfig, Labeller
     from snaketrack.datasets.layout import Dataset
+    from snaketrack.masks import mask_iou
 
     cv2.setNumThreads(args.threads)
     gcfg = GrabCutConfig(**_overrides(args.set, GrabCutConfig))

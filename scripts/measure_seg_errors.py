@@ -28,8 +28,8 @@ def main() -> None:
     args = ap.parse_args()
     import torch
 
-    from snaketrack.masks import mask_iou
     from snaketrack.datasets.layout import Dataset
+    from snaketrack.masks import mask_iou
     from snaketrack.training.segmenter import load_segmenter
 
     torch.set_num_threads(args.threads)

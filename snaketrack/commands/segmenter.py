@@ -75,8 +75,8 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
 
 def run_train(args: argparse.Namespace) -> int:
     from snaketrack.errors import InputError
-    from snaketrack.training.model import parse_input_size
     from snaketrack.training.config import TrainConfig
+    from snaketrack.training.model import parse_input_size
     from snaketrack.training.train import train
 
     kw = dict(encoder=args.encoder, input_size=parse_input_size(args.input_size), epochs=args.epochs,
@@ -193,11 +193,10 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    from snaketrack.training.evaluate import evaluate_segmenter
-    from snaketrack.training.segmenter import load_segmenter
-
     from snaketrack.datasets.layout import Dataset
     from snaketrack.errors import InputError
+    from snaketrack.training.evaluate import evaluate_segmenter
+    from snaketrack.training.segmenter import load_segmenter
 
     if args.every < 1:
         raise InputError(f"--every {args.every}: expected a positive integer")

@@ -124,9 +124,9 @@ def fit_labels(labels: str | os.PathLike, out: str | os.PathLike, robot_spec: Op
     """
     import torch
 
+    from snaketrack.masks import mask_iou
     from snaketrack.models.robot import source_robot
     from snaketrack.tracker.camera import source_camera
-    from snaketrack.masks import mask_iou
     from snaketrack.tracker.render import SilhouetteRenderer
     from snaketrack.tracker.tracker import Tracker
 

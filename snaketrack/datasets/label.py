@@ -42,11 +42,11 @@ import cv2
 import numpy as np
 
 from snaketrack.datasets.boxes import Box, dilate_mask, propagate_box
-from snaketrack.masks import mask_iou
 from snaketrack.datasets.layout import MASK_EXT, DatasetWriter, frame_name, read_image, read_mask
 from snaketrack.datasets.video import FrameSource, source_meta
 from snaketrack.errors import InputError, StateError
 from snaketrack.io import CsvAppender, atomic_write_bytes, atomic_write_text, read_json, write_json
+from snaketrack.masks import mask_iou
 
 LABELS_CSV = "labels.csv"
 REPORT_JSON = "labels_report.json"

@@ -290,10 +290,11 @@ def plot_experiment(result: ExperimentResult, out_dir: str | os.PathLike) -> lis
     import matplotlib
 
     matplotlib.use("Agg")
+    import io
+
     import matplotlib.pyplot as plt
 
     from snaketrack.io import atomic_write_bytes
-    import io
 
     out_dir = Path(out_dir)
     k, t = result.number, result.t

@@ -25,11 +25,12 @@ def contact_sheet(root: str | os.PathLike, n: int = 12, cols: int = 4, tile_widt
     :func:`snaketrack.models.kinematics.forward_kinematics_np`, projected with meta.json's K,
     so the sheet also shows that the two renderers agree. Returns RGB uint8.
     """
+    import torch
+
     from snaketrack.datasets.layout import Dataset
     from snaketrack.models.kinematics import forward_kinematics_np
     from snaketrack.models.robot import load_robot
     from snaketrack.models.rotations import quat_to_matrix
-    import torch
 
     ds = Dataset(root)
     robot = load_robot(ds.meta.get("robot_file") or ds.meta["robot"])

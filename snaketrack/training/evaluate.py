@@ -11,9 +11,9 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from snaketrack.masks import mask_iou
 from snaketrack.datasets.layout import Dataset
 from snaketrack.errors import FileFormatError
+from snaketrack.masks import mask_iou
 
 
 def mean_iou(pred: Sequence[np.ndarray], truth: Sequence[np.ndarray]) -> float:

@@ -34,7 +34,12 @@ import torch
 from snaketrack.errors import InputError
 from snaketrack.training.data import normalise, resize_to
 from snaketrack.training.model import (
-    FLIPS, SegmenterConfig, check_precision, load_model, padded_size, precision_context,
+    FLIPS,
+    SegmenterConfig,
+    check_precision,
+    load_model,
+    padded_size,
+    precision_context,
 )
 
 FLIP_DIMS = ((), (3,), (2,), (2, 3))  # (B, 3, h, w) axes flipped: none, left-right, up-down, both

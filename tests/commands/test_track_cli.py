@@ -12,15 +12,16 @@ import numpy as np
 import pytest
 import torch
 
-from posed_dataset import FPS, H, K, R_DOWN, W, write_posed_dataset
-from posed_dataset import pose as _pose
 from snaketrack import cli
-from snaketrack.tracker import pipeline
 from snaketrack.io import read_csv_columns
 from snaketrack.models.kinematics import forward_kinematics_np
+from snaketrack.tracker import pipeline
 from snaketrack.tracker.pipeline import PipelineConfig
 from snaketrack.tracker.run import RunOptions, track_source
 from snaketrack.tracker.state import TrackState
+
+from posed_dataset import FPS, R_DOWN, H, K, W, write_posed_dataset
+from posed_dataset import pose as _pose
 
 N = 10
 

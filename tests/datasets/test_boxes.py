@@ -3,8 +3,8 @@ import pytest
 from scipy import ndimage
 
 from snaketrack.datasets.boxes import Box, dilate_mask, mask_to_box, parse_box, propagate_box
-from snaketrack.masks import mask_iou
 from snaketrack.errors import InputError
+from snaketrack.masks import mask_iou
 
 
 def _random_mask(rng, h=40, w=50):

@@ -55,8 +55,8 @@ def _stripe_scene(seed=0, h=120, w=200):
 
 
 def test_thin_stripe_keeps_dark_parts_and_drops_its_cast_shadow():
-    from snaketrack.masks import mask_iou
     from snaketrack.datasets.grabcut_backend import GrabCutConfig
+    from snaketrack.masks import mask_iou
 
     img, robot, shadow = _stripe_scene()
     box = mask_to_box(robot).expand(5)
@@ -90,8 +90,8 @@ def test_log_tone_equalises_dark_and_bright_contrast():
 
 def test_polish_smooths_a_ragged_edge_towards_the_truth():
     """A stripe whose edge has random one-pixel bumps and notches: the polished label is closer to the stripe."""
-    from snaketrack.masks import mask_iou
     from snaketrack.datasets.grabcut_backend import smooth_outline
+    from snaketrack.masks import mask_iou
 
     rng = np.random.default_rng(0)
     yy, xx = np.mgrid[0:60, 0:200]

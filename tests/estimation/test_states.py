@@ -3,8 +3,7 @@ import numpy as np
 import pytest
 
 from snaketrack.errors import FileFormatError, InputError
-from snaketrack.estimation.states import (SmoothingConfig, is_json_lines, read_columns, read_states,
-                                         savgol_derivative)
+from snaketrack.estimation.states import SmoothingConfig, is_json_lines, read_columns, read_states, savgol_derivative
 from snaketrack.estimation.synthetic import _write_table as write_table
 from snaketrack.estimation.synthetic import synthetic_trajectory, track_rows, write_states_csv, write_track_csv
 

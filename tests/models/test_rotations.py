@@ -5,8 +5,13 @@ import torch
 from scipy.spatial.transform import Rotation
 
 from snaketrack.errors import InputError
-from snaketrack.models.rotations import (axis_angle_to_matrix, axis_rotation, matrix_to_axis_angle,
-                                         matrix_to_quat, quat_to_matrix)
+from snaketrack.models.rotations import (
+    axis_angle_to_matrix,
+    axis_rotation,
+    matrix_to_axis_angle,
+    matrix_to_quat,
+    quat_to_matrix,
+)
 
 
 def test_against_scipy():

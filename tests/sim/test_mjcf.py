@@ -3,12 +3,18 @@ import mujoco
 import numpy as np
 import pytest
 
-from snaketrack.models.kinematics import forward_kinematics_np
-from snaketrack.models.robot import load_robot
 from snaketrack.errors import FileFormatError
-from snaketrack.models.robot import robot_from_dict
-from snaketrack.sim.mjcf import (COLLISION_GROUP, build_world, collision_shape, joint_qpos_addresses, load_model,
-                                 obstacle_positions, robot_geom_ids)
+from snaketrack.models.kinematics import forward_kinematics_np
+from snaketrack.models.robot import load_robot, robot_from_dict
+from snaketrack.sim.mjcf import (
+    COLLISION_GROUP,
+    build_world,
+    collision_shape,
+    joint_qpos_addresses,
+    load_model,
+    obstacle_positions,
+    robot_geom_ids,
+)
 
 
 @pytest.mark.parametrize("name", ["planar-snake-11", "arcsnake-4"])

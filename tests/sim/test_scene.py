@@ -1,8 +1,6 @@
 """Scene dressing: seamless ground textures, distractors clear of the robot's path, qpos layout kept."""
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
-
 import numpy as np
 import pytest
 

@@ -8,8 +8,15 @@ from filterpy.kalman import KalmanFilter as FPKalmanFilter
 from snaketrack.errors import InputError, StateError
 from snaketrack.models.robot import load_robot
 from snaketrack.tracker.filter import (
-    FilterConfig, KalmanFilter, cv_transition, ekf_update, observation_jacobian, predict, update,
-    velocity_update, white_accel_noise,
+    FilterConfig,
+    KalmanFilter,
+    cv_transition,
+    ekf_update,
+    observation_jacobian,
+    predict,
+    update,
+    velocity_update,
+    white_accel_noise,
 )
 from snaketrack.tracker.moments import mask_moment_vector
 from snaketrack.tracker.state import StateLayout

@@ -69,16 +69,17 @@ def test_up_log(tmp_path):
 def test_up_prior_fixes_the_tilt_a_thin_robot_hides():
     """The arcsnake seen from above: its plane tilted 25 deg while it slides closer looks nearly the same.
     LM from that start stays tilted without the ground's up direction and returns to it with it."""
-    from mj_scene import MujocoMasks, ground_rotation
+    import torch
 
+    from snaketrack.models.chain import body_normal
     from snaketrack.models.robot import load_robot
     from snaketrack.models.rotations import axis_angle_to_matrix
-    from snaketrack.models.chain import body_normal
     from snaketrack.tracker.observation import Observation
     from snaketrack.tracker.refine import RefineConfig, Refiner
     from snaketrack.tracker.render import SilhouetteRenderer
     from snaketrack.tracker.state import StateLayout
-    import torch
+
+    from mj_scene import MujocoMasks, ground_rotation
 
     robot = load_robot("arcsnake-4")
     W, H, f = 320, 240, 330.0  # body about 6 px wide at 2.7 m: a drone's view of it

@@ -7,10 +7,17 @@ import pytest
 
 from snaketrack.errors import FileFormatError, InputError
 from snaketrack.io import read_csv_columns
-from snaketrack.models.robot import load_robot
 from snaketrack.masks import mask_iou
+from snaketrack.models.robot import load_robot
 from snaketrack.tracker.evaluation import plot_tracking, tracking_metrics
-from snaketrack.tracker.outputs import OverlayVideo, TrackWriter, draw_overlay, link_axes_cam, project_points, track_columns
+from snaketrack.tracker.outputs import (
+    OverlayVideo,
+    TrackWriter,
+    draw_overlay,
+    link_axes_cam,
+    project_points,
+    track_columns,
+)
 from snaketrack.tracker.state import TrackState
 
 # typed out from docs/conventions.md, independently of the code

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import torch
 
-from posed_dataset import write_posed_dataset
 from snaketrack.datasets.video import open_frames
 from snaketrack.errors import InputError
 from snaketrack.io import read_csv_columns
@@ -18,6 +17,8 @@ from snaketrack.models.robot import load_robot
 from snaketrack.tracker.camera import Camera
 from snaketrack.tracker.pipeline import PipelineConfig, TrackingSession
 from snaketrack.tracker.run import RunOptions, track_source
+
+from posed_dataset import write_posed_dataset
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "pipeline"
 N = 12

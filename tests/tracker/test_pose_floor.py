@@ -6,12 +6,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from posed_dataset import FPS, QUAT_DOWN, H, K, W, write_posed_dataset
-from posed_dataset import pose as _pose
 from snaketrack.datasets.layout import DatasetWriter
 from snaketrack.errors import InputError, MissingFileError, SnaketrackError
 from snaketrack.models.robot import load_robot
 from snaketrack.tracker.pose_floor import measure_pose_floor
+
+from posed_dataset import FPS, QUAT_DOWN, H, K, W, write_posed_dataset
+from posed_dataset import pose as _pose
 
 N = 4
 

@@ -1,5 +1,4 @@
 """Training losses and schedules against independent computations."""
-import math
 
 import numpy as np
 import pytest

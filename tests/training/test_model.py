@@ -3,8 +3,14 @@ import pytest
 import torch
 
 from snaketrack.errors import FileFormatError, InputError, MissingFileError
-from snaketrack.training.model import (SegmenterConfig, build_model, load_model, padded_size,
-                                       parse_input_size, save_model)
+from snaketrack.training.model import (
+    SegmenterConfig,
+    build_model,
+    load_model,
+    padded_size,
+    parse_input_size,
+    save_model,
+)
 from snaketrack.training.segmenter import load_segmenter
 
 

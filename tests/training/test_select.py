@@ -7,13 +7,12 @@ import pytest
 import torch
 
 from snaketrack.cli import main
-from snaketrack.datasets.layout import Dataset
+from snaketrack.training.config import TrainConfig
 from snaketrack.training.data import SegmentationData, recolour_ground
 from snaketrack.training.evaluate import evaluate_segmenter
+from snaketrack.training.losses import edge_band, seg_loss
 from snaketrack.training.model import SegmenterConfig, build_model, load_model, save_model
 from snaketrack.training.segmenter import load_segmenter
-from snaketrack.training.config import TrainConfig
-from snaketrack.training.losses import edge_band, seg_loss
 from snaketrack.training.selection import choose_row, select_inference
 from snaketrack.training.train import side_paths, train
 

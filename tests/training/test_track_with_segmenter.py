@@ -15,9 +15,9 @@ import torch
 from snaketrack import cli
 from snaketrack.datasets.layout import DatasetWriter
 from snaketrack.io import read_csv_columns
+from snaketrack.training.config import TrainConfig
 from snaketrack.training.evaluate import evaluate_segmenter
 from snaketrack.training.segmenter import load_segmenter
-from snaketrack.training.config import TrainConfig
 from snaketrack.training.train import train
 
 W, H, FPS, N = 160, 120, 30.0, 24

@@ -1,17 +1,16 @@
 """Short training runs on a toy video: IoU rises, resume equals an uninterrupted run, weight averaging."""
-import itertools
 import csv
+import itertools
 
-import numpy as np
 import pytest
 import torch
 
-from snaketrack.errors import InputError
-from snaketrack.training.data import SegmentationData
-from snaketrack.training.model import SegmenterConfig, build_model, load_model
 import snaketrack.training.selection as selection_module
 import snaketrack.training.train as train_module
+from snaketrack.errors import InputError
 from snaketrack.training.config import TrainConfig
+from snaketrack.training.data import SegmentationData
+from snaketrack.training.model import SegmenterConfig, build_model, load_model
 from snaketrack.training.train import evaluate_loss_iou, side_paths, train
 
 CFG = dict(encoder="resnet18", input_size=(96, 128), crop_size=(64, 64), batch_size=4, lr=1e-3,

@@ -34,10 +34,19 @@ kilograms, m/s².
 """
 from snaketrack.models.statics.kinematics import backbone_points, link_transforms, tip_position
 from snaketrack.models.statics.robot import (
-    STATICS_ROBOTS_DIR, StaticsRobot, load_statics_robot, statics_robot_names,
+    STATICS_ROBOTS_DIR,
+    StaticsRobot,
+    load_statics_robot,
+    statics_robot_names,
 )
 from snaketrack.models.statics.solver import (
-    MOUNTS, STANDARD_GRAVITY, StaticsConfig, StaticsResult, check_tensions, mount_gravity, solve_no_gravity,
+    MOUNTS,
+    STANDARD_GRAVITY,
+    StaticsConfig,
+    StaticsResult,
+    check_tensions,
+    mount_gravity,
+    solve_no_gravity,
     solve_statics,
 )
 

@@ -20,7 +20,12 @@ from typing import Optional, Sequence
 
 from snaketrack.errors import ConvergenceError, InputError
 from snaketrack.models.statics.equilibrium import (
-    Geometry, NoRoot, gravity_vectors, gravity_vectors_half, sweep, weight_in_link1,
+    Geometry,
+    NoRoot,
+    gravity_vectors,
+    gravity_vectors_half,
+    sweep,
+    weight_in_link1,
 )
 from snaketrack.models.statics.kinematics import tip_from_half_angles, world_from_link1
 from snaketrack.models.statics.robot import StaticsRobot, is_finite_number

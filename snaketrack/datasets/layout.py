@@ -251,3 +251,11 @@ class Dataset:
 
     def __iter__(self) -> Iterator[int]:
         return iter(range(len(self)))
+
+
+def open_dataset(path: str | os.PathLike) -> Dataset:
+    """The dataset folder ``path``, which must hold a ``meta.json``; a one-line error otherwise."""
+    path = Path(path)
+    if not (path / "meta.json").is_file():
+        raise MissingFileError(f"{path}: not a dataset folder (no meta.json)")
+    return Dataset(path)

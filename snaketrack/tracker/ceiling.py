@@ -30,7 +30,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from snaketrack.errors import InputError, MissingFileError
+from snaketrack.errors import InputError
 from snaketrack.masks import mask_iou
 from snaketrack.tracker.corrupt import MaskCorruptor, best_offset_iou
 
@@ -78,14 +78,12 @@ def measure_iou_ceiling(path: Path, step: int = 1, frames: Optional[int] = None,
     mask are skipped. model: also ``iou_model_ceiling`` (needs ``truth.jsonl``). track: a ``track.csv``
     whose mean ``iou`` to report as ``tracker_iou``.
     """
-    from snaketrack.datasets.layout import Dataset
+    from snaketrack.datasets.layout import open_dataset
 
-    path = Path(path)
-    if not (path / "meta.json").is_file():
-        raise MissingFileError(f"{path}: not a dataset folder (no meta.json)")
     if step < 1:
         raise InputError(f"step {step}; expected a positive integer")
-    ds = Dataset(path)
+    ds = open_dataset(path)
+    path = ds.root
     corrupt = MaskCorruptor(int(ds.meta.get("seed", 0) or 0))
     n = len(ds) if frames is None else min(frames, len(ds))
     render = model_at_truth(ds) if model else None

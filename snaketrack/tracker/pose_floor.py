@@ -29,7 +29,7 @@ from typing import Optional
 
 import numpy as np
 
-from snaketrack.errors import InputError, MissingFileError
+from snaketrack.errors import InputError
 from snaketrack.tracker.corrupt import MaskCorruptor
 
 
@@ -53,18 +53,16 @@ def measure_pose_floor(path: Path, step: int = 1, frames: Optional[int] = None, 
     """
     from dataclasses import replace
 
-    from snaketrack.datasets.layout import Dataset
+    from snaketrack.datasets.layout import open_dataset
     from snaketrack.models.robot import load_robot
     from snaketrack.tracker.camera import Camera
     from snaketrack.tracker.gravity import open_up
     from snaketrack.tracker.tracker import Tracker, TrackerConfig
 
-    path = Path(path)
-    if not (path / "meta.json").is_file():
-        raise MissingFileError(f"{path}: not a dataset folder (no meta.json)")
     if step < 1:
         raise InputError(f"step {step}; expected a positive integer")
-    ds = Dataset(path)
+    ds = open_dataset(path)
+    path = ds.root
     truth = ds.truth
     if not truth:
         raise InputError(f"{path}: no truth.jsonl; the floor is measured against the true poses")

@@ -143,10 +143,10 @@ def track_source(source: str | os.PathLike, out: str | os.PathLike, robot: Optio
     frames, session, mask_source = open_session(source, robot, intrinsics, masks, config)
     robot_model = session.robot
     up_source = open_up(options.up, frames.truth, int(frames.meta.get("seed", 0) or 0))
-    for flag, on in (("--static-camera", config.static_camera), ("--track-ground", config.track_ground)):
-        if on and up_source is None:
-            raise InputError(f"{flag} holds the robot to the ground, which needs its up direction: "
-                             "give --up IMU.csv (or sim-imu for a synthetic dataset)")
+    if config.needs_up and up_source is None:
+        flag = "--static-camera" if config.static_camera else "--track-ground"
+        raise InputError(f"{flag} holds the robot to the ground, which needs its up direction: "
+                         "give --up IMU.csv (or sim-imu for a synthetic dataset)")
     n_total = len(frames) or None
     if options.max_frames is not None:
         if options.max_frames < 1:

@@ -29,10 +29,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from snaketrack.datasets.layout import Dataset  # noqa: E402
 from snaketrack.models.robot import load_robot  # noqa: E402
+from snaketrack.tracker.config import RefineConfig, TrackerConfig
 from snaketrack.tracker.corrupt import MaskCorruptor  # noqa: E402
-from snaketrack.tracker.refine import RefineConfig  # noqa: E402
 from snaketrack.tracker.state import StateLayout  # noqa: E402
-from snaketrack.tracker.tracker import Tracker, TrackerConfig  # noqa: E402
+from snaketrack.tracker.tracker import Tracker
 
 
 def main() -> int:

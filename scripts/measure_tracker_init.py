@@ -16,8 +16,9 @@ import torch
 
 from snaketrack.datasets.layout import Dataset
 from snaketrack.models.robot import load_robot
+from snaketrack.tracker.config import TrackerConfig
 from snaketrack.tracker.corrupt import MaskCorruptor
-from snaketrack.tracker.tracker import Tracker, TrackerConfig
+from snaketrack.tracker.tracker import Tracker
 
 
 def run(ds, robot, frames, steps, cands):

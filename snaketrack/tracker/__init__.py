@@ -13,7 +13,7 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "TrackingSession": "pipeline", "PipelineConfig": "pipeline", "FrameResult": "pipeline",
     "make_tracker": "pipeline",
     "track_source": "run", "open_session": "run", "RunOptions": "run",
-    "Tracker": "tracker", "TrackerConfig": "tracker",
+    "Tracker": "tracker", "TrackerConfig": "config", "RefineConfig": "config",
     "Camera": "camera", "Undistorter": "camera", "load_calibration": "camera", "save_calibration": "camera",
     "SilhouetteRenderer": "render",
     "TrackState": "state", "StateLayout": "state",

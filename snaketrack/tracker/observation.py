@@ -14,7 +14,7 @@ from snaketrack.errors import InputError
 from snaketrack.tracker.occlusion import far_from, far_weighting_on
 
 if TYPE_CHECKING:
-    from snaketrack.tracker.refine import RefineConfig
+    from snaketrack.tracker.config import RefineConfig
 
 
 @dataclass(frozen=True)

@@ -120,7 +120,8 @@ def make_tracker(robot, camera, fps: float, refine_steps: Optional[int] = None, 
                  track_ground: bool = False, silhouette: str = "visual"):
     """The :class:`~snaketrack.tracker.tracker.Tracker` for this camera (its K and size) and frame rate [1/s];
     ``static_camera`` / ``track_ground`` set the ground prior, ``silhouette`` the model (``TrackerConfig.model``)."""
-    from snaketrack.tracker.tracker import Tracker, TrackerConfig
+    from snaketrack.tracker.config import TrackerConfig
+    from snaketrack.tracker.tracker import Tracker
 
     config = TrackerConfig(model=silhouette)
     if refine_steps is not None:

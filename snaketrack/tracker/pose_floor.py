@@ -56,8 +56,9 @@ def measure_pose_floor(path: Path, step: int = 1, frames: Optional[int] = None, 
     from snaketrack.datasets.layout import open_dataset
     from snaketrack.models.robot import load_robot
     from snaketrack.tracker.camera import Camera
+    from snaketrack.tracker.config import TrackerConfig
     from snaketrack.tracker.gravity import open_up
-    from snaketrack.tracker.tracker import Tracker, TrackerConfig
+    from snaketrack.tracker.tracker import Tracker
 
     if step < 1:
         raise InputError(f"step {step}; expected a positive integer")

@@ -45,6 +45,7 @@ from snaketrack.errors import InputError
 from snaketrack.models.chain import point_jacobian
 from snaketrack.models.kinematics import forward_kinematics
 from snaketrack.models.rotations import axis_angle_to_matrix, axis_angle_to_matrix_np, matrix_to_axis_angle_np
+from snaketrack.tracker.config import RefineConfig
 from snaketrack.tracker.observation import Observation
 from snaketrack.tracker.refine_terms import coverage_terms, ground_terms
 from snaketrack.tracker.render import (
@@ -53,101 +54,6 @@ from snaketrack.tracker.render import (
     soft_silhouette,
 )
 from snaketrack.tracker.state import unwrap_rotvec
-
-METHODS = ("lm", "adam")
-LOSSES = ("ssd", "dt")
-
-
-@dataclass(frozen=True)
-class RefineConfig:
-    """Refinement settings; the defaults are the measured choices (docs/tracker.md, "Design choices").
-
-    method: optimiser, ``"lm"`` (Levenberg–Marquardt) or ``"adam"`` (the paper's); default ``"lm"``.
-    loss: pixel residual weighting, ``"ssd"`` (uniform) or ``"dt"`` (by distance to the mask's boundary);
-        default ``"ssd"``.
-    steps: iterations per frame (LM: accepted or rejected trial steps); default 10.
-    sigma_schedule: edge softness σ [px] of the first iterations, coarse to fine; default (2, 1).
-    sigma_px: edge softness σ [px] of the later iterations; default 0.5.
-    estimate_offset: fit the edge offset b [px] that grows or shrinks the silhouette (LM only); default True.
-    offset_prior_px: std of the prior on b around 0 [px]; default 2.
-    prior_q: std of the prior towards the prediction on the joint angles [rad]; default 0.15.
-    prior_rot: std of the prior towards the prediction on the base rotation [rad]; default 0.05.
-    prior_trans: std of the prior towards the prediction on the base translation [m]; default 0.02.
-    lambda0: initial LM damping, relative to the diagonal of JᵀJ; default 1e-2.
-    min_step: stop when the parameter step's norm falls below this; default 1e-4.
-    cost_tol_px: stop when an accepted step at the final edge softness lowers the cost by less than this
-        [px²] (0: run every step); default 2.
-    lr: Adam's learning rate; default 0.005.
-    dt_gain: slope of the ``"dt"`` weighting, 1 + dt_gain × distance [1/px]; default 0.5.
-    dt_clip_px: distance at which the ``"dt"`` weighting stops growing [px]; default 20.
-    roi_pad_px: extra margin around the model's screen box that is evaluated [px]; default 4.
-    compute_dtype: dtype of LM's per-pixel work, ``"float32"`` or ``"float64"`` (the normal equations are
-        float64); default ``"float32"``.
-    out_of_plane_prior_rad: std of an absolute prior towards 0 on the second and later axes of multi-axis
-        joints [rad] (0: off); default 0.05.
-    up_prior_rad: std of the prior that tilts the body's plane normal towards the ``up`` direction [rad];
-        default 0.02.
-    cover_weight: weight of the coverage term (:func:`~snaketrack.tracker.refine_terms.coverage_terms`;
-        0: off); default 1.
-    cover_max_px: skeleton samples farther than this from the model's axis are ignored [px]; default 40.
-    cover_step_px: spacing of the mask's skeleton samples [px]; default 2.
-    cover_margin_px: samples within this of the model's body do not pull [px]; default 5.
-    jac_tol: LM differentiates a (pixel, primitive) pair only where its weight c (1 − o) exceeds this / σ;
-        default 1e-2.
-    far_px: occlusion weighting: model pixels farther than this from every mask pixel [px] (0: off);
-        default 4.
-    far_weight: weight of those pixels (0: ignored), in [0, 1]; default 0.
-    height_prior_m: std of the ground prior on the base's height along up [m] (0: off); default 0.02.
-    up_on_body: the up prior holds the body's normal (mean of the links' z axes) rather than the base
-        link's z axis; default True.
-    """
-
-    method: str = "lm"
-    loss: str = "ssd"
-    steps: int = 10
-    sigma_schedule: tuple[float, ...] = (2.0, 1.0)
-    sigma_px: float = 0.5
-    estimate_offset: bool = True
-    offset_prior_px: float = 2.0
-    prior_q: float = 0.15
-    prior_rot: float = 0.05
-    prior_trans: float = 0.02
-    lambda0: float = 1e-2
-    min_step: float = 1e-4
-    cost_tol_px: float = 2.0
-    lr: float = 0.005
-    dt_gain: float = 0.5
-    dt_clip_px: float = 20.0
-    roi_pad_px: float = 4.0
-    compute_dtype: str = "float32"
-    out_of_plane_prior_rad: float = 0.05
-    up_prior_rad: float = 0.02
-    cover_weight: float = 1.0
-    cover_max_px: float = 40.0
-    cover_step_px: float = 2.0
-    cover_margin_px: float = 5.0
-    jac_tol: float = 1e-2
-    far_px: float = 4.0
-    far_weight: float = 0.0
-    height_prior_m: float = 0.02
-    up_on_body: bool = True
-
-    def __post_init__(self):
-        if self.method not in METHODS:
-            raise InputError(f"refine method {self.method!r}; expected one of {', '.join(METHODS)}")
-        if self.loss not in LOSSES:
-            raise InputError(f"refine loss {self.loss!r}; expected one of {', '.join(LOSSES)}")
-        if not (isinstance(self.steps, int) and self.steps >= 0):
-            raise InputError(f"refine steps = {self.steps!r}; expected a non-negative integer")
-        if not self.sigma_px > 0 or any(not s > 0 for s in self.sigma_schedule):
-            raise InputError(f"edge softness {self.sigma_px!r}/{self.sigma_schedule!r}; expected positive pixels")
-        if not (self.far_px >= 0 and 0.0 <= self.far_weight <= 1.0 and self.height_prior_m >= 0):
-            raise InputError(f"far_px {self.far_px!r}, far_weight {self.far_weight!r}, height_prior_m "
-                             f"{self.height_prior_m!r}: expected pixels >= 0, a weight in [0, 1], metres >= 0")
-
-    def sigma(self, it: int) -> float:
-        """Edge softness σ [px] of iteration ``it`` (from 0)."""
-        return float(self.sigma_schedule[it]) if it < len(self.sigma_schedule) else float(self.sigma_px)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from snaketrack.models.robot import Robot
 from snaketrack.models.rotations import axis_angle_to_matrix_np
 
 if TYPE_CHECKING:
-    from snaketrack.tracker.refine import RefineConfig
+    from snaketrack.tracker.config import RefineConfig
 
 
 def coverage_terms(config: "RefineConfig", K: np.ndarray, radii: np.ndarray, pts: torch.Tensor, G: torch.Tensor,

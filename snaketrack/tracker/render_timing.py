@@ -94,7 +94,7 @@ def jacobian_timing(r, x0, reps: int) -> dict:
     against its whole screen box (the reference). Returns ``jacobian_band_ms``, ``jacobian_box_ms`` and
     ``jacobian_band_speedup_x``."""
     from snaketrack.models.chain import point_jacobian
-    from snaketrack.tracker.refine import RefineConfig
+    from snaketrack.tracker.config import RefineConfig
     from snaketrack.tracker.render import SilhouetteSettings, render_with_jacobian
 
     lay = r.layout

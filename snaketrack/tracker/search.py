@@ -41,7 +41,7 @@ from snaketrack.tracker.render import SilhouetteRenderer
 from snaketrack.tracker.state import StateLayout
 
 if TYPE_CHECKING:
-    from snaketrack.tracker.tracker import TrackerConfig
+    from snaketrack.tracker.config import TrackerConfig
 
 
 class PoseSearch:

@@ -192,7 +192,8 @@ def test_depth_damping_at_the_body_centre_scales_the_centre_rate_along_its_ray()
     moved by the undamped and by the damped rate over one frame.
     """
     from snaketrack.models.kinematics import forward_kinematics_np
-    from snaketrack.tracker.tracker import Tracker, TrackerConfig
+    from snaketrack.tracker.config import TrackerConfig
+    from snaketrack.tracker.tracker import Tracker
 
     robot = load_robot("arcsnake-4")
     layout = StateLayout.for_robot(robot)

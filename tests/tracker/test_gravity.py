@@ -74,8 +74,9 @@ def test_up_prior_fixes_the_tilt_a_thin_robot_hides():
     from snaketrack.models.chain import body_normal
     from snaketrack.models.robot import load_robot
     from snaketrack.models.rotations import axis_angle_to_matrix
+    from snaketrack.tracker.config import RefineConfig
     from snaketrack.tracker.observation import Observation
-    from snaketrack.tracker.refine import RefineConfig, Refiner
+    from snaketrack.tracker.refine import Refiner
     from snaketrack.tracker.render import SilhouetteRenderer
     from snaketrack.tracker.state import StateLayout
 

@@ -64,7 +64,8 @@ def _crawl(n=40, speed=0.05):
     """(robot, layout, true pose vectors, masks, tracker) of a planar snake crawling by lateral
     undulation (the tracker's own renderer, visual model: no inverse crime is at stake here, the
     reading is)."""
-    from snaketrack.tracker.tracker import Tracker, TrackerConfig
+    from snaketrack.tracker.config import TrackerConfig
+    from snaketrack.tracker.tracker import Tracker
 
     robot = load_robot("planar-snake-11")
     lay = StateLayout.for_robot(robot)
@@ -179,7 +180,8 @@ def _undulating_pose_and_mask():
 def test_search_with_a_reading_keeps_it(backwards):
     """``initialise(orient=...)`` (a re-search while tracking, ``keep_reading``) returns a pose read
     the same way as ``orient``, whichever way that is; without it the search reads the chain freely."""
-    from snaketrack.tracker.tracker import Tracker, TrackerConfig
+    from snaketrack.tracker.config import TrackerConfig
+    from snaketrack.tracker.tracker import Tracker
 
     robot, lay, x, mask = _undulating_pose_and_mask()
     W, H = mask.shape[1], mask.shape[0]
@@ -196,7 +198,8 @@ def test_search_with_a_reading_keeps_it(backwards):
 def test_search_drops_results_read_the_other_way(keep_results):
     """A start that refines into the other reading (here: the exact pose read backwards, given as an
     extra start, which fits best) is dropped with ``keep_reading_results``, kept without it."""
-    from snaketrack.tracker.tracker import Tracker, TrackerConfig
+    from snaketrack.tracker.config import TrackerConfig
+    from snaketrack.tracker.tracker import Tracker
 
     robot, lay, x, mask = _undulating_pose_and_mask()
     W, H = mask.shape[1], mask.shape[0]
@@ -211,7 +214,8 @@ def test_search_drops_results_read_the_other_way(keep_results):
 
 
 def test_reading_reference_is_the_last_good_frame_while_recent():
-    from snaketrack.tracker.tracker import Tracker, TrackerConfig
+    from snaketrack.tracker.config import TrackerConfig
+    from snaketrack.tracker.tracker import Tracker
 
     robot = load_robot("planar-snake-11")
     trk = Tracker(robot, K, 320, 240, config=TrackerConfig(reading_ref_frames=15))

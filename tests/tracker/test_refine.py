@@ -8,8 +8,9 @@ from snaketrack.errors import InputError
 from snaketrack.models.chain import point_jacobian
 from snaketrack.models.robot import load_robot
 from snaketrack.models.rotations import axis_angle_to_matrix, axis_angle_to_matrix_np
+from snaketrack.tracker.config import RefineConfig
 from snaketrack.tracker.observation import Observation
-from snaketrack.tracker.refine import RefineConfig, Refiner
+from snaketrack.tracker.refine import Refiner
 from snaketrack.tracker.refine_terms import coverage_terms, ground_terms
 from snaketrack.tracker.render import SilhouetteRenderer
 from snaketrack.tracker.state import StateLayout

@@ -5,9 +5,10 @@ import pytest
 from snaketrack.errors import InputError, StateError
 from snaketrack.models.robot import load_robot
 from snaketrack.tracker.axis import mask_axis
+from snaketrack.tracker.config import TrackerConfig
 from snaketrack.tracker.observation import observe
 from snaketrack.tracker.state import StateLayout
-from snaketrack.tracker.tracker import Tracker, TrackerConfig
+from snaketrack.tracker.tracker import Tracker
 
 W, H, F = 320, 240, 420.0
 

@@ -4,12 +4,12 @@ Solves the static model with gravity compensation
 (:mod:`snaketrack.models.statics`) for four cable tensions and prints the
 bending angles and the tip position: a readable table in degrees and
 millimetres, or with ``--json`` one JSON object in SI units. ``--plot FILE``
-draws the 3-D shape (with the no-gravity shape for comparison).
+draws the 3-D shape (with the no-gravity shape for comparison;
+:func:`snaketrack.models.statics.plot.shape_image`).
 """
 from __future__ import annotations
 
 import argparse
-import io
 import math
 import sys
 from pathlib import Path
@@ -70,46 +70,13 @@ def _table(robot, mount_label: str, tensions, res, ref) -> str:
 
 
 def _plot(path: str, robot, res, ref, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
     from snaketrack.io import atomic_write_bytes
-    from snaketrack.models.statics import backbone_points
+    from snaketrack.models.statics.plot import IMAGE_FORMATS, shape_image
 
     fmt = Path(path).suffix.lstrip(".").lower() or "png"
-    if fmt not in ("png", "pdf", "svg", "jpg", "jpeg"):
+    if fmt not in IMAGE_FORMATS:
         raise InputError(f"--plot {path}: unknown image type {fmt!r}; expected .png, .pdf, .svg or .jpg")
-    fig = plt.figure(figsize=(6, 6))
-    ax = fig.add_subplot(projection="3d")
-    shapes = [(ref, "no gravity", "tab:gray", "--")]
-    if res is not ref:
-        shapes.append((res, "with gravity", "tab:blue", "-"))
-    allp = []
-    for r_, label, color, ls in shapes:
-        pts = backbone_points(robot, r_.bending_angles) * 1e3
-        allp.append(pts)
-        ax.plot(pts[:, 0], pts[:, 1], pts[:, 2], ls, color=color, lw=2, label=label)
-        ax.scatter(pts[1:-1:2, 0], pts[1:-1:2, 1], pts[1:-1:2, 2], color=color, s=10)
-        ax.scatter(*pts[-1], color=color, s=40, marker="o")
-    ax.scatter(0, 0, 0, color="k", s=50, marker="s", label="base")
-    allp = np.concatenate(allp + [np.zeros((1, 3))])
-    c = 0.5 * (allp.max(0) + allp.min(0))
-    half = 0.5 * max(float(np.ptp(allp, axis=0).max()), 1e-3) * 1.1
-    ax.set_xlim(c[0] - half, c[0] + half)
-    ax.set_ylim(c[1] - half, c[1] + half)
-    ax.set_zlim(c[2] - half, c[2] + half)
-    ax.set_xlabel("x (mm)")
-    ax.set_ylabel("y (mm)")
-    ax.set_zlabel("z (mm)")
-    ax.set_title(title, fontsize=9)
-    ax.legend(loc="upper left", fontsize=8)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="jpeg" if fmt == "jpg" else fmt, dpi=120)
-    plt.close(fig)
-    atomic_write_bytes(path, buf.getvalue())
+    atomic_write_bytes(path, shape_image(robot, res, ref, title, fmt))
 
 
 def run(args: argparse.Namespace) -> int:

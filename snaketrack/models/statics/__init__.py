@@ -21,7 +21,8 @@ Modules: :mod:`~snaketrack.models.statics.robot` (the robot record and its
 YAML files), :mod:`~snaketrack.models.statics.kinematics` (frames, link poses,
 tip), :mod:`~snaketrack.models.statics.equilibrium` (one backward sweep of the
 link balances), :mod:`~snaketrack.models.statics.solver` (the Gauss–Seidel
-loop with relaxation and halving). Units: metres, radians, newtons,
+loop with relaxation and halving), :mod:`~snaketrack.models.statics.plot` (the
+3-D shape as image bytes). Units: metres, radians, newtons,
 kilograms, m/s².
 
 >>> import math
@@ -33,6 +34,7 @@ kilograms, m/s².
 [46.23, 0.0, 10.19]
 """
 from snaketrack.models.statics.kinematics import backbone_points, link_transforms, tip_position
+from snaketrack.models.statics.plot import shape_image
 from snaketrack.models.statics.robot import (
     STATICS_ROBOTS_DIR,
     StaticsRobot,
@@ -53,5 +55,5 @@ from snaketrack.models.statics.solver import (
 __all__ = [
     "MOUNTS", "STANDARD_GRAVITY", "STATICS_ROBOTS_DIR", "StaticsConfig", "StaticsResult", "StaticsRobot",
     "backbone_points", "check_tensions", "link_transforms", "load_statics_robot", "mount_gravity",
-    "solve_no_gravity", "solve_statics", "statics_robot_names", "tip_position",
+    "shape_image", "solve_no_gravity", "solve_statics", "statics_robot_names", "tip_position",
 ]

@@ -33,7 +33,8 @@ sys.path.insert(0, str(ROOT))
 
 from snaketrack.io import read_json, write_json  # noqa: E402
 from snaketrack.sim.control import ControllerConfig  # noqa: E402
-from snaketrack.sim.planar import PlanarScenario, plot_reach_times, run_scenario  # noqa: E402
+from snaketrack.sim.planar import PlanarScenario, run_scenario  # noqa: E402
+from snaketrack.sim.planar_outputs import plot_reach_times  # noqa: E402
 
 FAULTS = {"none": (), "3": (3,), "3,5,8": (3, 5, 8), "3,5,6": (3, 5, 6)}
 
@@ -107,7 +108,8 @@ def run_cached(scn: PlanarScenario, out: Path, animation, plots: bool) -> dict:
     if plots:
         s = run_scenario(scn, out, animation=animation)
     else:
-        from snaketrack.sim.planar import simulate, summarize
+        from snaketrack.sim.planar import simulate
+        from snaketrack.sim.planar_outputs import summarize
 
         s = summarize(simulate(scn))
         write_json(out / "summary.json", s)

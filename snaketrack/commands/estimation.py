@@ -65,7 +65,8 @@ def _add_experiments(p: argparse.ArgumentParser) -> None:
 
 
 def _run_experiments(args: argparse.Namespace) -> int:
-    from snaketrack.estimation.experiments import ExperimentsConfig, run_experiments, write_outputs
+    from snaketrack.estimation.experiment_outputs import write_outputs
+    from snaketrack.estimation.experiments import ExperimentsConfig, run_experiments
     from snaketrack.estimation.registry import ESTIMATORS
 
     kf, co, sigma = _configs(args)

@@ -51,7 +51,7 @@ from typing import Any, Optional
 import cv2
 import numpy as np
 
-from snaketrack.datasets.label import LABELS_CSV, REPORT_JSON
+from snaketrack.datasets.label_report import LABELS_CSV, REPORT_JSON
 from snaketrack.datasets.layout import MASK_EXT, Dataset, encode_mask
 from snaketrack.errors import InputError
 from snaketrack.io import CsvAppender, atomic_write_bytes, read_csv_columns, read_json, write_json

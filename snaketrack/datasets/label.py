@@ -38,22 +38,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Protocol
 
-import cv2
 import numpy as np
 
 from snaketrack.datasets.boxes import Box, dilate_mask, propagate_box
-from snaketrack.datasets.layout import MASK_EXT, DatasetWriter, frame_name, read_image, read_mask
+from snaketrack.datasets.label_report import CSV_COLUMNS, LABELS_CSV, read_label_rows, write_report
+from snaketrack.datasets.layout import MASK_EXT, DatasetWriter, frame_name, read_mask
 from snaketrack.datasets.video import FrameSource, source_meta
 from snaketrack.errors import InputError, StateError
-from snaketrack.io import CsvAppender, atomic_write_bytes, atomic_write_text, read_json, write_json
+from snaketrack.io import CsvAppender, atomic_write_bytes, atomic_write_text, read_json
 from snaketrack.masks import mask_iou
 
-LABELS_CSV = "labels.csv"
-REPORT_JSON = "labels_report.json"
 RESUME_NPZ = "labels_resume.npz"
-CONTACT_SHEET = "labels_flagged.png"
-CSV_COLUMNS = ["frame", "source_frame", "box_x", "box_y", "box_w", "box_h", "area_px",
-               "area_ratio", "overlap", "iou_prev", "flags"]
 
 
 class BoxPredictor(Protocol):
@@ -236,21 +231,6 @@ def _check_rgb(rgb: np.ndarray) -> None:
 
 # ----------------------------------------------------------------------------- runs on disk
 
-def _read_rows(path: Path) -> list[dict[str, str]]:
-    import csv
-
-    if not path.is_file():
-        return []
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
-    good = []
-    for r in rows:  # a row torn by an interruption ends the list
-        if r.get("flags") is None or any(r.get(c) is None for c in CSV_COLUMNS):
-            break
-        good.append(r)
-    return good
-
-
 def _rewrite_rows(path: Path, rows: list[dict[str, str]]) -> None:
     import csv
     import io
@@ -306,7 +286,7 @@ def label_video(source: FrameSource, out: str | os.PathLike, predictor: BoxPredi
     meta = source_meta(source, stride)
     meta["labelling"] = dict(labelling, source=src_id)
     writer = DatasetWriter(out, meta, resume=True)
-    rows = _read_rows(csv_path)
+    rows = read_label_rows(csv_path)
     n_done = min(writer.next_frame, len(rows))
     if len(rows) != n_done:
         rows = rows[:n_done]
@@ -389,66 +369,3 @@ def _read_resume_mask(path: Path, frame: int, shape: tuple[int, int]) -> Optiona
     return np.unpackbits(bits[frames.index(frame)])[:n].reshape(shp).astype(bool)
 
 
-def write_report(out: str | os.PathLike) -> dict[str, Any]:
-    """(Re)write ``labels_report.json`` and the contact sheet from ``labels.csv``; returns the report."""
-    out = Path(out)
-    rows = _read_rows(out / LABELS_CSV)
-    flagged = [{"frame": int(r["frame"]), "source_frame": int(r["source_frame"]),
-                "flags": r["flags"].split("+"), "area_px": int(r["area_px"]),
-                "box": [int(r["box_x"]), int(r["box_y"]), int(r["box_w"]), int(r["box_h"])]}
-               for r in rows if r["flags"]]
-    meta = read_json(out / "meta.json") if (out / "meta.json").is_file() else {}
-    counts: dict[str, int] = {}
-    for f in flagged:
-        for reason in f["flags"]:
-            counts[reason] = counts.get(reason, 0) + 1
-    report = {"frames": len(rows), "flagged_count": len(flagged), "good_count": len(rows) - len(flagged),
-              "flag_counts": counts, "labelling": meta.get("labelling", {}),
-              "contact_sheet": CONTACT_SHEET if flagged else None, "flagged": flagged}
-    write_json(out / REPORT_JSON, report)
-    sheet = out / CONTACT_SHEET
-    if flagged:
-        atomic_write_bytes(sheet, contact_sheet_png(out, flagged))
-    elif sheet.exists():
-        sheet.unlink()
-    return report
-
-
-def flagged_frames(root: str | os.PathLike) -> set[int]:
-    """Dataset frame indices flagged by the labeller (empty when the folder has no report)."""
-    p = Path(root) / REPORT_JSON
-    if not p.is_file():
-        return set()
-    return {int(f["frame"]) for f in read_json(p).get("flagged", [])}
-
-
-def contact_sheet_png(root: Path, flagged: list[dict[str, Any]], max_tiles: int = 48,
-                      tile_w: int = 240, cols: int = 6) -> bytes:
-    """PNG bytes of a grid of flagged frames: mask in red, prompt box in green, reasons written."""
-    items = flagged[:max_tiles]
-    tiles = []
-    for f in items:
-        i = f["frame"]
-        rgb = read_image(root / "frames" / frame_name(i))
-        mp = root / "masks" / frame_name(i, MASK_EXT)
-        m = read_mask(mp) if mp.is_file() else np.zeros(rgb.shape[:2], bool)
-        img = rgb.astype(np.float32)
-        img[m] = 0.5 * img[m] + 0.5 * np.array([255, 0, 0], np.float32)
-        img = np.clip(img, 0, 255).astype(np.uint8)
-        x, y, bw, bh = f["box"]
-        cv2.rectangle(img, (x, y), (x + bw - 1, y + bh - 1), (0, 255, 0), max(1, rgb.shape[1] // 320))
-        s = tile_w / rgb.shape[1]
-        tile = cv2.resize(img, (tile_w, max(int(round(rgb.shape[0] * s)), 1)), interpolation=cv2.INTER_AREA)
-        text = f"{i}: {'+'.join(f['flags'])}"
-        cv2.putText(tile, text, (4, 14), cv2.FONT_HERSHEY_SIMPLEX, 0.4, (0, 0, 0), 3, cv2.LINE_AA)
-        cv2.putText(tile, text, (4, 14), cv2.FONT_HERSHEY_SIMPLEX, 0.4, (255, 255, 255), 1, cv2.LINE_AA)
-        tiles.append(tile)
-    th = max(t.shape[0] for t in tiles)
-    rows_n = (len(tiles) + cols - 1) // cols
-    ncols = min(cols, len(tiles))
-    sheet = np.full((rows_n * (th + 2), ncols * (tile_w + 2), 3), 32, np.uint8)
-    for k, t in enumerate(tiles):
-        r, c = divmod(k, cols)
-        sheet[r * (th + 2):r * (th + 2) + t.shape[0], c * (tile_w + 2):c * (tile_w + 2) + tile_w] = t
-    ok, buf = cv2.imencode(".png", cv2.cvtColor(sheet, cv2.COLOR_RGB2BGR))
-    return buf.tobytes()

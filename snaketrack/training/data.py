@@ -38,7 +38,7 @@ import cv2
 import numpy as np
 import torch
 
-from snaketrack.datasets.label import flagged_frames
+from snaketrack.datasets.label_report import flagged_frames
 from snaketrack.datasets.layout import Dataset
 from snaketrack.errors import FileFormatError, InputError
 from snaketrack.training.model import IMAGENET_MEAN, IMAGENET_STD, padded_size

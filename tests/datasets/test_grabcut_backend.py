@@ -76,7 +76,7 @@ def test_thin_stripe_keeps_dark_parts_and_drops_its_cast_shadow():
 
 
 def test_log_tone_equalises_dark_and_bright_contrast():
-    from snaketrack.datasets.grabcut_backend import tone_map
+    from snaketrack.datasets.grabcut_rules import tone_map
 
     # robot underside 40, cast shadow 70, lit ground 125 (grey): the same ratio, ~ the same step after the tone
     px = np.array([[[40, 40, 40], [70, 70, 70], [125, 125, 125]]], np.uint8)
@@ -90,7 +90,7 @@ def test_log_tone_equalises_dark_and_bright_contrast():
 
 def test_polish_smooths_a_ragged_edge_towards_the_truth():
     """A stripe whose edge has random one-pixel bumps and notches: the polished label is closer to the stripe."""
-    from snaketrack.datasets.grabcut_backend import smooth_outline
+    from snaketrack.datasets.grabcut_rules import smooth_outline
     from snaketrack.masks import mask_iou
 
     rng = np.random.default_rng(0)

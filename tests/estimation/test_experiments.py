@@ -6,13 +6,8 @@ import numpy as np
 import pytest
 
 from snaketrack.errors import InputError
-from snaketrack.estimation.experiments import (
-    ExperimentsConfig,
-    run_experiment,
-    run_experiments,
-    summarise,
-    write_outputs,
-)
+from snaketrack.estimation.experiment_outputs import summarise, write_outputs
+from snaketrack.estimation.experiments import ExperimentsConfig, run_experiment, run_experiments
 from snaketrack.estimation.synthetic import synthetic_trajectory
 
 

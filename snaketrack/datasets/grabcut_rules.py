@@ -1,0 +1,220 @@
+"""The colour and shape rules around the GrabCut backend's cut, on numpy images and masks.
+
+Before the cut: :func:`tone_map` (the image GrabCut sees), :func:`colour_hist`
+and :func:`shadow_like` (which pixels start as robot or as shaded ground).
+After it: :func:`close_gaps`, :func:`grow_dark`, :func:`peel_ground`,
+:func:`remove_thick_blobs`, :func:`keep_large_components` and
+:func:`refine_boundary` clean the mask; :func:`smooth_outline` is the
+label's polish. :mod:`~snaketrack.datasets.grabcut_backend` says when each
+applies and with which settings. Images are (H, W, 3) uint8, masks bool
+(H, W), distances in pixels.
+"""
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from snaketrack.errors import InputError
+
+__all__ = ["tone_map", "colour_hist", "shadow_like", "close_gaps", "grow_dark", "peel_ground",
+           "remove_thick_blobs", "keep_large_components", "refine_boundary", "smooth_outline"]
+
+
+def tone_map(bgr: np.ndarray, tone: str, knee: float = 4.0) -> np.ndarray:
+    """The image GrabCut sees: ``"linear"`` as is, ``"log"`` each channel as log(1 + v/knee), rescaled to 0–255.
+
+    A log tone gives a dark robot part next to its cast shadow (40 vs 70 of
+    255) about the same contrast as the shadow next to lit ground (70 vs
+    125), so the graph cut no longer prefers the shadow's outer edge, and
+    a shadow (a multiplicative dimming) becomes a shift in colour space.
+    """
+    if tone == "linear":
+        return bgr
+    if tone == "log":
+        f = np.log1p(bgr.astype(np.float32) / knee) * (255.0 / np.log1p(255.0 / knee))
+        return np.clip(f + 0.5, 0, 255).astype(np.uint8)
+    if tone == "loglab":
+        lab = cv2.cvtColor(bgr, cv2.COLOR_BGR2Lab).astype(np.float32)
+        lab[..., 0] = np.log1p(lab[..., 0] / knee) * (255.0 / np.log1p(255.0 / knee))
+        return np.clip(lab + 0.5, 0, 255).astype(np.uint8)
+    raise InputError(f"GrabCutConfig.tone {tone!r}: expected 'linear', 'log' or 'loglab'")
+
+
+def grow_dark(img: np.ndarray, mask: np.ndarray, ring: np.ndarray, steps: int, ratio: float) -> np.ndarray:
+    """Grow a mask into adjacent very dark pixels, one pixel layer per step.
+
+    A pixel 8-adjacent to the mask joins it when its brightness (channel
+    sum) is below ``ratio`` times the ring's median: the robot's dark joint
+    housings and shaded underside, darker than the ground's cast shadows.
+    """
+    if ring.sum() < 16 or not mask.any():
+        return mask
+    ssum = img.astype(np.float32).sum(axis=-1)
+    dark = ssum < ratio * float(np.median(ssum[ring]))
+    m = mask.astype(np.uint8)
+    k = np.ones((3, 3), np.uint8)
+    for _ in range(steps):
+        grown = (cv2.dilate(m, k) > 0) & dark & (m == 0)
+        if not grown.any():
+            break
+        m[grown] = 1
+    return m > 0
+
+
+def peel_ground(img: np.ndarray, mask: np.ndarray, ring: np.ndarray, steps: int, sat_frac: float,
+                 floor: float) -> np.ndarray:
+    """Peel washed-out, not-dark pixels off a mask's edge, one pixel layer per step.
+
+    An edge pixel (in the mask, 4-adjacent to outside) is dropped when its
+    saturation ((max − min) / max of its channels) is below ``sat_frac``
+    times the mask's median saturation and its brightness (channel sum) is
+    above ``floor`` times the ring's median: a mix of the robot's colour
+    with ground or cast shadow, not the much darker robot parts (joints,
+    the shaded underside), which stay. ``img`` (H, W, 3) uint8; ``mask``,
+    ``ring`` bool (H, W).
+    """
+    if ring.sum() < 16 or mask.sum() < 20:
+        return mask
+    f = img.astype(np.float32) + 1.0
+    ssum = f.sum(axis=-1)
+    sat = (f.max(-1) - f.min(-1)) / f.max(-1)
+    i_ref = float(np.median(ssum[ring]))
+    washed = (sat < sat_frac * float(np.median(sat[mask]))) & (ssum > floor * i_ref)
+    m = mask.copy()
+    cross = cv2.getStructuringElement(cv2.MORPH_CROSS, (3, 3))
+    for _ in range(steps):
+        drop = m & (cv2.erode(m.astype(np.uint8), cross) == 0) & washed
+        if not drop.any():
+            break
+        m &= ~drop
+    return m
+
+
+def keep_large_components(mask: np.ndarray, min_frac: float) -> np.ndarray:
+    n, lab, stats, _ = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=8)
+    if n <= 2:
+        return mask
+    areas = stats[1:, cv2.CC_STAT_AREA]
+    keep = np.flatnonzero(areas >= min_frac * areas.max()) + 1
+    return np.isin(lab, keep)
+
+
+def colour_hist(bgr: np.ndarray, mask: np.ndarray, bins: int) -> np.ndarray:
+    """Normalised colour histogram (bins, bins, bins) of the pixels where ``mask`` is set."""
+    h = cv2.calcHist([bgr], [0, 1, 2], mask.astype(np.uint8), [bins] * 3, [0, 256] * 3)
+    h = cv2.GaussianBlur(h.reshape(bins, bins * bins), (3, 3), 0).reshape(bins, bins, bins)  # light smoothing
+    return h / max(float(h.sum()), 1.0)
+
+
+def remove_thick_blobs(mask: np.ndarray, factor: float) -> np.ndarray:
+    """Drop the parts of a mask much thicker than its typical width (a snake's prior).
+
+    The typical half-width is the area over twice the skeleton's length
+    (exact for a band); regions where a disc ``factor`` times wider fits
+    (found by a morphological opening) are removed — the round obstacles
+    GrabCut sometimes glues to a thin robot.
+    """
+    from skimage.morphology import skeletonize
+
+    m = mask.astype(np.uint8)
+    if m.sum() < 20:
+        return mask
+    skel = int(np.count_nonzero(skeletonize(m > 0)))
+    r = float(m.sum()) / max(2.0 * skel, 1.0)
+    R = int(np.ceil(factor * r))
+    if R < 2:
+        return mask
+    disc = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * R + 1, 2 * R + 1))
+    thick = cv2.morphologyEx(m, cv2.MORPH_OPEN, disc)
+    if not thick.any():
+        return mask
+    thick = cv2.dilate(thick, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (5, 5)))
+    return mask & (thick == 0)
+
+
+def refine_boundary(img: np.ndarray, mask: np.ndarray, band_px: int = 2, bins: int = 32) -> np.ndarray:
+    """Re-label the pixels within ``band_px`` of a mask's edge by colour likelihood.
+
+    Colour histograms (``bins`` per channel) of the sure inside (mask
+    eroded by ``band_px``) and the sure outside (a ring beyond the mask
+    dilated by ``band_px``) classify each pixel of the band: robot when its
+    colour is likelier inside than outside. ``img`` (H, W, 3) uint8, ``mask``
+    bool (H, W); returns a new bool mask.
+    """
+    m = mask.astype(np.uint8)
+    k = np.ones((3, 3), np.uint8)
+    core = cv2.erode(m, k, iterations=band_px)
+    if core.sum() < 20:
+        return mask
+    grown = cv2.dilate(m, k, iterations=band_px)
+    outside = (cv2.dilate(m, k, iterations=band_px + 20) > 0) & (grown == 0)
+    if outside.sum() < 20:
+        return mask
+    p_in = colour_hist(img, core, bins)
+    p_out = colour_hist(img, outside.astype(np.uint8), bins)
+    band = (grown > 0) & (core == 0)
+    q = (img[band] // (256 // bins)).astype(np.intp)
+    out = mask.copy()
+    out[band] = p_in[q[:, 0], q[:, 1], q[:, 2]] > p_out[q[:, 0], q[:, 1], q[:, 2]]
+    return out
+
+
+def shadow_like(img: np.ndarray, ring: np.ndarray, chroma_tol: float, dark: float,
+                 floor: float = 0.0) -> np.ndarray:
+    """Pixels that look like the ground in shade: the ring's chromaticity, darker than it.
+
+    Chromaticity is each channel over the channel sum; a pixel within
+    ``chroma_tol`` of the ring's median chromaticity whose brightness is
+    below ``dark`` times the ring's median is shadow-like. (A cast shadow
+    dims the ground but keeps its colour; the robot's colours differ.)
+    """
+    if ring.sum() < 16:
+        return np.zeros(img.shape[:2], bool)
+    f = img.astype(np.float32) + 1.0
+    s = f.sum(axis=-1, keepdims=True)
+    chrom = f / s
+    c_ref = np.median(chrom[ring], axis=0)
+    i_ref = float(np.median(s[ring]))
+    return ((np.linalg.norm(chrom - c_ref, axis=-1) < chroma_tol) & (s[..., 0] < dark * i_ref)
+            & (s[..., 0] > floor * i_ref))
+
+
+def smooth_outline(mask: np.ndarray, sigma_px: float, keep_frac: float = 0.75) -> np.ndarray:
+    """Smooth a mask's outline: Gaussian blur (σ = ``sigma_px`` pixels) of the mask, thresholded at 0.5.
+
+    Removes one- or two-pixel notches and bumps (a ragged cast-shadow
+    fringe, a grain of gravel glued to the edge, a notch in a lit edge),
+    which a robot of cylinders does not have; straight edges stay where
+    they are. When smoothing would remove more than ``1 - keep_frac`` of
+    the area (a robot only a few pixels wide) the mask is returned as it
+    is. ``mask`` bool (H, W); returns a new bool (H, W).
+
+    >>> m = np.zeros((20, 20), bool); m[5:15, 5:15] = True; m[4, 9] = True   # a square with a 1-pixel bump
+    >>> s = smooth_outline(m, 1.5)
+    >>> bool(s[4, 9]), bool(s[10, 10]), int(s.sum()) in range(90, 101)
+    (False, True, True)
+    """
+    m = np.asarray(mask, bool)
+    if sigma_px <= 0 or m.sum() < 20:
+        return m.copy()
+    s = cv2.GaussianBlur(m.astype(np.float32), (0, 0), float(sigma_px)) > 0.5
+    return s if s.sum() >= keep_frac * m.sum() else m.copy()
+
+
+def close_gaps(mask: np.ndarray, factor: float) -> np.ndarray:
+    """Morphological closing with a disc ``factor`` times the mask's typical half-width.
+
+    Fills dark robot parts (joints) that look like shade and were left out
+    between the robot's coloured segments.
+    """
+    from skimage.morphology import skeletonize
+
+    m = mask.astype(np.uint8)
+    if m.sum() < 20:
+        return mask
+    r = float(m.sum()) / max(2.0 * np.count_nonzero(skeletonize(m > 0)), 1.0)
+    R = int(np.ceil(factor * r))
+    if R < 1:
+        return mask
+    disc = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * R + 1, 2 * R + 1))
+    return cv2.morphologyEx(m, cv2.MORPH_CLOSE, disc) > 0

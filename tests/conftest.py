@@ -13,6 +13,11 @@ try:  # pragma: no cover - depends on the torch build
 except Exception:
     pass
 
+if os.environ.get("PYTEST_XDIST_WORKER"):  # one torch thread per worker: two workers share two cores
+    import torch
+
+    torch.set_num_threads(1)
+
 
 import runpy  # noqa: E402
 import sys  # noqa: E402

@@ -141,35 +141,12 @@ def add_segment_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_segment(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
-    from snaketrack.datasets.layout import DatasetWriter
-    from snaketrack.datasets.video import open_frames, source_meta
+    from snaketrack.training.segment import segment_source
     from snaketrack.training.segmenter import load_segmenter
 
     seg = load_segmenter(args.model, threshold=args.threshold, scale=args.scale, flips=args.flips,
                          precision=args.precision)
-    src = open_frames(args.source)
-    meta = source_meta(src)
-    meta["segmenter"] = str(args.model)
-    with DatasetWriter(args.out, meta, resume=True) as w:
-        bar = tqdm(total=len(src) or None, initial=w.next_frame, desc="segment", unit="frame")
-        batch = []
-
-        def flush() -> None:
-            for f, m in zip(batch, seg.predict_batch(batch)):
-                w.write_frame(f, m)
-                bar.update(1)
-            batch.clear()
-
-        for _, rgb in src.frames(start=w.next_frame):
-            batch.append(rgb)
-            if len(batch) >= args.batch_size:
-                flush()
-        if batch:
-            flush()
-        bar.close()
-        n = w.next_frame
+    n = segment_source(args.source, args.out, seg, model_path=str(args.model), batch_size=args.batch_size)
     print(f"{args.out}: {n} frames segmented")
     return 0
 

@@ -2,6 +2,7 @@
 
 - :class:`TrainConfig` / :func:`train`: training on labelled datasets, resumable.
 - :func:`load_segmenter` / :class:`Segmenter`: a model file ready to ``predict(rgb) -> mask``.
+- :func:`segment_source`: a video or frame folder masked into a dataset folder.
 - :func:`evaluate_segmenter`: mean IoU against a dataset's masks.
 """
 from snaketrack._exports import lazy_exports
@@ -12,4 +13,5 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "Segmenter": "segmenter", "load_segmenter": "segmenter",
     "SegmentationData": "data",
     "evaluate_segmenter": "evaluate", "mean_iou": "evaluate",
+    "segment_source": "segment",
 })

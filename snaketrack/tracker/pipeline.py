@@ -168,15 +168,14 @@ class TrackingSession:
 
     ``start()``, then ``step(frame, mask=None, up=None, t=None)`` per frame; it returns the
     frames finished by that step, in order (usually the frame itself; none while the first frames
-    are held; several when the hold releases them). ``close()`` returns those still held. A
-    session is also a context manager (``start`` on enter, ``close`` on exit).
+    are held; several when the hold releases them). ``close()`` returns those still held.
     """
 
     def __init__(self, robot, camera, fps: float = 30.0, config: PipelineConfig = PipelineConfig(),
                  segmenter: Any = None, truth_masks: bool = False):
         from snaketrack.tracker.camera import Undistorter
 
-        self.robot, self.source_camera, self.fps, self.config = robot, camera, float(fps), config
+        self.robot, self.fps, self.config = robot, float(fps), config
         self.segmenter, self.truth_masks = segmenter, bool(truth_masks)
         self.undistort = Undistorter(camera)
         self.resize = Resize(config.track_size or camera.size, camera.size)
@@ -272,12 +271,6 @@ class TrackingSession:
         if self.tracker is None:
             return []
         return [self._finish(s, *p) for s, p in self.hold.flush()]
-
-    def __enter__(self) -> "TrackingSession":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
     # -- figures of the run ----------------------------------------------------------------
     @property

@@ -78,14 +78,14 @@ def test_a_session_driven_by_hand_gives_the_command_s_rows(dataset, tmp_path):
     frames = open_frames(dataset)
     session = TrackingSession(load_robot(frames.meta["robot"]), Camera.from_meta(frames.meta), frames.fps, config)
     rows = []
-    with session:
-        for i, rgb in frames.frames():
-            done = session.step(rgb, mask=frames.mask(i), index=i)
-            assert [r.index for r in done] == [i]
-            r = done[0]
-            assert r.silhouette.shape == r.mask.shape == (frames.height, frames.width)
-            assert r.frame.shape == (frames.height, frames.width, 3) and r.status == r.state.status
-            rows.append(r.row)
+    for i, rgb in frames.frames():
+        done = session.step(rgb, mask=frames.mask(i), index=i)
+        assert [r.index for r in done] == [i]
+        r = done[0]
+        assert r.silhouette.shape == r.mask.shape == (frames.height, frames.width)
+        assert r.frame.shape == (frames.height, frames.width, 3) and r.status == r.state.status
+        rows.append(r.row)
+    assert session.close() == []
     assert session.frames == N and session.track_time_s > 0
     written = read_csv_columns(tmp_path / "track.csv")
     by_hand = {k: [row[k] for row in rows] for k in rows[0]}

@@ -229,7 +229,11 @@ class Dataset:
         return read_image(self._frames[i])
 
     def mask(self, i: int) -> Optional[np.ndarray]:
-        p = self.masks_dir / (self._frames[i].stem + MASK_EXT)
+        return self.mask_named(self._frames[i].stem)
+
+    def mask_named(self, stem: str) -> Optional[np.ndarray]:
+        """The mask of the frame named ``stem`` (``000042``), bool (H, W), or None when it has none."""
+        p = self.masks_dir / (stem + MASK_EXT)
         return read_mask(p) if p.is_file() else None
 
     @property

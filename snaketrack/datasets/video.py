@@ -97,12 +97,7 @@ class FolderSource(FrameSource):
         return self.files[i].stem
 
     def mask(self, i: int) -> Optional[np.ndarray]:
-        if self.dataset is None:
-            return None
-        from snaketrack.datasets.layout import MASK_EXT, read_mask
-
-        p = self.dataset.masks_dir / (self.name(i) + MASK_EXT)
-        return read_mask(p) if p.is_file() else None
+        return None if self.dataset is None else self.dataset.mask_named(self.name(i))
 
     def _read(self, i: int) -> np.ndarray:
         p = self.files[i]

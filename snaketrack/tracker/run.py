@@ -157,11 +157,9 @@ def track_source(source: str | os.PathLike, out: str | os.PathLike, robot: Optio
     writer = TrackWriter(out / "track.csv", robot_model.dof, session.extra_columns)
     width, height = session.size
     video = OverlayVideo(out / "overlay.mp4", frames.fps, width, height) if options.video else None
-    bar = None
-    if options.progress:
-        from tqdm import tqdm
+    from tqdm import tqdm
 
-        bar = tqdm(total=n_total, desc="track", unit="frame", mininterval=0.5)
+    bar = tqdm(total=n_total, desc="track", unit="frame", mininterval=0.5, disable=not options.progress)
 
     def emit(results) -> None:
         for r in results:
@@ -179,16 +177,17 @@ def track_source(source: str | os.PathLike, out: str | os.PathLike, robot: Optio
                 if n_total is not None and n >= n_total:
                     break
                 up = up_source(i) if up_source is not None else None
-                emit(session.step(rgb, mask_source(i), up=up, index=i,
-                                  truth_mask=frames.mask(i) if session.truth_masks else None))
+                mask = mask_source(i)
+                truth = None
+                if session.truth_masks:  # the observed mask when it is the truth: read once
+                    truth = mask if mask_source.kind == "truth" else frames.mask(i)
+                emit(session.step(rgb, mask, up=up, index=i, truth_mask=truth))
                 n += 1
-                if bar is not None:
-                    bar.update(1)
+                bar.update(1)
         finally:  # the frames still held are written as tracked (interrupted or at the end)
             emit(session.close())
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
         writer.close()
         if stream is not None:
             stream.close()

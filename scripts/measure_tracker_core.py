@@ -87,8 +87,7 @@ def main() -> int:
         qe.append(float(np.abs(st.q - t["joint_angles"]).mean()))
         iou.append(st.iou)
         status.append(st.status)
-        with torch.no_grad():
-            rm = trk.renderer.full_image(torch.as_tensor(st.pose_vector(lay))[None])[0].numpy() > 0.5
+        rm = trk.renderer.mask(st.pose_vector(lay))
         tm = ds.mask(i)
         iou_t.append(float((rm & tm).sum() / max((rm | tm).sum(), 1)))
     out = {

@@ -122,7 +122,6 @@ def fit_labels(labels: str | os.PathLike, out: str | os.PathLike, robot_spec: Op
     calibration file (default: meta.json's ``K``). Returns the report dict
     (also ``out/fit_report.json``).
     """
-    import torch
 
     from snaketrack.masks import mask_iou
     from snaketrack.models.robot import source_robot
@@ -178,9 +177,7 @@ def fit_labels(labels: str | os.PathLike, out: str | os.PathLike, robot_spec: Op
             if label is None:
                 raise InputError(f"{labels}: frame {ds.frame_path(i).name} has no mask in masks/")
             state = tracker.start(label) if i == 0 else tracker.step(label)
-            x = torch.as_tensor(state.pose_vector(renderer.layout), dtype=torch.float64)[None]
-            with torch.no_grad():
-                sil = renderer.full_image(x)[0].numpy() > 0.5
+            sil = renderer.mask(state.pose_vector(renderer.layout))
             iou = mask_iou(sil, label)
             use_fit = state.status == "tracked" and np.isfinite(iou) and iou >= config.min_iou
             if not use_fit:

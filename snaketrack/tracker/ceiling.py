@@ -49,8 +49,6 @@ def model_at_truth(ds) -> Optional[Callable[[int], np.ndarray]]:
     (H, W) at the dataset's size; None when the :class:`~snaketrack.datasets.layout.Dataset` has no truth."""
     if not ds.truth:
         return None
-    import torch
-
     from snaketrack.models.robot import load_robot
     from snaketrack.tracker.camera import Camera
     from snaketrack.tracker.render import SilhouetteRenderer
@@ -63,9 +61,7 @@ def model_at_truth(ds) -> Optional[Callable[[int], np.ndarray]]:
 
     def render(i: int) -> np.ndarray:
         tr = ds.truth[i]
-        x = layout.from_quat(tr["joint_angles"], tr["base_quat_cam"], tr["base_position_cam"])
-        with torch.no_grad():
-            return renderer.full_image(torch.as_tensor(x, dtype=torch.float64)[None])[0].numpy() > 0.5
+        return renderer.mask(layout.from_quat(tr["joint_angles"], tr["base_quat_cam"], tr["base_position_cam"]))
 
     return render
 

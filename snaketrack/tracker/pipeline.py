@@ -291,15 +291,11 @@ class TrackingSession:
     # -- one finished frame ------------------------------------------------------------------
     def render(self, state) -> np.ndarray:
         """The model's own silhouette (no edge offset) at ``state``, bool (H, W) at the tracking size."""
-        import torch
-
         if self._renderer is None:
             from snaketrack.tracker.render import SilhouetteRenderer
 
             self._renderer = SilhouetteRenderer(self.robot, self.camera.K, *self.size)
-        x = state.pose_vector(self._renderer.layout)
-        with torch.no_grad():
-            return self._renderer.full_image(torch.as_tensor(x, dtype=torch.float64)[None])[0].numpy() > 0.5
+        return self._renderer.mask(state.pose_vector(self._renderer.layout))
 
     def _finish(self, state, i: int, t: float, rgb: np.ndarray, mask: np.ndarray, ground: Optional[float],
                 truth_mask: Optional[np.ndarray]) -> FrameResult:

@@ -301,6 +301,12 @@ class SilhouetteRenderer:
         """Silhouette (B, H, W) over the whole image."""
         return self(x, (0, 0, self.width, self.height), settings)[0]
 
+    def mask(self, x) -> np.ndarray:
+        """The silhouette of one pose vector ``x`` (D,) as a bool (H, W) mask: the pixels whose soft
+        value exceeds 0.5 (float64, no gradient)."""
+        with torch.no_grad():
+            return self.full_image(torch.as_tensor(x, dtype=torch.float64)[None])[0].numpy() > 0.5
+
     def with_settings(self, **kw) -> "SilhouetteRenderer":
         return SilhouetteRenderer(self.robot, self.K.numpy(), self.width, self.height, self.model,
                                   replace(self.settings, **kw))

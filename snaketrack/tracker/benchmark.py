@@ -41,7 +41,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from snaketrack.errors import InputError
+from snaketrack.errors import InputError, SnaketrackError
 
 #: The benchmark's robots and the short names of their clips.
 SHORT = {"planar-snake-11": "planar", "arcsnake-4": "arcsnake"}
@@ -84,14 +84,14 @@ def ensure_dataset(path: Path, scene: str, robot: str, seed: int, frames: int, b
 
     obstacles = obstacles_for(scene, robot)
     if (path / "meta.json").is_file():
-        try:
-            if len(Dataset(path)) >= frames and bool(read_json(path / "meta.json").get("obstacles", True)) == obstacles:
-                return path
-        except Exception:
-            pass
         if bool(read_json(path / "meta.json").get("obstacles", True)) != obstacles:
             raise InputError(f"{path}: made with obstacles={not obstacles}; the benchmark expects "
                              f"obstacles={obstacles}; move it away")
+        try:
+            if len(Dataset(path)) >= frames:
+                return path
+        except SnaketrackError:  # frames not written yet: render resumes it
+            pass
     from snaketrack.sim.video import VideoConfig
     from snaketrack.sim.video_dataset import render_video
 

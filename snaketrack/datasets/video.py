@@ -1,4 +1,4 @@
-"""Frame sources: a video file (OpenCV), a folder of images, or a dataset folder.
+"""Frame sources: a video file (OpenCV), a folder of images, a dataset folder, or a live stream.
 
 :func:`open_frames` returns a :class:`FrameSource`; iterate it for
 ``(index, rgb)`` pairs, RGB uint8 (H, W, 3), starting at any frame and
@@ -175,6 +175,67 @@ def open_frames(path: str | os.PathLike) -> FrameSource:
     if p.suffix.lower() in IMAGE_EXTS:
         raise InputError(f"{p}: a single image; expected a video file or a folder of frames")
     return VideoSource(p)
+
+
+def is_stream(spec: str) -> bool:
+    """Whether ``spec`` names a live stream: a camera index (``0``), a device (``/dev/video0``) or a URL."""
+    s = str(spec)
+    return s.isdigit() or s.startswith("/dev/video") or "://" in s
+
+
+class StreamSource:
+    """A live stream read with OpenCV: a camera index, a device path or a stream URL (RTSP, HTTP, …).
+
+    ``read()`` gives the next frame, RGB uint8 (H, W, 3), or None when the stream dropped (a failed
+    read); ``reopen()`` tries to open it again and says whether it did. Opening checks that a first
+    frame comes (``timeout_s`` for URLs), so a wrong camera or URL fails before anything starts.
+    """
+
+    def __init__(self, spec: str, timeout_s: float = 10.0):
+        self.spec, self.path, self.timeout_s = str(spec), Path(str(spec)), float(timeout_s)
+        self.meta: dict[str, Any] = {}
+        self._cap = None
+        first = self._open()
+        if first is None:
+            what = "camera" if self.spec.isdigit() or self.spec.startswith("/dev/") else "stream"
+            raise InputError(f"{self.spec}: no {what} answered (OpenCV could not open it or read a frame)")
+        self._first: Optional[np.ndarray] = first
+        self.height, self.width = first.shape[:2]
+        fps = self._cap.get(cv2.CAP_PROP_FPS)
+        self.fps = float(fps) if fps and np.isfinite(fps) and 0 < fps < 1000 else 30.0
+
+    def _open(self) -> Optional[np.ndarray]:
+        self.release()
+        target: Any = int(self.spec) if self.spec.isdigit() else self.spec
+        ms = int(self.timeout_s * 1000)
+        params = [cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, ms, cv2.CAP_PROP_READ_TIMEOUT_MSEC, ms]
+        cap = cv2.VideoCapture(target, cv2.CAP_ANY, params)
+        if not cap.isOpened():
+            cap.release()
+            return None
+        self._cap = cap
+        return self.read()
+
+    def read(self) -> Optional[np.ndarray]:
+        if self._cap is None:
+            return None
+        first, self._first = getattr(self, "_first", None), None
+        if first is not None:
+            return first
+        ok, bgr = self._cap.read()
+        if not ok or bgr is None:
+            return None
+        return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+
+    def reopen(self) -> bool:
+        first = self._open()
+        self._first = first
+        return first is not None
+
+    def release(self) -> None:
+        if self._cap is not None:
+            self._cap.release()
+            self._cap = None
 
 
 def source_meta(src: FrameSource, stride: int = 1) -> dict[str, Any]:

@@ -1,0 +1,292 @@
+"""Capture apart from tracking: the newest frame wins.
+
+A camera delivers frames at its own rate whatever the tracker does. The
+capture side (:class:`Capture`, a thread over a *feed*, or a
+:class:`PushSource` that the caller fills) puts each frame into one
+:class:`LatestFrame` slot; the tracker takes the newest frame when it is
+ready, and every frame overwritten before it was taken counts as dropped.
+Nothing queues up, so the tracker never works on stale frames and memory
+stays flat however slow it is.
+
+Feeds:
+
+- :class:`RecordedFeed`: a video file, image folder or dataset, as fast as it
+  decodes or at its own frame rate (``realtime``, as a camera would deliver
+  it), optionally looped;
+- :class:`StreamFeed`: a camera or stream URL; a failed read means the stream
+  dropped, and :class:`Capture` reopens it with exponential backoff,
+  reporting ``reconnecting`` until it is back.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+
+
+@dataclass
+class Frame:
+    """One captured frame.
+
+    index: its number in the source (counting on through loops). t: its source time [s].
+    rgb: RGB uint8 (H, W, 3). capture_time: wall-clock time it was captured [s since the epoch].
+    mask: the observed mask, bool (H, W), when the source gives one (else the segmenter's).
+    up: the world's up direction in the camera frame (3,), when known.
+    """
+
+    index: int
+    t: float
+    rgb: np.ndarray
+    capture_time: float
+    mask: Optional[np.ndarray] = None
+    up: Optional[np.ndarray] = None
+
+
+class SourceDropped(Exception):
+    """A live source stopped delivering frames (the feed may be reopened)."""
+
+
+class LatestFrame:
+    """A one-frame slot: ``put`` replaces what is there (counting it as dropped), ``take`` waits for a frame.
+
+    ``captured``: frames put. ``dropped``: frames replaced before they were taken.
+    ``closed``: no more frames will come (``take`` then returns None at once when empty).
+    """
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._frame: Optional[Frame] = None
+        self.captured = 0
+        self.dropped = 0
+        self.closed = False
+
+    def wait_empty(self) -> None:
+        """Wait until the frame in the slot was taken (or the slot closed)."""
+        with self._cond:
+            while self._frame is not None and not self.closed:
+                self._cond.wait(0.5)
+
+    def put(self, frame: Frame) -> None:
+        with self._cond:
+            if self._frame is not None:
+                self.dropped += 1
+            self._frame = frame
+            self.captured += 1
+            self._cond.notify()
+
+    def take(self, timeout: Optional[float] = None) -> Optional[Frame]:
+        """The newest frame (removed from the slot), or None after ``timeout`` [s] or once closed and empty."""
+        with self._cond:
+            if self._frame is None and not self.closed:
+                self._cond.wait(timeout)
+            frame, self._frame = self._frame, None
+            self._cond.notify_all()
+            return frame
+
+    def close(self) -> None:
+        with self._cond:
+            self.closed = True
+            self._cond.notify_all()
+
+
+class PushSource:
+    """Frames pushed by the caller (a simulator, another capture library): ``push`` never blocks.
+
+    width, height: the frames' size [px]. fps: their nominal rate [1/s] (the tracker's motion model).
+    """
+
+    def __init__(self, width: int, height: int, fps: float = 30.0):
+        self.width, self.height, self.fps = int(width), int(height), float(fps)
+        self.slot = LatestFrame()
+        self.status = "live"
+        self.reconnects = 0
+        self._count = 0
+
+    def push(self, rgb: np.ndarray, mask: Optional[np.ndarray] = None, t: Optional[float] = None,
+             up: Optional[np.ndarray] = None, index: Optional[int] = None) -> None:
+        """Offer one frame: RGB uint8 (H, W, 3), its observed mask bool (H, W) or None, its time [s]
+        (default ``index / fps``), the up direction (3,) in the camera frame or None."""
+        i = self._count if index is None else int(index)
+        self._count = i + 1
+        self.slot.put(Frame(i, i / self.fps if t is None else float(t), rgb, time.time(), mask,
+                            None if up is None else np.asarray(up, float)))
+
+    def start(self) -> None:
+        """Nothing to start: frames arrive through :meth:`push`."""
+
+    def stop(self) -> None:
+        """No more frames: the service finishes the one it holds and stops."""
+        self.status = "ended"
+        self.slot.close()
+
+
+class RecordedFeed:
+    """A recorded source's frames (:func:`snaketrack.datasets.video.open_frames`), with their masks and up.
+
+    masks: ``i -> mask or None`` for source frame ``i`` (None: the segmenter's). up: ``i -> (3,)`` or None.
+    realtime: deliver frames at the source's frame rate, as a camera would (the tracker takes the newest);
+    without it, at the tracker's pace (each frame waits until the last was taken: none dropped).
+    loop: start again at the end (indices and times count on). max_frames: stop after this many frames
+    (None: the source's end).
+    """
+
+    live = False
+
+    def __init__(self, frames, masks: Optional[Callable] = None, up: Optional[Callable] = None,
+                 realtime: bool = False, loop: bool = False, max_frames: Optional[int] = None):
+        self.source, self.masks, self.up = frames, masks, up
+        self.realtime, self.loop, self.max_frames = bool(realtime), bool(loop), max_frames
+        self.fps, self.width, self.height = frames.fps, frames.width, frames.height
+        self._iter = None
+        self._n = 0
+        self._offset = 0
+        self._t0: Optional[float] = None
+
+    def read(self) -> Optional[Frame]:
+        """The next frame, or None at the end."""
+        if self.max_frames is not None and self._n >= self.max_frames:
+            return None
+        if self._iter is None:
+            self._iter = self.source.frames()
+        item = next(self._iter, None)
+        if item is None:
+            if not self.loop or self._n == 0:
+                return None
+            self._offset = self._n
+            self._iter = self.source.frames()
+            item = next(self._iter, None)
+            if item is None:
+                return None
+        i, rgb = item
+        index = self._offset + i
+        t = index / self.fps
+        if self.realtime:
+            now = time.monotonic()
+            if self._t0 is None:
+                self._t0 = now - t
+            wait = self._t0 + t - now
+            if wait > 0:
+                time.sleep(wait)
+        self._n += 1
+        mask = self.masks(i) if self.masks is not None else None
+        up = self.up(i) if self.up is not None else None
+        return Frame(index, t, rgb, time.time(), mask, up)
+
+    def reopen(self) -> bool:
+        return False
+
+    def release(self) -> None:
+        self._iter = None
+
+
+class StreamFeed:
+    """A live stream's frames (:class:`snaketrack.datasets.video.StreamSource`); a failed read raises
+    :class:`SourceDropped`. Frame times are wall-clock seconds since the stream was opened."""
+
+    live = True
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.fps, self.width, self.height = stream.fps, stream.width, stream.height
+        self._n = 0
+        self._t0 = time.time()
+
+    def read(self) -> Optional[Frame]:
+        rgb = self.stream.read()
+        if rgb is None:
+            raise SourceDropped(f"{self.stream.spec}: the stream stopped delivering frames")
+        now = time.time()
+        frame = Frame(self._n, now - self._t0, rgb, now)
+        self._n += 1
+        return frame
+
+    def reopen(self) -> bool:
+        return self.stream.reopen()
+
+    def release(self) -> None:
+        self.stream.release()
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Reconnection delays [s]: ``first``, doubling up to ``longest``."""
+
+    first: float = 0.25
+    longest: float = 5.0
+
+    def delays(self):
+        d = self.first
+        while True:
+            yield d
+            d = min(2 * d, self.longest)
+
+
+class Capture:
+    """A thread that reads a feed into a :class:`LatestFrame` slot, reconnecting a dropped live feed.
+
+    ``status``: ``live``, ``reconnecting`` or ``ended``; ``reconnects``: successful reopenings.
+    ``paced``: a recorded feed not played in real time waits for the tracker (nothing dropped).
+    ``on_status(status)`` is called on each change (the service publishes it).
+    """
+
+    def __init__(self, feed, backoff: Backoff = Backoff(), on_status: Optional[Callable[[str], None]] = None):
+        self.feed, self.backoff, self.on_status = feed, backoff, on_status
+        self.width, self.height, self.fps = feed.width, feed.height, feed.fps
+        self.slot = LatestFrame()
+        self.status = "live"
+        self.reconnects = 0
+        self.error: Optional[str] = None
+        self.paced = not feed.live and not getattr(feed, "realtime", False)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="snaketrack-capture", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.slot.close()  # a paced capture waiting for the tracker goes on
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+
+    def _set(self, status: str) -> None:
+        if status != self.status:
+            self.status = status
+            if self.on_status is not None:
+                self.on_status(status)
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                if self.paced:
+                    self.slot.wait_empty()
+                try:
+                    frame = self.feed.read()
+                except SourceDropped as e:
+                    self.error = str(e)
+                    if not self._reconnect():
+                        break
+                    continue
+                if frame is None:
+                    break
+                self.slot.put(frame)
+        finally:
+            self.feed.release()
+            self._set("ended")
+            self.slot.close()
+
+    def _reconnect(self) -> bool:
+        """Reopen the feed with backoff until it answers or the capture is stopped."""
+        self._set("reconnecting")
+        for delay in self.backoff.delays():
+            if self._stop.wait(delay):
+                return False
+            if self.feed.reopen():
+                self.reconnects += 1
+                self.error = None
+                self._set("live")
+                return True
+        return False  # pragma: no cover - the delays never end

@@ -1,0 +1,98 @@
+"""A token check in front of the Foxglove SDK's WebSocket server.
+
+The SDK's server cannot refuse a client at the handshake, so the service runs
+it on a private loopback port and puts :class:`TokenGate` where clients
+connect. The gate answers the HTTP upgrade request itself: without the token
+(``Authorization: Bearer TOKEN`` or the query ``?token=TOKEN``, the form a
+browser such as the Foxglove app can send) the client gets ``401`` and no
+WebSocket. An accepted client is relayed, message for message, through a
+connection of its own to the SDK's server, which keeps its per-client queue
+(and its dropping of old messages for a slow client).
+"""
+from __future__ import annotations
+
+import asyncio
+import hmac
+import threading
+from http import HTTPStatus
+from typing import Optional
+from urllib.parse import parse_qs, urlsplit
+
+SUBPROTOCOLS = ("foxglove.sdk.v1", "foxglove.websocket.v1")
+
+
+def presented_token(path: str, headers) -> Optional[str]:
+    """The token a handshake presents: the ``Authorization: Bearer`` header, else the ``token`` query field."""
+    auth = headers.get("Authorization") or ""
+    if auth.lower().startswith("bearer "):
+        return auth[7:].strip()
+    values = parse_qs(urlsplit(path).query).get("token")
+    return values[0] if values else None
+
+
+class TokenGate:
+    """Listen on ``host:port`` (0: any free port), admit clients with ``token``, relay them to
+    ``127.0.0.1:upstream_port``. Runs its own event loop in a thread."""
+
+    def __init__(self, token: str, host: str, port: int, upstream_port: int):
+        self.token, self.host, self.requested_port, self.upstream_port = token, host, int(port), int(upstream_port)
+        self.refused = 0
+        self.port: Optional[int] = None
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._error: Optional[BaseException] = None
+        self._thread = threading.Thread(target=self._run, name="snaketrack-gate", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+        self._ready.wait(10)
+        if self._error is not None:
+            raise self._error
+
+    def stop(self) -> None:
+        if self._loop.is_running():
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_until_complete(self._serve())
+        except BaseException as e:  # reported to start()
+            self._error = e
+            self._ready.set()
+        finally:
+            self._loop.close()
+
+    def _admit(self, connection, request):
+        got = presented_token(request.path, request.headers)
+        if got is None or not hmac.compare_digest(got.encode(), self.token.encode()):
+            self.refused += 1
+            return connection.respond(HTTPStatus.UNAUTHORIZED, "a valid token is required\n")
+        return None
+
+    async def _relay(self, client) -> None:
+        from websockets.asyncio.client import connect
+
+        upstream_url = f"ws://127.0.0.1:{self.upstream_port}"
+        protocols = [client.subprotocol] if client.subprotocol else list(SUBPROTOCOLS[:1])
+        async with connect(upstream_url, subprotocols=protocols, max_size=None, compression=None) as upstream:
+            async def pump(src, dst):
+                async for message in src:
+                    await dst.send(message)
+
+            tasks = [asyncio.create_task(pump(client, upstream)), asyncio.create_task(pump(upstream, client))]
+            done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for task in pending:
+                task.cancel()
+
+    async def _serve(self) -> None:
+        from websockets.asyncio.server import serve
+
+        self._stop = asyncio.Event()
+        async with serve(self._relay, self.host, self.requested_port, subprotocols=list(SUBPROTOCOLS),
+                         process_request=self._admit, max_size=None, compression=None,
+                         server_header="snaketrack") as server:
+            self.port = next(iter(server.sockets)).getsockname()[1]
+            self._ready.set()
+            await self._stop.wait()

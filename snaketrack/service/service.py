@@ -1,0 +1,191 @@
+"""The live tracking service: frames in, robot states out to every connected client.
+
+:class:`TrackingService` joins a frame source (:mod:`snaketrack.service.capture`:
+a camera, a stream, a recorded file, or frames pushed by the caller), one
+:class:`~snaketrack.tracker.pipeline.TrackingSession` and a
+:class:`~snaketrack.service.publisher.Publisher` (Foxglove WebSocket and
+MCAP). Three threads: capture, tracking (takes the newest frame, steps the
+session, publishes), and the SDK's server. ``snaketrack serve`` runs one.
+
+>>> from snaketrack.service import PushSource, ServiceConfig
+>>> ServiceConfig().host, ServiceConfig().port
+('127.0.0.1', 8765)
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, replace
+from typing import Any, Optional
+
+import numpy as np
+
+from snaketrack.errors import InputError
+from snaketrack.service.publisher import LOOPBACK, Publisher
+from snaketrack.tracker.pipeline import PipelineConfig, TrackingSession
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    """Where and how the service publishes.
+
+    host, port: where clients connect (port 0: any free one). Default 127.0.0.1:8765.
+    token: clients must present it (``Authorization: Bearer`` or ``?token=``); required off the loopback.
+    record: an MCAP file to record every published message to (must not exist); None: no recording.
+    client_queue: messages queued per client before its oldest are dropped. Default 256.
+    overlay_hz: the most overlay images published per second [1/s]; 0: none. Default 5.
+    status_hz: how often the status is published when no frame comes [1/s]. Default 2.
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8765
+    token: Optional[str] = None
+    record: Optional[str] = None
+    client_queue: int = 256
+    overlay_hz: float = 5.0
+    status_hz: float = 2.0
+
+    def __post_init__(self):
+        if self.host not in LOOPBACK and not self.token:
+            raise InputError(f"--host {self.host}: serving beyond this machine needs a token (--token-file FILE)")
+        if not 0 <= int(self.port) <= 65535:
+            raise InputError(f"--port {self.port}; expected 0..65535")
+        if self.client_queue < 1:
+            raise InputError(f"--client-queue {self.client_queue}; expected a positive number of messages")
+        if self.overlay_hz < 0 or self.status_hz <= 0:
+            raise InputError("overlay_hz must be >= 0 and status_hz > 0 [1/s]")
+
+
+class TrackingService:
+    """Track a live source and publish each frame's state (module doc).
+
+    source: a :class:`~snaketrack.service.capture.PushSource` or
+        :class:`~snaketrack.service.capture.Capture` (anything with ``slot``, ``start``, ``stop``,
+        ``status``, ``reconnects``, ``width``, ``height``, ``fps``).
+    robot, camera: the tracked :class:`~snaketrack.models.robot.Robot` and the source's
+        :class:`~snaketrack.tracker.camera.Camera`.
+    pipeline: the session's :class:`PipelineConfig`; its ``hold_frames`` is set to 0 (a live
+        service publishes each frame as it is tracked).
+    config: a :class:`ServiceConfig`. segmenter: predicts masks for frames that come without one.
+
+    ``start()``, then ``wait()`` until the source ends (or ``stop()`` from another thread or a
+    signal handler); ``stop()`` returns the run's figures (:meth:`figures`).
+    """
+
+    def __init__(self, source, robot, camera, pipeline: PipelineConfig = PipelineConfig(),
+                 config: ServiceConfig = ServiceConfig(), segmenter: Any = None):
+        self.source, self.robot, self.config = source, robot, config
+        if (camera.width, camera.height) != (source.width, source.height):
+            raise InputError(f"camera of {camera.width}x{camera.height} px; the source's frames are "
+                             f"{source.width}x{source.height}")
+        self.session = TrackingSession(robot, camera, source.fps, replace(pipeline, hold_frames=0),
+                                       segmenter=segmenter)
+        self.publisher = Publisher(robot, self.session.camera.K, config.host, config.port, config.token,
+                                   config.record, config.client_queue, config.overlay_hz)
+        self.latencies_ms: deque[float] = deque(maxlen=100_000)
+        self.frames_tracked = 0
+        self.errors = 0
+        self.last_error: Optional[str] = None
+        self.state = "waiting"
+        self._last: dict[str, Any] = {}
+        self._stop = threading.Event()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="snaketrack-track", daemon=True)
+        self._started = self._stopped = False
+        self._figures: Optional[dict] = None
+
+    # -- lifetime ---------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        """Where clients connect, ``ws://HOST:PORT``."""
+        return self.publisher.url
+
+    @property
+    def port(self) -> int:
+        return self.publisher.port
+
+    def start(self) -> "TrackingService":
+        self.publisher.start()
+        self.session.start()
+        self._started = True
+        self._publish_status()
+        self._thread.start()
+        self.source.start()
+        return self
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        """Block until the source has ended and its last frame is published (True), or ``timeout`` [s]."""
+        return self._done.wait(timeout)
+
+    def stop(self) -> dict:
+        """Stop capture and tracking, close the server and finish the MCAP; the run's figures."""
+        if self._stopped:
+            return self._figures
+        self._stopped = True
+        self._stop.set()
+        self.source.stop()
+        if self._started:
+            self._thread.join(timeout=30)
+            self.state = "ended"
+            self._publish_status()
+        self.publisher.close()
+        self._figures = self.figures()
+        return self._figures
+
+    # -- tracking ---------------------------------------------------------------------------
+    def _run(self) -> None:
+        slot = self.source.slot
+        period = 1.0 / self.config.status_hz
+        last_status = time.monotonic()
+        try:
+            while not self._stop.is_set():
+                frame = slot.take(timeout=period)
+                if frame is None:
+                    if slot.closed:
+                        break
+                    if self.source.status != "live":
+                        self.state = self.source.status
+                    self._publish_status()
+                    last_status = time.monotonic()
+                    continue
+                self._track(frame)
+                if time.monotonic() - last_status >= period:
+                    self._publish_status()
+                    last_status = time.monotonic()
+        finally:
+            self._done.set()
+
+    def _track(self, frame) -> None:
+        try:
+            results = self.session.step(frame.rgb, frame.mask, up=frame.up, t=frame.t, index=frame.index)
+        except Exception as e:  # a bad frame costs that frame, not the service
+            self.errors += 1
+            self.last_error = f"frame {frame.index}: {e}"
+            self._publish_status()
+            return
+        for r in results:
+            latency = self.publisher.publish(r, frame.capture_time, frame.up)
+            self.latencies_ms.append(latency)
+            self.frames_tracked += 1
+            self.state = {"tracked": "tracking"}.get(r.status, r.status)
+            self._last = {"frame": r.index, "iou": float(r.state.iou), "latency_ms": latency}
+
+    def _publish_status(self) -> None:
+        fields = dict(state=self.state, source=self.source.status, frames_captured=self.source.slot.captured,
+                      frames_tracked=self.frames_tracked, frames_dropped=self.source.slot.dropped,
+                      reconnects=self.source.reconnects, **self._last)
+        error = self.last_error or getattr(self.source, "error", None)
+        if error:
+            fields["error"] = error
+        self.publisher.status(**fields)
+
+    def figures(self) -> dict:
+        """``frames_captured``, ``frames_tracked``, ``frames_dropped``, ``reconnects``, ``errors`` and the
+        capture-to-publish latency percentiles ``latency_ms_p50/p95/max``."""
+        lat = np.asarray(self.latencies_ms, float)
+        pct = (lambda p: float(np.percentile(lat, p))) if lat.size else (lambda p: float("nan"))
+        return {"frames_captured": self.source.slot.captured, "frames_tracked": self.frames_tracked,
+                "frames_dropped": self.source.slot.dropped, "reconnects": self.source.reconnects,
+                "errors": self.errors, "latency_ms_p50": pct(50), "latency_ms_p95": pct(95),
+                "latency_ms_max": float(lat.max()) if lat.size else float("nan")}

@@ -105,10 +105,17 @@ def open_service(args: argparse.Namespace):
             raise InputError(f"{args.source}: a live stream needs its masks from a segmenter "
                              "(--masks segmenter:MODEL.pt)")
         robot = source_robot(args.robot, {})
-        masks = _segmenter(args.masks)
+        model = Path(args.masks[len("segmenter:"):])
+        if not model.is_file():
+            raise MissingFileError(f"--masks {args.masks}: no such segmenter file {model}")
         stream = StreamSource(args.source)
-        camera = source_camera({}, stream.width, stream.height, args.intrinsics, args.source)
-        source, segmenter = Capture(StreamFeed(stream)), masks
+        try:
+            camera = source_camera({}, stream.width, stream.height, args.intrinsics, args.source)
+            segmenter = _segmenter(args.masks)
+        except BaseException:
+            stream.release()
+            raise
+        source = Capture(StreamFeed(stream))
     else:
         frames = open_frames(args.source)
         robot = source_robot(args.robot, frames.meta)

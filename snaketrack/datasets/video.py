@@ -27,6 +27,10 @@ import numpy as np
 from snaketrack.errors import FileFormatError, InputError, MissingFileError
 from snaketrack.io import read_json
 
+# FFmpeg's own log lines (a refused connection, a damaged packet) would break the one-line errors; set
+# before OpenCV's FFmpeg backend first runs, and left to the user when already set.
+os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")
+
 IMAGE_EXTS = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff")
 
 
@@ -209,7 +213,12 @@ class StreamSource:
         target: Any = int(self.spec) if self.spec.isdigit() else self.spec
         ms = int(self.timeout_s * 1000)
         params = [cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, ms, cv2.CAP_PROP_READ_TIMEOUT_MSEC, ms]
-        cap = cv2.VideoCapture(target, cv2.CAP_ANY, params)
+        level = cv2.utils.logging.getLogLevel()
+        cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_ERROR)  # "can't open camera by index"
+        try:
+            cap = cv2.VideoCapture(target, cv2.CAP_ANY, params)
+        finally:
+            cv2.utils.logging.setLogLevel(level)
         if not cap.isOpened():
             cap.release()
             return None

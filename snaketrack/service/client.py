@@ -98,7 +98,7 @@ class StateClient:
         self.url, self.token, self.topics = url, token, tuple(topics)
         self.open_timeout, self.receive_buffer = float(open_timeout), receive_buffer
         self.ws = None
-        self._subscriptions: dict[int, str] = {}
+        self._subscriptions: dict[int, tuple[str, str]] = {}  # id → (topic, encoding)
         self._next_id = 1
         self.last_status: Optional[dict] = None
 
@@ -143,17 +143,17 @@ class StateClient:
             return
         subs = []
         for ch in msg.get("channels", []):
-            if ch.get("topic") in self.topics and ch["topic"] not in self._subscriptions.values():
+            if ch.get("topic") in self.topics and ch["topic"] not in {t for t, _ in self._subscriptions.values()}:
                 sid = self._next_id
                 self._next_id += 1
-                self._subscriptions[sid] = ch["topic"]
+                self._subscriptions[sid] = (ch["topic"], ch.get("encoding", ""))
                 subs.append({"id": sid, "channelId": ch["id"]})
         if subs:
             self.ws.send(json.dumps({"op": "subscribe", "subscriptions": subs}))
 
-    def messages(self, timeout: Optional[float] = 5.0) -> Iterator[tuple[str, dict, float]]:
-        """``(topic, message, received_time)`` of the subscribed JSON topics, until ``timeout`` [s] passes
-        without one (None: forever) or the service closes."""
+    def messages(self, timeout: Optional[float] = 5.0) -> Iterator[tuple[str, Any, float]]:
+        """``(topic, message, received_time)`` of the subscribed topics (a JSON topic's message decoded, any
+        other's as bytes), until ``timeout`` [s] passes without one (None: forever) or the service closes."""
         from websockets.exceptions import ConnectionClosed
 
         if self.ws is None:
@@ -169,10 +169,12 @@ class StateClient:
             if len(data) < 13 or data[0] != _MESSAGE_DATA:
                 continue
             sid, _log_time = struct.unpack_from("<IQ", data, 1)
-            topic = self._subscriptions.get(sid)
-            if topic is None:
+            sub = self._subscriptions.get(sid)
+            if sub is None:
                 continue
-            yield topic, json.loads(data[13:]), time.time()
+            topic, encoding = sub
+            payload = bytes(data[13:])
+            yield topic, json.loads(payload) if encoding == "json" else payload, time.time()
 
     def states(self, timeout: Optional[float] = 5.0) -> Iterator[RobotState]:
         """The robot's states as they arrive (class doc of :class:`RobotState`); ``last_status`` keeps the

@@ -1,0 +1,133 @@
+"""``snaketrack serve`` / ``listen`` as processes: SIGTERM closes a readable, indexed MCAP and exits 0;
+kill -9 leaves one the ``mcap`` reader recovers up to the last written chunk; bad arguments get one line
+and exit status 2 before anything starts."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from mcap.reader import make_reader
+from mcap.records import Message
+from mcap.stream_reader import StreamReader
+
+from snaketrack.service import StateClient
+
+from posed_dataset import write_posed_dataset
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    return write_posed_dataset(tmp_path_factory.mktemp("serve") / "ds", 10, seed=2)
+
+
+def _start(args):
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    proc = subprocess.Popen([sys.executable, "-m", "snaketrack", "serve", *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    line = proc.stderr.readline()
+    assert line.startswith("serving ws://127.0.0.1:"), line + proc.stderr.read()
+    return proc, line.split()[1]
+
+
+def _states(url, n):
+    with StateClient(url) as client:
+        got = []
+        for s in client.states(timeout=30):
+            got.append(s)
+            if len(got) >= n:
+                break
+    return got
+
+
+def test_sigterm_flushes_and_closes_the_recording_and_exits_0(dataset, tmp_path):
+    record = tmp_path / "run.mcap"
+    proc, url = _start([dataset, "--port", 0, "--loop", "--realtime", "--refine-steps", 3, "--record", record])
+    try:
+        assert len(_states(url, 5)) == 5
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    figures = json.loads(out.strip().splitlines()[-1])
+    assert figures["frames_tracked"] >= 5
+    with open(record, "rb") as f:
+        reader = make_reader(f)
+        summary = reader.get_summary()
+        assert summary is not None and summary.chunk_indexes  # indexed
+        n = sum(1 for _ in reader.iter_messages(topics=["/snake/joint_states"]))
+    assert n == figures["frames_tracked"]
+
+
+def test_kill_9_leaves_a_recording_readable_up_to_its_last_chunk(dataset, tmp_path):
+    record = tmp_path / "run.mcap"
+    proc, url = _start([dataset, "--port", 0, "--loop", "--realtime", "--refine-steps", 3, "--record", record])
+    try:
+        assert len(_states(url, 5)) == 5
+        time.sleep(2.5)  # the service finishes a chunk every second
+        proc.kill()
+        proc.wait(30)
+    finally:
+        proc.kill()
+    with open(record, "rb") as f:
+        try:
+            summary = make_reader(f).get_summary()
+        except Exception:
+            summary = None
+    assert summary is None  # no summary, no footer: a killed file
+    messages = 0
+    with open(record, "rb") as f:
+        try:
+            for record_ in StreamReader(f).records:
+                messages += isinstance(record_, Message)
+        except Exception:  # the truncated tail: everything before it was read
+            pass
+    assert messages >= 5
+
+
+def _fails(args, match):
+    r = subprocess.run([sys.executable, "-m", "snaketrack", *map(str, args)], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and match in lines[0], r.stderr
+    assert r.stdout == ""
+
+
+def test_bad_arguments_get_one_line_and_status_2(dataset, tmp_path):
+    model = tmp_path / "model.pt"
+    model.write_bytes(b"")
+    token = tmp_path / "token"
+    token.write_text("short\n")
+    existing = tmp_path / "old.mcap"
+    existing.write_bytes(b"x")
+    _fails(["serve", "7", "--robot", "planar-snake-11", "--intrinsics", "none.yaml", "--masks", f"segmenter:{model}"],
+           "no camera answered")
+    _fails(["serve", "http://127.0.0.1:9/stream", "--robot", "planar-snake-11", "--masks", f"segmenter:{model}"],
+           "no stream answered")
+    _fails(["serve", "0", "--robot", "planar-snake-11", "--masks", f"segmenter:{tmp_path / 'none.pt'}"],
+           "no such segmenter file")
+    _fails(["serve", dataset, "--host", "0.0.0.0", "--token-file", token], "at least 8 characters")
+    _fails(["serve", dataset, "--token-file", tmp_path / "missing"], "no such file")
+    _fails(["serve", dataset, "--host", "0.0.0.0"], "needs a token")
+    _fails(["serve", dataset, "--record", existing], "the file exists")
+    _fails(["serve", tmp_path / "nothing.mp4"], "no such video file")
+    _fails(["listen", "ws://127.0.0.1:9"], "no service answered")
+    _fails(["listen", "http://127.0.0.1:9"], "expected a WebSocket URL")
+
+
+def test_listen_prints_the_states_as_json_lines(dataset):
+    proc, url = _start([dataset, "--port", 0, "--loop", "--realtime", "--refine-steps", 3])
+    try:
+        r = subprocess.run([sys.executable, "-m", "snaketrack", "listen", url, "--count", "3"], capture_output=True,
+                           text=True, timeout=120)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    assert len(rows) == 3 and all(len([k for k in row if k.startswith("q_")]) == 10 for row in rows)
+    assert proc.returncode == 0

@@ -1,0 +1,224 @@
+"""The service end to end on the loopback: real WebSocket clients (Foxglove protocol), the MCAP read back
+with the ``mcap`` reader against the batch track, the token refusal, a slow client, the robot leaving the view."""
+import json
+import threading
+import time
+
+import numpy as np
+import pytest
+from mcap.reader import make_reader
+
+from snaketrack.datasets.video import open_frames
+from snaketrack.models.robot import load_robot
+from snaketrack.service import (
+    Capture,
+    PushSource,
+    RecordedFeed,
+    ServiceConfig,
+    ServiceError,
+    StateClient,
+    TrackingService,
+)
+from snaketrack.service import messages as m
+from snaketrack.tracker.camera import Camera
+from snaketrack.tracker.pipeline import PipelineConfig
+from snaketrack.tracker.run import RunOptions, track_source
+
+from posed_dataset import write_posed_dataset
+
+N = 16
+PIPELINE = PipelineConfig(refine_steps=4, hold_frames=0)
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    return write_posed_dataset(tmp_path_factory.mktemp("service") / "ds", N, seed=5)
+
+
+def _service(dataset, config, pipeline=PIPELINE, realtime=False):
+    frames = open_frames(dataset)
+    robot = load_robot(frames.meta["robot"])
+    camera = Camera.from_meta(frames.meta)
+    return TrackingService(Capture(RecordedFeed(frames, masks=frames.mask, realtime=realtime)), robot, camera,
+                           pipeline, config)
+
+
+def _collect(url, out, token=None, **kw):
+    with StateClient(url, token=token, **kw) as client:
+        for s in client.states(timeout=10):
+            out.append(s)
+
+
+def test_a_client_gets_every_state_and_the_recording_matches_the_batch_track(dataset, tmp_path):
+    record = tmp_path / "run.mcap"
+    service = _service(dataset, ServiceConfig(port=0, record=str(record)))
+    got = []
+    service.start()
+    client = threading.Thread(target=_collect, args=(service.url, got))
+    client.start()
+    time.sleep(0.5)  # the client subscribes before the source is read to its end
+    assert service.wait(120)
+    time.sleep(0.3)
+    figures = service.stop()
+    client.join()
+    assert figures["frames_tracked"] == N and figures["frames_dropped"] == 0 and figures["errors"] == 0
+    batch = track_source(dataset, tmp_path / "batch", config=PIPELINE,
+                         options=RunOptions(video=False, plots=False, progress=False))
+    from snaketrack.io import read_csv_columns
+
+    track = read_csv_columns(tmp_path / "batch" / "track.csv")
+    q_track = np.stack([np.asarray(track[f"q_{k + 1}"], float) for k in range(10)], axis=1)
+    assert batch["frames"] == N
+    # the live client: every frame, in order, the batch track's joint angles
+    frames_seen = [s.frame for s in got]
+    assert frames_seen[-N:] == list(range(N))
+    np.testing.assert_allclose(np.stack([s.q for s in got[-N:]]), q_track, atol=1e-9)
+    assert all(s.latency_ms >= 0 for s in got)
+    # the recording: indexed, readable by the mcap reader, JointState fields as the track's
+    with open(record, "rb") as f:
+        reader = make_reader(f)
+        assert reader.get_summary() is not None and reader.get_summary().chunk_indexes
+        joint_states = [json.loads(msg.data) for _, ch, msg in reader.iter_messages(topics=[m.JOINT_STATES])]
+        topics = {ch.topic for _, ch, _ in reader.iter_messages()}
+    assert {m.STATE, m.JOINT_STATES, m.BASE_POSE, m.HEAD_POSE, m.TF, m.OVERLAY, m.STATUS} <= topics
+    assert len(joint_states) == N
+    js = joint_states[3]
+    assert js["name"] == [f"joint_{k + 1}" for k in range(10)]
+    assert set(js["header"]) == {"stamp", "frame_id"} and set(js["header"]["stamp"]) == {"sec", "nanosec"}
+    np.testing.assert_allclose([j["position"] for j in joint_states], q_track, atol=1e-9)
+    assert len(js["velocity"]) == 10
+
+
+def test_tf_places_the_links_where_forward_kinematics_does(dataset):
+    from scipy.spatial.transform import Rotation
+
+    from snaketrack.models.kinematics import forward_kinematics_np
+    from snaketrack.tracker.state import TrackState
+
+    robot = load_robot("planar-snake-11")
+    q = np.linspace(-0.4, 0.5, robot.dof)
+    R0 = Rotation.from_rotvec([0.3, -0.2, 0.1]).as_matrix()
+    p0 = np.array([0.1, -0.2, 2.0])
+    quat = Rotation.from_matrix(R0).as_quat()[[3, 0, 1, 2]]
+    state = TrackState(0, 0.0, q, quat, p0, np.zeros(3))
+    chain = m.link_transforms(robot, state)
+    fk = forward_kinematics_np(robot, q, R0, p0)
+    R, p = np.eye(3), np.zeros(3)  # compose camera → base → link_2 → … and compare each link's origin
+    for k, (_, _, t, Rk) in enumerate(chain):
+        p, R = p + R @ t, R @ Rk
+        np.testing.assert_allclose(p, fk["origins"][k], atol=1e-9)
+    assert [c for _, c, _, _ in chain[:3]] == ["base", "link_2", "link_3"]
+
+
+def test_the_ground_frame_is_level_and_looks_along_the_optical_axis():
+    up = np.array([0.0, -0.6, -0.8])  # a camera pitched down
+    L = m.level_rotation(up)
+    np.testing.assert_allclose(L @ L.T, np.eye(3), atol=1e-12)
+    np.testing.assert_allclose(L @ up, [0, 0, 1], atol=1e-12)
+    forward = L @ np.array([0.0, 0.0, 1.0])
+    assert forward[1] == pytest.approx(0.0, abs=1e-12) and forward[0] > 0
+
+
+def test_a_token_service_refuses_a_client_without_it_and_serves_one_with_it(dataset):
+    service = _service(dataset, ServiceConfig(host="0.0.0.0", port=0, token="s3cret-token"))
+    service.start()
+    try:
+        url = f"ws://127.0.0.1:{service.port}"
+        with pytest.raises(ServiceError, match="refused: a valid token is required"):
+            StateClient(url).connect()
+        with pytest.raises(ServiceError, match="refused"):
+            StateClient(url, token="wrong-token!").connect()
+        got = []
+        _collect(url, got, token="s3cret-token")
+        assert [s.frame for s in got] and got[-1].frame == N - 1
+        from websockets.sync.client import connect  # the query form a browser can send
+
+        with connect(f"{url}/?token=s3cret-token", subprotocols=["foxglove.sdk.v1"]) as ws:
+            assert json.loads(ws.recv(timeout=5))["op"] == "serverInfo"
+        assert service.publisher.gate.refused == 2
+    finally:
+        service.stop()
+
+
+def test_serving_beyond_the_loopback_without_a_token_is_refused():
+    from snaketrack.errors import InputError
+
+    with pytest.raises(InputError, match="needs a token"):
+        ServiceConfig(host="0.0.0.0")
+
+
+def test_a_slow_client_loses_old_messages_without_slowing_the_tracker_or_the_fast_client(dataset):
+    robot = load_robot("planar-snake-11")
+    frames = open_frames(dataset)
+    camera = Camera.from_meta(frames.meta)
+    source = PushSource(frames.width, frames.height, 30.0)
+    service = TrackingService(source, robot, camera, PIPELINE,
+                              ServiceConfig(port=0, client_queue=4, overlay_hz=1000))  # an image a frame
+    service.start()
+    fast, slow = [], []
+
+    def read_slowly():  # takes the images too, and more than ten times the tracker's time per message
+        with StateClient(service.url, topics=(m.STATE, m.OVERLAY), receive_buffer=4096) as client:
+            for topic, msg, _ in client.messages(timeout=5):
+                if topic == m.STATE:
+                    slow.append(msg["frame"])
+                time.sleep(0.3)
+
+    threads = [threading.Thread(target=_collect, args=(service.url, fast)), threading.Thread(target=read_slowly)]
+    for t in threads:
+        t.start()
+    time.sleep(0.5)
+    images = list(frames.frames())
+    n = 60
+    for k in range(n):  # the clip pushed four times over, at the tracker's pace
+        i, rgb = images[k % N]
+        source.push(rgb, frames.mask(i), t=k / 30)
+        while source.slot.captured > service.frames_tracked + service.errors and service.frames_tracked < k + 1:
+            time.sleep(0.002)
+    time.sleep(0.5)
+    source.stop()
+    service.wait(30)
+    figures = service.stop()
+    for t in threads:
+        t.join()
+    assert figures["frames_tracked"] == n
+    assert [s.frame for s in fast] == list(range(n))  # the fast client missed nothing
+    seen = slow
+    assert seen == sorted(seen) and len(seen) < n  # the slow one skipped old states, in order
+
+
+def test_the_robot_leaving_the_view_gives_coasting_then_lost_then_reacquisition(dataset):
+    robot = load_robot("planar-snake-11")
+    frames = open_frames(dataset)
+    camera = Camera.from_meta(frames.meta)
+    source = PushSource(frames.width, frames.height, 30.0)
+    service = TrackingService(source, robot, camera, PIPELINE, ServiceConfig(port=0, overlay_hz=0))
+    service.start()
+    got, statuses = [], []
+
+    def listen():
+        with StateClient(service.url) as client:
+            for topic, msg, _ in client.messages(timeout=10):
+                (got if topic == m.STATE else statuses).append(msg)
+
+    t = threading.Thread(target=listen)
+    t.start()
+    time.sleep(0.5)
+    images = list(frames.frames())
+    away = range(6, 30)
+    for k in range(40):
+        i, rgb = images[min(k, N - 1)] if k not in away else images[min(k, N - 1)]
+        mask = frames.mask(min(k, N - 1))
+        source.push(rgb, np.zeros_like(mask) if k in away else mask, t=k / 30)
+        while service.frames_tracked + service.errors < k + 1:
+            time.sleep(0.002)
+    source.stop()
+    service.wait(30)
+    service.stop()
+    t.join()
+    status = [s["status"] for s in got]
+    assert status[:6] == ["tracked"] * 6
+    first_lost = status.index("lost")
+    assert "coasting" in status[6:first_lost] and first_lost < 30
+    assert status[-1] == "tracked"  # re-acquired once the robot is back
+    assert any(s.get("state") == "lost" for s in statuses)

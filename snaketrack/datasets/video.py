@@ -86,7 +86,7 @@ class FolderSource(FrameSource):
         self.files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_EXTS)
         if not self.files:
             raise FileFormatError(f"{folder}: holds no images ({', '.join(IMAGE_EXTS)})")
-        first = self._read(0)
+        first = self.frame(0)
         self.height, self.width = first.shape[:2]
         self.fps = float(self.meta.get("fps", 30.0))
 
@@ -103,7 +103,8 @@ class FolderSource(FrameSource):
     def mask(self, i: int) -> Optional[np.ndarray]:
         return None if self.dataset is None else self.dataset.mask_named(self.name(i))
 
-    def _read(self, i: int) -> np.ndarray:
+    def frame(self, i: int) -> np.ndarray:
+        """Frame ``i``, RGB uint8 (H, W, 3)."""
         p = self.files[i]
         bgr = cv2.imread(str(p), cv2.IMREAD_COLOR)
         if bgr is None:
@@ -113,7 +114,7 @@ class FolderSource(FrameSource):
     def frames(self, start: int = 0, stride: int = 1) -> Iterator[tuple[int, np.ndarray]]:
         _check_stride(stride)
         for i in range(max(start, 0), len(self.files), stride):
-            rgb = self._read(i)
+            rgb = self.frame(i)
             if rgb.shape[:2] != (self.height, self.width):
                 raise FileFormatError(
                     f"{self.files[i]}: size {rgb.shape[1]}x{rgb.shape[0]}; "

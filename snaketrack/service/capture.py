@@ -129,14 +129,20 @@ class RecordedFeed:
     masks: ``i -> mask or None`` for source frame ``i`` (None: the segmenter's). up: ``i -> (3,)`` or None.
     realtime: deliver frames at the source's frame rate, as a camera would (the tracker takes the newest);
     without it, at the tracker's pace (each frame waits until the last was taken: none dropped).
-    loop: start again at the end (indices and times count on). max_frames: stop after this many frames
-    (None: the source's end).
+    loop: start again at the end (indices and times count on). bounce: with ``loop``, play a folder source
+    forward, then backward, and so on: a loop with no jump, for soaks (needs random access, ``frame(i)``).
+    max_frames: stop after this many frames (None: the source's end).
     """
 
     live = False
 
     def __init__(self, frames, masks: Optional[Callable] = None, up: Optional[Callable] = None,
-                 realtime: bool = False, loop: bool = False, max_frames: Optional[int] = None):
+                 realtime: bool = False, loop: bool = False, max_frames: Optional[int] = None, bounce: bool = False):
+        if bounce and not hasattr(frames, "frame"):
+            from snaketrack.errors import InputError
+
+            raise InputError(f"{frames.path}: playing back and forth needs a folder of frames, not a video")
+        self.bounce = bool(bounce)
         self.source, self.masks, self.up = frames, masks, up
         self.realtime, self.loop, self.max_frames = bool(realtime), bool(loop), max_frames
         self.fps, self.width, self.height = frames.fps, frames.width, frames.height
@@ -150,7 +156,7 @@ class RecordedFeed:
         if self.max_frames is not None and self._n >= self.max_frames:
             return None
         if self._iter is None:
-            self._iter = self.source.frames()
+            self._iter = self._bounced() if self.bounce and self.loop else self.source.frames()
         item = next(self._iter, None)
         if item is None:
             if not self.loop or self._n == 0:
@@ -160,8 +166,9 @@ class RecordedFeed:
             item = next(self._iter, None)
             if item is None:
                 return None
-        i, rgb = item
+        i, rgb, *source_index = item
         index = self._offset + i
+        i = source_index[0] if source_index else i
         t = index / self.fps
         if self.realtime:
             now = time.monotonic()
@@ -174,6 +181,16 @@ class RecordedFeed:
         mask = self.masks(i) if self.masks is not None else None
         up = self.up(i) if self.up is not None else None
         return Frame(index, t, rgb, time.time(), mask, up)
+
+    def _bounced(self):
+        n = len(self.source)
+        period = max(2 * n - 2, 1)
+        k = 0
+        while True:
+            i = k % period
+            i = i if i < n else period - i
+            yield k, self.source.frame(i), i
+            k += 1
 
     def reopen(self) -> bool:
         return False

@@ -122,8 +122,10 @@ class StateClient:
             sock = socket.create_connection((parts.hostname, parts.port or 80), timeout=self.open_timeout)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, int(self.receive_buffer))
         try:
+            # no keepalive pings: a client that reads slowly would miss the pong behind its unread messages
+            # and be cut off; a service that went away shows as the states' timeout instead
             self.ws = connect(self.url, sock=sock, subprotocols=[SUBPROTOCOL], additional_headers=headers,
-                              open_timeout=self.open_timeout, max_size=None, compression=None)
+                              open_timeout=self.open_timeout, max_size=None, compression=None, ping_interval=None)
         except InvalidStatus as e:
             code = e.response.status_code
             why = "refused: a valid token is required" if code == 401 else f"refused with HTTP {code}"

@@ -48,8 +48,17 @@ def main(argv=None) -> int:
 
     try:
         config = ServiceBenchConfig(seconds=args.seconds, track_size=parse_size(args.track_size, "--track-size"))
-        dataset = Path(args.dataset) if args.dataset else ensure_dataset(
-            Path(args.data) / f"{args.scene}-{args.robot}-s0", args.scene, args.robot, 0, args.frames)
+        dataset = Path(args.dataset) if args.dataset else Path(args.data) / f"{args.scene}-{args.robot}-s0"
+        if not args.dataset:  # rendered in a process of its own: the renderer's threads would share the CPU
+            import multiprocessing as mp
+
+            render = mp.get_context("spawn").Process(target=ensure_dataset,
+                                                     args=(dataset, args.scene, args.robot, 0, args.frames))
+            render.start()
+            render.join()
+            if render.exitcode != 0:
+                print(f"error: rendering {dataset} failed", file=sys.stderr)
+                return 2
         import torch
 
         torch.set_num_threads(max(1, min(args.threads, os.cpu_count() or 1)))

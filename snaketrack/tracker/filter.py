@@ -344,6 +344,15 @@ class KalmanFilter:
         self.s_prev: Optional[np.ndarray] = None
         self.H = self.R = self.K = self.y = self.S = None
 
+    def set_interval(self, dt: float) -> None:
+        """The time to the next frame [s]: a live source skips frames while the tracker is busy, so the
+        prediction and the velocity update use the real interval, not the nominal frame time."""
+        _check_dt(dt)
+        if dt != self.dt:
+            self.dt = float(dt)
+            self.F = cv_transition(self.n, self.dt)
+            self.Q = white_accel_noise(self.config.accel_std(self.layout), self.dt)
+
     def initialise(self, s0: np.ndarray, velocity: Optional[np.ndarray] = None,
                    P0: Optional[np.ndarray] = None) -> None:
         """Start at pose ``s0`` (D,) with rate ``velocity`` (default 0) and covariance ``P0``."""

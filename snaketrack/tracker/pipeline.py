@@ -256,10 +256,11 @@ class TrackingSession:
             import cv2
 
             kw["ground"] = self.ground.step(cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY), up, mask > 0)
-        state = self.tracker.start(mask, **kw) if self.frames == 0 else self.tracker.step(mask, **kw)
+        time_s = i / self.fps if t is None else float(t)
+        state = self.tracker.start(mask, t=time_s, **kw) if self.frames == 0 else \
+            self.tracker.step(mask, t=time_s, **kw)
         if state is None:
             raise InputError(f"frame {i}: the tracker returned no state")
-        time_s = i / self.fps if t is None else float(t)
         done = self.hold.push(state, mask, up, payload=(i, time_s, rgb, mask, kw.get("ground"), truth_mask),
                               ground=kw.get("ground"))
         self.track_time_s += time.perf_counter() - t0

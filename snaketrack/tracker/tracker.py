@@ -120,6 +120,7 @@ class Tracker:
         frames: :class:`snaketrack.tracker.ground.GroundTracker`); with ``ground_window`` the ground prior
         follows the camera's height by it (a moving camera). None: unchanged since the last frame."""
         self.reset()
+        self.t_prev = float(t)
         m = self._check_mask(first_mask)
         self.up = None if up is None else np.asarray(up, float)
         self.ground_prior.set_ratio(ground)
@@ -156,6 +157,11 @@ class Tracker:
         self.ground_prior.set_ratio(ground)
         self.frame += 1
         t = self.frame / self.fps if t is None else float(t)
+        # frames skipped (a live source) or a varying rate: predict over the real interval; the nominal
+        # one is kept when they agree to a nanosecond, so a recorded clip's track does not depend on rounding
+        dt = t - self.t_prev
+        self.filter.set_interval(dt if dt > 0 and abs(dt - 1.0 / self.fps) > 1e-9 else 1.0 / self.fps)
+        self.t_prev = t
         cfg = self.config
         pred = self.filter.predict()
         if m.sum() < cfg.min_mask_px:

@@ -257,3 +257,20 @@ def test_errors():
         kf.update_linear(np.array([np.nan, 0.0]), np.zeros((2, 14)), np.eye(2))
     with pytest.raises(InputError, match="moments"):
         FilterConfig().observation_noise(np.zeros(3))
+
+
+def test_a_longer_interval_predicts_further_as_filterpy_does():
+    """Frames skipped by a live source: the prediction spans the real interval, with filterpy's F and Q."""
+    layout = StateLayout.for_robot(load_robot("planar-snake-11"))
+    kf = KalmanFilter(layout, 1 / 30)
+    n = layout.dim
+    v = np.linspace(-0.3, 0.3, n)
+    kf.initialise(np.zeros(n), velocity=v)
+    kf.set_interval(0.1)  # two frames skipped at 30 frames/s
+    np.testing.assert_allclose(kf.predict(), 0.1 * v, atol=1e-12)
+    std = kf.config.accel_std(layout)
+    for i in (0, n - 1):
+        ref = Q_discrete_white_noise(dim=2, dt=0.1, var=std[i] ** 2)
+        np.testing.assert_allclose(kf.Q[np.ix_([i, i + n], [i, i + n])], ref, rtol=1e-12)
+    with pytest.raises(InputError):
+        kf.set_interval(0.0)

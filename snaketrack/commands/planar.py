@@ -20,8 +20,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--variant", default=None,
                    help="authors: the authors' MATLAB model (default; joints start on the gait, a broken joint "
                         "holds that angle, head rows carry N m); corrected: the project's corrections (straight "
-                        "start, head rows carry the head link's m, heading error wrapped); see "
-                        "docs/planar-dynamics.md")
+                        "start, head rows carry the head link's m, heading error wrapped)")
     p.add_argument("--control", choices=("sjc", "cc"), default="sjc",
                    help="single-joint or coupled control (default sjc)")
     p.add_argument("--broken", default=None, help="comma-separated broken joints, 1..9 from the tail, e.g. 3,5,6")

@@ -151,3 +151,17 @@ def test_sight_point_is_the_centre_of_mass_when_asked():
     q = np.concatenate([np.linalg.solve(model.H, th), r.q[-1, -2:]])
     np.testing.assert_allclose(th, model.link_angles(r.q[-1]), atol=1e-12)
     np.testing.assert_allclose(pt, model.com_position(q), atol=1e-12)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["authors", "corrected"])
+@pytest.mark.parametrize("track", ["com", "head"])
+def test_full_runs_reach_every_target_and_cc_beats_sjc_with_neighbouring_faults(variant, track):
+    """The paper's qualitative finding on its hardest case (joints 3, 5, 6 broken), full 2000 s runs."""
+    last = {}
+    for coupling in ("sjc", "cc"):
+        r = simulate(PlanarScenario(track=track, variant=variant, t_end_s=2000.0,
+                                    controller=ControllerConfig(coupling=coupling, broken_joints=(3, 5, 6))))
+        assert all(t is not None for t in r.reach_times_s)
+        last[coupling] = r.reach_times_s[-1]
+    assert last["cc"] < last["sjc"]

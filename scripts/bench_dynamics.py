@@ -121,14 +121,17 @@ def main(argv=None) -> int:
     ap.add_argument("--ref-sim-s", type=float, default=60.0, help="simulated span of the literal reference [s]")
     args = ap.parse_args(argv)
 
-    scn = PlanarScenario(track="head", controller=ControllerConfig(coupling="sjc"), t_end_s=args.sim_s)
+    # the corrected variant: the literal reference transcribes the printed equations (head mass m, straight start)
+    scn = PlanarScenario(track="head", variant="corrected", controller=ControllerConfig(coupling="sjc"),
+                         t_end_s=args.sim_s)
     res = simulate(scn)
     fast_x = res.t_final_s / res.wall_s
 
-    ref_scn = PlanarScenario(track="head", controller=ControllerConfig(coupling="sjc"), t_end_s=args.ref_sim_s)
+    ref_scn = PlanarScenario(track="head", variant="corrected", controller=ControllerConfig(coupling="sjc"),
+                             t_end_s=args.ref_sim_s)
     # the fast model over the same span as the reference, first target only (no event switch in either)
-    fast_short = simulate(PlanarScenario(track="head", t_end_s=args.ref_sim_s, targets=(scn.targets[0],),
-                                         reach_tolerance_m=1e-9))
+    fast_short = simulate(PlanarScenario(track="head", variant="corrected", t_end_s=args.ref_sim_s,
+                                         targets=(scn.targets[0],), reach_tolerance_m=1e-9))
     ref_wall, ref_n = run_literal(ref_scn, args.ref_sim_s)
     ref_x = args.ref_sim_s / ref_wall
     fast_short_x = fast_short.t_final_s / fast_short.wall_s

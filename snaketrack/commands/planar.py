@@ -3,6 +3,7 @@
 Example::
 
     snaketrack sim planar --track head --control cc --broken 3,5,6 --out runs/head-cc-356
+    snaketrack sim planar --variant corrected --track head --out runs/head-sjc-corrected
 """
 from __future__ import annotations
 
@@ -16,6 +17,10 @@ from snaketrack.errors import InputError
 def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--track", choices=("head", "com"), default="head",
                    help="point steered to the targets (default head)")
+    p.add_argument("--variant", default=None,
+                   help="authors: the authors' MATLAB model (default; joints start on the gait, a broken joint "
+                        "holds that angle, head rows carry N m); corrected: the project's corrections (straight "
+                        "start, head rows carry the head link's m, heading error wrapped)")
     p.add_argument("--control", choices=("sjc", "cc"), default="sjc",
                    help="single-joint or coupled control (default sjc)")
     p.add_argument("--broken", default=None, help="comma-separated broken joints, 1..9 from the tail, e.g. 3,5,6")
@@ -42,8 +47,8 @@ def _run(args: argparse.Namespace) -> int:
 
     broken = parse_broken(args.broken)
     kw = {}
-    for flag, key in (("t_end", "t_end_s"), ("method", "method"), ("rtol", "rtol"), ("atol", "atol"),
-                      ("sight_from", "sight_from"), ("broken_mode", "broken_mode")):
+    for flag, key in (("variant", "variant"), ("t_end", "t_end_s"), ("method", "method"), ("rtol", "rtol"),
+                      ("atol", "atol"), ("sight_from", "sight_from"), ("broken_mode", "broken_mode")):
         v = getattr(args, flag)
         if v is not None:
             kw[key] = v

@@ -141,17 +141,26 @@ class PlanarSnakeModel:
     """Equations of motion of the planar snake in ``q = [φ̄ (N), p_x, p_y]`` (size N+2).
 
     reference: ``"com"`` (Liljebäck's centre-of-mass model) or ``"head"``
-    (the paper's head-position model, eqs. 24–29). Constant matrices
+    (the paper's head-position model, eqs. 24–29).
+    head_mass: the mass on the head model's translational rows, ``"link"``
+        (``m``, as eqs. 19 and 24 print it and Newton's law for the head link
+        gives) or ``"robot"`` (``N m``, as the authors' MATLAB code has it;
+        this divides the head's translational acceleration by N, so it is not
+        the same robot as the centre-of-mass model). Ignored for ``"com"``.
+    Constant matrices
     (A, D, H, V, K, V_P, G_P, the position map) are built once here; every
     evaluation is a handful of vectorised numpy products on ``(..., N)``
     arrays. All joint angles are in the paper's convention (module docstring).
     """
 
-    def __init__(self, params: SnakeParams = SnakeParams(), reference: str = "com"):
+    def __init__(self, params: SnakeParams = SnakeParams(), reference: str = "com", head_mass: str = "link"):
         if reference not in ("com", "head"):
             raise InputError(f"PlanarSnakeModel.reference = {reference!r}; expected 'com' or 'head'")
+        if head_mass not in ("link", "robot"):
+            raise InputError(f"PlanarSnakeModel.head_mass = {head_mass!r}; expected 'link' or 'robot'")
         self.params = params
         self.reference = reference
+        self.head_mass = head_mass
         n = params.n_links
         self.n_links = n
         self.n_joints = n - 1
@@ -161,6 +170,8 @@ class PlanarSnakeModel:
         self.J = params.inertia
         self.c_t = params.c_t
         self.c_n = params.c_n
+        # mass on the head model's translational rows [kg]: m (eq. 19) or N m (authors' code)
+        self.m_head = self.m * (n if head_mass == "robot" else 1)
 
         # eq. 5: A (sum) and D (difference), (N−1)×N; e, a (head selector)
         eye = np.eye(n)
@@ -282,8 +293,8 @@ class PlanarSnakeModel:
             vc = self.V_P * c
             M[..., n, :n] = -(m * l) * vs @ self.H
             M[..., n + 1, :n] = (m * l) * vc @ self.H
-            M[..., n, n] = m
-            M[..., n + 1, n + 1] = m
+            M[..., n, n] = self.m_head
+            M[..., n + 1, n + 1] = self.m_head
             t2 = thd * thd
             nbar[..., n] = -(m * l) * (vc * t2).sum(-1) - fx @ self.G_P
             nbar[..., n + 1] = -(m * l) * (vs * t2).sum(-1) - fy @ self.G_P
@@ -397,8 +408,9 @@ class PlanarSnakeModel:
             out[n + 1] = fy.sum() / (n * m)
         else:
             vp = self.V_P
-            out[n] = l * (vp @ (s * thdd + c * t2)) + (self.G_P @ fx) / m
-            out[n + 1] = l * (vp @ (-c * thdd + s * t2)) + (self.G_P @ fy) / m
+            scale = m / self.m_head  # 1, or 1/N with head_mass="robot"
+            out[n] = scale * (l * (vp @ (s * thdd + c * t2)) + (self.G_P @ fx) / m)
+            out[n + 1] = scale * (l * (vp @ (-c * thdd + s * t2)) + (self.G_P @ fy) / m)
         return out
 
     def joint_torques(self, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:

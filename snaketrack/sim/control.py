@@ -14,8 +14,11 @@ Pieces, each a plain function:
   ``±offset_limit``. The paper prints ``θ̄_ref = −tan⁻¹(d_y/d_x)``, which is
   Liljebäck's line-of-sight law written for a cross-track error (``d_y = −y``);
   with ``d = P − p`` (eq. 31) pointing at the target the same law is
-  ``θ̄_ref = atan2(d_y, d_x)``, which is what we use (with the minus sign the
-  robot turns away from the targets). ``θ̄ − θ̄_ref`` is wrapped to [−π, π] (``math.remainder``).
+  ``θ̄_ref = atan2(d_y, d_x)``, which is what the authors' MATLAB code computes
+  (it adds ``−atan2(d_y, d_x)`` to ``θ̄``) and what we use (with the printed
+  sign the robot turns away from the targets). ``θ̄ − θ̄_ref`` is wrapped to
+  [−π, π] (``math.remainder``) unless ``wrap=False`` (the authors' code does
+  not wrap).
 - :func:`single_joint_control`: SJC, eq. 32, ``u = k_p(φ_ref − φ) − k_d φ̇``.
 - :func:`couple`: CC, eq. 37, ``u_mod,1 = u_1``, ``u_mod,i = u_i + ½ u_{i−1}``.
 - :func:`apply_broken`: a broken joint receives no command (its output is 0).
@@ -120,13 +123,15 @@ def joint_reference(t: float, n_joints: int, gait: GaitParams, phi_offset: float
 
 
 def heading_offset(
-    theta: np.ndarray, point: np.ndarray, target: np.ndarray, k_theta: float, limit_rad: float
+    theta: np.ndarray, point: np.ndarray, target: np.ndarray, k_theta: float, limit_rad: float, wrap: bool = True
 ) -> float:
     """Eqs. 34–36: joint offset φ_o [rad] that steers the tracked point to the target.
 
     theta: (N,) link angles [rad]; point, target: (2,) [m]. ``θ̄`` is the mean
     link angle (eq. 35), ``θ̄_ref = atan2(d_y, d_x)`` (module docstring),
-    ``φ_o = clip(k_θ · wrap(θ̄ − θ̄_ref), ±limit)``.
+    ``φ_o = clip(k_θ · wrap(θ̄ − θ̄_ref), ±limit)``; with ``wrap=False`` the
+    difference is used as it is (the authors' code), which differs only when
+    it exceeds π in magnitude.
 
     >>> round(heading_offset(np.zeros(3), np.zeros(2), np.array([1.0, 1.0]), 1.0, 0.7), 6)
     -0.7
@@ -137,7 +142,9 @@ def heading_offset(
     dy = float(target[1]) - float(point[1])
     theta_ref = math.atan2(dy, dx)  # eq. 36 (sign: see module docstring)
     theta_bar = float(np.add.reduce(theta)) / len(theta)  # eq. 35
-    err = math.remainder(theta_bar - theta_ref, 2 * math.pi)  # wrapped to [−π, π]
+    err = theta_bar - theta_ref
+    if wrap:
+        err = math.remainder(err, 2 * math.pi)  # wrapped to [−π, π]
     return min(max(k_theta * err, -limit_rad), limit_rad)
 
 

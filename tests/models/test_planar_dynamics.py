@@ -272,10 +272,10 @@ def test_bad_inputs_raise_input_error():
         model.accelerations(np.zeros(12), np.zeros(12), joint_acc=np.zeros(3))
 
 
-@pytest.mark.parametrize("reference", ["com", "head"])
-def test_fast_pfl_path_equals_generic_block_solve(reference):
+@pytest.mark.parametrize("reference, head_mass", [("com", "link"), ("head", "link"), ("head", "robot")])
+def test_fast_pfl_path_equals_generic_block_solve(reference, head_mass):
     rng = np.random.default_rng(8)
-    model = PlanarSnakeModel(P, reference)
+    model = PlanarSnakeModel(P, reference, head_mass=head_mass)
     for _ in range(5):
         q = rng.normal(size=model.n_q)
         qd = rng.normal(size=model.n_q)
@@ -301,3 +301,28 @@ def test_passive_joints_get_zero_torque():
         np.testing.assert_allclose(tau[passive], 0.0, atol=1e-10)
         # and the full torque-driven dynamics with those torques reproduce the motion
         np.testing.assert_allclose(model.accelerations(q, qd, tau=tau), qdd, atol=1e-9)
+
+
+def test_head_mass_robot_puts_n_m_on_the_translational_rows():
+    """Authors' code: M̄'s bottom-right block is N m I₂ (eq. 24 prints m I₂); nothing else changes, so
+    with the same joint accelerations θ̈_N is unchanged and p̈ is divided by N (N m p̈ = the same forces)."""
+    rng = np.random.default_rng(10)
+    link = PlanarSnakeModel(P, "head", head_mass="link")
+    robot = PlanarSnakeModel(P, "head", head_mass="robot")
+    n = P.n_links
+    q = rng.normal(size=n + 2) * 0.4
+    qd = rng.normal(size=n + 2) * 0.4
+    Ml, nl = link.terms(q, qd)
+    Mr, nr = robot.terms(q, qd)
+    assert Ml[n, n] == Ml[n + 1, n + 1] == 1.0
+    assert Mr[n, n] == Mr[n + 1, n + 1] == 10.0  # N m = 10 × 1 kg
+    Mr[n, n] = Mr[n + 1, n + 1] = 1.0
+    np.testing.assert_array_equal(Mr, Ml)
+    np.testing.assert_array_equal(nr, nl)
+    u = rng.normal(size=n - 1)
+    al = link.accelerations(q, qd, joint_acc=u)
+    ar = robot.accelerations(q, qd, joint_acc=u)
+    np.testing.assert_allclose(ar[:n], al[:n], rtol=1e-12)
+    np.testing.assert_allclose(ar[n:], al[n:] / 10.0, rtol=1e-12)
+    with pytest.raises(InputError):
+        PlanarSnakeModel(P, "head", head_mass="whole")

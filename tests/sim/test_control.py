@@ -83,6 +83,18 @@ def test_heading_offset_law_and_clamp():
     assert got == pytest.approx(np.radians(-2))
 
 
+def test_heading_offset_sign_and_wrap_follow_the_authors_code():
+    """Authors' code: φ_o = θ̄ + (−atan2(d_y, d_x)), clamped to ±40°, not wrapped."""
+    # θ̄ = 0, target at (1, 0.2): φ_o = −atan2(0.2, 1) = −0.197396 rad (turn left, towards +y)
+    assert heading_offset(np.zeros(10), np.zeros(2), [1.0, 0.2], 1.0, 40 * DEG, wrap=False) == pytest.approx(
+        -0.19739556)
+    # θ̄ = 179°, target at −179°: unwrapped 358° clamps to +40° (the long way); wrapped it is −2°
+    th = np.full(10, np.radians(179))
+    tgt = [np.cos(np.radians(-179)), np.sin(np.radians(-179))]
+    assert heading_offset(th, np.zeros(2), tgt, 1.0, 40 * DEG, wrap=False) == pytest.approx(40 * DEG)
+    assert heading_offset(th, np.zeros(2), tgt, 1.0, 40 * DEG, wrap=True) == pytest.approx(np.radians(-2))
+
+
 def test_wrap_angle():
     np.testing.assert_allclose(wrap_angle(np.array([0.0, 3 * np.pi, -3 * np.pi, 7.0])),
                                [0.0, np.pi, np.pi, 7.0 - 2 * np.pi])
@@ -95,6 +107,9 @@ def test_point_of_sight_switches_in_order():
     switched = [g.check(t, np.array(p)) for t, p in path]
     assert switched == [False, True, False, True, False, True]
     assert g.reach_times == [1.0, 3.0, 5.0]
+    # the authors' test keeps steering while r > 0.05 m: exactly 5 cm counts as reached
+    edge = PointOfSight([(1.0, 0.0)], tolerance_m=0.05)
+    assert edge.check(0.0, np.array([1.0, 0.05]))
     assert g.done
     with pytest.raises(StateError):
         _ = g.target

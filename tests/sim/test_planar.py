@@ -46,14 +46,32 @@ def test_short_scenario_reaches_first_target_within_bounds(track):
     np.testing.assert_allclose(point, r.q[-1, -2:], atol=1e-12)
 
 
-def test_broken_joints_keep_their_initial_angle():
-    r = _first_reach("com", "cc", broken=(3, 5, 6), t_end=30.0)
+# The angle a broken joint holds. Authors' code: φ(0) = 20° sin((i−1) 30°) and u_i = 0 (so φ̈_i = 0 from
+# rest): joints 3, 5, 6 hold 20° sin 60° = 17.3205°, 20° sin 120° = 17.3205°, 20° sin 150° = 10°.
+# Corrected variant: straight start, so 0.
+@pytest.mark.parametrize("variant, held_deg", [("authors", (17.320508, 17.320508, 10.0)), ("corrected", (0, 0, 0))])
+def test_broken_joints_hold_their_starting_angle(variant, held_deg):
+    r = _first_reach("com", "cc", broken=(3, 5, 6), t_end=30.0, variant=variant)
     k = r.scenario.params.n_links - 1
-    for j in (3, 5, 6):
-        assert np.abs(r.q[:, j - 1]).max() == 0.0
+    for j, want in zip((3, 5, 6), held_deg):
+        np.testing.assert_allclose(r.q[:, j - 1], np.radians(want), atol=1e-8)
         assert np.abs(r.qd[:, j - 1]).max() == 0.0
     working = [j for j in range(k) if j + 1 not in (3, 5, 6)]
-    assert np.abs(r.q[:, working]).max(axis=0).min() > np.radians(3)
+    assert np.abs(r.q[:, working] - r.q[0, working]).max(axis=0).min() > np.radians(3)
+
+
+@pytest.mark.parametrize("track", ["com", "head"])
+def test_authors_start_is_the_gait_at_t0_at_rest(track):
+    """Authors' code: φ = α sin((i−1)δ), θ_N = 0, p = 0, all rates 0 (start.mlx, boundary conditions)."""
+    r = _first_reach(track, "sjc", t_end=1.0)
+    want_deg = [0.0, 10.0, 17.320508, 20.0, 17.320508, 10.0, 0.0, -10.0, -17.320508]
+    np.testing.assert_allclose(r.q[0, :9], np.radians(want_deg), atol=1e-8)
+    assert r.q[0, 9] == 0.0 and r.q[0, 10:].tolist() == [0.0, 0.0]
+    assert not r.qd[0].any()
+    model = PlanarSnakeModel(r.scenario.params, track)
+    xy = model.link_positions(r.q[0])
+    point = xy[-1] if track == "head" else xy.mean(axis=0)
+    np.testing.assert_allclose(point, [0.0, 0.0], atol=1e-15)
 
 
 def test_coupled_control_is_faster_than_single_joint_with_broken_joints():
@@ -70,7 +88,8 @@ def test_reach_time_is_insensitive_to_the_solver_on_a_short_run():
 
 
 def test_run_scenario_writes_outputs_in_design_convention(tmp_path):
-    scn = PlanarScenario(track="head", controller=ControllerConfig(coupling="sjc", broken_joints=(3,)), t_end_s=20.0)
+    scn = PlanarScenario(track="head", variant="corrected",
+                         controller=ControllerConfig(coupling="sjc", broken_joints=(3,)), t_end_s=20.0)
     summary = run_scenario(scn, tmp_path, animation="gif", n_frames=4)
     for name in ("summary.json", "trajectory.csv", "path.png", "joint_angles.png", "reach_times.png", "animation.gif"):
         assert (tmp_path / name).is_file(), name
@@ -98,6 +117,7 @@ def test_cli_sim_planar(tmp_path, capsys):
     assert s["broken_joints"] == [3, 5, 6] and s["control"] == "cc" and s["track"] == "com"
     assert main(["sim", "planar", "--broken", "0", "--out", str(out)]) == 2
     assert main(["sim", "planar", "--method", "Euler", "--out", str(out)]) == 2
+    assert main(["sim", "planar", "--variant", "paper", "--out", str(out)]) == 2
     assert "error" in capsys.readouterr().err
 
 
@@ -115,9 +135,9 @@ def test_sight_point_is_the_centre_of_mass_when_asked():
     seen = []
     orig = planar.heading_offset
 
-    def spy(theta, point, target, k, lim):
+    def spy(theta, point, target, k, lim, **kw):
         seen.append((np.array(theta), np.array(point, dtype=float)))
-        return orig(theta, point, target, k, lim)
+        return orig(theta, point, target, k, lim, **kw)
 
     planar.heading_offset = spy
     try:
@@ -131,3 +151,17 @@ def test_sight_point_is_the_centre_of_mass_when_asked():
     q = np.concatenate([np.linalg.solve(model.H, th), r.q[-1, -2:]])
     np.testing.assert_allclose(th, model.link_angles(r.q[-1]), atol=1e-12)
     np.testing.assert_allclose(pt, model.com_position(q), atol=1e-12)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["authors", "corrected"])
+@pytest.mark.parametrize("track", ["com", "head"])
+def test_full_runs_reach_every_target_and_cc_beats_sjc_with_neighbouring_faults(variant, track):
+    """The paper's qualitative finding on its hardest case (joints 3, 5, 6 broken), full 2000 s runs."""
+    last = {}
+    for coupling in ("sjc", "cc"):
+        r = simulate(PlanarScenario(track=track, variant=variant, t_end_s=2000.0,
+                                    controller=ControllerConfig(coupling=coupling, broken_joints=(3, 5, 6))))
+        assert all(t is not None for t in r.reach_times_s)
+        last[coupling] = r.reach_times_s[-1]
+    assert last["cc"] < last["sjc"]

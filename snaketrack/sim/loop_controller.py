@@ -18,8 +18,8 @@ from typing import Any, Iterator
 
 import numpy as np
 
-#: A state link with nothing for this long [s] has ended.
-STATE_TIMEOUT_S = 5.0
+#: A state link with nothing for this long [s] has ended (a tracker's first-frame search on a loaded CPU takes seconds).
+STATE_TIMEOUT_S = 30.0
 
 
 def open_states(link: Any, timeout: float = STATE_TIMEOUT_S) -> Iterator:

@@ -13,7 +13,7 @@ from snaketrack.sim.closed_loop_outputs import route_distance
 
 def test_a_short_tracked_loop_reaches_a_near_waypoint(tmp_path, capsys):
     out = tmp_path / "loop"
-    assert main(["sim", "closed-loop", "--states", "tracked", "--targets", "-0.1,0", "--duration", "2.2",
+    assert main(["sim", "closed-loop", "--states", "tracked", "--targets=-0.1,0", "--duration", "2.2",
                  "--time-scale", "2", "--seed", "0", "--out", str(out)]) == 0
     s = json.loads((out / "tracked" / "summary.json").read_text())
     assert s["all_reached"] and s["reach_times_s"][0] is not None

@@ -211,6 +211,7 @@ class _World:
         self.robot_geoms = robot_geom_ids(self.model, self.robot)
         links = [mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_BODY, f"link_{i + 1}")
                  for i in range(self.robot.n_links)]
+        self.model_link_ids = np.array(links)  # the links' body ids in the dressed model
         self.geom_link = np.full(self.model.ngeom, -1, dtype=int)
         for g in self.robot_geoms:
             self.geom_link[g] = links.index(int(self.model.geom_bodyid[g]))
@@ -275,6 +276,23 @@ class VideoRenderer:
             flows[i] = (pb[:, :2] - pa[:, :2]) / (b - a)
         return flows
 
+    def _live_points(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """Axis points (2N+1, 3) of the pose in ``world.data`` and its link centres' image motion (N, 2)
+        [px per frame] since the previous live frame (zero on the first)."""
+        import mujoco
+
+        w = self.world
+        mujoco.mj_kinematics(w.model, w.data)
+        o = w.data.xpos[w.model_link_ids]
+        x = w.data.xmat[w.model_link_ids].reshape(-1, 3, 3)[:, :, 0]
+        e = o + x * w.robot.lengths[:, None]
+        pts = np.concatenate([o, 0.5 * (o + e), e[-1:]], axis=0)
+        n = w.robot.n_links
+        uv = project(self.K, self.path.positions[i], self.path.rotations[i], pts[n:2 * n])[:, :2]
+        prev = getattr(self, "_live_uv", None)
+        self._live_uv = uv
+        return pts, np.zeros((n, 2)) if prev is None else uv - prev
+
     def close(self) -> None:
         self.renderer.close()
 
@@ -284,15 +302,24 @@ class VideoRenderer:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def frame(self, i: int) -> tuple[np.ndarray, np.ndarray, dict]:
-        """Render frame ``i``: RGB uint8 (H, W, 3) degraded, mask bool (H, W), truth dict."""
+    def frame(self, i: int, qpos: Optional[np.ndarray] = None) -> tuple[np.ndarray, np.ndarray, dict]:
+        """Render frame ``i``: RGB uint8 (H, W, 3) degraded, mask bool (H, W), truth dict.
+
+        qpos: the robot's MuJoCo qpos (nq,) to show instead of the recorded motion's (a live
+        simulation); the camera still flies frame ``i`` of its path, and the robot's own motion
+        blur comes from the previous live frame.
+        """
         import mujoco
 
         cfg, w = self.config, self.world
         m, d = w.model, w.data
-        d.qpos[:] = self.motion.qpos[i]
+        d.qpos[:] = self.motion.qpos[i] if qpos is None else qpos
         t = float(self.motion.times[i])
-        self.lights.apply(m, t, w.axis_points[i].mean(axis=0) * np.array([1, 1, 0]))
+        if qpos is None:
+            axis_points, link_flow = w.axis_points[i], self.link_flows[i]
+        else:
+            axis_points, link_flow = self._live_points(i)
+        self.lights.apply(m, t, axis_points.mean(axis=0) * np.array([1, 1, 0]))
         c = self.path.positions[i]
         R_wc = self.path.rotations[i]
         m.cam_pos[w.cam] = c
@@ -309,7 +336,7 @@ class VideoRenderer:
 
         flow = _centre_flow(self.path, i, self.K)
         rng = np.random.default_rng([cfg.seed, i, 555])
-        img = degrade(rgb, rng, self.clip, flow, cfg.degradation, link_map, self.link_flows[i])
+        img = degrade(rgb, rng, self.clip, flow, cfg.degradation, link_map, link_flow)
 
         # truth
         b = w.link_ids[0]
@@ -317,7 +344,7 @@ class VideoRenderer:
         R_b = d.xmat[b].reshape(3, 3).copy()
         head = d.site_xpos[w.head_site].copy()
         to_cam = lambda p: R_wc.T @ (p - c)  # noqa: E731
-        uv = project(self.K, c, R_wc, w.axis_points[i])[:, :2]
+        uv = project(self.K, c, R_wc, axis_points)[:, :2]
         n = w.robot.n_links
         axis_uv = np.concatenate([uv[:n], uv[-1:]])  # link origins, then the head end
         length_px = float(np.linalg.norm(np.diff(axis_uv, axis=0), axis=1).sum())

@@ -1,0 +1,195 @@
+"""Steering a snake's head through waypoints with an online-estimated head Jacobian.
+
+The Jacobian paper's use of Ĵ (its Fig. 3, after Yip and Camarillo): a
+desired head velocity ṙ_d becomes joint velocities through the estimate's
+pseudo-inverse, φ̇ = Ĵ⁺ ṙ_d. On an undulating snake the joints are already
+busy with the gait, so here the pseudo-inverse resolves only a *correction*,
+and only along a steering direction b (J,) of joint space (default: all
+joints together would bend the whole body one way; the default is the head
+joint alone, b = e_J, which turns the head and lets the body follow it):
+
+    g      = Ĵ b                                 (2,)  [m/rad]   head velocity per unit rate along b
+    e      = (ṙ_d − ṙ̄)⊥ṙ̄                         (2,)  [m/s]     desired minus smoothed head velocity, across ṙ̄
+    δ̇      = k · gᵀ e / (gᵀ g + λ²)              [rad/s]        damped least squares: (Ĵ b)⁺ e
+    δ     ← clip(e^(−Δt/τ) δ + δ̇ Δt, ±δ_max)    [rad]          τ: a slow leak back to the plain gait
+    Δφ     = δ b                                 (J,)  [rad]     the joint offset added to the undulation
+
+with ṙ_d = v · (P − p)/‖P − p‖ towards the current waypoint P from the head p
+(world frame, metres), keeping only its part across ṙ̄ (the robot cannot speed up by turning, and
+the along-track part would only wind δ up), ṙ̄ the head velocity low-passed over about one gait
+period (the undulation's own sway averages out), k the gain and λ the damping
+that keeps δ̇ bounded when Ĵ b is small. Ĵ comes from an estimator of
+:mod:`snaketrack.estimation` (the UKF by default) fed with the same states:
+(φ̇_n, ṙ_n) from consecutive states, φ̇ the state's own rates when it has them.
+
+:class:`HeadSteering` is the whole controller as a state machine with no I/O:
+``step(state, head_world)`` takes one received state and returns the
+:class:`GaitCommand` to send. What it may read is only what it is given.
+
+>>> round(float(turning_rate(np.array([[1.0, 0, 0], [0, 2.0, 0]]), np.array([0.5, 0.0]), np.ones(3), 1.0, 0.0)), 6)
+0.1
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+from snaketrack.errors import InputError
+
+
+@dataclass(frozen=True)
+class SteeringConfig:
+    """The steering law's settings (module doc).
+
+    speed: |ṙ_d| [m/s]; default 0.25 (about the gait's own speed among the posts).
+    gain: k (dimensionless); default 0.3.
+    damping: λ [m/rad]; default 0.02.
+    offset_limit: δ_max [rad]; default 0.1. Among the posts larger corrections lever the body out of
+        the rows (measured, truth-fed: δ_max 0.2 on the head joint, 0.1 on the last three joints or
+        0.02 on all ten left the channel on some of seeds 0-2; 0.1 on the head joint on none).
+    smoothing: time constant of ṙ̄ [s]; default 1.5 (one gait period is 2π/ω = 1.57 s).
+    tolerance: a waypoint counts as reached within this distance of the head [m]; default 0.1.
+    leak: time constant [s] of δ's decay back to 0 (0: none); default 2.
+    estimator: registry name of the Jacobian estimator; default ``ukf``.
+    """
+
+    speed: float = 0.25
+    gain: float = 0.3
+    damping: float = 0.02
+    offset_limit: float = 0.1
+    smoothing: float = 1.5
+    tolerance: float = 0.1
+    leak: float = 2.0
+    estimator: str = "ukf"
+
+    def __post_init__(self):
+        for name in ("speed", "gain", "offset_limit", "smoothing", "tolerance"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                raise InputError(f"SteeringConfig.{name} = {v!r}; expected a positive number")
+        if not (math.isfinite(self.damping) and self.damping >= 0):
+            raise InputError(f"SteeringConfig.damping = {self.damping!r}; expected >= 0 [m/rad]")
+
+
+@dataclass(frozen=True)
+class GaitCommand:
+    """What the controller sends the robot: hold the joint offset ``offset`` (J,) [rad] on the undulation.
+
+    t: the time [s] of the state it answers (simulated time). frame: that state's frame number.
+    halt: stop the undulation (every waypoint reached). waypoint: index of the waypoint aimed at.
+    """
+
+    t: float
+    frame: int
+    offset: np.ndarray
+    halt: bool = False
+    waypoint: int = 0
+
+
+def turning_rate(jacobian: np.ndarray, error: np.ndarray, direction: np.ndarray, gain: float,
+                 damping: float) -> float:
+    """δ̇ = k gᵀ e / (gᵀ g + λ²), g = Ĵ b [rad/s]: the damped pseudo-inverse of Ĵ b applied to ``error``.
+
+    jacobian: Ĵ (2, J) [m/rad]; error: e (2,) [m/s]; direction: b (J,); gain: k; damping: λ [m/rad].
+    """
+    g = np.asarray(jacobian, float) @ np.asarray(direction, float)
+    e = np.asarray(error, float)
+    den = float(g @ g) + damping * damping
+    if den <= 0.0:
+        return 0.0
+    return gain * float(g @ e) / den
+
+
+def cross_track(error: np.ndarray, velocity: np.ndarray) -> np.ndarray:
+    """The part of ``error`` (2,) across ``velocity`` (2,) (both [m/s]); all of it when ``velocity`` is zero.
+
+    >>> cross_track(np.array([0.3, 0.4]), np.array([2.0, 0.0])).tolist()
+    [0.0, 0.4]
+    """
+    e, v = np.asarray(error, float), np.asarray(velocity, float)
+    n2 = float(v @ v)
+    return e.copy() if n2 == 0.0 else e - (float(e @ v) / n2) * v
+
+
+def desired_velocity(head: np.ndarray, target: np.ndarray, speed: float) -> np.ndarray:
+    """ṙ_d (2,) [m/s]: ``speed`` towards ``target`` from ``head`` (both (2,) [m]); zero on the target.
+
+    >>> desired_velocity(np.zeros(2), np.array([3.0, 4.0]), 0.5).tolist()
+    [0.3, 0.4]
+    """
+    d = np.asarray(target, float) - np.asarray(head, float)
+    n = float(np.hypot(*d))
+    return np.zeros(2) if n == 0.0 else speed * d / n
+
+
+class HeadSteering:
+    """Waypoint steering from received states (module doc).
+
+    targets: (K, 2) waypoints in the world [m]. n_joints: J. config: :class:`SteeringConfig`.
+    direction: b (J,); default the head joint alone (e_J). estimator: a
+    :class:`~snaketrack.estimation.base.JacobianEstimator`; default from ``config.estimator``.
+
+    ``step(t, frame, q, qdot, head_world, status)`` → :class:`GaitCommand`. ``reach_times``: the time
+    each waypoint was reached by the head *as the controller saw it* (None: not yet).
+    """
+
+    def __init__(self, targets: Sequence[Sequence[float]], n_joints: int, config: SteeringConfig = SteeringConfig(),
+                 direction: Optional[np.ndarray] = None, estimator=None):
+        from snaketrack.estimation.registry import make_estimator
+
+        arr = np.asarray(targets, float)
+        if arr.ndim != 2 or arr.shape[1] != 2 or len(arr) == 0 or not np.all(np.isfinite(arr)):
+            raise InputError(f"waypoints: shape {arr.shape}; expected (K >= 1, 2) finite points [m]")
+        self.targets, self.config, self.n_joints = arr, config, int(n_joints)
+        self.direction = np.eye(self.n_joints)[-1] if direction is None else np.asarray(direction, float)
+        if self.direction.shape != (self.n_joints,):
+            raise InputError(f"steering direction: shape {self.direction.shape}; expected ({self.n_joints},)")
+        self.estimator = estimator or make_estimator(config.estimator, self.n_joints)
+        self.index = 0
+        self.reach_times: list[Optional[float]] = [None] * len(arr)
+        self.delta = 0.0
+        self.rdot_bar: Optional[np.ndarray] = None
+        self._prev: Optional[tuple[float, np.ndarray, np.ndarray]] = None
+        self.last_rdot = np.full(2, np.nan)
+
+    @property
+    def done(self) -> bool:
+        return self.index >= len(self.targets)
+
+    def command(self, t: float, frame: int) -> GaitCommand:
+        return GaitCommand(t=float(t), frame=int(frame), offset=self.delta * self.direction, halt=self.done,
+                           waypoint=min(self.index, len(self.targets) - 1))
+
+    def step(self, t: float, frame: int, q: np.ndarray, qdot: Optional[np.ndarray], head: np.ndarray,
+             status: str = "tracked") -> GaitCommand:
+        """One received state: time t [s], joint angles q (J,) [rad], rates qdot (J,) or None,
+        head (2,) in the world [m], tracking status. Returns the command to send."""
+        c = self.config
+        q = np.asarray(q, float)
+        head = np.asarray(head, float)[:2]
+        if status == "lost" or not (np.all(np.isfinite(q)) and np.all(np.isfinite(head))):
+            self._prev = None  # no measurement: hold δ, restart the differences
+            return self.command(t, frame)
+        while not self.done and float(np.hypot(*(self.targets[self.index] - head))) <= c.tolerance:
+            self.reach_times[self.index] = float(t)
+            self.index += 1
+        prev, self._prev = self._prev, (float(t), q, head)
+        if prev is None or self.done:
+            return self.command(t, frame)
+        dt = float(t) - prev[0]
+        if not dt > 0:
+            return self.command(t, frame)
+        rdot = (head - prev[2]) / dt
+        phidot = np.asarray(qdot, float) if qdot is not None and np.all(np.isfinite(qdot)) else (q - prev[1]) / dt
+        self.last_rdot = rdot
+        jac = self.estimator.step(phidot, rdot)
+        a = 1.0 - math.exp(-dt / c.smoothing)
+        self.rdot_bar = rdot.copy() if self.rdot_bar is None else self.rdot_bar + a * (rdot - self.rdot_bar)
+        error = cross_track(desired_velocity(head, self.targets[self.index], c.speed) - self.rdot_bar, self.rdot_bar)
+        rate = turning_rate(jac, error, self.direction, c.gain, c.damping)
+        leak = math.exp(-dt / c.leak) if c.leak > 0 else 1.0
+        self.delta = float(np.clip(leak * self.delta + rate * dt, -c.offset_limit, c.offset_limit))
+        return self.command(t, frame)

@@ -43,12 +43,19 @@ def rss_mb() -> float:
 def _client(url: str, delay_s: float, name: str, results, stop) -> None:
     """A client process: every state's (receipt time, frame, latency [ms]), spending ``delay_s`` [s] on each,
     until the service closes or ``stop`` is set."""
-    from snaketrack.service import StateClient
+    from snaketrack.service import RobotState, StateClient
+    from snaketrack.service.messages import STATE
 
-    got = []
+    got, ready = [], False
     try:
         with StateClient(url) as client:
-            for s in client.states(timeout=5):
+            for topic, msg, received in client.messages(timeout=10):
+                if not ready:  # the first message (a status) means the subscriptions are in place
+                    results.put(("ready", name))
+                    ready = True
+                if topic != STATE:
+                    continue
+                s = RobotState.from_message(msg, received)
                 got.append((s.received_time, s.frame, s.latency_ms))
                 if stop.wait(delay_s) if delay_s else stop.is_set():
                     break
@@ -86,7 +93,7 @@ def run_service_benchmark(dataset: str | os.PathLike, config: ServiceBenchConfig
 
     feed = RecordedFeed(frames, masks=frames.mask, realtime=True, loop=True, bounce=True)
     service = TrackingService(Capture(feed), robot, camera, pipeline, ServiceConfig(port=0))
-    service.start()
+    service.start(capture=False)
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")  # the clients are processes of their own, as a controller would be
@@ -96,6 +103,9 @@ def run_service_benchmark(dataset: str | os.PathLike, config: ServiceBenchConfig
                ctx.Process(target=_client, args=(service.url, slow_delay, "slow", results, stop), daemon=True)]
     for c in clients:
         c.start()
+    for _ in clients:  # both clients subscribed before the first frame
+        results.get(timeout=120)
+    service.start_capture()
     t0 = time.time()
     samples: list[tuple[float, float]] = []
     from tqdm import tqdm

@@ -42,6 +42,8 @@ class RobotState:
     qdot: (J,) joint rates [rad/s], or None. base_position: (3,) link 1 origin. base_quat: (4,) (w, x, y, z).
     head: (3,) head point. status: ``tracked``, ``coasting`` or ``lost``. iou: the fit's IoU.
     capture_time, publish_time: wall clock [s since the epoch]. received_time: when the client got it.
+    reading_settled: False while the tracker has not yet settled which end is the head (the track may
+    still turn round: head and tail swapped); a controller should wait for it.
     """
 
     frame: int
@@ -57,6 +59,7 @@ class RobotState:
     publish_time: float
     received_time: float
     row: dict
+    reading_settled: bool = True
 
     @property
     def latency_ms(self) -> float:
@@ -79,7 +82,7 @@ class RobotState:
                    base_quat=np.array([f("base_qw"), f("base_qx"), f("base_qy"), f("base_qz")]),
                    head=np.array([f("head_x"), f("head_y"), f("head_z")]), status=str(msg.get("status")),
                    iou=f("iou"), capture_time=f("capture_time"), publish_time=f("publish_time"),
-                   received_time=received_time, row=msg)
+                   received_time=received_time, row=msg, reading_settled=bool(msg.get("reading_settled", True)))
 
 
 class StateClient:

@@ -84,6 +84,7 @@ STATE_SCHEMA = {
     "properties": {
         "frame": {"type": "integer"}, "t": {"type": "number"}, "status": {"type": "string"},
         "capture_time": {"type": "number"}, "publish_time": {"type": "number"},
+        "reading_settled": {"type": "boolean", "description": "which end is the head is settled"},
     },
     "additionalProperties": True,
 }
@@ -114,9 +115,11 @@ def joint_state_message(state, capture_time: float) -> dict[str, Any]:
             "name": joint_names(q.size), "position": [float(v) for v in q], "velocity": velocity, "effort": []}
 
 
-def state_message(row: dict, state, capture_time: float, publish_time: float) -> dict[str, Any]:
+def state_message(row: dict, state, capture_time: float, publish_time: float,
+                  reading_settled: bool = True) -> dict[str, Any]:
     """``/snake/state``: the ``track.csv`` row (NaN as null), ``qdot_1 … qdot_J`` [rad/s] when known,
-    and the capture and publish times [s since the epoch]."""
+    the capture and publish times [s since the epoch], and ``reading_settled``: False while the body
+    wave has not yet shown which end is the head (the track may still turn round; a controller waits)."""
     msg: dict[str, Any] = {}
     for k, v in row.items():
         if isinstance(v, (float, np.floating)):
@@ -130,6 +133,7 @@ def state_message(row: dict, state, capture_time: float, publish_time: float) ->
             msg[f"qdot_{k + 1}"] = _finite(v)
     msg["capture_time"] = float(capture_time)
     msg["publish_time"] = float(publish_time)
+    msg["reading_settled"] = bool(reading_settled)
     return msg
 
 

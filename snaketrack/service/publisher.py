@@ -120,9 +120,11 @@ class Publisher:
             self._last_flush = now
 
     # -- messages ---------------------------------------------------------------------------
-    def publish(self, result, capture_time: float, up: Optional[np.ndarray] = None) -> float:
+    def publish(self, result, capture_time: float, up: Optional[np.ndarray] = None,
+                reading_settled: bool = True) -> float:
         """Publish one :class:`~snaketrack.tracker.pipeline.FrameResult` captured at ``capture_time``
-        [s since the epoch]; returns the capture-to-publish latency [ms]."""
+        [s since the epoch]; ``reading_settled``: whether the tracker has settled which end is the head.
+        Returns the capture-to-publish latency [ms]."""
         from foxglove.messages import CompressedImage, FrameTransform, FrameTransforms, PoseInFrame, Timestamp
 
         state = result.state
@@ -163,7 +165,7 @@ class Publisher:
                 ch[m.OVERLAY].log(CompressedImage(timestamp=stamp, frame_id=m.CAMERA_FRAME, data=jpeg.tobytes(),
                                                   format="jpeg"), log_time=ns)
         published = time.time()
-        ch[m.STATE].log(m.state_message(result.row, state, capture_time, published), log_time=ns)
+        ch[m.STATE].log(m.state_message(result.row, state, capture_time, published, reading_settled), log_time=ns)
         self.flush()
         return 1000.0 * (published - capture_time)
 

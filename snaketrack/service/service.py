@@ -105,14 +105,20 @@ class TrackingService:
     def port(self) -> int:
         return self.publisher.port
 
-    def start(self) -> "TrackingService":
+    def start(self, capture: bool = True) -> "TrackingService":
+        """Start the server and the tracking thread, and the capture unless ``capture`` is False (then
+        :meth:`start_capture` starts it, e.g. once the clients are connected)."""
         self.publisher.start()
         self.session.start()
         self._started = True
         self._publish_status()
         self._thread.start()
-        self.source.start()
+        if capture:
+            self.start_capture()
         return self
+
+    def start_capture(self) -> None:
+        self.source.start()
 
     def wait(self, timeout: Optional[float] = None) -> bool:
         """Block until the source has ended and its last frame is published (True), or ``timeout`` [s]."""
@@ -164,8 +170,9 @@ class TrackingService:
             self.last_error = f"frame {frame.index}: {e}"
             self._publish_status()
             return
+        settled = bool(getattr(self.session.tracker, "reading_settled", True))
         for r in results:
-            latency = self.publisher.publish(r, frame.capture_time, frame.up)
+            latency = self.publisher.publish(r, frame.capture_time, frame.up, settled)
             self.latencies_ms.append(latency)
             self.frames_tracked += 1
             self.state = {"tracked": "tracking"}.get(r.status, r.status)

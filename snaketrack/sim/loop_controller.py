@@ -71,7 +71,9 @@ def controller_main(link: Any, commands: Any, results: Any, camera_positions: np
     for s in states:
         k = min(max(int(s.frame), 0), last)
         head = camera_positions[k] + camera_rotations[k] @ np.asarray(s.head, float)
-        cmd = steer.step(s.t, s.frame, s.q, s.qdot, head[:2], s.status)
+        # until the tracker has settled which end is the head, its "head" may be the tail: hold
+        status = s.status if getattr(s, "reading_settled", True) else "lost"
+        cmd = steer.step(s.t, s.frame, s.q, s.qdot, head[:2], status)
         commands.put(cmd)
         rows.append({"frame": int(s.frame), "t": float(s.t), "head_x": float(head[0]), "head_y": float(head[1]),
                      "delta": steer.delta, "waypoint": cmd.waypoint, "status": s.status,

@@ -222,3 +222,64 @@ def test_the_robot_leaving_the_view_gives_coasting_then_lost_then_reacquisition(
     assert "coasting" in status[6:first_lost] and first_lost < 30
     assert status[-1] == "tracked"  # re-acquired once the robot is back
     assert any(s.get("state") == "lost" for s in statuses)
+
+
+class _DroppingFeed:
+    """A live feed of the dataset's frames that drops after 4 frames and answers again on the second reopening."""
+
+    live = True
+
+    def __init__(self, frames):
+        self.frames, self.n, self.opens = frames, 0, 0
+        self.images = list(frames.frames())
+        self.width, self.height, self.fps = frames.width, frames.height, frames.fps
+
+    def read(self):
+        from snaketrack.service.capture import Frame, SourceDropped
+
+        if self.n == 4 and self.opens < 2:
+            raise SourceDropped("camera: stopped delivering frames")
+        if self.n >= 8:
+            return None
+        i, rgb = self.images[self.n]
+        self.n += 1
+        time.sleep(0.05)
+        return Frame(i, i / 30, rgb, time.time(), self.frames.mask(i))
+
+    def reopen(self):
+        self.opens += 1
+        return self.opens >= 2
+
+    def release(self):
+        pass
+
+
+def test_a_dropped_source_is_reported_reconnecting_then_tracking_resumes(dataset):
+    from snaketrack.service.capture import Backoff
+
+    frames = open_frames(dataset)
+    robot = load_robot("planar-snake-11")
+    source = Capture(_DroppingFeed(frames), Backoff(first=0.3, longest=0.3))
+    service = TrackingService(source, robot, Camera.from_meta(frames.meta), PIPELINE,
+                              ServiceConfig(port=0, overlay_hz=0, status_hz=20))
+    service.start(capture=False)
+    statuses, states = [], []
+
+    def listen():
+        with StateClient(service.url) as client:
+            for topic, msg, _ in client.messages(timeout=10):
+                (states if topic == m.STATE else statuses).append(msg)
+
+    t = threading.Thread(target=listen)
+    t.start()
+    time.sleep(0.5)
+    service.start_capture()
+    assert service.wait(60)
+    figures = service.stop()
+    t.join()
+    assert figures["reconnects"] == 1
+    seen = [s["frame"] for s in states]
+    assert seen[0] == 0 and seen[-1] == 7  # tracking resumed after the drop (busy: some frames skipped)
+    sources = [s["source"] for s in statuses]
+    assert "reconnecting" in sources and sources.index("reconnecting") < len(sources) - 1
+    assert any(s.get("error", "").startswith("camera: stopped") for s in statuses if s["source"] == "reconnecting")

@@ -94,6 +94,8 @@ class TrackingService:
         self._thread = threading.Thread(target=self._run, name="snaketrack-track", daemon=True)
         self._started = self._stopped = False
         self._figures: Optional[dict] = None
+        if hasattr(source, "on_status") and source.on_status is None:  # a dropped camera is told at once,
+            source.on_status = self._source_status                      # even while the tracker is busy
 
     # -- lifetime ---------------------------------------------------------------------------
     @property
@@ -177,6 +179,10 @@ class TrackingService:
             self.frames_tracked += 1
             self.state = {"tracked": "tracking"}.get(r.status, r.status)
             self._last = {"frame": r.index, "iou": float(r.state.iou), "latency_ms": latency}
+
+    def _source_status(self, status: str) -> None:
+        if self._started and not self._stopped:
+            self._publish_status()
 
     def _publish_status(self) -> None:
         fields = dict(state=self.state, source=self.source.status, frames_captured=self.source.slot.captured,

@@ -1,0 +1,96 @@
+"""``snaketrack batch`` on a local Ray with 2 CPUs: a campaign's tracks equal the single-video command's,
+a re-run skips finished stages, a broken video fails alone, a bad campaign lists every problem."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import yaml
+
+from snaketrack.batch.campaign import load_campaign
+from snaketrack.batch.stages import run_command
+from snaketrack.errors import InputError
+from snaketrack.io import read_csv_columns
+
+from posed_dataset import write_posed_dataset
+
+N = 12
+TRACK = {"refine_steps": 3, "hold_frames": 0, "no_video": True}
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    import ray
+
+    from snaketrack.batch.runner import connect
+
+    connect(workers=2)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def campaign_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("campaign")
+    for k in range(3):
+        write_posed_dataset(root / "clips" / f"clip{k}", N, seed=10 + k)
+    (root / "clips" / "broken.mp4").write_text("not a video")
+    spec = {"robot": "planar-snake-11", "masks": "truth", "track": TRACK, "estimate": {"sg_window": 5},
+            "videos": [{"glob": "clips/clip*"}, {"path": "clips/broken.mp4"}]}
+    (root / "campaign.yaml").write_text(yaml.safe_dump(spec))
+    return root
+
+
+def test_a_campaign_matches_the_single_video_commands_and_isolates_a_broken_video(campaign_dir, ray_local, tmp_path):
+    from snaketrack.batch.runner import run_campaign
+
+    campaign = load_campaign(campaign_dir / "campaign.yaml")
+    assert [v.name for v in campaign.videos] == ["clip0", "clip1", "clip2", "broken"]
+    out = tmp_path / "out"
+    summary = run_campaign(campaign, out, progress=False)
+    rows = {r["video"]: r for r in summary["per_video"]}
+    assert summary["ok"] == 3 and summary["failed"] == 1
+    assert rows["broken"]["failed_stage"] == "track" and "not a readable video" in rows["broken"]["error"]
+    assert "\n" not in rows["broken"]["error"]
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the campaign's one-CPU tasks: a track's last digits follow the thread count
+    for k in range(3):
+        single = tmp_path / f"single{k}"
+        assert run_command(["track", str(campaign_dir / "clips" / f"clip{k}"), "--robot", "planar-snake-11",
+                            "--refine-steps", "3", "--hold-frames", "0", "--no-video", "--out", str(single)]) is None
+        a = read_csv_columns(out / f"clip{k}" / "track" / "track.csv")
+        b = read_csv_columns(single / "track.csv")
+        assert list(a) == list(b)
+        for key in a:
+            if np.asarray(a[key]).dtype.kind == "f":
+                np.testing.assert_allclose(a[key], b[key], atol=1e-9, equal_nan=True, err_msg=key)
+            else:
+                assert list(map(str, a[key])) == list(map(str, b[key]))
+        assert (out / f"clip{k}" / "estimate").is_dir()
+        assert rows[f"clip{k}"]["frames"] == N
+    torch.set_num_threads(threads)
+    assert (out / "summary.csv").read_text().splitlines()[0].startswith("video,path,status")
+
+    again = run_campaign(campaign, out, progress=False)  # a re-run skips what finished
+    statuses = {(s["video"], s["stage"]): s["status"] for s in again["stages"]}
+    assert all(statuses[f"clip{k}", st] == "skipped" for k in range(3) for st in ("track", "estimate"))
+    assert statuses["broken", "track"] == "failed" and statuses["broken", "estimate"] == "blocked"
+
+
+def test_a_bad_campaign_lists_every_problem_at_once(tmp_path):
+    spec = {"robot": "no-such-robot", "masks": "label", "track": {"no_such_flag": 1},
+            "videos": [{"path": "missing.mp4"}, {"glob": "nothing/*.mp4", "box": "1,2,3"}]}
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    with pytest.raises(InputError) as e:
+        load_campaign(path)
+    msg = str(e.value)
+    for part in ("robot: 'no-such-robot'", "track.no_such_flag: not a flag", "videos[0].box: required",
+                 "videos[1].glob", "videos[1].box: '1,2,3'"):
+        assert part in msg, part
+    r = subprocess.run([sys.executable, "-m", "snaketrack", "batch", str(path), "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()  # nothing ran

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from snaketrack.commands import Command
+from snaketrack.errors import InputError
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
@@ -60,6 +61,13 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--states", default=None, metavar="FILE|-",
                    help="also write each finished frame's state as a JSON line (track.csv's columns), flushed "
                         "at once, to FILE or standard output ('-'); with --hold-frames 0 every frame as it finishes")
+    p.add_argument("--chunks", type=int, default=1, metavar="K",
+                   help="track K overlapping chunks of a long video in parallel on Ray and stitch them "
+                        "(docs/batch.md; no overlay video or state stream); default 1: one pass")
+    p.add_argument("--chunk-overlap", type=int, default=30, metavar="N",
+                   help="frames each chunk shares with the one before (default 30)")
+    p.add_argument("--address", default=None, help="with --chunks: a Ray cluster (auto, ray://HOST:PORT)")
+    p.add_argument("--workers", type=int, default=None, help="with --chunks: CPUs of the local Ray")
     p.add_argument("--out", required=True, help="output folder (track.csv, overlay.mp4, metrics.json, plots)")
 
 
@@ -81,6 +89,17 @@ def _run(args: argparse.Namespace) -> int:
                             static_camera=args.static_camera, track_ground=args.track_ground,
                             hold_frames=args.hold_frames, corrupt_masks=args.corrupt_masks, corrupt_seed=seed,
                             track_size=parse_size(args.track_size, "--track-size") if args.track_size else None)
+    if args.chunks != 1:
+        from snaketrack.batch.chunks import track_chunked
+
+        if args.states or args.max_frames:
+            raise InputError("--chunks: tracks whole chunks in parallel; --states and --max-frames need one pass")
+        summary = track_chunked(src, args.out, args.chunks, args.chunk_overlap, args.robot, args.intrinsics,
+                                args.masks, config, args.up, args.address, args.workers)
+        seams = ", ".join(f"{s['frame']}{'' if s['agreed'] else ' (disagree)'}" for s in summary["seams"])
+        print(f"frames={summary['frames']}  chunks={args.chunks}  seams at {seams}  wall_s={summary['wall_s']:.1f}")
+        print(f"wrote {args.out}/track.csv")
+        return 0
     options = RunOptions(up=args.up, max_frames=args.max_frames, video=not args.no_video, states=args.states)
     summary = track_source(src, args.out, args.robot, args.intrinsics, args.masks, config, options)
     keys = ("frames", "fps", "base_position_error_m", "joint_error_rad", "iou", "iou_truth", "frames_lost")

@@ -1,0 +1,150 @@
+"""A long video tracked in overlapping chunks, as parallel Ray tasks, and stitched back into one track.
+
+Chunk k covers frames ``[s_k − overlap, e_k)`` of K equal spans ``[s_k, e_k)`` (the first starts at 0).
+Each chunk is tracked from scratch (its own first-frame search and reading hold), so its first frames
+are a warm-up; where two chunks overlap the earlier one is already settled.
+
+The stitching rule, at each seam: among the overlap's frames in its second half (the later chunk past
+half its warm-up) where both chunks say ``tracked``, switch to the later chunk at the frame where the
+two poses agree best (the smallest joint-angle RMS [rad] plus base distance [m]). When even that frame
+disagrees by more than ``agree`` (the later chunk started mid-occlusion, or read the body from the other
+end), the seam is reported ``disagree`` and the switch is made at the overlap's last frame, which keeps
+the settled earlier chunk as long as it can. Every frame appears once, in order.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from snaketrack.errors import InputError
+from snaketrack.tracker.pipeline import PipelineConfig
+
+
+@dataclass(frozen=True)
+class Seam:
+    """Where two chunks were joined: the first frame taken from the later chunk, the pose difference
+    there, and whether the chunks agreed (difference within the threshold)."""
+
+    frame: int
+    difference: float
+    agreed: bool
+
+
+def chunk_ranges(n_frames: int, chunks: int, overlap: int) -> list[tuple[int, int]]:
+    """``[start, stop)`` of each chunk (module doc).
+
+    >>> chunk_ranges(100, 2, 10)
+    [(0, 50), (40, 100)]
+    """
+    if chunks < 1:
+        raise InputError(f"--chunks {chunks}; expected a positive number")
+    if overlap < 2:
+        raise InputError(f"--chunk-overlap {overlap}; expected at least 2 frames")
+    if n_frames < chunks * 2 * overlap:
+        raise InputError(f"{n_frames} frames in {chunks} chunks overlapping by {overlap}: too short; "
+                         "use fewer chunks or a shorter overlap")
+    edges = np.linspace(0, n_frames, chunks + 1).round().astype(int)
+    return [(max(0, int(a) - (overlap if k else 0)), int(b)) for k, (a, b) in enumerate(zip(edges[:-1], edges[1:]))]
+
+
+def _difference(a: dict, b: dict, n_joints: int) -> float:
+    qa = np.array([a[f"q_{j + 1}"] for j in range(n_joints)], float)
+    qb = np.array([b[f"q_{j + 1}"] for j in range(n_joints)], float)
+    pa = np.array([a["base_x"], a["base_y"], a["base_z"]], float)
+    pb = np.array([b["base_x"], b["base_y"], b["base_z"]], float)
+    return float(np.sqrt(np.mean((qa - qb) ** 2)) + np.linalg.norm(pa - pb))
+
+
+def stitch(parts: list[list[dict]], n_joints: int, agree: float = 0.1) -> tuple[list[dict], list[Seam]]:
+    """One track from chunk tracks (lists of rows with ``frame``, in order) and the seams (module doc).
+    ``agree``: the largest pose difference [rad + m] at which two chunks are said to agree."""
+    rows = list(parts[0])
+    seams = []
+    for later in parts[1:]:
+        first = later[0]["frame"]
+        earlier = {r["frame"]: r for r in rows if r["frame"] >= first}
+        overlap = sorted(earlier)
+        candidates = [r for r in later if r["frame"] in earlier and r["frame"] >= overlap[len(overlap) // 2]]
+        scored = [(_difference(earlier[r["frame"]], r, n_joints), r["frame"]) for r in candidates
+                  if r["status"] == "tracked" and earlier[r["frame"]]["status"] == "tracked"]
+        if scored:
+            diff, switch = min(scored)
+        else:
+            diff, switch = float("inf"), overlap[-1]
+        agreed = diff <= agree
+        if not agreed:
+            switch = overlap[-1]
+        rows = [r for r in rows if r["frame"] < switch] + [r for r in later if r["frame"] >= switch]
+        seams.append(Seam(int(switch), float(diff), bool(agreed)))
+    return rows, seams
+
+
+def track_range(source: str, robot: Optional[str], intrinsics: Optional[str], masks: Optional[str],
+                config: PipelineConfig, up: Optional[str], start: int, stop: int, threads: int = 1) -> dict:
+    """Track frames ``[start, stop)`` of ``source`` from scratch; ``{"rows": [...], "track_s": float}``."""
+    import torch
+
+    from snaketrack.tracker.gravity import open_up
+    from snaketrack.tracker.run import open_session
+
+    torch.set_num_threads(max(1, threads))
+    frames, session, mask_source = open_session(source, robot, intrinsics, masks, config)
+    up_source = open_up(up, frames.truth, int(frames.meta.get("seed", 0) or 0))
+    rows = []
+    session.start()
+    for i, rgb in frames.frames(start=start):
+        if i >= stop:
+            break
+        truth = frames.mask(i) if session.truth_masks else None
+        u = up_source(i) if up_source is not None else None
+        rows += [r.row for r in session.step(rgb, mask_source(i), up=u, index=i, truth_mask=truth)]
+    rows += [r.row for r in session.close()]
+    return {"rows": rows, "track_s": session.track_time_s, "columns": session.extra_columns,
+            "dof": session.robot.dof}
+
+
+def track_chunked(source: str | os.PathLike, out: str | os.PathLike, chunks: int, overlap: int = 30,
+                  robot: Optional[str] = None, intrinsics: Optional[str] = None, masks: Optional[str] = None,
+                  config: PipelineConfig = PipelineConfig(), up: Optional[str] = None,
+                  address: Optional[str] = None, workers: Optional[int] = None) -> dict:
+    """Track ``source`` in ``chunks`` overlapping chunks on Ray and stitch them (module doc) into
+    ``out/track.csv`` and ``out/summary.json`` (with ``metrics.json`` when the source has truth)."""
+    import time
+
+    import ray
+
+    from snaketrack.batch.runner import connect
+    from snaketrack.datasets.video import open_frames
+    from snaketrack.io import read_csv_columns, write_json
+    from snaketrack.tracker.outputs import TrackWriter
+
+    frames = open_frames(source)
+    ranges = chunk_ranges(len(frames), chunks, overlap)
+    connect(address, workers)
+    task = ray.remote(num_cpus=1, max_retries=2)(track_range)
+    t0 = time.time()
+    refs = [task.remote(str(source), robot, intrinsics, masks, config, up, a, b) for a, b in ranges]
+    parts = ray.get(refs)
+    wall = time.time() - t0
+    dof = parts[0]["dof"]
+    rows, seams = stitch([p["rows"] for p in parts], dof)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    with TrackWriter(out / "track.csv", dof, parts[0]["columns"]) as w:
+        for r in rows:
+            w.write(r)
+    summary = {"source": str(source), "frames": len(rows), "chunks": chunks, "overlap": overlap,
+               "ranges": ranges, "wall_s": wall, "track_s_per_chunk": [p["track_s"] for p in parts],
+               "seams": [s.__dict__ for s in seams], "seams_disagree": sum(not s.agreed for s in seams)}
+    if frames.truth is not None:
+        from snaketrack.tracker.evaluation import tracking_metrics
+
+        metrics = tracking_metrics(read_csv_columns(out / "track.csv"), frames.truth, dof)
+        write_json(out / "metrics.json", metrics)
+        summary.update(metrics)
+    write_json(out / "summary.json", summary)
+    return summary

@@ -1,0 +1,63 @@
+"""Long videos in chunks: the ranges, the stitching rule on hand-made tracks, and a chunked track of a
+short clip against the sequential one."""
+import numpy as np
+import pytest
+
+from snaketrack.batch.chunks import chunk_ranges, stitch
+from snaketrack.errors import InputError
+
+from posed_dataset import write_posed_dataset
+
+
+def _rows(frames, q, status="tracked"):
+    return [{"frame": f, "q_1": q(f), "base_x": 0.0, "base_y": 0.0, "base_z": 2.0, "status": status}
+            for f in frames]
+
+
+def test_ranges_cover_every_frame_with_the_overlap():
+    assert chunk_ranges(90, 3, 10) == [(0, 30), (20, 60), (50, 90)]
+    with pytest.raises(InputError, match="too short"):
+        chunk_ranges(30, 3, 10)
+
+
+def test_the_seam_is_where_the_chunks_agree_best_in_the_overlaps_second_half():
+    early = _rows(range(0, 50), lambda f: 0.01 * f)
+    # the later chunk warms up on 40..44 (far off), then agrees exactly at 47
+    late = _rows(range(40, 100), lambda f: 0.01 * f + (0.5 if f < 45 else 0.0 if f == 47 else 0.02))
+    rows, seams = stitch([early, late], n_joints=1)
+    assert [r["frame"] for r in rows] == list(range(100))
+    assert seams[0].frame == 47 and seams[0].agreed
+    assert rows[46] is early[46] and rows[47] is late[7]
+
+
+def test_chunks_that_disagree_keep_the_earlier_one_through_the_overlap():
+    early = _rows(range(0, 50), lambda f: 0.0)
+    late = _rows(range(40, 100), lambda f: 1.0)  # e.g. read from the other end
+    rows, seams = stitch([early, late], n_joints=1)
+    assert seams[0].frame == 49 and not seams[0].agreed
+    assert [r["q_1"] for r in rows[:49]] == [0.0] * 49 and rows[49]["q_1"] == 1.0
+
+
+def test_a_chunked_track_stitches_into_the_sequential_ones_accuracy(tmp_path):
+    import ray
+
+    from snaketrack.batch.chunks import track_chunked
+    from snaketrack.tracker.pipeline import PipelineConfig
+    from snaketrack.tracker.run import RunOptions, track_source
+
+    ds = write_posed_dataset(tmp_path / "ds", 24, seed=6)
+    config = PipelineConfig(refine_steps=4, hold_frames=0)
+    try:
+        chunked = track_chunked(ds, tmp_path / "chunked", chunks=2, overlap=6, config=config, workers=2)
+    finally:
+        ray.shutdown()
+    whole = track_source(ds, tmp_path / "whole", config=config,
+                         options=RunOptions(video=False, plots=False, progress=False))
+    assert chunked["frames"] == 24 and chunked["seams_disagree"] == 0
+    assert 12 - 6 + 3 <= chunked["seams"][0]["frame"] < 12
+    from snaketrack.io import read_csv_columns
+
+    frames = read_csv_columns(tmp_path / "chunked" / "track.csv")["frame"]
+    assert np.array_equal(frames, np.arange(24))
+    for key in ("joint_error_rad", "base_position_error_m"):
+        assert chunked[key] <= 1.1 * whole[key] + 1e-3, key

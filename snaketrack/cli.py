@@ -2,7 +2,7 @@
 
 Subcommands live in :mod:`snaketrack.commands` (one module per capability,
 each with a ``COMMANDS`` list). Any :class:`~snaketrack.errors.SnaketrackError`
-becomes one line on stderr and exit status 2.
+becomes one line on stderr and exit status 2, as does a bad or missing flag.
 """
 from __future__ import annotations
 
@@ -42,9 +42,16 @@ def _commands():
     return out
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: a missing or bad flag is one line on stderr and exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser, with every discovered subcommand."""
-    parser = argparse.ArgumentParser(prog="snaketrack", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="snaketrack", description=__doc__.splitlines()[0])
     top = parser.add_subparsers(dest="command", metavar="COMMAND")
     groups: dict[str, argparse._SubParsersAction] = {}
     for cmd in _commands():

@@ -49,3 +49,14 @@ def test_nested_command_names(monkeypatch):
 def test_console_entry_point_runs():
     r = subprocess.run([sys.executable, "-m", "snaketrack", "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "snaketrack" in r.stdout
+
+
+def test_a_bad_flag_is_one_line_and_exit_2(monkeypatch, capsys):
+    fake = Command("sim thing", "nested", lambda p: p.add_argument("--x", type=int, choices=[1, 2]), lambda a: 0)
+    monkeypatch.setattr(cli, "_commands", lambda: [fake])
+    for argv in (["sim", "thing", "--x", "3"], ["sim", "thing", "--y"]):
+        with pytest.raises(SystemExit) as e:
+            cli.main(argv)
+        assert e.value.code == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("snaketrack") and ": error: " in lines[0], lines

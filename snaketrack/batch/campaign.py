@@ -4,6 +4,7 @@
 
     robot: planar-snake-11            # shipped name or robot YAML (relative to this file)
     intrinsics: camera.yaml           # optional: a calibration for every video (a dataset's meta.json K otherwise)
+    fov_deg: 68                       # or, with no calibration: the horizontal field of view [deg]
     masks: label                      # label (label → fit-labels → one segmenter trained on all labels),
                                       # segmenter:MODEL.pt, truth (datasets) or a folder of masks per video
     label: {backend: grabcut}         # flags of `snaketrack label` (masks: label)
@@ -37,7 +38,7 @@ from snaketrack.errors import InputError
 SECTIONS = ("label", "fit_labels", "train", "track", "estimate")
 COMMAND_OF = {"label": "label", "fit_labels": "fit-labels", "train": "train", "track": "track",
               "estimate": "estimate"}
-_TOP = {"robot", "intrinsics", "masks", "videos", *SECTIONS}
+_TOP = {"robot", "intrinsics", "fov_deg", "masks", "videos", *SECTIONS}
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class Campaign:
     intrinsics: Optional[Path]
     masks: str
     videos: tuple[Video, ...]
+    fov_deg: Optional[float] = None
     train: dict[str, Any] = field(default_factory=dict)
     estimate: bool = True
 
@@ -138,6 +140,12 @@ def load_campaign(path: str | os.PathLike) -> Campaign:
         intrinsics = where(data["intrinsics"])
         if not intrinsics.is_file():
             problems.append(f"intrinsics: no such file {intrinsics}")
+    fov_deg = data.get("fov_deg")
+    if fov_deg is not None:
+        if intrinsics is not None:
+            problems.append("fov_deg: give intrinsics or fov_deg, not both")
+        elif isinstance(fov_deg, bool) or not isinstance(fov_deg, (int, float)) or not 0 < fov_deg < 180:
+            problems.append(f"fov_deg: {fov_deg!r}; expected a horizontal field of view in (0, 180) degrees")
     masks = str(data.get("masks", "truth"))
     if masks.startswith("segmenter:"):
         model = where(masks[len("segmenter:"):])
@@ -161,8 +169,9 @@ def load_campaign(path: str | os.PathLike) -> Campaign:
             value = {}
         sections[name] = value
     known = {name: _known_flags(COMMAND_OF[name]) for name in SECTIONS}
-    reserved = {"label": {"--box", "--out"}, "fit_labels": {"--out", "--robot"}, "train": {"--out"},
-                "track": {"--out", "--robot", "--intrinsics", "--masks"}, "estimate": {"--out"}}
+    reserved = {"label": {"--box", "--out"}, "fit_labels": {"--out", "--robot", "--intrinsics", "--fov-deg"},
+                "train": {"--out"}, "track": {"--out", "--robot", "--intrinsics", "--fov-deg", "--masks"},
+                "estimate": {"--out"}}
 
     def check_section(name: str, section: dict, at: str) -> None:
         for key in section:
@@ -218,4 +227,5 @@ def load_campaign(path: str | os.PathLike) -> Campaign:
     if problems:
         raise InputError(f"{path}: " + "; ".join(problems))
     return Campaign(path=path, robot=str(robot), intrinsics=intrinsics, masks=masks, videos=tuple(videos),
-                    train=sections["train"], estimate=data.get("estimate", {}) is not False)
+                    train=sections["train"], estimate=data.get("estimate", {}) is not False,
+                    fov_deg=None if fov_deg is None else float(fov_deg))

@@ -83,7 +83,7 @@ def stitch(parts: list[list[dict]], n_joints: int, agree: float = 0.1) -> tuple[
     return rows, seams
 
 
-def track_range(source: str, robot: Optional[str], intrinsics: Optional[str], masks: Optional[str],
+def track_range(source: str, robot: Optional[str], intrinsics, masks: Optional[str],
                 config: PipelineConfig, up: Optional[str], start: int, stop: int, threads: int = 1) -> dict:
     """Track frames ``[start, stop)`` of ``source`` from scratch; ``{"rows": [...], "track_s": float}``."""
     import torch
@@ -108,7 +108,7 @@ def track_range(source: str, robot: Optional[str], intrinsics: Optional[str], ma
 
 
 def track_chunked(source: str | os.PathLike, out: str | os.PathLike, chunks: int, overlap: int = 30,
-                  robot: Optional[str] = None, intrinsics: Optional[str] = None, masks: Optional[str] = None,
+                  robot: Optional[str] = None, intrinsics=None, masks: Optional[str] = None,
                   config: PipelineConfig = PipelineConfig(), up: Optional[str] = None,
                   address: Optional[str] = None, workers: Optional[int] = None) -> dict:
     """Track ``source`` in ``chunks`` overlapping chunks on Ray and stitch them (module doc) into

@@ -63,7 +63,8 @@ def connect(address: Optional[str] = None, workers: Optional[int] = None) -> int
 def stage_argv(campaign: Campaign, video: Video, stage: str, out: Path, fitted: tuple[Path, ...] = ()) -> list[str]:
     """The command line of ``stage`` for ``video`` (module doc)."""
     d = out / video.name
-    cam = ["--intrinsics", str(campaign.intrinsics)] if campaign.intrinsics else []
+    cam = ["--intrinsics", str(campaign.intrinsics)] if campaign.intrinsics else \
+        ["--fov-deg", str(campaign.fov_deg)] if campaign.fov_deg is not None else []
     own = flags(video.sections.get(stage, {}))
     if stage == "label":
         return ["label", str(video.path), "--box", str(video.box), "--out", str(d / "labels"), *own]

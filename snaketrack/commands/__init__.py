@@ -26,3 +26,23 @@ class Command:
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], Optional[int]]
 
+
+
+def add_camera_arguments(p: argparse.ArgumentParser, default: str) -> None:
+    """``--intrinsics FILE`` or ``--fov-deg DEG`` (one of them); ``default`` says what is used without either."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--intrinsics", default=None,
+                   help=f"OpenCV calibration (YAML from cv2.FileStorage, or JSON: camera_matrix, dist_coeffs); "
+                        f"default: {default}")
+    g.add_argument("--fov-deg", type=float, default=None, metavar="DEG",
+                   help="no calibration: the camera's horizontal field of view [deg] (a phone films about 65-70)")
+
+
+def camera_of(args: argparse.Namespace):
+    """The camera flags of :func:`add_camera_arguments` as ``source_camera``'s ``intrinsics``: a file, a
+    :class:`~snaketrack.tracker.camera.FieldOfView`, or None."""
+    if getattr(args, "fov_deg", None) is not None:
+        from snaketrack.tracker.camera import FieldOfView
+
+        return FieldOfView(args.fov_deg)
+    return args.intrinsics

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from snaketrack.commands import Command
+from snaketrack.commands import Command, add_camera_arguments, camera_of
 from snaketrack.errors import InputError
 
 
@@ -72,8 +72,7 @@ def add_fit_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("labels", metavar="LABELS", help="a label dataset written by `snaketrack label`")
     p.add_argument("--robot", default=None,
                    help="shipped robot name or robot YAML file (default: the labels' meta.json robot)")
-    p.add_argument("--intrinsics", default=None,
-                   help="OpenCV calibration (YAML/JSON); default: the labels' meta.json K")
+    add_camera_arguments(p, "the labels' meta.json K")
     p.add_argument("--agree-px", type=int, default=2, metavar="PX",
                    help="how far the fitted silhouette may reach beyond the label [pixels] (default 2)")
     p.add_argument("--min-iou", type=float, default=0.7,
@@ -90,7 +89,7 @@ def add_fit_arguments(p: argparse.ArgumentParser) -> None:
 def run_fit(args: argparse.Namespace) -> int:
     from snaketrack.datasets.fit_labels import FitConfig, fit_labels
 
-    rep = fit_labels(args.labels, args.out, args.robot, args.intrinsics,
+    rep = fit_labels(args.labels, args.out, args.robot, camera_of(args),
                      FitConfig(agree_px=args.agree_px, min_iou=args.min_iou,
                                keep_edge=args.keep_edge, trim_px=args.trim_px))
     if args.json:

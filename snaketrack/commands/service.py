@@ -2,7 +2,7 @@
 
 ::
 
-    snaketrack serve SOURCE --robot NAME|FILE [--intrinsics FILE] [--masks truth|DIR|segmenter:MODEL.pt]
+    snaketrack serve SOURCE --robot NAME|FILE [--intrinsics FILE | --fov-deg DEG] [--masks truth|DIR|segmenter:MODEL.pt]
         [--up sim-imu|FILE|none] [--host 127.0.0.1] [--port 8765] [--token-file FILE] [--record FILE.mcap]
         [--realtime] [--loop] [--track-size WxH]
     snaketrack listen URL [--token-file FILE] [--count N] [--timeout S]
@@ -18,7 +18,7 @@ import sys
 import threading
 from pathlib import Path
 
-from snaketrack.commands import Command
+from snaketrack.commands import Command, add_camera_arguments, camera_of
 from snaketrack.errors import FileFormatError, InputError, MissingFileError
 
 
@@ -42,9 +42,7 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
                    help="a camera (0, /dev/video0), a stream URL (rtsp://, http://), a video file, or a frames "
                         "folder or dataset")
     p.add_argument("--robot", default=None, help="shipped robot name or robot YAML file (default: a dataset's robot)")
-    p.add_argument("--intrinsics", default=None,
-                   help="OpenCV calibration (YAML or JSON); needed for cameras, streams and videos "
-                        "(default: a dataset's meta.json K)")
+    add_camera_arguments(p, "a dataset's meta.json K (cameras, streams and videos need one of these flags)")
     p.add_argument("--masks", default=None,
                    help="segmenter:MODEL.pt (cameras and streams need it), DIR of PNG masks named like the frames, "
                         "or truth (a dataset's masks/, its default)")
@@ -110,7 +108,7 @@ def open_service(args: argparse.Namespace):
             raise MissingFileError(f"--masks {args.masks}: no such segmenter file {model}")
         stream = StreamSource(args.source)
         try:
-            camera = source_camera({}, stream.width, stream.height, args.intrinsics, args.source)
+            camera = source_camera({}, stream.width, stream.height, camera_of(args), args.source)
             segmenter = _segmenter(args.masks)
         except BaseException:
             stream.release()
@@ -119,7 +117,7 @@ def open_service(args: argparse.Namespace):
     else:
         frames = open_frames(args.source)
         robot = source_robot(args.robot, frames.meta)
-        camera = source_camera(frames.meta, frames.width, frames.height, args.intrinsics, args.source)
+        camera = source_camera(frames.meta, frames.width, frames.height, camera_of(args), args.source)
         mask_source = MaskSource(args.masks, frames)
         up = open_up(args.up, frames.truth, int(frames.meta.get("seed", 0) or 0))
         feed = RecordedFeed(frames, masks=None if mask_source.kind == "segmenter" else mask_source, up=up,

@@ -2,7 +2,7 @@
 
 ::
 
-    snaketrack track DATASET|VIDEO --robot NAME|FILE [--intrinsics FILE]
+    snaketrack track DATASET|VIDEO --robot NAME|FILE [--intrinsics FILE | --fov-deg DEG]
         [--masks truth|DIR|segmenter:MODEL.pt] [--up sim-imu|IMU.csv|none] [--static-camera | --track-ground]
         [--refine-steps 10] [--corrupt-masks] [--max-frames N] [--hold-frames 60] [--track-size WxH]
         [--states FILE|-] --out DIR
@@ -16,7 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from snaketrack.commands import Command
+from snaketrack.commands import Command, add_camera_arguments, camera_of
 from snaketrack.errors import InputError
 
 
@@ -24,9 +24,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("source", metavar="DATASET|VIDEO", help="dataset folder (frames/, masks/, meta.json) or video file")
     p.add_argument("--robot", default=None,
                    help="shipped robot name or robot YAML file (default: the dataset's meta.json robot)")
-    p.add_argument("--intrinsics", default=None,
-                   help="OpenCV calibration (YAML from cv2.FileStorage, or JSON: camera_matrix, dist_coeffs); "
-                        "default: the dataset's meta.json K")
+    add_camera_arguments(p, "the dataset's meta.json K")
     p.add_argument("--masks", default=None,
                    help="truth (the dataset's masks/, default for datasets), DIR of PNG masks named like the "
                         "frames, or segmenter:MODEL.pt")
@@ -94,14 +92,14 @@ def _run(args: argparse.Namespace) -> int:
 
         if args.states or args.max_frames:
             raise InputError("--chunks: tracks whole chunks in parallel; --states and --max-frames need one pass")
-        summary = track_chunked(src, args.out, args.chunks, args.chunk_overlap, args.robot, args.intrinsics,
+        summary = track_chunked(src, args.out, args.chunks, args.chunk_overlap, args.robot, camera_of(args),
                                 args.masks, config, args.up, args.address, args.workers)
         seams = ", ".join(f"{s['frame']}{'' if s['agreed'] else ' (disagree)'}" for s in summary["seams"])
         print(f"frames={summary['frames']}  chunks={args.chunks}  seams at {seams}  wall_s={summary['wall_s']:.1f}")
         print(f"wrote {args.out}/track.csv")
         return 0
     options = RunOptions(up=args.up, max_frames=args.max_frames, video=not args.no_video, states=args.states)
-    summary = track_source(src, args.out, args.robot, args.intrinsics, args.masks, config, options)
+    summary = track_source(src, args.out, args.robot, camera_of(args), args.masks, config, options)
     keys = ("frames", "fps", "base_position_error_m", "joint_error_rad", "iou", "iou_truth", "frames_lost")
     report = sys.stderr if args.states == "-" else sys.stdout  # standard output carries the states then
     print("  ".join(f"{k}={summary[k]:.4g}" if isinstance(summary.get(k), float) else f"{k}={summary[k]}"

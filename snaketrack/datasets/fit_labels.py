@@ -113,13 +113,13 @@ def trimmed_label(silhouette: np.ndarray, label: np.ndarray, trim_px: int) -> np
 
 
 def fit_labels(labels: str | os.PathLike, out: str | os.PathLike, robot_spec: Optional[str] = None,
-               intrinsics: Optional[str] = None, config: FitConfig = FitConfig(),
+               intrinsics=None, config: FitConfig = FitConfig(),
                progress: bool = True) -> dict[str, Any]:
     """Write the robot-fitted labels of the label dataset ``labels`` to ``out`` (module doc).
 
     ``robot_spec``: a shipped robot name or robot YAML (default: the labels'
     meta.json ``robot_file`` or ``robot``); ``intrinsics``: an OpenCV
-    calibration file (default: meta.json's ``K``). Returns the report dict
+    calibration file or a ``FieldOfView`` (default: meta.json's ``K``). Returns the report dict
     (also ``out/fit_report.json``).
     """
 

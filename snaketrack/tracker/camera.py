@@ -13,7 +13,9 @@ Sources:
   (``camera_matrix``, ``dist_coeffs`` or ``distortion_coefficients``,
   optional ``image_width``/``image_height``) or JSON with the same keys
   (a 3×3 nested list, a flat list of 9, or FileStorage's
-  ``{"rows", "cols", "data"}``): :func:`load_calibration`.
+  ``{"rows", "cols", "data"}``): :func:`load_calibration`;
+- no calibration at all: a horizontal field of view (:class:`FieldOfView`,
+  ``--fov-deg``), centred principal point, square pixels, no distortion.
 
 Frames and masks are undistorted with OpenCV (:class:`Undistorter`); the
 tracker then works with the undistorted camera (same ``K``, no distortion).
@@ -340,14 +342,42 @@ def load_calibration(path: str | os.PathLike, width: Optional[int] = None, heigh
     return cam
 
 
-def source_camera(meta: dict, width: int, height: int, intrinsics: Optional[str | os.PathLike] = None,
+@dataclass(frozen=True)
+class FieldOfView:
+    """An uncalibrated camera known only by its horizontal field of view [deg] (a phone's main camera
+    films about 65–70° wide in landscape video).
+
+    >>> cam = FieldOfView(90.0).camera(640, 360)
+    >>> round(cam.fx, 6), cam.cx, cam.cy
+    (320.0, 319.5, 179.5)
+    """
+
+    horizontal_deg: float
+
+    def __post_init__(self):
+        if not (0.0 < float(self.horizontal_deg) < 180.0):
+            raise InputError(f"--fov-deg {self.horizontal_deg}; expected a horizontal field of view in (0, 180) deg")
+
+    def camera(self, width: int, height: int) -> Camera:
+        """The pinhole camera of ``width × height`` pixels: ``fx = fy = (W/2) / tan(fov/2)``, principal point
+        at the image centre, no distortion."""
+        f = (width / 2.0) / np.tan(np.radians(float(self.horizontal_deg)) / 2.0)
+        return Camera.from_K([[f, 0, (width - 1) / 2.0], [0, f, (height - 1) / 2.0], [0, 0, 1]], width, height)
+
+
+def source_camera(meta: dict, width: int, height: int,
+                  intrinsics: Optional[str | os.PathLike | FieldOfView] = None,
                   source: str = "the source") -> Camera:
     """The camera of a dataset or video of ``width × height`` pixels: the calibration file ``intrinsics``
-    when given (:func:`load_calibration`), else ``meta``'s ``K`` (a dataset's meta.json), resized to that size."""
+    when given (:func:`load_calibration`), or the camera of a :class:`FieldOfView`, else ``meta``'s ``K``
+    (a dataset's meta.json), resized to that size."""
+    if isinstance(intrinsics, FieldOfView):
+        return intrinsics.camera(width, height)
     if intrinsics:
         return load_calibration(intrinsics, width, height)
     if "K" not in meta:
-        raise InputError(f"{source}: no intrinsics; give --intrinsics FILE (OpenCV YAML/JSON calibration)")
+        raise InputError(f"{source}: no intrinsics; give --intrinsics FILE (an OpenCV calibration) or "
+                         "--fov-deg DEG (the horizontal field of view, about 65-70 for a phone)")
     camera = Camera.from_meta(meta)
     return camera if camera.size == (width, height) else camera.resized(width, height)
 

@@ -106,12 +106,13 @@ class MaskSource:
         return m
 
 
-def open_session(source: str | os.PathLike, robot: Optional[str] = None, intrinsics: Optional[str] = None,
+def open_session(source: str | os.PathLike, robot: Optional[str] = None, intrinsics=None,
                  masks: Optional[str] = None, config: PipelineConfig = PipelineConfig()):
     """Open a recorded source for tracking: ``(frames, session, mask_source)``.
 
     ``robot``: a shipped name or YAML file; default the dataset's ``meta.json`` robot.
-    ``intrinsics``: a calibration file; default the dataset's ``meta.json`` K.
+    ``intrinsics``: a calibration file or a :class:`~snaketrack.tracker.camera.FieldOfView`; default the
+    dataset's ``meta.json`` K.
     ``masks``: ``truth`` (default for datasets), a folder of PNGs or ``segmenter:MODEL.pt``.
     """
     from snaketrack.datasets.video import open_frames
@@ -132,7 +133,7 @@ def open_session(source: str | os.PathLike, robot: Optional[str] = None, intrins
 
 
 def track_source(source: str | os.PathLike, out: str | os.PathLike, robot: Optional[str] = None,
-                 intrinsics: Optional[str] = None, masks: Optional[str] = None,
+                 intrinsics=None, masks: Optional[str] = None,
                  config: PipelineConfig = PipelineConfig(), options: RunOptions = RunOptions()) -> dict:
     """Track ``source`` into the folder ``out`` (module doc); returns the summary (with ``metrics.json``'s
     figures when the source has truth)."""

@@ -80,7 +80,7 @@ def test_a_campaign_matches_the_single_video_commands_and_isolates_a_broken_vide
 
 
 def test_a_bad_campaign_lists_every_problem_at_once(tmp_path):
-    spec = {"robot": "no-such-robot", "masks": "label", "track": {"no_such_flag": 1},
+    spec = {"robot": "no-such-robot", "masks": "label", "track": {"no_such_flag": 1}, "fov_deg": 200,
             "videos": [{"path": "missing.mp4"}, {"glob": "nothing/*.mp4", "box": "1,2,3"}]}
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(spec))
@@ -88,7 +88,7 @@ def test_a_bad_campaign_lists_every_problem_at_once(tmp_path):
         load_campaign(path)
     msg = str(e.value)
     for part in ("robot: 'no-such-robot'", "track.no_such_flag: not a flag", "videos[0].box: required",
-                 "videos[1].glob", "videos[1].box: '1,2,3'"):
+                 "videos[1].glob", "videos[1].box: '1,2,3'", "fov_deg: 200"):
         assert part in msg, part
     r = subprocess.run([sys.executable, "-m", "snaketrack", "batch", str(path), "--out", str(tmp_path / "o")],
                        capture_output=True, text=True, timeout=120)

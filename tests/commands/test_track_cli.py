@@ -46,12 +46,12 @@ class OracleTracker:
                           base_position=base + self.dbase, head=head, cov_trace=0.01, iou=0.9,
                           status="tracked" if mask.any() else "coasting")
 
-    def start(self, mask, up=None):
+    def start(self, mask, t=0.0, up=None):
         self.i = 0
         self.ups = [up]
         return self._state(mask)
 
-    def step(self, mask, up=None):
+    def step(self, mask, t=None, up=None):
         self.i += 1
         self.ups.append(up)
         return self._state(mask)
@@ -114,7 +114,7 @@ class TurningOracle(OracleTracker):
         self.turn, self.fail_at = turn, fail_at
         self.flips, self.reading_settled, self.reread_calls = 0, False, []
 
-    def step(self, mask, up=None):
+    def step(self, mask, t=None, up=None):
         if self.i + 1 == self.fail_at:
             raise KeyboardInterrupt
         if self.i + 1 == self.turn:
@@ -202,8 +202,18 @@ def test_video_with_mask_folder_and_intrinsics(dataset, oracle, tmp_path, capsys
     assert not (out / "metrics.json").exists() and (out / "summary.json").is_file()
 
 
+def test_a_video_without_calibration_tracks_with_a_field_of_view(dataset, oracle, tmp_path, capsys):
+    video = tmp_path / "clip.mp4"
+    _write_video(dataset, video)
+    fov = np.degrees(2 * np.arctan(W / 2 / K[0, 0]))  # the dataset's K, which the stand-in tracker checks
+    code, _, err = _main(["track", video, "--robot", "planar-snake-11", "--fov-deg", repr(float(fov)), "--no-video",
+                          "--masks", dataset / "masks", "--out", tmp_path / "f"], capsys)
+    assert code == 0, err
+    assert len(read_csv_columns(tmp_path / "f" / "track.csv")["frame"]) == N
+
+
 @pytest.mark.parametrize("case", ["no-masks", "corrupt-video", "missing", "no-intrinsics", "bad-robot",
-                                  "wrong-robot", "bad-masks", "bad-calib"])
+                                  "wrong-robot", "bad-masks", "bad-calib", "bad-fov"])
 def test_bad_inputs_give_one_line_errors(dataset, oracle, tmp_path, capsys, case):
     video = tmp_path / "clip.mp4"
     _write_video(dataset, video)
@@ -221,6 +231,7 @@ def test_bad_inputs_give_one_line_errors(dataset, oracle, tmp_path, capsys, case
         "wrong-robot": [dataset, "--robot", "arcsnake-4"],
         "bad-masks": [dataset, "--masks", tmp_path / "nope"],
         "bad-calib": [dataset, "--intrinsics", bad_calib],
+        "bad-fov": [video, "--robot", "planar-snake-11", "--fov-deg", "190", "--masks", dataset / "masks"],
     }[case]
     code, _, err = _main(["track", *args, *out], capsys)
     assert code == 2

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from snaketrack.errors import FileFormatError, InputError, MissingFileError
-from snaketrack.tracker.camera import Camera, Undistorter, load_calibration, save_calibration
+from snaketrack.tracker.camera import (Camera, FieldOfView, Undistorter, load_calibration, save_calibration,
+                                       source_camera)
 
 K = np.array([[520.0, 0, 318.2], [0, 515.0, 181.7], [0, 0, 1]])
 DIST = np.array([-0.21, 0.05, 0.001, -0.0015, 0.01])
@@ -146,3 +147,18 @@ def test_bad_files(tmp_path):
         load_calibration(tmp_path / "bad.yaml", 640, 360)
     with pytest.raises(FileFormatError, match="missing 'K'"):
         Camera.from_meta({"width": 640, "height": 360})
+
+
+def test_a_field_of_view_puts_its_edge_rays_on_the_image_edges():
+    cam = FieldOfView(68.0).camera(640, 360)
+    x = 2.0 * np.tan(np.radians(34.0))  # the edge rays at depth 2 m
+    uv = cam.project([[x, 0.0, 2.0], [-x, 0.0, 2.0], [0.0, 0.0, 2.0]])
+    np.testing.assert_allclose(uv, [[639.5, 179.5], [-0.5, 179.5], [319.5, 179.5]], atol=1e-9)  # pixel edges
+    assert cam.fx == cam.fy and cam.dist is None
+    # a flag wins over the dataset's own K; without either a plain video has no camera
+    assert source_camera({"K": K.tolist()}, 640, 360, FieldOfView(68.0)).fx == cam.fx
+    with pytest.raises(InputError, match="--fov-deg"):
+        source_camera({}, 640, 360)
+    for bad in (0.0, 180.0, -5.0):
+        with pytest.raises(InputError, match="field of view"):
+            FieldOfView(bad)

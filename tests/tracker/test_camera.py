@@ -7,8 +7,14 @@ import pytest
 import torch
 
 from snaketrack.errors import FileFormatError, InputError, MissingFileError
-from snaketrack.tracker.camera import (Camera, FieldOfView, Undistorter, load_calibration, save_calibration,
-                                       source_camera)
+from snaketrack.tracker.camera import (
+    Camera,
+    FieldOfView,
+    Undistorter,
+    load_calibration,
+    save_calibration,
+    source_camera,
+)
 
 K = np.array([[520.0, 0, 318.2], [0, 515.0, 181.7], [0, 0, 1]])
 DIST = np.array([-0.21, 0.05, 0.001, -0.0015, 0.01])

@@ -3,7 +3,8 @@
 A stage is the very command a user would type for one video (``label``,
 ``fit-labels``, ``train``, ``track``, ``estimate``), so a campaign's outputs
 are the single-video commands' outputs. :func:`run_stage` runs it unless a
-record of the same command line finishing says it is done, and writes that
+record of the same command line finishing says it is done (and its ``--out``
+is still there), and writes that
 record only after the command returned 0: a killed run loses no finished
 stage and redoes the one it was in (the commands resume or rewrite their
 own outputs). Bad input fails the stage with the command's one-line error;
@@ -83,7 +84,8 @@ def run_stage(out: str | os.PathLike, video: str, stage: str, argv: list[str], t
         first = failed[0]
         return StageResult(video, stage, "blocked", f"{first.stage} of {first.video} failed")
     record = record_path(Path(out), video, stage)
-    if record.is_file():
+    output = Path(argv[argv.index("--out") + 1]) if "--out" in argv else None
+    if record.is_file() and (output is None or output.exists()):
         try:
             if json.loads(record.read_text()).get("argv") == argv:
                 return StageResult(video, stage, "skipped")

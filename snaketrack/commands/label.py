@@ -24,7 +24,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("source", metavar="VIDEO|FRAMES_DIR", help="a video file, a folder of images or a dataset folder")
     p.add_argument("--box", required=True, metavar="X,Y,W,H",
                    help="the robot's box in the first frame [pixels]: top-left x, y, width, height")
-    p.add_argument("--backend", choices=("sam", "grabcut"), default="sam", help="box-prompted segmenter (default sam)")
+    p.add_argument("--backend", choices=("sam", "grabcut"), default=None,
+                   help="box-prompted segmenter (default: sam with --sam-checkpoint, else grabcut)")
     p.add_argument("--sam-checkpoint", metavar="FILE",
                    help="local Segment Anything weights (required for --backend sam)")
     p.add_argument("--sam-model", choices=("vit_b", "vit_l", "vit_h"), default="vit_b",
@@ -46,12 +47,12 @@ def run(args: argparse.Namespace) -> int:
     src = open_frames(args.source)
     box = parse_box(args.box, src.width, src.height)
     cfg = LabelConfig() if args.dilate is None else LabelConfig(dilate_px=args.dilate)
-    if args.backend == "sam":
+    if (args.backend or ("sam" if args.sam_checkpoint else "grabcut")) == "sam":
         from snaketrack.datasets.sam_backend import SamBackend
 
         if not args.sam_checkpoint:
-            raise InputError("--backend sam needs --sam-checkpoint FILE (weights cannot be downloaded here); "
-                             "or use --backend grabcut")
+            raise InputError("--backend sam needs --sam-checkpoint FILE (Segment Anything's weights, a file you "
+                             "supply); or use --backend grabcut")
         backend = SamBackend(args.sam_checkpoint, args.sam_model, device=args.device)
     else:
         from snaketrack.datasets.grabcut_backend import GrabCutBackend

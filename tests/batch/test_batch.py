@@ -77,6 +77,12 @@ def test_a_campaign_matches_the_single_video_commands_and_isolates_a_broken_vide
     statuses = {(s["video"], s["stage"]): s["status"] for s in again["stages"]}
     assert all(statuses[f"clip{k}", st] == "skipped" for k in range(3) for st in ("track", "estimate"))
     assert statuses["broken", "track"] == "failed" and statuses["broken", "estimate"] == "blocked"
+    import shutil
+
+    shutil.rmtree(out / "clip1" / "estimate")  # a finished stage whose output is gone runs again
+    third = run_campaign(campaign, out, progress=False)
+    statuses = {(s["video"], s["stage"]): s["status"] for s in third["stages"]}
+    assert statuses["clip1", "estimate"] == "done" and statuses["clip0", "estimate"] == "skipped"
 
 
 def test_a_bad_campaign_lists_every_problem_at_once(tmp_path):
@@ -94,3 +100,34 @@ def test_a_bad_campaign_lists_every_problem_at_once(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()  # nothing ran
+
+
+def test_a_label_then_train_campaign_chains_every_stage(tmp_path, ray_local):
+    """masks: label — each video labelled (GrabCut, the default without SAM weights) from its box, the labels
+    fitted, one segmenter trained on both, both videos tracked with it."""
+    import cv2
+
+    from snaketrack.batch.runner import run_campaign
+    from snaketrack.training.model import load_model
+
+    root = tmp_path / "c"
+    videos = []
+    for k in range(2):
+        ds = write_posed_dataset(root / "clips" / f"v{k}", 6, seed=20 + k)
+        x, y, w, h = cv2.boundingRect((cv2.imread(str(ds / "masks" / "000000.png"), 0) > 127).astype(np.uint8))
+        videos.append({"path": f"clips/v{k}", "box": f"{x - 6},{y - 6},{w + 12},{h + 12}"})
+    spec = {"robot": "planar-snake-11", "masks": "label", "estimate": False, "videos": videos,
+            "train": {"epochs": 1, "batch_size": 2, "input_size": "96x64", "val_fraction": 0.34, "threads": 1},
+            "track": TRACK}
+    (root / "campaign.yaml").write_text(yaml.safe_dump(spec))
+    out = tmp_path / "out"
+    summary = run_campaign(load_campaign(root / "campaign.yaml"), out, progress=False)
+    assert summary["ok"] == 2, summary["per_video"]
+    done = {(s["video"], s["stage"]) for s in summary["stages"] if s["status"] == "done"}
+    assert done == {("v0", "label"), ("v1", "label"), ("v0", "fit_labels"), ("v1", "fit_labels"),
+                    ("segmenter", "train"), ("v0", "track"), ("v1", "track")}
+    for k in range(2):
+        assert len(list((out / f"v{k}" / "labels" / "masks").glob("*.png"))) == 6
+        assert len(read_csv_columns(out / f"v{k}" / "track" / "track.csv")["frame"]) == 6
+    _, config, _ = load_model(out / "segmenter" / "model.pt")
+    assert tuple(config.input_size) == (64, 96)

@@ -1,0 +1,146 @@
+"""Benchmark of batch processing on Ray: a campaign, a long clip in chunks, data-parallel training.
+
+- **Campaign**: ``--videos`` synthetic clips (rendered into ``--data`` when absent) through track and
+  estimate, first as a user would run them one after another (the single-video commands in this
+  process, torch's default threads: ``serial_s``), then as ``snaketrack batch`` on a local Ray with
+  ``--workers`` CPUs (``ray_2workers_s``, Ray's start included). ``campaign_tracks_equal`` checks
+  that both runs wrote the same number of states per video.
+- **Long clip**: one ``--long-frames`` clip tracked in one pass (``sequential_s``) and in 2 chunks
+  on the same Ray (``chunked_s``), with both tracks' errors against the simulator's truth.
+- **Training**: one epoch of the segmenter in one process and with 2 DDP workers, same seeds and
+  global batch (``single_epoch_s``, ``ddp_2workers_epoch_s``; ``--no-training`` skips it).
+
+Usage::
+
+    MUJOCO_GL=egl .venv/bin/python scripts/bench_batch.py [--data bench_data] [--videos 4] [--frames 90]
+        [--long-frames 600] [--workers 2] [--out bench_out/batch] [--no-training]
+
+Progress goes to stderr; the last line printed is one JSON object with ``serial_s``,
+``ray_2workers_s``, ``speedup_x``, ``chunked_speedup_x``, ``ddp_2workers_epoch_s`` and ``single_epoch_s``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+TRACK = {"track_size": "320x180", "no_video": True}
+
+
+def _render(data: Path, name: str, scene: str, seed: int, frames: int) -> Path:
+    """A clip rendered in a process of its own (the renderer's threads would share the CPU)."""
+    import multiprocessing as mp
+
+    from snaketrack.tracker.benchmark import ensure_dataset
+
+    path = data / name
+    p = mp.get_context("spawn").Process(target=ensure_dataset, args=(path, scene, "planar-snake-11", seed, frames))
+    p.start()
+    p.join()
+    if p.exitcode != 0:
+        raise SystemExit(f"error: rendering {path} failed")
+    return path
+
+
+def measure_campaign(clips: list[Path], out: Path, workers: int) -> dict:
+    """The campaign serially and on Ray (module doc)."""
+    import ray
+    import yaml
+
+    from snaketrack.batch.campaign import load_campaign
+    from snaketrack.batch.runner import run_campaign, stage_argv
+    from snaketrack.batch.stages import run_command
+    from snaketrack.io import read_csv_columns
+
+    out.mkdir(parents=True, exist_ok=True)
+    spec = {"robot": "planar-snake-11", "masks": "truth", "track": TRACK,
+            "videos": [{"path": str(c)} for c in clips]}
+    (out / "campaign.yaml").write_text(yaml.safe_dump(spec))
+    campaign = load_campaign(out / "campaign.yaml")
+    serial_out, ray_out = out / "serial", out / "ray"
+    for d in (serial_out, ray_out):
+        shutil.rmtree(d, ignore_errors=True)
+    t0 = time.perf_counter()
+    for v in campaign.videos:
+        for stage in ("track", "estimate"):
+            error = run_command(stage_argv(campaign, v, stage, serial_out))
+            if error:
+                raise SystemExit(f"error: {v.name} {stage}: {error}")
+    serial_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    summary = run_campaign(campaign, ray_out, workers=workers, progress=False)
+    ray_s = time.perf_counter() - t0
+    ray.shutdown()
+    if summary["failed"]:
+        raise SystemExit(f"error: the campaign failed: {summary['per_video']}")
+    equal = all(len(read_csv_columns(serial_out / v.name / "track" / "track.csv")["frame"])
+                == len(read_csv_columns(ray_out / v.name / "track" / "track.csv")["frame"])
+                for v in campaign.videos)
+    return {"videos": len(clips), "serial_s": round(serial_s, 2), "ray_2workers_s": round(ray_s, 2),
+            "speedup_x": round(serial_s / ray_s, 3), "campaign_tracks_equal": equal}
+
+
+def measure_chunks(clip: Path, out: Path, workers: int) -> dict:
+    """One long clip in one pass and in 2 chunks (module doc)."""
+    import ray
+
+    from snaketrack.batch.chunks import track_chunked
+    from snaketrack.io import parse_size
+    from snaketrack.tracker.pipeline import PipelineConfig
+    from snaketrack.tracker.run import RunOptions, track_source
+
+    config = PipelineConfig(track_size=parse_size(TRACK["track_size"], "--track-size"))
+    t0 = time.perf_counter()
+    whole = track_source(clip, out / "sequential", config=config,
+                         options=RunOptions(video=False, plots=False, progress=False))
+    sequential_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    chunked = track_chunked(clip, out / "chunked", chunks=2, overlap=30, config=config, workers=workers)
+    chunked_s = time.perf_counter() - t0
+    ray.shutdown()
+    keys = ("joint_error_rad", "base_position_error_m", "head_position_error_m")
+    return {"long_frames": whole["frames"], "sequential_s": round(sequential_s, 2), "chunked_s": round(chunked_s, 2),
+            "chunked_speedup_x": round(sequential_s / chunked_s, 3),
+            "seams": chunked["seams"],
+            **{f"sequential_{k}": whole.get(k) for k in keys},
+            **{f"chunked_{k}": chunked.get(k) for k in keys},
+            **{f"chunked_over_sequential_{k}": round(chunked[k] / whole[k], 3)
+               for k in keys if whole.get(k) and chunked.get(k) is not None}}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default="bench_data", help="folder of the clips, rendered when absent")
+    ap.add_argument("--videos", type=int, default=4, help="clips in the campaign (default 4)")
+    ap.add_argument("--frames", type=int, default=90, help="frames per campaign clip (default 90)")
+    ap.add_argument("--long-frames", type=int, default=600, help="frames of the long clip (default 600)")
+    ap.add_argument("--workers", type=int, default=2, help="CPUs of the local Ray (default 2)")
+    ap.add_argument("--out", default="bench_out/batch", help="output folder")
+    ap.add_argument("--no-training", action="store_true", help="skip the training measurement")
+    args = ap.parse_args(argv)
+    data, out = Path(args.data), Path(args.out)
+    clips = [_render(data, f"drone-planar-snake-11-s{k}", "drone", k, args.frames) for k in range(args.videos)]
+    long_clip = _render(data, "drone-planar-snake-11-s100", "drone", 100, args.long_frames)
+    print("campaign: serial, then on Ray", file=sys.stderr)
+    result = {"workers": args.workers, "cpus": os.cpu_count(), **measure_campaign(clips, out / "campaign", args.workers)}
+    print("long clip: one pass, then 2 chunks", file=sys.stderr)
+    result.update(measure_chunks(long_clip, out / "chunks", args.workers))
+    if not args.no_training:
+        from bench_train_ddp import measure_training
+
+        print("training: one process, then 2 DDP workers", file=sys.stderr)
+        result.update(measure_training(out / "training"))
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -175,7 +175,8 @@ def _worker_main(fn: Callable[..., Any], args: tuple) -> Any:
 
 def _in_group(fn: Callable[..., Any], args: tuple) -> Any:
     rank, world, local = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), int(os.environ["LOCAL_RANK"])
-    cuda = torch.cuda.is_available() and torch.cuda.device_count() > local
+    # a GPU per worker of this machine, or none used: all workers must agree on the backend
+    cuda = torch.cuda.is_available() and torch.cuda.device_count() >= int(os.environ["LOCAL_WORLD_SIZE"])
     device = f"cuda:{local}" if cuda else "cpu"
     if cuda:
         torch.cuda.set_device(local)

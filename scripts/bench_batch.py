@@ -7,8 +7,9 @@
   that both runs wrote the same number of states per video.
 - **Long clip**: one ``--long-frames`` clip tracked in one pass (``sequential_s``) and in 2 chunks
   on the same Ray (``chunked_s``), with both tracks' errors against the simulator's truth.
-- **Training**: one epoch of the segmenter in one process and with 2 DDP workers, same seeds and
-  global batch (``single_epoch_s``, ``ddp_2workers_epoch_s``; ``--no-training`` skips it).
+- **Training**: the segmenter for 3 epochs in one process and with 2 DDP workers, same seed and
+  global batch (``single_epoch_s``, ``ddp_2workers_epoch_s``; ``--no-training`` skips it; the
+  comparison over seeds is ``scripts/bench_train_ddp.py``).
 
 Usage::
 
@@ -137,7 +138,7 @@ def main(argv=None) -> int:
         from bench_train_ddp import measure_training
 
         print("training: one process, then 2 DDP workers", file=sys.stderr)
-        result.update(measure_training(out / "training"))
+        result.update(measure_training(seeds=(0,), epochs=3, threads=2, one_thread=True))
     print(json.dumps(result))
     return 0
 

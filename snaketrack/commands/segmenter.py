@@ -68,6 +68,15 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--average-from", type=float, default=None, metavar="F",
                    help="average the weights at every step from this fraction of the run on and keep the average "
                         "(stochastic weight averaging; default: off)")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="train data-parallel in N worker processes on this machine, the global batch "
+                        "--batch-size split evenly among all workers (default 1: one process)")
+    p.add_argument("--address", default=None, metavar="HOST:PORT",
+                   help="rendezvous of a run over several machines: HOST is the machine with --node-rank 0, "
+                        "PORT a free port there; every machine runs the same command")
+    p.add_argument("--nnodes", type=int, default=1, metavar="M", help="machines in the run (default 1)")
+    p.add_argument("--node-rank", type=int, default=0, metavar="R",
+                   help="this machine's rank, 0 to M-1; rank 0 writes the model file (default 0)")
     p.add_argument("--out", required=True, metavar="MODEL.pt",
                    help="model file to write (resumes when its .last.pt exists)")
     p.add_argument("--json", action="store_true", help="print a JSON summary")
@@ -76,9 +85,11 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
 def run_train(args: argparse.Namespace) -> int:
     from snaketrack.errors import InputError
     from snaketrack.training.config import TrainConfig
+    from snaketrack.training.distributed import check_workers
     from snaketrack.training.model import parse_input_size
-    from snaketrack.training.train import train
+    from snaketrack.training.train import train, train_parallel
 
+    check_workers(args.workers, args.batch_size, args.nnodes, args.node_rank, args.address)
     kw = dict(encoder=args.encoder, input_size=parse_input_size(args.input_size), epochs=args.epochs,
               batch_size=args.batch_size, lr=args.lr, encoder_weights=args.encoder_weights,
               threads=args.threads, seed=args.seed)
@@ -109,7 +120,15 @@ def run_train(args: argparse.Namespace) -> int:
                 kw[name] = tuple(cast(v) for v in text.split(","))
             except ValueError:
                 raise InputError(f"--{name} {text!r}: expected numbers separated by commas, e.g. {example}") from None
-    res = train(args.datasets, args.out, TrainConfig(**kw))
+    config = TrainConfig(**kw)
+    if args.workers == 1 and args.nnodes == 1 and args.address is None:
+        res = train(args.datasets, args.out, config)
+    else:
+        res = train_parallel(args.datasets, args.out, config, args.workers, args.address, args.nnodes,
+                             args.node_rank)
+        if res is None:  # a machine other than rank 0's: that one writes the model
+            print(f"node {args.node_rank}: training workers finished; the model is written on node 0")
+            return 0
     sel = res.selection or {}
     summary = {"model": args.out, "best_val_iou": res.best_val_iou, "epochs": res.epochs_done,
                "stopped_by_time": res.stopped_by_time, "chosen_epoch": sel.get("epoch"),

@@ -55,6 +55,7 @@ from snaketrack.errors import InputError
 from snaketrack.io import CsvAppender, atomic_write_bytes
 from snaketrack.training.config import TrainConfig, config_dict
 from snaketrack.training.data import SegmentationData
+from snaketrack.training.distributed import Workers, data_parallel, launch, plain_batchnorm, shard_batches
 from snaketrack.training.losses import batch_iou, seg_loss
 from snaketrack.training.model import SegmenterConfig, build_model, model_bytes, precision_context
 from snaketrack.training.plots import plot_history
@@ -90,10 +91,20 @@ def side_paths(out: str | os.PathLike) -> dict[str, Path]:
 
 
 def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: TrainConfig = TrainConfig(),
-          progress: bool = True) -> TrainResult:
-    """Train on the dataset folders ``roots``; write the chosen model to ``out`` (see module doc)."""
+          progress: bool = True, workers: Optional[Workers] = None) -> Optional[TrainResult]:
+    """Train on the dataset folders ``roots``; write the chosen model to ``out`` (see module doc).
+
+    workers: this process's place in a data-parallel run (started by :func:`train_parallel`; None:
+    a single process). Each worker trains on its share of every batch of ``config.batch_size``
+    (:func:`~snaketrack.training.distributed.shard_batches`) through ``DistributedDataParallel``
+    with batch norms synchronised over the global batch; rank 0 alone validates, writes the files
+    and makes the final choice, and returns the result; the other ranks return None.
+    """
     from tqdm import tqdm
 
+    ctx = workers or Workers()
+    main = ctx.is_main
+    progress = progress and main
     paths = side_paths(out)
     roots = [str(r) for r in roots]
     seg_cfg = SegmenterConfig(encoder=config.encoder, input_size=tuple(config.input_size),
@@ -104,19 +115,15 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
         torch.set_num_threads(int(config.threads))
         cv2.setNumThreads(int(config.threads))
     torch.manual_seed(config.seed)
-    model = build_model(seg_cfg, config.encoder_weights)
+    model = build_model(seg_cfg, config.encoder_weights).to(ctx.device)
     opt = torch.optim.Adam(model.parameters(), lr=config.lr)
-    avg = torch.optim.swa_utils.AveragedModel(model) if config.average_from is not None else None
+    avg = torch.optim.swa_utils.AveragedModel(model) if config.average_from is not None and main else None
     step_s: list[float] = []  # seconds a training step, for the time kept back for the batch-norm pass
     start_epoch, best, history, elapsed0, global_step, val_s = 0, -1.0, [], 0.0, 0, None
-    if paths["last"].is_file():
-        ck = torch.load(paths["last"], map_location="cpu", weights_only=False)
-        old = ck.get("config", {})
-        if (old.get("encoder") != config.encoder or tuple(old.get("input_size", ())) != tuple(config.input_size)
-                or old.get("architecture", "DeepLabV3Plus") != config.architecture):
-            raise InputError(f"{paths['last']}: a run with --encoder {old.get('encoder')} --input-size "
-                             f"{'x'.join(map(str, old.get('input_size', ())[::-1]))} is in progress there; "
-                             "use the same settings to resume or choose a new --out")
+    ck = resume_checkpoint(paths, config) if main else None
+    if ctx.distributed:  # every worker resumes from rank 0's checkpoint
+        ck = ctx.from_main(ck)
+    if ck is not None:
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["optimizer"])
         if avg is not None and "avg" in ck:
@@ -125,6 +132,8 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
         start_epoch, best, history = int(ck["epoch"]) + 1, float(ck["best_val_iou"]), list(ck["history"])
         elapsed0, global_step = float(ck.get("elapsed_s", 0.0)), int(ck.get("global_step", 0))
         val_s = ck.get("val_s")
+    if ctx.rank > 0:  # the other workers draw their own dropout masks
+        torch.manual_seed(config.seed * 1000003 + ctx.rank * 1009 + start_epoch)
 
     train_ds = SegmentationData(roots, seg_cfg.input_size, "train", config.val_fraction, config.block,
                                 config.seed, seg_cfg.mean, seg_cfg.std, augment_train=config.augment,
@@ -135,6 +144,9 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
                               config.seed, seg_cfg.mean, seg_cfg.std, max_frames=config.max_val_frames)
     if len(train_ds) == 0:
         raise InputError(f"{', '.join(roots)}: no unflagged frames to train on")
+    if ctx.distributed and len(train_ds) < config.batch_size:
+        raise InputError(f"{', '.join(roots)}: {len(train_ds)} training frames, fewer than --batch-size "
+                         f"{config.batch_size}; data-parallel training needs at least one whole batch")
     if len(val_ds) == 0:  # too few frames to hold any out: score on the training frames, unaugmented
         val_ds = SegmentationData(roots, seg_cfg.input_size, "all", seed=config.seed, mean=seg_cfg.mean,
                                   std=seg_cfg.std, max_frames=config.max_val_frames)
@@ -144,6 +156,8 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
     thresholds = THRESHOLDS if config.pick_threshold else (0.5,)
     n_cand = 1 if avg is not None or not config.select_last else 2
     n_bn = min(int(config.bn_batches), steps_per_epoch) if avg is not None else 0
+    model, net = data_parallel(model, ctx)  # net: what the training steps run
+    timed = ctx.distributed and config.time_limit_s is not None  # then rank 0's clock decides for all
     t_run = time.perf_counter()
 
     def reserve_s() -> float:
@@ -170,17 +184,21 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
             f = max(f, elapsed() / max(config.time_limit_s - reserve_s(), 1e-9))
         return f
 
+    def agreed(value: float) -> float:
+        """Rank 0's ``value`` on every worker when rank 0's clock decides, else ``value``."""
+        return ctx.floats_from_main([value])[0] if timed else value
+
     stopped = False
     ran_epochs = 0
-    log = CsvAppender(paths["log"], LOG_COLUMNS, resume=start_epoch > 0)
+    log = CsvAppender(paths["log"], LOG_COLUMNS, resume=start_epoch > 0) if main else None
     try:
         for epoch in range(start_epoch, config.epochs):
-            if history and out_of_time():  # a resumed run already past its time
+            if history and agreed(out_of_time()):  # a resumed run already past its time
                 stopped = True
                 break
             t0 = time.perf_counter()
             train_ds.set_epoch(epoch)
-            loader = _train_loader(train_ds, config, epoch)
+            loader = _train_loader(train_ds, config, epoch, ctx)
             model.train()
             losses, lrs = [], []
             bar = tqdm(total=steps_per_epoch, desc=f"epoch {epoch + 1}/{config.epochs}", unit="batch",
@@ -188,16 +206,18 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
             for step, (x, y) in enumerate(loader):
                 if step >= steps_per_epoch:
                     break
-                lr = lr_at(config, epoch, progress_now())
+                done = agreed(progress_now())
+                lr = lr_at(config, epoch, done)
                 for g in opt.param_groups:
                     g["lr"] = lr
                 lrs.append(lr)
                 ts = time.perf_counter()
+                x, y = x.to(ctx.device), y.to(ctx.device)
                 opt.zero_grad(set_to_none=True)
-                with precision_context(config.precision):
-                    logits = model(x)
+                with precision_context(config.precision, ctx.device):
+                    logits = net(x)
                 loss = seg_loss(logits.float(), y, config.loss, config.pos_weight, config.ignore_edge)
-                loss.backward()
+                loss.backward()  # data-parallel: gradients averaged over the workers here
                 opt.step()
                 if avg is not None and progress_now() >= config.average_from:
                     avg.update_parameters(model)
@@ -206,10 +226,18 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
                 losses.append(loss.item())
                 bar.update(1)
                 bar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}", lr=f"{lr:.2g}")
-                if out_of_time():
+                if agreed(out_of_time()):
                     stopped = True
                     break
             bar.close()
+            if ctx.distributed:  # the global batches' mean loss (every worker ran the same number of steps)
+                losses = ctx.mean([np.mean(losses) if losses else float("nan")])
+            ran_epochs += 1
+            if not main:
+                ctx.barrier()  # wait while rank 0 validates and writes
+                if stopped:
+                    break
+                continue
             tv = time.perf_counter()
             val = validate(model, val_ds, config.batch_size, seg_cfg.input_size, config.loss, config.pos_weight,
                            thresholds, config.ignore_edge, config.precision)
@@ -219,7 +247,6 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
                    "val_loss": val["loss"], "val_iou": val["iou"], "threshold": val["threshold"],
                    "val_iou_at_threshold": val["iou_at_threshold"], "seconds": time.perf_counter() - t0}
             history.append(row)
-            ran_epochs += 1
             log.write(row)
             extra = {"epoch": epoch + 1, "val_iou": val["iou_at_threshold"], "val_iou_at_0.5": val["iou"],
                      "threshold": val["threshold"], "datasets": roots, "train": config_dict(config)}
@@ -241,10 +268,19 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
                 tqdm.write(f"epoch {epoch + 1}: train loss {row['train_loss']:.4f}  val loss {val['loss']:.4f}  "
                            f"val IoU {val['iou']:.4f} (at {val['threshold']:.2f}: {val['iou_at_threshold']:.4f})  "
                            f"({row['seconds']:.0f} s)")
+            ctx.barrier()
             if stopped:
                 break
     finally:
-        log.close()
+        if log is not None:
+            log.close()
+    if not main:
+        return None
+    if ctx.distributed:  # the final choice and the saved model: the model as a single process has it
+        model = plain_batchnorm(model)
+    model.cpu()
+    if avg is not None:
+        avg.cpu()
     selection = None
     if history:
         average: Optional[Callable[[], dict[str, Any]]] = None
@@ -257,9 +293,57 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
     return TrainResult(best, len(history), history, {k: str(v) for k, v in paths.items()}, stopped, selection)
 
 
-def _train_loader(train_ds: SegmentationData, config: TrainConfig, draw: int) -> torch.utils.data.DataLoader:
+def resume_checkpoint(paths: dict[str, Path], config: TrainConfig) -> Optional[dict[str, Any]]:
+    """The run's last checkpoint (``<stem>.last.pt``) to resume from, None when there is none;
+    :class:`InputError` when it was written with another encoder, input size or architecture."""
+    if not paths["last"].is_file():
+        return None
+    ck = torch.load(paths["last"], map_location="cpu", weights_only=False)
+    old = ck.get("config", {})
+    if (old.get("encoder") != config.encoder or tuple(old.get("input_size", ())) != tuple(config.input_size)
+            or old.get("architecture", "DeepLabV3Plus") != config.architecture):
+        raise InputError(f"{paths['last']}: a run with --encoder {old.get('encoder')} --input-size "
+                         f"{'x'.join(map(str, old.get('input_size', ())[::-1]))} is in progress there; "
+                         "use the same settings to resume or choose a new --out")
+    return ck
+
+
+def train_parallel(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: TrainConfig = TrainConfig(),
+                   workers: int = 2, address: Optional[str] = None, nnodes: int = 1, node_rank: int = 0,
+                   progress: bool = True) -> Optional[TrainResult]:
+    """:func:`train` data-parallel over ``workers`` processes on this machine (and as many on each
+    of ``nnodes`` machines meeting at ``address``, ``HOST:PORT``; this one is ``node_rank``).
+
+    The global batch stays ``config.batch_size`` (it must divide evenly among the workers); each
+    worker gets ``config.threads`` (default: this machine's CPU count) / ``workers`` threads.
+    Returns the result on the machine of rank 0 (:func:`train`'s), None on the others. A worker
+    that fails ends the run: :class:`~snaketrack.training.distributed.WorkerError`.
+    """
+    from snaketrack.training.distributed import check_workers
+
+    check_workers(workers, config.batch_size, nnodes, node_rank, address)
+    if node_rank == 0:  # refuse a mismatched resume here, in one line, before any worker starts
+        resume_checkpoint(side_paths(out), config)
+    total = int(config.threads) if config.threads is not None else (os.cpu_count() or 1)
+    config = replace(config, threads=max(1, total // int(workers)))
+    roots = [str(r) for r in roots]
+    results = launch(_train_worker, (roots, str(out), config, progress), workers, address, nnodes, node_rank)
+    return results[0]
+
+
+def _train_worker(ctx: Workers, roots: list[str], out: str, config: TrainConfig,
+                  progress: bool) -> Optional[TrainResult]:
+    return train(roots, out, config, progress, workers=ctx)
+
+
+def _train_loader(train_ds: SegmentationData, config: TrainConfig, draw: int,
+                  workers: Optional[Workers] = None) -> torch.utils.data.DataLoader:
     """Shuffled training batches, their order a function of (seed, ``draw``): the epoch, or another
-    number for a pass outside the epochs."""
+    number for a pass outside the epochs. With ``workers`` of a data-parallel run: this worker's
+    share of each of those batches."""
+    if workers is not None and workers.distributed:
+        shards = shard_batches(len(train_ds), config.batch_size, config.seed * 100003 + int(draw), workers)
+        return torch.utils.data.DataLoader(train_ds, batch_sampler=shards, num_workers=0)
     gen = torch.Generator().manual_seed(config.seed * 100003 + int(draw))
     return torch.utils.data.DataLoader(train_ds, batch_size=config.batch_size, shuffle=True, generator=gen,
                                        num_workers=0, drop_last=len(train_ds) > config.batch_size)
@@ -290,8 +374,10 @@ def validate(model: torch.nn.Module, ds: SegmentationData, batch_size: int, size
     ious = {float(t): [] for t in thresholds}
     ious.setdefault(0.5, [])
     loader = torch.utils.data.DataLoader(ds, batch_size=batch_size, shuffle=False, num_workers=0)
+    device = next(model.parameters()).device
     for x, y in loader:
-        with precision_context(precision):
+        x, y = x.to(device), y.to(device)
+        with precision_context(precision, device.type):
             logits = model(x).float()
         losses += float(seg_loss(logits, y, loss, pos_weight, ignore_edge)) * len(x)
         n += len(x)

@@ -131,7 +131,8 @@ def main(argv=None) -> int:
     clips = [_render(data, f"drone-planar-snake-11-s{k}", "drone", k, args.frames) for k in range(args.videos)]
     long_clip = _render(data, "drone-planar-snake-11-s100", "drone", 100, args.long_frames)
     print("campaign: serial, then on Ray", file=sys.stderr)
-    result = {"workers": args.workers, "cpus": os.cpu_count(), **measure_campaign(clips, out / "campaign", args.workers)}
+    result = {"workers": args.workers, "cpus": os.cpu_count(),
+              **measure_campaign(clips, out / "campaign", args.workers)}
     print("long clip: one pass, then 2 chunks", file=sys.stderr)
     result.update(measure_chunks(long_clip, out / "chunks", args.workers))
     if not args.no_training:

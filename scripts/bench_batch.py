@@ -128,8 +128,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-training", action="store_true", help="skip the training measurement")
     args = ap.parse_args(argv)
     data, out = Path(args.data), Path(args.out)
-    clips = [_render(data, f"drone-planar-snake-11-s{k}", "drone", k, args.frames) for k in range(args.videos)]
-    long_clip = _render(data, "drone-planar-snake-11-s100", "drone", 100, args.long_frames)
+    clips = [_render(data, f"drone-planar-snake-11-s{k}-{args.frames}f", "drone", k, args.frames)
+             for k in range(args.videos)]
+    long_clip = _render(data, f"drone-planar-snake-11-s100-{args.long_frames}f", "drone", 100, args.long_frames)
     print("campaign: serial, then on Ray", file=sys.stderr)
     result = {"workers": args.workers, "cpus": os.cpu_count(),
               **measure_campaign(clips, out / "campaign", args.workers)}

@@ -2,8 +2,8 @@
 
 - **Campaign**: ``--videos`` synthetic clips (rendered into ``--data`` when absent) through track and
   estimate, first as a user would run them one after another (the single-video commands in this
-  process, torch's default threads: ``serial_s``), then as ``snaketrack batch`` on a local Ray with
-  ``--workers`` CPUs (``ray_2workers_s``, Ray's start included). ``campaign_tracks_equal`` checks
+  process, torch's default threads: ``serial_s``; and on one thread: ``serial_1thread_s``), then
+  as ``snaketrack batch`` on a local Ray with ``--workers`` CPUs (``ray_2workers_s``, Ray's start included). ``campaign_tracks_equal`` checks
   that both runs wrote the same number of states per video.
 - **Long clip**: one ``--long-frames`` clip tracked in one pass (``sequential_s``) and in 2 chunks
   on the same Ray (``chunked_s``), with both tracks' errors against the simulator's truth.
@@ -54,6 +54,7 @@ def _render(data: Path, name: str, scene: str, seed: int, frames: int) -> Path:
 def measure_campaign(clips: list[Path], out: Path, workers: int) -> dict:
     """The campaign serially and on Ray (module doc)."""
     import ray
+    import torch
     import yaml
 
     from snaketrack.batch.campaign import load_campaign
@@ -69,13 +70,20 @@ def measure_campaign(clips: list[Path], out: Path, workers: int) -> dict:
     serial_out, ray_out = out / "serial", out / "ray"
     for d in (serial_out, ray_out):
         shutil.rmtree(d, ignore_errors=True)
-    t0 = time.perf_counter()
-    for v in campaign.videos:
-        for stage in ("track", "estimate"):
-            error = run_command(stage_argv(campaign, v, stage, serial_out))
-            if error:
-                raise SystemExit(f"error: {v.name} {stage}: {error}")
-    serial_s = time.perf_counter() - t0
+    serial = {}
+    for threads in (torch.get_num_threads(), 1):
+        shutil.rmtree(serial_out, ignore_errors=True)
+        torch.set_num_threads(threads)
+        t0 = time.perf_counter()
+        for v in campaign.videos:
+            for stage in ("track", "estimate"):
+                error = run_command(stage_argv(campaign, v, stage, serial_out))
+                if error:
+                    raise SystemExit(f"error: {v.name} {stage}: {error}")
+        serial[threads] = time.perf_counter() - t0
+    default_threads = max(serial)
+    torch.set_num_threads(default_threads)
+    serial_s = serial[default_threads]
     t0 = time.perf_counter()
     summary = run_campaign(campaign, ray_out, workers=workers, progress=False)
     ray_s = time.perf_counter() - t0
@@ -85,8 +93,10 @@ def measure_campaign(clips: list[Path], out: Path, workers: int) -> dict:
     equal = all(len(read_csv_columns(serial_out / v.name / "track" / "track.csv")["frame"])
                 == len(read_csv_columns(ray_out / v.name / "track" / "track.csv")["frame"])
                 for v in campaign.videos)
-    return {"videos": len(clips), "serial_s": round(serial_s, 2), "ray_2workers_s": round(ray_s, 2),
-            "speedup_x": round(serial_s / ray_s, 3), "campaign_tracks_equal": equal}
+    return {"videos": len(clips), "serial_threads": default_threads, "serial_s": round(serial_s, 2),
+            "serial_1thread_s": round(serial[1], 2), "ray_2workers_s": round(ray_s, 2),
+            "speedup_x": round(serial_s / ray_s, 3), "speedup_over_1thread_x": round(serial[1] / ray_s, 3),
+            "campaign_tracks_equal": equal}
 
 
 def measure_chunks(clip: Path, out: Path, workers: int) -> dict:

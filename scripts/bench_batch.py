@@ -3,8 +3,8 @@
 - **Campaign**: ``--videos`` synthetic clips (rendered into ``--data`` when absent) through track and
   estimate, first as a user would run them one after another (the single-video commands in this
   process, torch's default threads: ``serial_s``; and on one thread: ``serial_1thread_s``), then
-  as ``snaketrack batch`` on a local Ray with ``--workers`` CPUs (``ray_2workers_s``, Ray's start included). ``campaign_tracks_equal`` checks
-  that both runs wrote the same number of states per video.
+  as ``snaketrack batch`` on a local Ray with ``--workers`` CPUs (``ray_2workers_s``, Ray's start
+  included). ``campaign_tracks_equal`` checks that both runs wrote the same number of states per video.
 - **Long clip**: one ``--long-frames`` clip tracked in one pass (``sequential_s``) and in 2 chunks
   on the same Ray (``chunked_s``), with both tracks' errors against the simulator's truth.
 - **Training**: the segmenter for 3 epochs in one process and with 2 DDP workers, same seed and

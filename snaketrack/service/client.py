@@ -122,8 +122,17 @@ class StateClient:
         sock = None
         if self.receive_buffer:
             parts = urlsplit(self.url)
-            sock = socket.create_connection((parts.hostname, parts.port or 80), timeout=self.open_timeout)
+            family, kind, proto, _, address = socket.getaddrinfo(parts.hostname, parts.port or 80,
+                                                                 type=socket.SOCK_STREAM)[0]
+            sock = socket.socket(family, kind, proto)
+            # before connecting: the window the handshake announces is sized from it
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, int(self.receive_buffer))
+            sock.settimeout(self.open_timeout)
+            try:
+                sock.connect(address)
+            except OSError:
+                sock.close()
+                raise
         try:
             # no keepalive pings: a client that reads slowly would miss the pong behind its unread messages
             # and be cut off; a service that went away shows as the states' timeout instead

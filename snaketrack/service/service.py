@@ -35,7 +35,8 @@ class ServiceConfig:
     record: an MCAP file to record every published message to (must not exist); None: no recording.
     client_queue: messages queued per client before its oldest are dropped. Default 256.
     overlay_hz: the most overlay images published per second [1/s]; 0: none. Default 5.
-    status_hz: how often the status is published when no frame comes [1/s]. Default 2.
+    status_hz: how often the status is published while nothing changes [1/s]; a change of the tracking
+        state (tracking, coasting, lost) or of the source is published at once. Default 2.
     """
 
     host: str = "127.0.0.1"
@@ -157,8 +158,9 @@ class TrackingService:
                     self._publish_status()
                     last_status = time.monotonic()
                     continue
+                before = self.state
                 self._track(frame)
-                if time.monotonic() - last_status >= period:
+                if self.state != before or time.monotonic() - last_status >= period:  # a change is told at once
                     self._publish_status()
                     last_status = time.monotonic()
         finally:

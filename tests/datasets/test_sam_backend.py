@@ -76,5 +76,9 @@ def test_cli_needs_a_checkpoint_for_sam(tmp_path, capsys):
     from snaketrack.datasets.toy import write_toy_dataset
 
     root = write_toy_dataset(tmp_path / "ds", 2, 64, 48)
-    assert main(["label", root, "--box", "5,5,30,20", "--out", str(tmp_path / "o")]) == 2
+    assert main(["label", root, "--box", "5,5,30,20", "--backend", "sam", "--out", str(tmp_path / "o")]) == 2
     assert "--sam-checkpoint" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+    # without weights the default labeller is GrabCut
+    assert main(["label", root, "--box", "5,5,30,20", "--out", str(tmp_path / "g")]) == 0
+    assert len(list((tmp_path / "g" / "masks").glob("*.png"))) == 2

@@ -147,7 +147,10 @@ def test_serving_beyond_the_loopback_without_a_token_is_refused():
         ServiceConfig(host="0.0.0.0")
 
 
-def test_a_slow_client_loses_old_messages_without_slowing_the_tracker_or_the_fast_client(dataset):
+def _slow_client_run(dataset, n_max: int, until_gap: bool, seconds: float = 600.0):
+    """Push frames at the tracker's pace to a fast client and to one that reads 2 messages a second (ten
+    times too slowly, or more), ``n_max`` frames or, with ``until_gap``, until the slow one shows a gap.
+    Returns (frames pushed, the service's figures, the fast client's states, the slow one's frames)."""
     robot = load_robot("planar-snake-11")
     frames = open_frames(dataset)
     camera = Camera.from_meta(frames.meta)
@@ -156,35 +159,60 @@ def test_a_slow_client_loses_old_messages_without_slowing_the_tracker_or_the_fas
                               ServiceConfig(port=0, client_queue=4, overlay_hz=1000))  # an image a frame
     service.start()
     fast, slow = [], []
+    enough = threading.Event()
 
-    def read_slowly():  # takes the images too, and more than ten times the tracker's time per message
+    def read_slowly():  # takes the images too
         with StateClient(service.url, topics=(m.STATE, m.OVERLAY), receive_buffer=4096) as client:
             for topic, msg, _ in client.messages(timeout=5):
                 if topic == m.STATE:
                     slow.append(msg["frame"])
-                time.sleep(0.3)
+                if enough.is_set():
+                    return
+                time.sleep(0.5)
 
     threads = [threading.Thread(target=_collect, args=(service.url, fast)), threading.Thread(target=read_slowly)]
     for t in threads:
         t.start()
     time.sleep(0.5)
     images = list(frames.frames())
-    n = 60
-    for k in range(n):  # the clip pushed four times over, at the tracker's pace
-        i, rgb = images[k % N]
-        source.push(rgb, frames.mask(i), t=k / 30)
-        while source.slot.captured > service.frames_tracked + service.errors and service.frames_tracked < k + 1:
+    # noise makes each overlay JPEG large (about 50 kB), so the messages outgrow the sockets' buffers sooner
+    noise = np.random.default_rng(0).integers(0, 256, images[0][1].shape, dtype=np.uint8)
+    n, t_end = 0, time.monotonic() + seconds
+    while n < n_max and time.monotonic() < t_end:
+        if until_gap and slow and set(range(max(slow))) - set(slow):
+            break
+        i, rgb = images[n % N]
+        source.push(np.where(frames.mask(i)[..., None], rgb, noise), frames.mask(i), t=n / 30)
+        while source.slot.captured > service.frames_tracked + service.errors and service.frames_tracked < n + 1:
             time.sleep(0.002)
-    time.sleep(0.5)
+        n += 1
+    deadline = time.monotonic() + 30
+    while len(fast) < n and time.monotonic() < deadline:
+        time.sleep(0.05)
+    enough.set()  # the slow client stops at its next message
+    threads[1].join(timeout=30)
     source.stop()
     service.wait(30)
     figures = service.stop()
-    for t in threads:
-        t.join()
-    assert figures["frames_tracked"] == n
+    threads[0].join()
+    return n, figures, fast, slow
+
+
+def test_a_slow_client_slows_neither_the_tracker_nor_the_fast_client(dataset):
+    n, figures, fast, slow = _slow_client_run(dataset, 60, until_gap=False)
+    assert figures["frames_tracked"] == n == 60
     assert [s.frame for s in fast] == list(range(n))  # the fast client missed nothing
-    seen = slow
-    assert seen == sorted(seen) and len(seen) < n  # the slow one skipped old states, in order
+    assert slow == sorted(slow) and 0 < len(slow) < n  # the slow one got old states, in order
+
+
+@pytest.mark.slow
+def test_a_slow_client_loses_old_messages(dataset):
+    """Once the sockets' buffers (megabytes on loopback) are full, the service's queue of 4 messages per
+    client drops the slow client's oldest ones: it sees a gap in the frames."""
+    n, figures, fast, slow = _slow_client_run(dataset, 3000, until_gap=True)
+    assert [s.frame for s in fast] == list(range(n))
+    assert slow == sorted(slow)
+    assert set(range(max(slow))) - set(slow), f"no state was dropped in {n} frames"
 
 
 def test_the_robot_leaving_the_view_gives_coasting_then_lost_then_reacquisition(dataset):

@@ -32,6 +32,8 @@ round), the window and the verdict are turned with it.
 from __future__ import annotations
 
 import queue
+import time
+from dataclasses import replace
 from typing import Any, Iterator, Optional
 
 import numpy as np
@@ -46,7 +48,8 @@ HEAD_JUMP_M = 0.25
 def open_states(link: Any, timeout: float = STATE_TIMEOUT_S) -> Iterator:
     """RobotStates, in order, from ``link``: a service URL (``ws://…``, through
     :class:`~snaketrack.service.client.StateClient`, connected before this returns) or a queue whose
-    ``None`` ends the stream. Ends after ``timeout`` [s] without a state."""
+    ``None`` ends the stream (its states' ``received_time`` is set on receipt). Ends after ``timeout``
+    [s] without a state."""
     if isinstance(link, str):
         from snaketrack.service.client import StateClient
 
@@ -68,7 +71,7 @@ def open_states(link: Any, timeout: float = STATE_TIMEOUT_S) -> Iterator:
                 return
             if s is None:
                 return
-            yield s
+            yield replace(s, received_time=time.time())  # the queue's own latency
 
     return from_queue()
 

@@ -90,6 +90,7 @@ class ClosedLoopConfig:
     steering: :class:`~snaketrack.sim.steering.SteeringConfig`; default per world (floor: the
         defaults; channel: ``SteeringConfig.channel()``).
     robot: shipped robot name or robot YAML; default ``planar-snake-11``.
+    tolerance: a waypoint is reached when the simulator's head comes within this distance [m]; default 0.1.
     """
 
     world: str = "floor"
@@ -109,6 +110,7 @@ class ClosedLoopConfig:
     refine_steps: Optional[int] = 4
     steering: Optional[SteeringConfig] = None
     robot: str = "planar-snake-11"
+    tolerance: float = 0.1
 
     def __post_init__(self):
         _check_choice("--world", self.world, WORLDS)
@@ -125,7 +127,7 @@ class ClosedLoopConfig:
         t = np.asarray(self.targets, float)
         if t.ndim != 2 or t.shape[1] != 2 or len(t) == 0 or not np.all(np.isfinite(t)):
             raise InputError(f"--targets {self.targets!r}; expected X,Y;X,Y;... in metres")
-        for name in ("fps", "time_scale", "duration", "step_timeout"):
+        for name in ("fps", "time_scale", "duration", "step_timeout", "tolerance"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 raise InputError(f"--{name.replace('_', '-')} {v!r}; expected a positive number")
@@ -292,7 +294,7 @@ def run_closed_loop(config: ClosedLoopConfig, progress: bool = False) -> dict:
 
     def finished(t: float, done_at: Optional[float]) -> tuple[bool, Optional[float]]:
         if done_at is None and _reach(targets, np.array(truth["head"]), np.array(truth["t"]),
-                                      cfg.steering.tolerance)[-1] is not None:
+                                      cfg.tolerance)[-1] is not None:
             done_at = t
         return done_at is not None and t - done_at >= 1.0, done_at  # the controller has had a second to see it
 

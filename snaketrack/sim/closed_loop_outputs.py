@@ -3,7 +3,7 @@ comparison (``summary.json`` and ``head_paths.png``) in the parent folder.
 
 Per run (``OUT/none/``, ``OUT/truth/`` or ``OUT/tracked/``), ``summary.json``:
 
-- ``reach_times_s``: when the simulator's head first came within the tolerance of each waypoint,
+- ``reach_times_s``: when the simulator's head first came within ``tolerance`` (0.1 m) of each waypoint,
   in order [s of simulated time from the gait's start]; null: never;
 - ``controller_reach_times_s``: the same as the controller saw it (its streamed states);
 - ``path_error_m``: mean distance [m] of the simulator's head from the route (the polyline from
@@ -70,7 +70,7 @@ def run_summary(run: dict) -> dict:
     targets = np.asarray(cfg.targets, float)
     tr = run["truth"]
     heads, times = tr["head"].reshape(-1, 2), tr["t"]
-    reach = _reach(targets, heads, times, cfg.steering.tolerance)
+    reach = _reach(targets, heads, times, cfg.tolerance)
     last = max((i for i, r in enumerate(reach) if r is not None), default=None)
     end = len(times) if last is None or reach[-1] is None else int(np.searchsorted(times, reach[-1])) + 1
     route = np.vstack([heads[:1], targets]) if len(heads) else targets
@@ -222,7 +222,7 @@ def plot_head_paths(out: Path, path: Path) -> None:
     names = [n for n in RUNS if (Path(out) / n / "summary.json").exists()]
     summ = json.loads((Path(out) / names[0] / "summary.json").read_text())
     targets = np.asarray(summ["targets"], float)
-    tol = summ["config"]["steering"]["tolerance"]
+    tol = summ["config"]["tolerance"]
     fig, ax = plt.subplots(figsize=(9, 4.5))
     xs, ys = list(targets[:, 0]), list(targets[:, 1])
     for name in names:

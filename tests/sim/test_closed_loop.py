@@ -29,7 +29,8 @@ def test_a_short_tracked_loop_reaches_a_waypoint_the_open_loop_misses(tmp_path):
     assert s["reach_time_ratio_x"][0] is not None
     t = s["tracked"]
     assert t["pacing"] == "lockstep" and t["frames_dropped"] == 0 and t["states_received"] >= 1
-    assert t["frames_tracked"] == t["states_received"] <= t["frames_shown"]
+    # every tracked state reached the controller (the last may still be on its way when the run ends)
+    assert t["frames_tracked"] - 1 <= t["states_received"] <= t["frames_tracked"] <= t["frames_shown"]
     path = read_csv_columns(out / "tracked" / "path.csv")
     # the simulator's head, as written, is where the reach time says it was
     k = int(np.searchsorted(path["t"], t["reach_times_s"][0]))

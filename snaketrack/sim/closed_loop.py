@@ -1,10 +1,12 @@
-"""A closed loop in the obstacle world that steers by vision (``snaketrack sim closed-loop``).
+"""A closed loop that steers a snake robot by vision (``snaketrack sim closed-loop``).
 
 Processes and links:
 
-- **simulator** (this process): the obstacle world (:class:`~snaketrack.sim.oal_live.OALStepper`),
-  its camera and renderer (:class:`~snaketrack.sim.video.VideoRenderer`, the ``sim video`` scene,
-  camera path and image degradations), paced against the wall clock;
+- **simulator** (this process): the world stepped live (:class:`~snaketrack.sim.oal_live.OALStepper`):
+  ``floor``, an open floor with the robot on passive wheels (MuJoCo's rolling contacts: low friction
+  along each link, μ = 1 across it), or ``channel``, the obstacle world of the Jacobian paper; its
+  camera and renderer (:class:`~snaketrack.sim.video.VideoRenderer`, the ``sim video`` scene, camera
+  path and image degradations);
 - **tracking service** (threads of this process): a
   :class:`~snaketrack.service.service.TrackingService` fed by a
   :class:`~snaketrack.service.capture.PushSource`, serving states on its real WebSocket on the
@@ -12,24 +14,35 @@ Processes and links:
   (``PipelineConfig(corrupt_masks=True)``): a segmenter is too slow to run live on a CPU;
 - **controller** (its own OS process, started with ``spawn``):
   :func:`~snaketrack.sim.loop_controller.controller_main`, which reads only the streamed states
-  and the camera's own pose, learns Ĵ with the UKF and sends
+  and the camera's own pose, checks which end is the head, learns Ĵ with the UKF and sends
   :class:`~snaketrack.sim.steering.GaitCommand` back on the robot's command link (a queue).
 
 With ``states="truth"`` the same controller reads the simulator's own states from a queue at the
-same frame times and pacing instead (the reference run); nothing is rendered or tracked.
+same frame times and pacing instead (the reference run); nothing is rendered or tracked. With
+``states="none"`` no controller runs: the plain gait, open loop.
 
-Pacing: frame k shows simulated time ``t_k = start_time + k / fps`` and is handed over at wall
-time ``k / fps · time_scale`` after the start, so the vision path's latency is real, scaled by
-``time_scale`` (wall seconds per simulated second). Commands take effect from the next frame's
-physics step on. The camera flies the path framed from the open-loop gait of the same seed (a
-drone's flight plan over the expected route).
+Pacing: frame k shows simulated time ``t_k = start_time + k / fps``.
+
+- ``lockstep``: the simulator hands frame k over and waits (at most ``step_timeout`` wall seconds)
+  until the controller has answered that frame's state; the answer acts from ``t_{k+1}`` on. The
+  vision path's latency is one frame of simulated time however loaded the CPU, and nothing is
+  dropped; its wall-clock latency is still measured.
+- ``wall``: frame k is handed over at wall time ``k / fps · time_scale`` after the start; the service
+  takes the newest frame and drops the rest, and each command acts from the first frame after it
+  arrived, so the robot feels the real latency divided by ``time_scale``.
+
+Camera: a drone (or tripod) over the route planned for the robot. In the channel the plan is the
+open-loop gait of the same seed (the channel sets the route); on the floor it is the route the
+same controller steers on the simulator's states with no latency (:func:`planned_motion`), since
+the plain gait goes elsewhere. The controller is given the camera's pose per frame, as a drone's
+navigation would give it, never the robot's.
 """
 from __future__ import annotations
 
 import math
 import queue
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -37,56 +50,89 @@ import numpy as np
 from snaketrack.errors import InputError
 from snaketrack.sim.steering import SteeringConfig
 
-STATE_SOURCES = ("truth", "tracked")
-DEFAULT_TARGETS = ((0.6, 0.0), (1.2, 0.0), (1.8, 0.0))
+STATE_SOURCES = ("none", "truth", "tracked")
+WORLDS = ("floor", "channel")
+PACINGS = ("lockstep", "wall")
+SCENES = ("drone", "static")
+#: default waypoints (x, y) [m] per world: on the floor they need turns both ways; in the channel
+#: they lie along it
+DEFAULT_TARGETS = {"floor": ((0.7, 0.4), (1.4, -0.2), (2.0, 0.5)),
+                   "channel": ((0.6, 0.0), (1.2, 0.0), (1.8, 0.0))}
+#: default longest run [s, simulated] per world
+DEFAULT_DURATION = {"floor": 20.0, "channel": 12.0}
+
+
+def _check_choice(flag: str, value, choices) -> None:
+    if value not in choices:
+        raise InputError(f"{flag} {value!r}; expected one of {', '.join(choices)}")
 
 
 @dataclass(frozen=True)
 class ClosedLoopConfig:
     """One closed-loop run.
 
+    world: ``floor`` (open floor, passive wheels) or ``channel`` (the obstacle world); default floor.
     scene: camera, ``drone`` or ``static``; default ``drone``.
-    targets: waypoints (x, y) in the world [m], in order; default (0.6, 0), (1.2, 0), (1.8, 0).
-    states: where the controller's states come from, ``tracked`` or ``truth``; default ``tracked``.
+    targets: waypoints (x, y) in the world [m], in order; default per world (``DEFAULT_TARGETS``).
+    states: where the controller's states come from: ``tracked``, ``truth`` or ``none`` (no
+        controller: open loop); default ``tracked``.
+    pacing: ``lockstep`` or ``wall`` (module doc); default lockstep.
     seed: seeds the world, scene, camera path, image noise and mask corruption; default 0.
     fps: camera frame rate [1/s, simulated]; default 15.
     width, height: image size [px]; default 320 x 180.
     body_width_px: the body's nominal width in the image [px] (sets the focal length); default 6.
-    time_scale: wall seconds per simulated second; default 3.
-    duration: the longest run [s, simulated, from the gait's start]; default 12.
+    time_scale: with ``wall`` pacing, wall seconds per simulated second; default 3.
+    step_timeout: with ``lockstep``, the longest wait for the controller's answer to a frame [s, wall];
+        default 10 (the first frame waits up to 60: the tracker's first search).
+    duration: the longest run [s, simulated, from the gait's start]; default per world (floor 20, channel 12).
     start_time: [s] of simulated time before the camera and controller start (the gait's ramp); default 1.
     refine_steps: the tracker's refinement iterations per frame; default 4.
-    steering: :class:`~snaketrack.sim.steering.SteeringConfig`.
+    steering: :class:`~snaketrack.sim.steering.SteeringConfig`; default per world (floor: the
+        defaults; channel: ``SteeringConfig.channel()``).
     robot: shipped robot name or robot YAML; default ``planar-snake-11``.
+    tolerance: a waypoint is reached when the simulator's head comes within this distance [m]; default 0.1.
     """
 
+    world: str = "floor"
     scene: str = "drone"
-    targets: tuple[tuple[float, float], ...] = DEFAULT_TARGETS
+    targets: Optional[tuple[tuple[float, float], ...]] = None
     states: str = "tracked"
+    pacing: str = "lockstep"
     seed: int = 0
     fps: float = 15.0
     width: int = 320
     height: int = 180
     body_width_px: float = 6.0
     time_scale: float = 3.0
-    duration: float = 12.0
+    step_timeout: float = 10.0
+    duration: Optional[float] = None
     start_time: float = 1.0
     refine_steps: Optional[int] = 4
-    steering: SteeringConfig = field(default_factory=SteeringConfig)
+    steering: Optional[SteeringConfig] = None
     robot: str = "planar-snake-11"
+    tolerance: float = 0.1
 
     def __post_init__(self):
-        if self.scene not in ("drone", "static"):
-            raise InputError(f"--scene {self.scene!r}; expected drone or static")
-        if self.states not in STATE_SOURCES:
-            raise InputError(f"--states {self.states!r}; expected one of {', '.join(STATE_SOURCES)}")
+        _check_choice("--world", self.world, WORLDS)
+        _check_choice("--scene", self.scene, SCENES)
+        _check_choice("--states", self.states, STATE_SOURCES)
+        _check_choice("--pacing", self.pacing, PACINGS)
+        if self.targets is None:
+            object.__setattr__(self, "targets", DEFAULT_TARGETS[self.world])
+        if self.duration is None:
+            object.__setattr__(self, "duration", DEFAULT_DURATION[self.world])
+        if self.steering is None:
+            steering = SteeringConfig() if self.world == "floor" else SteeringConfig.channel()
+            object.__setattr__(self, "steering", steering)
         t = np.asarray(self.targets, float)
         if t.ndim != 2 or t.shape[1] != 2 or len(t) == 0 or not np.all(np.isfinite(t)):
             raise InputError(f"--targets {self.targets!r}; expected X,Y;X,Y;... in metres")
-        for name in ("fps", "time_scale", "duration"):
+        for name in ("fps", "time_scale", "duration", "step_timeout", "tolerance"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 raise InputError(f"--{name.replace('_', '-')} {v!r}; expected a positive number")
+        if not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
+            raise InputError(f"--seed {self.seed!r}; expected a non-negative integer")
         if not 0 <= self.start_time < self.duration:
             raise InputError(f"start_time {self.start_time!r} s; expected 0 <= start_time < duration")
 
@@ -94,6 +140,16 @@ class ClosedLoopConfig:
     def frames(self) -> int:
         """Frames the camera can show: from ``start_time`` to ``duration``."""
         return max(2, int(math.floor((self.duration - self.start_time) * self.fps)) + 1)
+
+    def oal_config(self):
+        """The world's :class:`~snaketrack.sim.oal.OALConfig`: the floor without posts and with
+        passive wheels, or the channel as ``sim oal`` runs it."""
+        from snaketrack.sim.mjcf import WheelParams
+        from snaketrack.sim.oal import OALConfig
+
+        if self.world == "floor":
+            return OALConfig(seed=self.seed, robot=self.robot, obstacles=False, wheels=WheelParams())
+        return OALConfig(seed=self.seed, robot=self.robot)
 
 
 def parse_targets(text: str) -> tuple[tuple[float, float], ...]:
@@ -117,20 +173,59 @@ def parse_targets(text: str) -> tuple[tuple[float, float], ...]:
     return tuple(out)
 
 
-def _truth_state(stepper, frame: int, t: float, c: np.ndarray, R: np.ndarray):
-    """The simulator's state of ``frame`` as a RobotState in the camera frame (the truth-fed link)."""
-    from snaketrack.service.client import RobotState
-    from snaketrack.sim.video import _mat2quat
-
-    d = stepper.data
+def _link1_pose(stepper) -> tuple[np.ndarray, np.ndarray]:
+    """Link 1's origin (3,) [m] and rotation (3, 3) in the world, from the stepper's MuJoCo data."""
     import mujoco
 
     b = mujoco.mj_name2id(stepper.model, mujoco.mjtObj.mjOBJ_BODY, "link_1")
+    return stepper.data.xpos[b].copy(), stepper.data.xmat[b].reshape(3, 3).copy()
+
+
+def _truth_state(stepper, frame: int, t: float, c: np.ndarray, R: np.ndarray):
+    """The simulator's state of ``frame`` as a RobotState in the camera frame (the truth-fed link);
+    camera centre ``c`` (3,) [m] and rotation ``R`` (3, 3) (``R_wc``)."""
+    from snaketrack.service.client import RobotState
+    from snaketrack.sim.video import _mat2quat
+
+    p, Rb = _link1_pose(stepper)
     now = time.time()
     return RobotState(frame=frame, t=t, q=stepper.phi, qdot=stepper.phidot,
-                      base_position=R.T @ (d.xpos[b] - c), base_quat=_mat2quat(R.T @ d.xmat[b].reshape(3, 3)),
+                      base_position=R.T @ (p - c), base_quat=_mat2quat(R.T @ Rb),
                       head=R.T @ (stepper.head() - c), status="tracked", iou=1.0, capture_time=now,
                       publish_time=now, received_time=now, row={})
+
+
+def frame_times(config: ClosedLoopConfig) -> np.ndarray:
+    """(F,) simulated times [s] of the camera's frames: ``start_time + k / fps``."""
+    return config.start_time + np.arange(config.frames) / config.fps
+
+
+def planned_motion(config: ClosedLoopConfig):
+    """The route planned for the robot, for the camera to fly over (module doc): the world of
+    ``config`` stepped frame by frame with the controller's logic
+    (:class:`~snaketrack.sim.loop_controller.LoopController`) fed the simulator's states directly,
+    each command acting from the next frame on. A :class:`~snaketrack.sim.video.Motion` at the frame
+    times (qpos (F, nq))."""
+    from snaketrack.sim.loop_controller import LoopController
+    from snaketrack.sim.oal import oal_world_xml
+    from snaketrack.sim.oal_live import OALStepper
+    from snaketrack.sim.video import Motion, _mat2quat
+
+    oal = config.oal_config()
+    stepper = OALStepper(oal)
+    ctl = LoopController(np.asarray(config.targets, float), stepper.robot, config.steering)
+    times = frame_times(config)
+    qpos, pending = [], None
+    for k, t in enumerate(times):
+        stepper.advance(t)
+        if pending is not None:
+            stepper.set_offset(pending.offset)
+        qpos.append(stepper.qpos)
+        p, Rb = _link1_pose(stepper)
+        pending, _ = ctl.step(t, k, stepper.phi, stepper.phidot, stepper.head(), p, _mat2quat(Rb), "tracked",
+                              lambda x: x)
+    return Motion(times=times - times[0], sim_times=times, qpos=np.array(qpos),
+                  source=f"planned route (world {config.world}, seed {config.seed})", xml=oal_world_xml(oal))
 
 
 def _reach(targets: np.ndarray, heads: np.ndarray, times: np.ndarray, tol: float) -> list[Optional[float]]:
@@ -148,36 +243,102 @@ def _reach(targets: np.ndarray, heads: np.ndarray, times: np.ndarray, tol: float
     return out
 
 
+def _await_command(commands, frame: int, timeout: float):
+    """The controller's answer to ``frame`` from ``commands`` within ``timeout`` [s, wall]: (command or
+    the newest older one or None, whether it timed out)."""
+    deadline = time.monotonic() + timeout
+    newest = None
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return newest, True
+        try:
+            cmd = commands.get(timeout=left)
+        except queue.Empty:
+            return newest, True
+        newest = cmd
+        if cmd.frame >= frame:
+            return cmd, False
+
+
 def run_closed_loop(config: ClosedLoopConfig, progress: bool = False) -> dict:
     """Run one closed loop (module doc); returns its record for
     :func:`~snaketrack.sim.closed_loop_outputs.write_run`: ``config``, ``truth`` (per frame: t, head
-    (x, y), offset δ, qpos), ``controller`` (the controller's log), ``service`` (the service's figures,
-    tracked only), ``command_age_s`` (simulated age of each command when applied), ``frames``
-    (rendered RGB and masks, tracked only), ``K`` and the camera path."""
+    (x, y), offset δ on the head joint, qpos), ``controller`` (the controller's log; empty open loop),
+    ``service`` (the service's figures, tracked only), ``command_age_s`` (simulated age of each command
+    when applied), ``lockstep_timeouts`` (frames the simulator stopped waiting for), ``frames``
+    (rendered RGB and masks, tracked only), ``K`` and the camera path (None open loop)."""
     import multiprocessing as mp
 
     from snaketrack.sim.loop_controller import controller_main
-    from snaketrack.sim.oal import OALConfig
     from snaketrack.sim.oal_live import OALStepper
     from snaketrack.sim.video import VideoConfig, VideoRenderer, robot_motion
 
     cfg = config
     targets = np.asarray(cfg.targets, float)
-    stepper = OALStepper(OALConfig(seed=cfg.seed, robot=cfg.robot))
+    stepper = OALStepper(cfg.oal_config())
+    times = frame_times(cfg)
+    truth: dict = {"frame": [], "t": [], "head": [], "delta": [], "qpos": []}
+    ages: list[float] = []
+    frames: list[tuple[np.ndarray, np.ndarray]] = []
+    log: dict = {}
+    timeouts = 0
+    lockstep = cfg.pacing == "lockstep"
+
+    def record(k: int, t: float) -> None:
+        truth["frame"].append(k)
+        truth["t"].append(t)
+        truth["head"].append(stepper.head()[:2])
+        truth["delta"].append(float(stepper.offset[-1]))
+        truth["qpos"].append(stepper.qpos)
+
+    def finished(t: float, done_at: Optional[float]) -> tuple[bool, Optional[float]]:
+        if done_at is None and _reach(targets, np.array(truth["head"]), np.array(truth["t"]),
+                                      cfg.tolerance)[-1] is not None:
+            done_at = t
+        return done_at is not None and t - done_at >= 1.0, done_at  # the controller has had a second to see it
+
+    def report(k: int, t: float) -> None:
+        if progress and k % int(cfg.fps) == 0:
+            h = stepper.head()
+            print(f"t = {t:5.2f} s  head ({h[0]:+.3f}, {h[1]:+.3f}) m  delta {stepper.offset[-1]:+.3f} rad",
+                  flush=True)
+
+    if cfg.states == "none":  # the plain gait: no camera, no controller
+        done_at = None
+        for k, t in enumerate(times):
+            stepper.advance(t)
+            record(k, t)
+            report(k, t)
+            stop, done_at = finished(t, done_at)
+            if stop:
+                break
+        return {"config": cfg, "truth": {k: np.asarray(v) for k, v in truth.items()}, "controller": {},
+                "service": None, "command_age_s": np.zeros(0), "lockstep_timeouts": 0, "frames": [], "K": None,
+                "camera_positions": None, "camera_rotations": None, "robot": stepper.robot}
+
     vcfg = VideoConfig(scene=cfg.scene, robot=cfg.robot, frames=cfg.frames, seed=cfg.seed, width=cfg.width,
                        height=cfg.height, fps=cfg.fps, start_time=cfg.start_time,
-                       target_width_px=cfg.body_width_px)
-    renderer = VideoRenderer(vcfg, robot_motion(vcfg))
+                       target_width_px=cfg.body_width_px, obstacles=cfg.world == "channel")
+    motion = planned_motion(cfg) if cfg.world == "floor" else robot_motion(vcfg)
+    renderer = VideoRenderer(vcfg, motion)
     path = renderer.path
     tracked = cfg.states == "tracked"
     ctx = mp.get_context("spawn")
     commands, results = ctx.Queue(), ctx.Queue()
     service = source = truth_link = None
+    threads = None
     if tracked:
+        import torch
+
         from snaketrack.service import PushSource, ServiceConfig, TrackingService
         from snaketrack.tracker.camera import Camera
         from snaketrack.tracker.pipeline import PipelineConfig
 
+        # one intra-op thread: the renderer and the controller share the cores, and torch's threads
+        # spinning against them made each tracked frame 100x slower on a two-core machine
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
         source = PushSource(cfg.width, cfg.height, cfg.fps)
         pipeline = PipelineConfig(hold_frames=0, track_ground=cfg.scene == "drone",
                                   static_camera=cfg.scene == "static", corrupt_masks=True,
@@ -190,12 +351,9 @@ def run_closed_loop(config: ClosedLoopConfig, progress: bool = False) -> dict:
         truth_link = ctx.Queue()
         link = truth_link
     proc = ctx.Process(target=controller_main, name="snaketrack-controller", daemon=True,
-                       args=(link, commands, results, path.positions, path.rotations, targets, stepper.robot.dof,
+                       args=(link, commands, results, path.positions, path.rotations, targets, stepper.robot,
                              cfg.steering))
-    log: dict = {}
-    truth = {"frame": [], "t": [], "head": [], "delta": [], "qpos": []}
-    ages: list[float] = []
-    frames: list[tuple[np.ndarray, np.ndarray]] = []
+    up_world = np.array([0.0, 0.0, 1.0])
     try:
         proc.start()
         kind, _ = results.get(timeout=120)
@@ -203,66 +361,67 @@ def run_closed_loop(config: ClosedLoopConfig, progress: bool = False) -> dict:
             raise InputError(f"the controller did not start ({kind})")
         time.sleep(0.5)  # the client subscribes on the server's first advertisement
         stepper.advance(cfg.start_time)
-        halted, done_at = False, None
+        done_at, pending = None, None
         wall0 = time.monotonic()
-        up_world = np.array([0.0, 0.0, 1.0])
-        for k in range(cfg.frames):
-            t = cfg.start_time + k / cfg.fps
-            while True:  # the newest command wins; each applies from this frame's physics on
-                try:
-                    cmd = commands.get_nowait()
-                except queue.Empty:
-                    break
-                stepper.set_offset(cmd.offset)
-                ages.append(t - cmd.t)
-                halted = halted or cmd.halt
-            stepper.advance(t)
+        for k, t in enumerate(times):
+            t = float(t)
+            if lockstep:  # the answer to frame k - 1 acts from t_k on
+                stepper.advance(t)
+                if pending is not None:
+                    stepper.set_offset(pending.offset)
+                    ages.append(t - pending.t)
+                    pending = None
+            else:  # the newest command that has arrived acts from this frame's physics on
+                while True:
+                    try:
+                        cmd = commands.get_nowait()
+                    except queue.Empty:
+                        break
+                    stepper.set_offset(cmd.offset)
+                    ages.append(t - cmd.t)
+                stepper.advance(t)
             c, R = path.positions[k], path.rotations[k]
-            head = stepper.head()
-            truth["frame"].append(k)
-            truth["t"].append(t)
-            truth["head"].append(head[:2])
-            truth["delta"].append(float(stepper.offset[-1]))
-            truth["qpos"].append(stepper.qpos)
-            if halted:
-                break
+            record(k, t)
             if tracked:
                 rgb, mask, _ = renderer.frame(k, qpos=stepper.qpos)
                 source.push(rgb, mask, t=t, up=R.T @ up_world, index=k)
                 frames.append((rgb, mask))
             else:
                 truth_link.put(_truth_state(stepper, k, t, c, R))
-            if done_at is None and _reach(targets, np.array(truth["head"]), np.array(truth["t"]),
-                                          cfg.steering.tolerance)[-1] is not None:
-                done_at = t
-            if done_at is not None and t - done_at >= 1.0:
-                break  # every waypoint reached; the controller has had a second to see it
-            if progress and k % int(cfg.fps) == 0:
-                print(f"t = {t:5.2f} s  head ({head[0]:+.3f}, {head[1]:+.3f}) m  "
-                      f"delta {stepper.offset[-1]:+.3f} rad", flush=True)
-            wait = wall0 + (k + 1) / cfg.fps * cfg.time_scale - time.monotonic()
-            if wait > 0:
-                time.sleep(wait)
+            stop, done_at = finished(t, done_at)
+            report(k, t)
+            if stop:
+                break
+            if lockstep:
+                pending, timed_out = _await_command(commands, k, 60.0 if k == 0 else cfg.step_timeout)
+                timeouts += int(timed_out)
+            else:
+                wait = wall0 + (k + 1) / cfg.fps * cfg.time_scale - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
     finally:
         figures = service.stop() if service is not None else None
         if truth_link is not None:
             truth_link.put(None)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 40
         while time.monotonic() < deadline:
             try:
                 kind, payload = results.get(timeout=1.0)
             except queue.Empty:
-                if not proc.is_alive():
+                if proc.pid is None or not proc.is_alive():
                     break
                 continue
             if kind == "log":
                 log = payload
                 break
-        proc.join(timeout=10)
-        if proc.is_alive():
-            proc.terminate()
+        if proc.pid is not None:
+            proc.join(timeout=10)
+            if proc.is_alive():
+                proc.terminate()
         renderer.close()
+        if threads is not None:
+            torch.set_num_threads(threads)
     return {"config": cfg, "truth": {k: np.asarray(v) for k, v in truth.items()}, "controller": log,
-            "service": figures, "command_age_s": np.asarray(ages), "frames": frames, "K": renderer.K,
-            "camera_positions": path.positions, "camera_rotations": path.rotations,
-            "robot": stepper.robot, "start_head": np.asarray(truth["head"][0]) if truth["head"] else None}
+            "service": figures, "command_age_s": np.asarray(ages), "lockstep_timeouts": timeouts,
+            "frames": frames, "K": renderer.K, "camera_positions": path.positions,
+            "camera_rotations": path.rotations, "robot": stepper.robot}

@@ -1,9 +1,9 @@
-"""A closed-loop run on disk: each run's ``summary.json``, ``path.csv`` and overlay video; both runs'
+"""A closed-loop run on disk: each run's ``summary.json``, ``path.csv`` and overlay video; the runs'
 comparison (``summary.json`` and ``head_paths.png``) in the parent folder.
 
-Per run (``OUT/tracked/`` or ``OUT/truth/``), ``summary.json``:
+Per run (``OUT/none/``, ``OUT/truth/`` or ``OUT/tracked/``), ``summary.json``:
 
-- ``reach_times_s``: when the simulator's head first came within the tolerance of each waypoint,
+- ``reach_times_s``: when the simulator's head first came within ``tolerance`` (0.1 m) of each waypoint,
   in order [s of simulated time from the gait's start]; null: never;
 - ``controller_reach_times_s``: the same as the controller saw it (its streamed states);
 - ``path_error_m``: mean distance [m] of the simulator's head from the route (the polyline from
@@ -12,12 +12,17 @@ Per run (``OUT/tracked/`` or ``OUT/truth/``), ``summary.json``:
   the simulator's head at the same frame (0 for the truth-fed run);
 - ``latency_ms``: percentiles (``p50``, ``p95``, ``max``) of capture to receipt by the controller
   [ms, wall clock]; ``service_latency_ms``: the service's capture to publish;
-- ``command_age_ms``: how old (wall clock, frame time to the physics step it first acts on) each
-  command was when applied [ms], percentiles;
-- ``frames_dropped``, ``frames_tracked``, ``frames_shown``, ``states_received``.
+- ``command_age_ms``: how old each command was when it first acted, in simulated time (its state's
+  frame time to the physics step) [ms], percentiles (one frame, 66.7 ms at 15 frames/s, in lockstep);
+- ``frames_dropped``, ``frames_tracked``, ``frames_shown``, ``states_received``;
+- ``flipped_states``: states the controller's head/tail check turned round;
+  ``lockstep_timeouts``: frames the simulator stopped waiting for the controller's answer.
 
-Both runs (``OUT/summary.json``): each run's summary under ``tracked`` and ``truth``, and
-``reach_time_ratio_x`` (tracked over truth, per waypoint) and ``within_1_3_x``.
+The runs together (``OUT/summary.json``, when more than one is in ``OUT``): ``reach_times_s`` and
+``path_error_m`` per run, each run's summary under its name, and, with both ``tracked`` and
+``truth``, ``reach_time_ratio_x`` (tracked over truth, per waypoint; null where either did not
+reach it) and ``within_1_3_x`` (every waypoint reached by both, each ratio at most 1.3), the tracked
+run's ``latency_ms``, ``frames_dropped`` and ``flipped_states``.
 """
 from __future__ import annotations
 
@@ -65,7 +70,7 @@ def run_summary(run: dict) -> dict:
     targets = np.asarray(cfg.targets, float)
     tr = run["truth"]
     heads, times = tr["head"].reshape(-1, 2), tr["t"]
-    reach = _reach(targets, heads, times, cfg.steering.tolerance)
+    reach = _reach(targets, heads, times, cfg.tolerance)
     last = max((i for i, r in enumerate(reach) if r is not None), default=None)
     end = len(times) if last is None or reach[-1] is None else int(np.searchsorted(times, reach[-1])) + 1
     route = np.vstack([heads[:1], targets]) if len(heads) else targets
@@ -75,10 +80,12 @@ def run_summary(run: dict) -> dict:
     errs = [np.hypot(r["head_x"] - heads[by_frame[r["frame"]], 0], r["head_y"] - heads[by_frame[r["frame"]], 1])
             for r in rows if r["frame"] in by_frame and np.isfinite(r["head_x"])]
     fig = run["service"] or {}
-    scale = cfg.time_scale
+    ctl = run["controller"]
     out = {
         "states": cfg.states,
         "seed": cfg.seed,
+        "world": cfg.world,
+        "pacing": cfg.pacing,
         "scene": cfg.scene,
         "targets": targets.tolist(),
         "reach_times_s": reach,
@@ -89,14 +96,16 @@ def run_summary(run: dict) -> dict:
         "latency_ms": _pct([r["latency_ms"] for r in rows]),
         "service_latency_ms": {"p50": fig.get("latency_ms_p50"), "p95": fig.get("latency_ms_p95"),
                                "max": fig.get("latency_ms_max")} if fig else None,
-        "command_age_ms": _pct(run["command_age_s"], 1000.0 * scale),
+        "command_age_ms": _pct(run["command_age_s"], 1000.0),
         "frames_shown": int(len(times)),
         "frames_tracked": fig.get("frames_tracked") if fig else None,
         "frames_dropped": fig.get("frames_dropped", 0) if fig else 0,
         "states_received": len(rows),
         "statuses": {s: sum(1 for r in rows if r["status"] == s) for s in ("tracked", "coasting", "lost")},
-        "final_jacobian": run["controller"].get("jacobian"),
-        "time_scale": scale,
+        "flipped_states": ctl.get("flipped_states", 0),
+        "lockstep_timeouts": int(run.get("lockstep_timeouts", 0)),
+        "final_jacobian": ctl.get("jacobian"),
+        "time_scale": cfg.time_scale if cfg.pacing == "wall" else None,
         "config": {k: v for k, v in asdict(cfg).items()},
     }
     return out
@@ -167,34 +176,41 @@ def _jsonable(obj):
     return obj
 
 
+RUNS = ("none", "truth", "tracked")
+_LABELS = {"none": "open loop", "truth": "truth-fed", "tracked": "tracked"}
+_COLOURS = {"none": "0.45", "truth": "tab:blue", "tracked": "tab:red"}
+
+
 def compare_runs(out: Path) -> Optional[dict]:
-    """When ``out/tracked/summary.json`` and ``out/truth/summary.json`` both exist: write
-    ``out/summary.json`` (both, the per-waypoint ratio ``reach_time_ratio_x`` and ``within_1_3_x``)
-    and ``out/head_paths.png``; returns that summary (None when a run is missing)."""
+    """When more than one of ``out/{none,truth,tracked}/summary.json`` exists: write ``out/summary.json``
+    (module doc) and ``out/head_paths.png``; returns that summary (None with fewer than two runs)."""
     from snaketrack.io import write_json
 
     out = Path(out)
-    runs = {}
-    for name in ("tracked", "truth"):
-        p = out / name / "summary.json"
-        if not p.exists():
-            return None
-        runs[name] = json.loads(p.read_text())
-    tr, ref = runs["tracked"]["reach_times_s"], runs["truth"]["reach_times_s"]
-    ratio = [None if (a is None or b is None or b <= 0) else a / b for a, b in zip(tr, ref)]
-    within = all(r is not None and r <= 1.3 for r in ratio) and len(tr) == len(ref)
-    summary = {"reach_time_ratio_x": ratio, "within_1_3_x": within,
-               "reach_times_s": {"tracked": tr, "truth": ref},
-               "path_error_m": {"tracked": runs["tracked"]["path_error_m"], "truth": runs["truth"]["path_error_m"]},
-               "latency_ms": runs["tracked"]["latency_ms"], "frames_dropped": runs["tracked"]["frames_dropped"],
-               "tracked": runs["tracked"], "truth": runs["truth"]}
+    runs = {name: json.loads((out / name / "summary.json").read_text())
+            for name in RUNS if (out / name / "summary.json").exists()}
+    if len(runs) < 2:
+        return None
+    summary: dict = {"reach_times_s": {k: v["reach_times_s"] for k, v in runs.items()},
+                     "path_error_m": {k: v["path_error_m"] for k, v in runs.items()}}
+    if "tracked" in runs and "truth" in runs:
+        tr, ref = runs["tracked"]["reach_times_s"], runs["truth"]["reach_times_s"]
+        ratio = [None if (a is None or b is None or b <= 0) else a / b for a, b in zip(tr, ref)]
+        summary["reach_time_ratio_x"] = ratio
+        summary["within_1_3_x"] = len(tr) == len(ref) and all(r is not None and r <= 1.3 for r in ratio)
+    if "tracked" in runs:
+        t = runs["tracked"]
+        summary.update(latency_ms=t["latency_ms"], frames_dropped=t["frames_dropped"],
+                       flipped_states=t["flipped_states"])
+    summary.update(runs)
     write_json(out / "summary.json", _jsonable(summary))
     plot_head_paths(out, out / "head_paths.png")
     return summary
 
 
 def plot_head_paths(out: Path, path: Path) -> None:
-    """PNG of both runs' head paths (``path.csv``) over the posts, with the waypoints and tolerances."""
+    """PNG of the runs' head paths (``path.csv``), with the waypoints and tolerances, over the posts
+    in the channel world."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -203,33 +219,37 @@ def plot_head_paths(out: Path, path: Path) -> None:
     from snaketrack.io import atomic_write_bytes, read_csv_columns
     from snaketrack.sim.mjcf import obstacle_positions
 
-    summ = json.loads((Path(out) / "tracked" / "summary.json").read_text())
+    names = [n for n in RUNS if (Path(out) / n / "summary.json").exists()]
+    summ = json.loads((Path(out) / names[0] / "summary.json").read_text())
     targets = np.asarray(summ["targets"], float)
-    tol = summ["config"]["steering"]["tolerance"]
-    radius = 0.05
-    fig, ax = plt.subplots(figsize=(9, 3.2))
-    xs = []
-    for name, colour in (("truth", "tab:blue"), ("tracked", "tab:red")):
+    tol = summ["config"]["tolerance"]
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    xs, ys = list(targets[:, 0]), list(targets[:, 1])
+    for name in names:
         cols = read_csv_columns(Path(out) / name / "path.csv")
         x, y = np.asarray(cols["head_x"], float), np.asarray(cols["head_y"], float)
         xs += [x.min(), x.max()]
-        ax.plot(x, y, color=colour, lw=1.2, label=f"head, {name}-fed")
+        ys += [y.min(), y.max()]
+        ax.plot(x, y, color=_COLOURS[name], lw=1.2, label=f"head, {_LABELS[name]}")
         if name == "tracked":
             sx, sy = np.asarray(cols["state_head_x"], float), np.asarray(cols["state_head_y"], float)
-            ax.plot(sx, sy, ".", color=colour, ms=2, alpha=0.5, label="head as streamed (tracked)")
-    lo, hi = min(xs + list(targets[:, 0])) - 0.3, max(xs + list(targets[:, 0])) + 0.3
-    for ox, oy in obstacle_positions():
-        if lo <= ox <= hi:
-            ax.add_patch(plt.Circle((ox, oy), radius, color="0.6"))
+            ax.plot(sx, sy, ".", color=_COLOURS[name], ms=2, alpha=0.5, label="head as used (tracked)")
+    lo, hi = min(xs) - 0.3, max(xs) + 0.3
+    if summ.get("world", "channel") == "channel":
+        for ox, oy in obstacle_positions():
+            if lo <= ox <= hi:
+                ax.add_patch(plt.Circle((ox, oy), 0.05, color="0.6"))
+                ys += [oy]
     for i, (tx, ty) in enumerate(targets):
         ax.add_patch(plt.Circle((tx, ty), tol, fill=False, ls="--", color="k"))
         ax.annotate(str(i + 1), (tx, ty), ha="center", va="center", fontsize=8)
     ax.set_xlim(lo, hi)
+    ax.set_ylim(min(ys) - 0.2, max(ys) + 0.2)
     ax.set_aspect("equal")
     ax.set_xlabel("x [m]")
     ax.set_ylabel("y [m]")
-    ax.legend(loc="upper left", fontsize=7)
-    ax.set_title("closed loop: head paths among the posts")
+    ax.legend(loc="best", fontsize=7)
+    ax.set_title(f"closed loop, {summ.get('world', 'channel')} world, seed {summ['seed']}: head paths")
     buf = io.BytesIO()
     fig.tight_layout()
     fig.savefig(buf, format="png", dpi=120)

@@ -90,6 +90,33 @@ class ContactParams:
     solimp: tuple[float, float, float] = (0.9, 0.95, 0.001)
 
 
+@dataclass(frozen=True)
+class WheelParams:
+    """Passive wheels, one per link: a thin disc under the link's centre on a free hinge across the link.
+
+    The wheel rolls along the link (resisted only by the hinge's ``damping``) and slides sideways
+    against the floor's Coulomb friction ``friction``: MuJoCo's own rolling contact gives the body the
+    anisotropic friction (low along each link, high across it) that lateral undulation pushes against.
+    The wheels are collision geometry (group 3, hidden in renders, never in masks); with wheels only
+    they touch the floor (the links' collision geoms still touch obstacles and each other).
+
+    radius: wheel radius [m]; None: the link's radius + 5 mm (the links clear the floor).
+    width: disc width [m]; default 0.01. mass: [kg] per wheel; default 0.005.
+    friction: sliding μ of wheel on floor (sideways); default 1.0.
+    damping: hinge damping [N·m·s/rad], the rolling resistance; default 1e-4.
+    """
+
+    radius: Optional[float] = None
+    width: float = 0.01
+    mass: float = 0.005
+    friction: float = 1.0
+    damping: float = 1e-4
+
+
+#: contact bits with wheels: the floor touches only the wheels (bit 2); links, obstacles bit 1
+_WHEEL_BITS = "2"
+
+
 def _f(*xs: float) -> str:
     return " ".join(f"{float(x):.9g}" for x in xs)
 
@@ -114,8 +141,11 @@ def add_robot(
     base_quat: Sequence[float] = (1.0, 0.0, 0.0, 0.0),
     free: bool = True,
     contact: ContactParams = ContactParams(),
+    wheels: Optional[WheelParams] = None,
 ) -> ET.Element:
-    """Append the robot's body tree under ``parent``; returns the ``link_1`` body."""
+    """Append the robot's body tree under ``parent``; returns the ``link_1`` body.
+
+    wheels: a passive wheel under each link's centre (:class:`WheelParams`), or None."""
     vis = robot.visual
     shape = collision_shape(robot)
     body = ET.SubElement(parent, "body", name="link_1", pos=_f(*base_pos), quat=_f(*base_quat))
@@ -151,6 +181,16 @@ def add_robot(
         ET.SubElement(body, "geom", name=f"col_link_{i + 1}", **where,
                       mass=_f(link.mass), friction=_f(contact.snake_friction, 0.005, 0.0001),
                       group=str(COLLISION_GROUP), rgba="0.5 0.5 0.5 0.3")
+        if wheels is not None:
+            r_w = link.radius + 0.005 if wheels.radius is None else wheels.radius
+            wb = ET.SubElement(body, "body", name=f"wheel_{i + 1}", pos=_f(0.5 * L, 0, 0))
+            ET.SubElement(wb, "joint", name=f"wheel_{i + 1}", type="hinge", axis="0 1 0",
+                          damping=_f(wheels.damping), armature="1e-6")
+            ET.SubElement(wb, "geom", name=f"col_wheel_{i + 1}", type="cylinder",
+                          fromto=_f(0, -0.5 * wheels.width, 0, 0, 0.5 * wheels.width, 0), size=_f(r_w),
+                          mass=_f(wheels.mass), friction=_f(wheels.friction, 0.005, 0.0001),
+                          contype=_WHEEL_BITS, conaffinity=_WHEEL_BITS, condim="3",
+                          group=str(COLLISION_GROUP), rgba="0.2 0.2 0.2 0.3")
         rgba = vis.head_rgba if i == n - 1 else vis.rgba
         ET.SubElement(body, "geom", name=f"vis_link_{i + 1}", type="cylinder", fromto=_f(0, 0, 0, L, 0, 0),
                       size=_f(vis.body_radius[i]), rgba=_f(*rgba), group=str(VISUAL_GROUP),
@@ -190,6 +230,7 @@ def build_world(
     contact: ContactParams = ContactParams(),
     torque_limit: Optional[float] = 5.0,
     floor_size: float = 50.0,
+    wheels: Optional[WheelParams] = None,
 ) -> ET.Element:
     """A complete MJCF ``<mujoco>`` element: floor, optional obstacles, the robot, motors.
 
@@ -197,6 +238,7 @@ def build_world(
     base_pos: link 1 origin [m]; default puts the robot straight along +x with
         its head point at the origin (as in the paper's start) and resting on the floor.
     torque_limit: adds one motor per joint coordinate when not None.
+    wheels: passive wheels under the links (:class:`WheelParams`); then only they touch the floor.
     """
     root = ET.Element("mujoco", model=f"snaketrack-{robot.name}")
     ET.SubElement(root, "compiler", angle="radian", autolimits="true")
@@ -207,8 +249,9 @@ def build_world(
     ET.SubElement(visual, "global", offwidth="1920", offheight="1080")
     world = ET.SubElement(root, "worldbody")
     ET.SubElement(world, "light", name="sun", pos="0 0 5", dir="0 0 -1", directional="true")
+    bits = {} if wheels is None else {"contype": _WHEEL_BITS, "conaffinity": _WHEEL_BITS}
     ET.SubElement(world, "geom", name="floor", type="plane", size=_f(floor_size, floor_size, 0.1),
-                  friction=_f(contact.floor_friction, 0.005, 0.0001), rgba="0.55 0.55 0.5 1")
+                  friction=_f(contact.floor_friction, 0.005, 0.0001), rgba="0.55 0.55 0.5 1", **bits)
     if obstacles is not None:
         for k, (x, y) in enumerate(np.asarray(obstacles, dtype=float).reshape(-1, 2)):
             ET.SubElement(world, "geom", name=f"obstacle_{k}", type="cylinder", pos=_f(x, y, obstacle_height / 2),
@@ -216,8 +259,10 @@ def build_world(
                           friction=_f(contact.obstacle_friction, 0.005, 0.0001), rgba="0.35 0.3 0.25 1")
     if base_pos is None:
         z = max(l.radius for l in robot.links)
+        if wheels is not None:
+            z = wheels.radius if wheels.radius is not None else z + 0.005
         base_pos = (-(robot.total_length - 0.5 * robot.links[-1].length), 0.0, z)
-    add_robot(world, robot, base_pos=base_pos, base_quat=base_quat, contact=contact)
+    add_robot(world, robot, base_pos=base_pos, base_quat=base_quat, contact=contact, wheels=wheels)
     if torque_limit is not None:
         add_motors(root, robot, torque_limit)
     return root

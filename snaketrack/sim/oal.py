@@ -54,6 +54,7 @@ from snaketrack.models.robot import Robot, load_robot
 from snaketrack.sim.gait import RESUME_MODES, Gait, GaitParams
 from snaketrack.sim.mjcf import (
     ContactParams,
+    WheelParams,
     build_world,
     joint_dof_addresses,
     joint_qpos_addresses,
@@ -91,6 +92,8 @@ class OALConfig:
     init_noise: std [rad] of the seeded Gaussian perturbation of the initial
         joint angles (0 = exactly straight, the paper's φ = 0; default 1 mrad,
         far too small to touch the obstacles).
+    wheels: passive wheels under the links (:class:`~snaketrack.sim.mjcf.WheelParams`: they roll
+        along each link and grip across it), or None (default: the links slide on the floor).
     """
 
     duration: float = 10.0
@@ -116,6 +119,7 @@ class OALConfig:
     obstacle_radius: float = 0.05
     obstacle_height: float = 0.10
     init_noise: float = 1e-3
+    wheels: Optional[WheelParams] = None
 
     def __post_init__(self) -> None:
         def pos(name: str, allow_zero: bool = False) -> None:
@@ -183,6 +187,7 @@ def _world(config: OALConfig, robot: Robot):
         timestep=config.dt,
         contact=config.contact_params(),
         torque_limit=config.torque_limit,
+        wheels=config.wheels,
     )
 
 

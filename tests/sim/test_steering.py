@@ -10,6 +10,7 @@ import pytest
 
 from snaketrack.errors import InputError
 from snaketrack.estimation.base import JacobianEstimator
+from snaketrack.models.robot import load_robot
 from snaketrack.service.client import RobotState
 from snaketrack.sim.loop_controller import controller_main
 from snaketrack.sim.oal import OALConfig, simulate_oal
@@ -62,7 +63,8 @@ class Fixed(JacobianEstimator):
 def test_head_steering_one_step_by_hand():
     J = np.array([[0.0, 0.0, 0.1], [0.0, 0.0, 0.2]])
     est = Fixed(J)
-    cfg = SteeringConfig(speed=0.2, gain=1.0, damping=0.0, offset_limit=1.0, smoothing=1.0, leak=0.0, tolerance=0.05)
+    cfg = SteeringConfig(speed=0.2, gain=1.0, damping=0.0, offset_limit=1.0, smoothing=1.0, leak=0.0, tolerance=0.05,
+                         joints="head", lateral=False)
     s = HeadSteering([(1.0, 1.0)], 3, cfg, estimator=est)
     s.step(0.0, 0, np.zeros(3), None, np.array([0.0, 0.0]))
     cmd = s.step(0.5, 1, np.array([0.0, 0.0, 0.1]), None, np.array([0.1, 0.0]))
@@ -75,12 +77,26 @@ def test_head_steering_one_step_by_hand():
     delta = (g @ e) / (g @ g) * 0.5
     assert s.delta == pytest.approx(delta)
     np.testing.assert_allclose(cmd.offset, [0.0, 0.0, delta])
-    assert not cmd.halt and cmd.waypoint == 0
+    assert cmd.waypoint == 0
     # a lost state holds the offset and measures nothing
     s.step(1.0, 2, np.zeros(3), None, np.array([5.0, 5.0]), status="lost")
     assert s.delta == pytest.approx(delta) and len(est.seen) == 1
-    # reaching the only waypoint halts
-    assert s.step(1.5, 3, np.zeros(3), None, np.array([1.0, 1.02])).halt and s.reach_times == [1.5]
+    # reaching the only waypoint is recorded; the controller keeps aiming at it
+    assert s.step(1.5, 3, np.zeros(3), None, np.array([1.0, 1.02])).waypoint == 0 and s.reach_times == [1.5]
+
+
+def test_the_lateral_law_inverts_only_the_part_of_j_b_across_the_travel():
+    J = np.array([[0.3, 0.3, 0.3], [0.0, 0.0, 0.1]])  # g = J 1 = (0.9, 0.1)
+    est = Fixed(J)
+    cfg = SteeringConfig(speed=0.2, gain=1.0, damping=0.0, offset_limit=1.0, smoothing=1.0, leak=0.0, tolerance=0.05)
+    s = HeadSteering([(1.0, 1.0)], 3, cfg, estimator=est)
+    np.testing.assert_allclose(s.direction, np.ones(3))  # the default: a curvature bias on all joints
+    s.step(0.0, 0, np.zeros(3), None, np.array([0.0, 0.0]))
+    cmd = s.step(0.5, 1, np.zeros(3), None, np.array([0.1, 0.0]))
+    vd = 0.2 * np.array([0.9, 1.0]) / np.hypot(0.9, 1.0)
+    # travel along x: g across it is (0, 0.1), e = (0, vd_y); delta = vd_y / 0.1 * 0.5
+    assert s.delta == pytest.approx(vd[1] / 0.1 * 0.5)
+    np.testing.assert_allclose(cmd.offset, np.full(3, s.delta))
 
 
 def test_bad_settings_are_input_errors():
@@ -108,29 +124,40 @@ def test_an_offset_bends_the_joints_towards_it():
     np.testing.assert_allclose(b.phi[:3], a.phi[:3], atol=0.05)
 
 
+def _wave(t, n=10):
+    """The gait's joint angles (n,) [rad] at t [s]: the wave runs from the head (last joint) to the tail."""
+    return 0.5 * np.sin(4.0 * t + np.pi / 3 * np.arange(n))
+
+
 def _state(k, head_cam):
-    return RobotState(frame=k, t=0.1 * k, q=np.full(4, 0.01 * k), qdot=None, base_position=np.zeros(3),
+    return RobotState(frame=k, t=0.1 * k, q=_wave(0.1 * k), qdot=None, base_position=np.zeros(3),
                       base_quat=np.array([1.0, 0, 0, 0]), head=np.asarray(head_cam, float), status="tracked",
                       iou=1.0, capture_time=0.0, publish_time=0.0, received_time=0.0, row={})
 
 
 def test_the_controller_gets_only_its_links_and_the_camera_pose():
     assert list(inspect.signature(controller_main).parameters) == [
-        "link", "commands", "results", "camera_positions", "camera_rotations", "targets", "n_joints", "steering"]
+        "link", "commands", "results", "camera_positions", "camera_rotations", "targets", "robot", "steering"]
     # a camera 2 m up looking down: camera x = world x, camera y = -world y, camera z = -world z
     R = np.diag([1.0, -1.0, -1.0])
-    positions, rotations = np.tile([0.0, 0.0, 2.0], (5, 1)), np.tile(R, (5, 1, 1))
+    n = 25
+    positions, rotations = np.tile([0.0, 0.0, 2.0], (n, 1)), np.tile(R, (n, 1, 1))
     link, commands, results = queue.Queue(), queue.Queue(), queue.Queue()
-    for k in range(5):
-        link.put(_state(k, [0.1 * k, -0.02, 2.0]))  # world head (0.1k, 0.02, 0)
+    for k in range(n):
+        link.put(_state(k, [0.015 * k, -0.02, 2.0]))  # world head (0.015k, 0.02, 0)
     link.put(None)
-    controller_main(link, commands, results, positions, rotations, np.array([[0.3, 0.0]]), 4, SteeringConfig())
+    controller_main(link, commands, results, positions, rotations, np.array([[0.3, 0.0]]),
+                    load_robot("planar-snake-11"), SteeringConfig())
     assert results.get_nowait() == ("ready", None)
     kind, log = results.get_nowait()
-    assert kind == "log" and log["reach_times"] == [pytest.approx(0.3)]  # within 0.1 m of (0.3, 0) at frame 3
-    np.testing.assert_allclose([(r["head_x"], r["head_y"]) for r in log["rows"]], [(0.1 * k, 0.02) for k in range(4)])
-    cmds = [commands.get_nowait() for _ in range(4)]
-    assert [c.frame for c in cmds] == [0, 1, 2, 3] and cmds[-1].halt
+    # the first 19 states are held (the head/tail check's window is not full); the 20th, at 0.285 m, is
+    # within 0.1 m of (0.3, 0) and read the right way round
+    assert kind == "log" and log["reach_times"] == [pytest.approx(1.9)] and log["flipped_states"] == 0
+    assert [r["reversed"] for r in log["rows"]] == [None] * 19 + [False] * 6
+    np.testing.assert_allclose([(r["head_x"], r["head_y"]) for r in log["rows"]],
+                               [(0.015 * k, 0.02) for k in range(n)])
+    cmds = [commands.get_nowait() for _ in range(n)]
+    assert [c.frame for c in cmds] == list(range(n))  # one command per state
 
 
 def test_the_controller_module_loads_no_simulator():

@@ -14,7 +14,7 @@
 Usage::
 
     MUJOCO_GL=egl .venv/bin/python scripts/bench_batch.py [--data bench_data] [--videos 4] [--frames 90]
-        [--long-frames 600] [--workers 2] [--out bench_out/batch] [--no-training]
+        [--long-frames 600] [--workers 2] [--track-size WxH] [--out bench_out/batch] [--no-training]
 
 Progress goes to stderr; the last line printed is one JSON object with ``serial_s``,
 ``ray_2workers_s``, ``speedup_x``, ``chunked_speedup_x``, ``ddp_2workers_epoch_s`` and ``single_epoch_s``.
@@ -33,7 +33,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-TRACK = {"track_size": "320x180", "no_video": True}
+TRACK = {"no_video": True}
 
 
 def _render(data: Path, name: str, scene: str, seed: int, frames: int) -> Path:
@@ -51,8 +51,8 @@ def _render(data: Path, name: str, scene: str, seed: int, frames: int) -> Path:
     return path
 
 
-def measure_campaign(clips: list[Path], out: Path, workers: int) -> dict:
-    """The campaign serially and on Ray (module doc)."""
+def measure_campaign(clips: list[Path], out: Path, workers: int, track_size: str | None = None) -> dict:
+    """The campaign serially and on Ray (module doc); ``track_size`` WxH or None (the frames' own)."""
     import ray
     import torch
     import yaml
@@ -63,7 +63,7 @@ def measure_campaign(clips: list[Path], out: Path, workers: int) -> dict:
     from snaketrack.io import read_csv_columns
 
     out.mkdir(parents=True, exist_ok=True)
-    spec = {"robot": "planar-snake-11", "masks": "truth", "track": TRACK,
+    spec = {"robot": "planar-snake-11", "masks": "truth", "track": {**TRACK, "track_size": track_size},
             "videos": [{"path": str(c)} for c in clips]}
     (out / "campaign.yaml").write_text(yaml.safe_dump(spec))
     campaign = load_campaign(out / "campaign.yaml")
@@ -99,8 +99,8 @@ def measure_campaign(clips: list[Path], out: Path, workers: int) -> dict:
             "campaign_tracks_equal": equal}
 
 
-def measure_chunks(clip: Path, out: Path, workers: int) -> dict:
-    """One long clip in one pass and in 2 chunks (module doc)."""
+def measure_chunks(clip: Path, out: Path, workers: int, track_size: str | None = None) -> dict:
+    """One long clip in one pass and in 2 chunks (module doc); ``track_size`` WxH or None (the frames' own)."""
     import ray
 
     from snaketrack.batch.chunks import track_chunked
@@ -108,7 +108,7 @@ def measure_chunks(clip: Path, out: Path, workers: int) -> dict:
     from snaketrack.tracker.pipeline import PipelineConfig
     from snaketrack.tracker.run import RunOptions, track_source
 
-    config = PipelineConfig(track_size=parse_size(TRACK["track_size"], "--track-size"))
+    config = PipelineConfig(track_size=parse_size(track_size, "--track-size") if track_size else None)
     t0 = time.perf_counter()
     whole = track_source(clip, out / "sequential", config=config,
                          options=RunOptions(video=False, plots=False, progress=False))
@@ -135,6 +135,8 @@ def main(argv=None) -> int:
     ap.add_argument("--long-frames", type=int, default=600, help="frames of the long clip (default 600)")
     ap.add_argument("--workers", type=int, default=2, help="CPUs of the local Ray (default 2)")
     ap.add_argument("--out", default="bench_out/batch", help="output folder")
+    ap.add_argument("--track-size", default=None, metavar="WxH",
+                    help="tracking size (default: the frames' own, 640x360, as `snaketrack track`)")
     ap.add_argument("--no-training", action="store_true", help="skip the training measurement")
     args = ap.parse_args(argv)
     data, out = Path(args.data), Path(args.out)
@@ -143,9 +145,10 @@ def main(argv=None) -> int:
     long_clip = _render(data, f"drone-planar-snake-11-s100-{args.long_frames}f", "drone", 100, args.long_frames)
     print("campaign: serial, then on Ray", file=sys.stderr)
     result = {"workers": args.workers, "cpus": os.cpu_count(),
-              **measure_campaign(clips, out / "campaign", args.workers)}
+              "track_size": args.track_size or "frames' own",
+              **measure_campaign(clips, out / "campaign", args.workers, args.track_size)}
     print("long clip: one pass, then 2 chunks", file=sys.stderr)
-    result.update(measure_chunks(long_clip, out / "chunks", args.workers))
+    result.update(measure_chunks(long_clip, out / "chunks", args.workers, args.track_size))
     if not args.no_training:
         from bench_train_ddp import measure_training
 

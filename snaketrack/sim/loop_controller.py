@@ -76,35 +76,6 @@ def open_states(link: Any, timeout: float = STATE_TIMEOUT_S) -> Iterator:
     return from_queue()
 
 
-def _quat_matrix(q: np.ndarray) -> np.ndarray:
-    """Rotation (3, 3) of a quaternion (4,) as (w, x, y, z) (normalised first).
-
-    >>> np.round(_quat_matrix(np.array([np.cos(np.pi / 4), 0, 0, np.sin(np.pi / 4)])) @ [1.0, 0, 0], 6).tolist()
-    [0.0, 1.0, 0.0]
-    """
-    w, x, y, z = np.asarray(q, float) / np.linalg.norm(q)
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
-
-
-def reverse_joints(robot, q: np.ndarray) -> np.ndarray:
-    """Joint coordinates (J,) of the same body read from the other end: joints in reverse order, each
-    joint's ``z`` (yaw) angle negated, its other axes kept (exact for single-axis joints).
-
-    >>> from snaketrack.models.robot import load_robot
-    >>> reverse_joints(load_robot("planar-snake-11"), np.arange(10.0)).tolist()[:3]
-    [-9.0, -8.0, -7.0]
-    """
-    q = np.asarray(q, float)
-    blocks, k = [], 0
-    for joint in robot.joints:
-        vals = q[k:k + len(joint.axes)]
-        blocks.append([(-v if ax == "z" else v) for ax, v in zip(joint.axes, vals)])
-        k += len(joint.axes)
-    return np.array([v for blk in reversed(blocks) for v in blk])
-
-
 def reverse_state(robot, q: np.ndarray, qdot: Optional[np.ndarray], base_position: np.ndarray,
                   base_quat: np.ndarray) -> tuple[np.ndarray, Optional[np.ndarray], np.ndarray]:
     """A state read backwards, turned round: (q' (J,) [rad], q̇' (J,) [rad/s] or None, head (3,) [m]).
@@ -112,7 +83,12 @@ def reverse_state(robot, q: np.ndarray, qdot: Optional[np.ndarray], base_positio
     base_position (3,) [m] and base_quat (4,) (w, x, y, z) are the streamed link 1's frame (camera
     frame); the true head is then the centre of that link, ``base + R_base (L_1 / 2, 0, 0)``, in the
     same frame."""
-    R = _quat_matrix(base_quat)
+    import torch
+
+    from snaketrack.models.rotations import quat_to_matrix
+    from snaketrack.tracker.reading import reverse_joints
+
+    R = quat_to_matrix(torch.as_tensor(np.asarray(base_quat, float))).numpy()
     head = np.asarray(base_position, float) + R[:, 0] * 0.5 * float(robot.links[0].length)
     qd = None if qdot is None else reverse_joints(robot, qdot)
     return reverse_joints(robot, q), qd, head

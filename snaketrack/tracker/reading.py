@@ -20,8 +20,8 @@ The assumption — the robot crawls forward with a travelling wave — is the
 tracker's to use or not (``TrackerConfig.wave_check``); a robot backing up
 or standing still gives a small or wrong-signed S.
 
-:func:`flip_pose` turns a pose vector into the same body read from the
-other end (exact for single-axis joints and equal links; for multi-axis
+:func:`flip_pose` turns a pose vector (and :func:`reverse_joints` the joint
+angles alone) into the same body read from the other end (exact for single-axis joints and equal links; for multi-axis
 joints the reversed axis order is approximated, and the tracker refines
 the result).
 """
@@ -72,12 +72,28 @@ def wave_direction(q: np.ndarray, max_lag: int = 8) -> float:
     return diff / norm if norm > 0 else 0.0
 
 
+def reverse_joints(robot: Robot, q: np.ndarray) -> np.ndarray:
+    """Joint coordinates (J,) of the same body read from the other end: joints in reverse order, each
+    joint's ``z`` (yaw) angle negated, its other axes kept (exact for single-axis joints).
+
+    >>> from snaketrack.models.robot import load_robot
+    >>> reverse_joints(load_robot("planar-snake-11"), np.arange(10.0)).tolist()[:3]
+    [-9.0, -8.0, -7.0]
+    """
+    q = np.asarray(q, float)
+    blocks, k = [], 0
+    for joint in robot.joints:
+        vals = q[k:k + len(joint.axes)]
+        blocks.append([(-v if ax == "z" else v) for ax, v in zip(joint.axes, vals)])
+        k += len(joint.axes)
+    return np.array([v for blk in reversed(blocks) for v in blk])
+
+
 def flip_pose(robot: Robot, layout, x: np.ndarray) -> np.ndarray:
     """The pose vector (D,) of the same body read from the other end (module doc).
 
     New base: the head end of the last link's axis, x axis reversed (turned
-    by π about its z); joint j' = J + 1 − j with its axes' angles
-    ``(z, x, y) → (−z, x, y)``.
+    by π about its z); joints as :func:`reverse_joints` gives them.
     """
     x = np.asarray(x, float)
     q, R0, t0 = layout.to_fk(torch.as_tensor(x)[None])
@@ -85,14 +101,7 @@ def flip_pose(robot: Robot, layout, x: np.ndarray) -> np.ndarray:
     Rn = pose.rotations[0, -1].numpy()
     end = pose.ends[0, -1].numpy()
     Rz_pi = np.diag([-1.0, -1.0, 1.0])
-    qn = np.asarray(x[layout.q], float)
-    blocks, k = [], 0
-    for joint in robot.joints:
-        vals = qn[k:k + len(joint.axes)]
-        blocks.append([(-v if ax == "z" else v) for ax, v in zip(joint.axes, vals)])
-        k += len(joint.axes)
-    q_new = np.array([v for blk in reversed(blocks) for v in blk])
-    q_new = np.clip(q_new, robot.lower, robot.upper)
+    q_new = np.clip(reverse_joints(robot, x[layout.q]), robot.lower, robot.upper)
     return layout.pack(q_new, Rn @ Rz_pi, end, reference=x)
 
 

@@ -12,8 +12,9 @@ from snaketrack.models.robot import load_robot
 from snaketrack.sim.closed_loop import ClosedLoopConfig, parse_targets
 from snaketrack.sim.closed_loop_outputs import route_distance
 from snaketrack.sim.gait import Gait, GaitParams
-from snaketrack.sim.loop_controller import ChainReading, LoopController, reverse_joints
+from snaketrack.sim.loop_controller import ChainReading, LoopController
 from snaketrack.sim.steering import SteeringConfig
+from snaketrack.tracker.reading import reverse_joints
 
 ROBOT = load_robot("planar-snake-11")
 

@@ -71,10 +71,7 @@ def stitch(parts: list[list[dict]], n_joints: int, agree: float = 0.1) -> tuple[
         candidates = [r for r in later if r["frame"] in earlier and r["frame"] >= overlap[len(overlap) // 2]]
         scored = [(_difference(earlier[r["frame"]], r, n_joints), r["frame"]) for r in candidates
                   if r["status"] == "tracked" and earlier[r["frame"]]["status"] == "tracked"]
-        if scored:
-            diff, switch = min(scored)
-        else:
-            diff, switch = float("inf"), overlap[-1]
+        diff, switch = min(scored, default=(float("inf"), overlap[-1]))
         agreed = diff <= agree
         if not agreed:
             switch = overlap[-1]
@@ -88,20 +85,15 @@ def track_range(source: str, robot: Optional[str], intrinsics, masks: Optional[s
     """Track frames ``[start, stop)`` of ``source`` from scratch; ``{"rows": [...], "track_s": float}``."""
     import torch
 
-    from snaketrack.tracker.gravity import open_up
-    from snaketrack.tracker.run import open_session
+    from snaketrack.tracker.run import open_session, open_up_source, step_frames
 
     torch.set_num_threads(max(1, threads))
     frames, session, mask_source = open_session(source, robot, intrinsics, masks, config)
-    up_source = open_up(up, frames.truth, int(frames.meta.get("seed", 0) or 0))
+    up_source = open_up_source(frames, up, config)
     rows = []
     session.start()
-    for i, rgb in frames.frames(start=start):
-        if i >= stop:
-            break
-        truth = frames.mask(i) if session.truth_masks else None
-        u = up_source(i) if up_source is not None else None
-        rows += [r.row for r in session.step(rgb, mask_source(i), up=u, index=i, truth_mask=truth)]
+    for results in step_frames(frames, session, mask_source, up_source, start, stop):
+        rows += [r.row for r in results]
     rows += [r.row for r in session.close()]
     return {"rows": rows, "track_s": session.track_time_s, "columns": session.extra_columns,
             "dof": session.robot.dof}
@@ -121,9 +113,11 @@ def track_chunked(source: str | os.PathLike, out: str | os.PathLike, chunks: int
     from snaketrack.datasets.video import open_frames
     from snaketrack.io import read_csv_columns, write_json
     from snaketrack.tracker.outputs import TrackWriter
+    from snaketrack.tracker.run import open_up_source
 
     frames = open_frames(source)
     ranges = chunk_ranges(len(frames), chunks, overlap)
+    open_up_source(frames, up, config)  # a missing up direction is one line here, not a failed task
     connect(address, workers)
     task = ray.remote(num_cpus=1, max_retries=2)(track_range)
     t0 = time.time()

@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import numpy as np
 
@@ -132,22 +132,47 @@ def open_session(source: str | os.PathLike, robot: Optional[str] = None, intrins
     return frames, session, mask_source
 
 
+def open_up_source(frames, up: Optional[str], config: PipelineConfig = PipelineConfig()):
+    """The up direction per frame of ``frames`` (``--up``: :func:`~snaketrack.tracker.gravity.open_up`),
+    or None; :class:`InputError` when ``config`` holds the robot to the ground and there is none."""
+    from snaketrack.tracker.gravity import open_up
+
+    up_source = open_up(up, frames.truth, int(frames.meta.get("seed", 0) or 0))
+    if config.needs_up and up_source is None:
+        flag = "--static-camera" if config.static_camera else "--track-ground"
+        raise InputError(f"{flag} holds the robot to the ground, which needs its up direction: "
+                         "give --up IMU.csv (or sim-imu for a synthetic dataset)")
+    return up_source
+
+
+def step_frames(frames, session: TrackingSession, mask_source: "MaskSource", up_source=None,
+                start: int = 0, stop: Optional[int] = None) -> Iterator[list]:
+    """Step the started ``session`` through frames ``[start, stop)`` of ``frames`` (``stop`` None: to the
+    end), each with its mask, up direction and (when the session scores against truth) truth mask;
+    yields each step's finished :class:`~snaketrack.tracker.pipeline.FrameResult` list. Neither starts
+    nor closes the session."""
+    for i, rgb in frames.frames(start=start):
+        if stop is not None and i >= stop:
+            return
+        up = up_source(i) if up_source is not None else None
+        mask = mask_source(i)
+        truth = None
+        if session.truth_masks:  # the observed mask when it is the truth: read once
+            truth = mask if mask_source.kind == "truth" else frames.mask(i)
+        yield session.step(rgb, mask, up=up, index=i, truth_mask=truth)
+
+
 def track_source(source: str | os.PathLike, out: str | os.PathLike, robot: Optional[str] = None,
                  intrinsics=None, masks: Optional[str] = None,
                  config: PipelineConfig = PipelineConfig(), options: RunOptions = RunOptions()) -> dict:
     """Track ``source`` into the folder ``out`` (module doc); returns the summary (with ``metrics.json``'s
     figures when the source has truth)."""
-    from snaketrack.tracker.gravity import open_up
     from snaketrack.tracker.outputs import OverlayVideo, StateStream, TrackWriter, overlay_frame
 
     out = Path(out)
     frames, session, mask_source = open_session(source, robot, intrinsics, masks, config)
     robot_model = session.robot
-    up_source = open_up(options.up, frames.truth, int(frames.meta.get("seed", 0) or 0))
-    if config.needs_up and up_source is None:
-        flag = "--static-camera" if config.static_camera else "--track-ground"
-        raise InputError(f"{flag} holds the robot to the ground, which needs its up direction: "
-                         "give --up IMU.csv (or sim-imu for a synthetic dataset)")
+    up_source = open_up_source(frames, options.up, config)
     n_total = len(frames) or None
     if options.max_frames is not None:
         if options.max_frames < 1:
@@ -174,17 +199,12 @@ def track_source(source: str | os.PathLike, out: str | os.PathLike, robot: Optio
     session.start()
     try:
         try:
-            for i, rgb in frames.frames():
-                if n_total is not None and n >= n_total:
-                    break
-                up = up_source(i) if up_source is not None else None
-                mask = mask_source(i)
-                truth = None
-                if session.truth_masks:  # the observed mask when it is the truth: read once
-                    truth = mask if mask_source.kind == "truth" else frames.mask(i)
-                emit(session.step(rgb, mask, up=up, index=i, truth_mask=truth))
+            for results in step_frames(frames, session, mask_source, up_source):
+                emit(results)
                 n += 1
                 bar.update(1)
+                if n_total is not None and n >= n_total:
+                    break
         finally:  # the frames still held are written as tracked (interrupted or at the end)
             emit(session.close())
     finally:

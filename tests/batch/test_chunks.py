@@ -61,3 +61,15 @@ def test_a_chunked_track_stitches_into_the_sequential_ones_accuracy(tmp_path):
     assert np.array_equal(frames, np.arange(24))
     for key in ("joint_error_rad", "base_position_error_m"):
         assert chunked[key] <= 1.1 * whole[key] + 1e-3, key
+
+
+def test_a_chunked_track_that_needs_an_up_direction_fails_before_ray_starts(tmp_path):
+    import ray
+
+    from snaketrack.batch.chunks import track_chunked
+    from snaketrack.tracker.pipeline import PipelineConfig
+
+    ds = write_posed_dataset(tmp_path / "ds", 24, seed=6)
+    with pytest.raises(InputError, match="up direction"):
+        track_chunked(ds, tmp_path / "o", chunks=2, overlap=6, config=PipelineConfig(static_camera=True))
+    assert not ray.is_initialized() and not (tmp_path / "o").exists()

@@ -144,8 +144,15 @@ def load_campaign(path: str | os.PathLike) -> Campaign:
     if fov_deg is not None:
         if intrinsics is not None:
             problems.append("fov_deg: give intrinsics or fov_deg, not both")
-        elif isinstance(fov_deg, bool) or not isinstance(fov_deg, (int, float)) or not 0 < fov_deg < 180:
-            problems.append(f"fov_deg: {fov_deg!r}; expected a horizontal field of view in (0, 180) degrees")
+        elif isinstance(fov_deg, bool) or not isinstance(fov_deg, (int, float)):
+            problems.append(f"fov_deg: {fov_deg!r}; expected a horizontal field of view in degrees")
+        else:
+            from snaketrack.tracker.camera import FieldOfView
+
+            try:
+                FieldOfView(fov_deg)
+            except InputError as e:
+                problems.append(f"fov_deg: {fov_deg!r}; {str(e).split('; ', 1)[-1]}")
     masks = str(data.get("masks", "truth"))
     if masks.startswith("segmenter:"):
         model = where(masks[len("segmenter:"):])

@@ -113,6 +113,11 @@ def check_workers(workers: int, batch_size: int, nnodes: int = 1, node_rank: int
                          f"use a multiple of {world}")
     if nnodes > 1 and not address:
         raise InputError(f"--nnodes {nnodes}: give --address HOST:PORT of the machine with --node-rank 0")
+    return parse_address(address)
+
+
+def parse_address(address: Optional[str]) -> tuple[str, int]:
+    """The rendezvous (host, port) of ``address`` (``HOST:PORT``); ``("", 0)`` when none is given."""
     if not address:
         return "", 0
     host, _, port = str(address).rpartition(":")
@@ -135,7 +140,7 @@ def launch(fn: Callable[..., Any], args: tuple = (), workers: int = 2, address: 
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
-    host, port = check_workers(workers, workers * nnodes, nnodes, node_rank, address)
+    host, port = parse_address(address)
     if host:  # torchrun's static rendezvous: node ranks as given, node 0 holds the store at HOST:PORT
         rdzv = dict(rdzv_backend="static", rdzv_endpoint=f"{host}:{port}", run_id="snaketrack",
                     rdzv_configs={"rank": int(node_rank), "timeout": int(TIMEOUT_S)})

@@ -4,7 +4,7 @@
   estimate, first as a user would run them one after another (the single-video commands in this
   process, torch's default threads: ``serial_s``; and on one thread: ``serial_1thread_s``), then
   as ``snaketrack batch`` on a local Ray with ``--workers`` CPUs (``ray_2workers_s``, Ray's start
-  included). ``campaign_tracks_equal`` checks that both runs wrote the same number of states per video.
+  included). ``campaign_frames_equal``: both runs wrote the same frames for every video.
 - **Long clip**: one ``--long-frames`` clip tracked in one pass (``sequential_s``) and in 2 chunks
   on the same Ray (``chunked_s``), with both tracks' errors against the simulator's truth.
 - **Training**: the segmenter for 3 epochs in one process and with 2 DDP workers, same seed and
@@ -90,13 +90,13 @@ def measure_campaign(clips: list[Path], out: Path, workers: int, track_size: str
     ray.shutdown()
     if summary["failed"]:
         raise SystemExit(f"error: the campaign failed: {summary['per_video']}")
-    equal = all(len(read_csv_columns(serial_out / v.name / "track" / "track.csv")["frame"])
-                == len(read_csv_columns(ray_out / v.name / "track" / "track.csv")["frame"])
+    equal = all(list(read_csv_columns(serial_out / v.name / "track" / "track.csv")["frame"])
+                == list(read_csv_columns(ray_out / v.name / "track" / "track.csv")["frame"])
                 for v in campaign.videos)
     return {"videos": len(clips), "serial_threads": default_threads, "serial_s": round(serial_s, 2),
             "serial_1thread_s": round(serial[1], 2), "ray_2workers_s": round(ray_s, 2),
             "speedup_x": round(serial_s / ray_s, 3), "speedup_over_1thread_x": round(serial[1] / ray_s, 3),
-            "campaign_tracks_equal": equal}
+            "campaign_frames_equal": equal}
 
 
 def measure_chunks(clip: Path, out: Path, workers: int, track_size: str | None = None) -> dict:

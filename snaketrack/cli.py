@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
                 groups[key] = group_parser.add_subparsers(dest=f"sub_{depth}", metavar="SUBCOMMAND")
                 group_parser.set_defaults(_group_parser=group_parser)
             sub = groups[key]
-        p = sub.add_parser(words[-1], help=cmd.help, description=cmd.help)
+        p = sub.add_parser(words[-1], help=cmd.help, description=cmd.description or cmd.help)
         cmd.add_arguments(p)
         p.set_defaults(_run=cmd.run)
     return parser

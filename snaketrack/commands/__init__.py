@@ -19,12 +19,14 @@ class Command:
     help: one line for ``--help``.
     add_arguments: adds the command's flags to its parser.
     run: does the work; returns an exit status (None means 0).
+    description: what ``snaketrack NAME --help`` says above the flags (None: ``help``).
     """
 
     name: str
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], Optional[int]]
+    description: Optional[str] = None
 
 
 

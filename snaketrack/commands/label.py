@@ -19,13 +19,22 @@ import json
 from snaketrack.commands import Command, add_camera_arguments, camera_of
 from snaketrack.errors import InputError
 
+#: Horizontal field of view [deg] the guided backend assumes for a video with no calibration and no --fov-deg.
+LABEL_FOV_DEG = 65.0
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("source", metavar="VIDEO|FRAMES_DIR", help="a video file, a folder of images or a dataset folder")
     p.add_argument("--box", required=True, metavar="X,Y,W,H",
                    help="the robot's box in the first frame [pixels]: top-left x, y, width, height")
-    p.add_argument("--backend", choices=("sam", "grabcut"), default=None,
-                   help="box-prompted segmenter (default: sam with --sam-checkpoint, else grabcut)")
+    p.add_argument("--backend", choices=("sam", "guided", "grabcut"), default=None,
+                   help="box-prompted segmenter: sam (Segment Anything), guided (GrabCut guided by the robot's "
+                        "model fitted frame by frame) or grabcut (from the box alone) (default: sam with "
+                        "--sam-checkpoint, else guided when the robot is known, else grabcut)")
+    p.add_argument("--robot", default=None,
+                   help="shipped robot name or robot YAML file, for the guided backend (default: the source's "
+                        "meta.json robot, if any)")
+    add_camera_arguments(p, "the source's meta.json K")
     p.add_argument("--sam-checkpoint", metavar="FILE",
                    help="local Segment Anything weights (required for --backend sam)")
     p.add_argument("--sam-model", choices=("vit_b", "vit_l", "vit_h"), default="vit_b",
@@ -47,17 +56,9 @@ def run(args: argparse.Namespace) -> int:
     src = open_frames(args.source)
     box = parse_box(args.box, src.width, src.height)
     cfg = LabelConfig() if args.dilate is None else LabelConfig(dilate_px=args.dilate)
-    if (args.backend or ("sam" if args.sam_checkpoint else "grabcut")) == "sam":
-        from snaketrack.datasets.sam_backend import SamBackend
-
-        if not args.sam_checkpoint:
-            raise InputError("--backend sam needs --sam-checkpoint FILE (Segment Anything's weights, a file you "
-                             "supply); or use --backend grabcut")
-        backend = SamBackend(args.sam_checkpoint, args.sam_model, device=args.device)
-    else:
-        from snaketrack.datasets.grabcut_backend import GrabCutBackend
-
-        backend = GrabCutBackend()
+    backend = build_backend(args.backend or "default", src, args.robot, camera_of(args),
+                            sam_checkpoint=args.sam_checkpoint, sam_model=args.sam_model, device=args.device,
+                            stride=args.stride)
     res = label_video(src, args.out, backend, box, cfg, stride=args.stride, max_frames=args.max_frames)
     summary = {"out": res.out, "frames": res.frames, "written": res.written, "flagged": res.flagged,
                "flag_counts": res.report["flag_counts"]}
@@ -67,6 +68,48 @@ def run(args: argparse.Namespace) -> int:
         print(f"{res.out}: {res.frames} frames labelled ({res.written} now), {res.flagged} flagged"
               + (f" - see {res.out}/labels_flagged.png" if res.flagged else ""))
     return 0
+
+
+def build_backend(name: str, source=None, robot: str | None = None, intrinsics=None,
+                  sam_checkpoint: str | None = None, sam_model: str = "vit_b", device: str = "cpu", stride: int = 1):
+    """The box-prompted backend ``label`` runs for ``--backend NAME``.
+
+    ``default`` is what ``label`` runs without ``--backend``: SAM when a checkpoint is given, else
+    GrabCut guided by the robot's model when the robot is known (``robot``, or the source's
+    meta.json names one), else GrabCut from the box alone. ``source``: the
+    :class:`~snaketrack.datasets.video.FrameSource` (the guided backend's frame size, rate and camera);
+    ``intrinsics``: a calibration file or ``FieldOfView`` (default: the source's meta.json ``K``).
+    """
+    meta = getattr(source, "meta", {}) or {}
+    if name == "default":
+        name = "sam" if sam_checkpoint else "guided" if (robot or meta.get("robot_file") or meta.get("robot")) \
+            else "grabcut"
+    if name == "sam":
+        from snaketrack.datasets.sam_backend import SamBackend
+
+        if not sam_checkpoint:
+            raise InputError("--backend sam needs --sam-checkpoint FILE (Segment Anything's weights, a file you "
+                             "supply); or use --backend grabcut")
+        return SamBackend(sam_checkpoint, sam_model, device=device)
+    if name == "grabcut":
+        from snaketrack.datasets.grabcut_backend import GrabCutBackend
+
+        return GrabCutBackend()
+    if name == "guided":
+        from snaketrack.datasets.guided_backend import GuidedBackend
+        from snaketrack.models.robot import source_robot
+        from snaketrack.tracker.camera import source_camera
+
+        if source is None:
+            raise InputError("--backend guided needs the video it labels")
+        if intrinsics is None and "K" not in meta:
+            from snaketrack.tracker.camera import FieldOfView
+
+            intrinsics = FieldOfView(LABEL_FOV_DEG)  # the guide's shape barely depends on the focal length
+        cam = source_camera(meta, source.width, source.height, intrinsics, str(source.path))
+        return GuidedBackend(source_robot(robot, meta), cam.K, source.width, source.height,
+                             fps=float(source.fps) / max(int(stride), 1))
+    raise InputError(f"--backend {name}: expected sam, grabcut or guided")
 
 
 def add_fit_arguments(p: argparse.ArgumentParser) -> None:

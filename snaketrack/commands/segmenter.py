@@ -15,29 +15,38 @@ from snaketrack.commands import Command
 
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("datasets", nargs="+", metavar="DATASET", help="labelled dataset folders (frames/ + masks/)")
+    p.add_argument("--recipe", default="cpu", choices=["cpu", "paper"],
+                   help="starting settings the flags below change: cpu, measured on a 2-core CPU from random "
+                        "weights (crops near the robot, lr 2e-3 cosine over --minutes, zoom, rotations, test-time "
+                        "choices on validation); paper, the tracking paper's (whole frames, lr 1e-4, 20 epochs) "
+                        "(default cpu)")
+    p.add_argument("--minutes", "--max-minutes", dest="max_minutes", type=float, default=None, metavar="M",
+                   help="time budget; training stops after the epoch in which it passed, the lr schedule annealed "
+                        "to it (default: 20 with --recipe cpu, none with paper)")
     p.add_argument("--encoder", default="resnet18",
                    help="smp encoder: resnet18 (default), resnet34, mobilenet_v2, efficientnet-b0, ...")
     p.add_argument("--encoder-weights", metavar="FILE", help="local encoder weights file (default: random init)")
-    p.add_argument("--epochs", type=int, default=20, help="epochs (default 20)")
+    p.add_argument("--epochs", type=int, default=None, help="epochs, an upper bound under --minutes (default: 200 "
+                   "with --recipe cpu, 20 with paper)")
     p.add_argument("--batch-size", type=int, default=8, help="batch size (default 8)")
-    p.add_argument("--lr", type=float, default=1e-4, help="Adam learning rate (default 1e-4)")
+    p.add_argument("--lr", type=float, default=None, help="Adam learning rate (default: 2e-3 cpu, 1e-4 paper)")
     p.add_argument("--lr-step-epoch", type=int, default=None, help="epoch at which lr drops x0.1 (default 10)")
     p.add_argument("--input-size", default="640x360", metavar="WxH",
                    help="network input, width x height (default 640x360)")
     p.add_argument("--crop-size", default=None, metavar="WxH",
-                   help="train on crops of this size at the input resolution (default: whole frames)")
-    p.add_argument("--max-val-frames", type=int, default=None, help="cap on validation frames (evenly spaced)")
+                   help="train on crops of this size at the input resolution (default: 160x160 cpu, "
+                        "whole frames paper)")
+    p.add_argument("--max-val-frames", type=int, default=None,
+                   help="cap on validation frames, evenly spaced (default: 16 cpu, all paper)")
     p.add_argument("--val-fraction", type=float, default=None, help="fraction held out for validation (default 0.15)")
-    p.add_argument("--max-minutes", type=float, default=None,
-                   help="stop after the epoch in which this much time passed")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     p.add_argument("--seed", type=int, default=0, help="seed (default 0)")
     p.add_argument("--loss", default=None, help="loss terms joined by '+': bce, dice, iou, lovasz (default bce+dice)")
     p.add_argument("--pos-weight", type=float, default=None, help="BCE weight of robot pixels (default 1)")
     p.add_argument("--schedule", default=None, choices=["step", "cosine", "onecycle"],
-                   help="lr schedule: step (x0.1 at --lr-step-epoch), cosine or onecycle over the run (default step)")
+                   help="lr schedule: step (x0.1 at --lr-step-epoch), cosine or onecycle over the run (default: cosine cpu, step paper)")
     p.add_argument("--p-robot", type=float, default=None,
-                   help="share of --crop-size crops centred near the robot (default 0.7)")
+                   help="share of --crop-size crops centred near the robot (default: 0.9 cpu, 0.7 paper)")
     p.add_argument("--architecture", default=None, choices=["DeepLabV3Plus", "Unet"],
                    help="network (default DeepLabV3Plus)")
     p.add_argument("--fixed-threshold", action="store_true",
@@ -46,7 +55,7 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="inference scales the final choice on validation tries (default 1,1.25,1.5; 1: none)")
     p.add_argument("--flips", default=None, metavar="F,F,...",
                    help="test-time flip counts the final choice tries at the chosen scale: 1 none, 2 left-right, "
-                        "4 and up-down (default 1: none)")
+                        "4 and up-down (default: 1,4 cpu, 1 paper)")
     p.add_argument("--no-select-last", action="store_true",
                    help="keep the best epoch by validation; the last epoch does not compete in the final choice")
     p.add_argument("--tie-tolerance", type=float, default=None,
@@ -56,10 +65,10 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ground-colour", type=float, default=None, metavar="P",
                    help="probability of recolouring the ground of a training sample (default 0)")
     p.add_argument("--zoom", default=None, metavar="LOW,HIGH",
-                   help="training zoom range, log-uniform (default 0.7,1.4): "
+                   help="training zoom range, log-uniform (default: 0.7,2 cpu, 0.7,1.4 paper): "
                         "cover the robot's size in the videos to segment")
     p.add_argument("--rotate", type=float, default=None, metavar="DEG",
-                   help="training rotations drawn from +-DEG degrees (camera roll, other headings; default 0)")
+                   help="training rotations drawn from +-DEG degrees (camera roll, other headings; default: 30 cpu, 0 paper)")
     p.add_argument("--shadow", type=float, default=None, metavar="P",
                    help="probability of a synthetic cast shadow beside the robot in a training sample (default 0)")
     p.add_argument("--precision", default=None, choices=["fp32", "bf16"],
@@ -84,15 +93,17 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
 
 def run_train(args: argparse.Namespace) -> int:
     from snaketrack.errors import InputError
-    from snaketrack.training.config import TrainConfig
+    from snaketrack.training.config import recipe_config
     from snaketrack.training.distributed import check_workers
     from snaketrack.training.model import parse_input_size
     from snaketrack.training.train import train, train_parallel
 
     check_workers(args.workers, args.batch_size, args.nnodes, args.node_rank, args.address)
-    kw = dict(encoder=args.encoder, input_size=parse_input_size(args.input_size), epochs=args.epochs,
-              batch_size=args.batch_size, lr=args.lr, encoder_weights=args.encoder_weights,
-              threads=args.threads, seed=args.seed)
+    kw = dict(encoder=args.encoder, input_size=parse_input_size(args.input_size), batch_size=args.batch_size,
+              encoder_weights=args.encoder_weights, threads=args.threads, seed=args.seed)
+    for name in ("epochs", "lr"):
+        if getattr(args, name) is not None:
+            kw[name] = getattr(args, name)
     if args.lr_step_epoch is not None:
         kw["lr_step_epoch"] = args.lr_step_epoch
     if args.crop_size is not None:
@@ -120,7 +131,7 @@ def run_train(args: argparse.Namespace) -> int:
                 kw[name] = tuple(cast(v) for v in text.split(","))
             except ValueError:
                 raise InputError(f"--{name} {text!r}: expected numbers separated by commas, e.g. {example}") from None
-    config = TrainConfig(**kw)
+    config = recipe_config(args.recipe, **kw)
     if args.workers == 1 and args.nnodes == 1 and args.address is None:
         res = train(args.datasets, args.out, config)
     else:
@@ -209,7 +220,10 @@ def run_eval(args: argparse.Namespace) -> int:
 
 COMMANDS = [
     Command(name="train", help="train a DeepLabV3+ segmenter on labelled datasets",
-            add_arguments=add_train_arguments, run=run_train),
+            add_arguments=add_train_arguments, run=run_train,
+            description="Train a DeepLabV3+ segmenter on labelled datasets. By default the CPU recipe: 20 minutes "
+                        "(--minutes) from random weights on crops near the robot, then the checkpoint and "
+                        "test-time settings chosen on a held-out split (--recipe paper: the paper's settings)."),
     Command(name="segment", help="mask a video or dataset with a trained segmenter",
             add_arguments=add_segment_arguments, run=run_segment),
     Command(name="eval-seg", help="mean IoU of a trained segmenter against a dataset's masks",

@@ -58,6 +58,18 @@ class Box:
         """This box grown by ``px`` pixels on every side."""
         return Box(self.x - px, self.y - px, self.w + 2 * px, self.h + 2 * px)
 
+    def union(self, other: Optional["Box"]) -> "Box":
+        """The smallest box holding this one and ``other`` (None: this one).
+
+        >>> str(Box(0, 0, 4, 4).union(Box(2, 3, 5, 5)))
+        '0,0,7,8'
+        """
+        if other is None:
+            return self
+        x0, y0 = min(self.x, other.x), min(self.y, other.y)
+        x1, y1 = max(self.x + self.w, other.x + other.w), max(self.y + self.h, other.y + other.h)
+        return Box(x0, y0, x1 - x0, y1 - y0)
+
     def to_mask(self, width: int, height: int) -> np.ndarray:
         """The box as a bool mask (height, width)."""
         m = np.zeros((height, width), bool)

@@ -62,7 +62,7 @@ from typing import Optional
 import cv2
 import numpy as np
 
-from snaketrack.datasets.boxes import Box, dilate_mask
+from snaketrack.datasets.boxes import Box, dilate_mask, mask_to_box
 from snaketrack.datasets.grabcut_rules import (
     close_gaps,
     colour_hist,
@@ -171,12 +171,23 @@ class GrabCutBackend:
         """
         return smooth_outline(mask, self.config.smooth_px, self.config.smooth_keep_frac)
 
-    def predict(self, box: Box, prior: Optional[np.ndarray] = None) -> np.ndarray:
-        """Mask bool (H, W) of the object in ``box`` (pixels); ``prior`` the last good mask or None."""
+    def predict(self, box: Box, prior: Optional[np.ndarray] = None, guide: Optional[np.ndarray] = None,
+                guide_near_px: int = 3, guide_far_px: int = 8) -> np.ndarray:
+        """Mask bool (H, W) of the object in ``box`` (pixels); ``prior`` the last good mask or None.
+
+        ``guide``: where the object is expected, bool (H, W) (a model's silhouette), or None. With
+        it, "probably robot" also takes in the guide and keeps to within ``guide_near_px`` of it
+        (shade there is no longer certain background: a robot's dark parts), and pixels farther
+        than ``guide_far_px`` from it are certain background before the cut and cut off after it
+        (a post or another object inside the box) [pixels].
+        """
         if self._bgr is None:
             raise StateError("GrabCutBackend.predict called before set_image(); call set_image(rgb) first")
         cfg = self.config
         H, W = self._bgr.shape[:2]
+        has_guide = guide is not None and guide.shape == (H, W) and bool(guide.any())
+        if has_guide:  # the prompt box also takes in the guide: a part of the robot the last mask lost
+            box = box.union(mask_to_box(guide).expand(guide_far_px))
         box = box.clip(W, H)
         out = np.zeros((H, W), bool)
         if box.w < 2 or box.h < 2:
@@ -198,7 +209,16 @@ class GrabCutBackend:
             return out
         feat = np.ascontiguousarray(self._feat[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w])
         has_prior = prior is not None and prior.shape == (H, W) and bool(prior.any())
+        guide_c = far = None
+        if has_guide:
+            guide_c = guide[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w]
+            far = ~dilate_mask(guide, guide_far_px)[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w]
+            near = dilate_mask(guide, guide_near_px)[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w]
         gc_mask = self._contrast_init(crop, inside, box, roi, ring_mask, prior if has_prior else None)
+        if guide_c is not None:
+            gc_mask[inside & (gc_mask == cv2.GC_PR_FGD) & ~near] = cv2.GC_PR_BGD
+            gc_mask[inside & guide_c] = cv2.GC_PR_FGD
+            gc_mask[far] = cv2.GC_BGD
         if cfg.rng_seed is not None:
             cv2.setRNGSeed(int(cfg.rng_seed))  # same frame and prompt, same mask
         fg = _cut(feat, gc_mask, cfg.iterations)
@@ -214,7 +234,9 @@ class GrabCutBackend:
         if cfg.peel_steps > 0:
             fg = peel_ground(crop, fg, ring_mask[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w] > 0, cfg.peel_steps,
                               cfg.peel_sat_frac, cfg.peel_floor)
-        fg = keep_large_components(fg, cfg.min_component_frac)
+        if far is not None:
+            fg &= ~far
+        fg = keep_large_components(fg, cfg.min_component_frac, also=guide_c)
         if cfg.refine_band_px > 0:
             fg = refine_boundary(crop, fg, cfg.refine_band_px, cfg.refine_bins)
         out[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w] = fg

@@ -11,6 +11,8 @@ applies and with which settings. Images are (H, W, 3) uint8, masks bool
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import cv2
 import numpy as np
 
@@ -90,12 +92,21 @@ def peel_ground(img: np.ndarray, mask: np.ndarray, ring: np.ndarray, steps: int,
     return m
 
 
-def keep_large_components(mask: np.ndarray, min_frac: float) -> np.ndarray:
+def keep_large_components(mask: np.ndarray, min_frac: float, also: Optional[np.ndarray] = None) -> np.ndarray:
+    """The connected pieces (8-connected) of ``mask`` with at least ``min_frac`` of the largest one's
+    area, and, given ``also`` (bool, the mask's shape), every piece that overlaps it.
+
+    >>> m = np.zeros((5, 12), bool); m[1:4, 0:8] = True; m[2, 10] = True
+    >>> int(keep_large_components(m, 0.5).sum()), int(keep_large_components(m, 0.5, also=m & (np.arange(12) > 9)).sum())
+    (24, 25)
+    """
     n, lab, stats, _ = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=8)
     if n <= 2:
         return mask
     areas = stats[1:, cv2.CC_STAT_AREA]
     keep = np.flatnonzero(areas >= min_frac * areas.max()) + 1
+    if also is not None:
+        keep = np.union1d(keep, np.unique(lab[also & (lab > 0)]))
     return np.isin(lab, keep)
 
 

@@ -136,6 +136,29 @@ class TrainConfig:
         check_precision(self.precision)
 
 
+#: Named starting points for :func:`recipe_config`. ``cpu``, the default of ``snaketrack train``: the
+#: recipe measured on a 2-core CPU from random weights (160×160 crops centred near the robot 90 % of the
+#: time, zoom 0.7–2 and rotations within ±30°, Adam 2e-3 annealed by a cosine schedule over a 20-minute
+#: budget, checkpoint, scale, flips and threshold chosen on validation; docs/segmenter-training.md).
+#: ``paper``: the single-camera tracking paper's settings (whole frames, lr 1e-4 ×0.1 at epoch 10, 20 epochs).
+RECIPES: dict[str, dict[str, Any]] = {
+    "cpu": dict(crop_size=(160, 160), lr=2e-3, schedule="cosine", p_robot=0.9, epochs=200, max_val_frames=16,
+                zoom=(0.7, 2.0), rotate_deg=30.0, flips=(1, 4), time_limit_s=20 * 60.0),
+    "paper": {},
+}
+
+
+def recipe_config(recipe: str = "cpu", **overrides: Any) -> TrainConfig:
+    """A :class:`TrainConfig` from the named recipe (:data:`RECIPES`), with ``overrides`` on top.
+
+    >>> recipe_config().lr, recipe_config(lr=1e-3).lr, recipe_config("paper").crop_size
+    (0.002, 0.001, None)
+    """
+    if recipe not in RECIPES:
+        raise InputError(f"--recipe {recipe!r}: expected one of {', '.join(RECIPES)}")
+    return TrainConfig(**{**RECIPES[recipe], **overrides})
+
+
 def config_dict(config: TrainConfig) -> dict[str, Any]:
     """``config`` as plain JSON values, as stored in checkpoints and model files."""
     d = asdict(config)

@@ -1,5 +1,6 @@
 """The segmenter API the tracker uses, and the train / segment / eval-seg commands."""
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -145,3 +146,37 @@ def test_eval_seg_precision_flag(model_file, toy_root, capsys):
     got = json.loads(capsys.readouterr().out)
     ref = evaluate_segmenter(load_segmenter(model_file, precision="bf16"), toy_root, frames=range(0, 24, 6))
     assert got["iou"] == pytest.approx(ref["iou"]) and got["frames"] == 4
+
+
+def _captured_config(monkeypatch, tmp_path, toy_root, *flags):
+    import snaketrack.training.train as train_module
+
+    seen = {}
+
+    def fake_train(datasets, out, config):
+        seen["config"] = config
+        return SimpleNamespace(selection={}, best_val_iou=0.0, epochs_done=0, stopped_by_time=False,
+                               paths={"model": out})
+
+    monkeypatch.setattr(train_module, "train", fake_train)
+    assert main(["train", toy_root, "--out", str(tmp_path / "m.pt"), "--json", *flags]) == 0
+    return seen["config"]
+
+
+def test_train_runs_the_cpu_recipe_by_default(monkeypatch, tmp_path, toy_root, capsys):
+    from snaketrack.training.config import RECIPES, TrainConfig, recipe_config
+
+    config = _captured_config(monkeypatch, tmp_path, toy_root)
+    assert config == recipe_config("cpu")
+    assert config.time_limit_s == 20 * 60 and config.crop_size == (160, 160) and config.schedule == "cosine"
+    assert config != TrainConfig()  # not the paper's settings
+    # --minutes sets the budget; a flag changes only its own setting
+    config = _captured_config(monkeypatch, tmp_path, toy_root, "--minutes", "5", "--lr", "1e-3")
+    assert config == recipe_config("cpu", time_limit_s=300.0, lr=1e-3)
+    # --recipe paper: the paper's settings, no budget
+    config = _captured_config(monkeypatch, tmp_path, toy_root, "--recipe", "paper")
+    assert config == TrainConfig() and RECIPES["paper"] == {}
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    assert "By default the CPU recipe" in " ".join(capsys.readouterr().out.split())

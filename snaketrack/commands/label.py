@@ -76,14 +76,13 @@ def build_backend(name: str, source=None, robot: str | None = None, intrinsics=N
 
     ``default`` is what ``label`` runs without ``--backend``: SAM when a checkpoint is given, else
     GrabCut guided by the robot's model when the robot is known (``robot``, or the source's
-    meta.json names one), else GrabCut from the box alone. ``source``: the
+    meta.json names one that loads), else GrabCut from the box alone. ``source``: the
     :class:`~snaketrack.datasets.video.FrameSource` (the guided backend's frame size, rate and camera);
     ``intrinsics``: a calibration file or ``FieldOfView`` (default: the source's meta.json ``K``).
     """
     meta = getattr(source, "meta", {}) or {}
     if name == "default":
-        name = "sam" if sam_checkpoint else "guided" if (robot or meta.get("robot_file") or meta.get("robot")) \
-            else "grabcut"
+        name = "sam" if sam_checkpoint else "guided" if robot or _names_a_robot(meta) else "grabcut"
     if name == "sam":
         from snaketrack.datasets.sam_backend import SamBackend
 
@@ -110,6 +109,17 @@ def build_backend(name: str, source=None, robot: str | None = None, intrinsics=N
         return GuidedBackend(source_robot(robot, meta), cam.K, source.width, source.height,
                              fps=float(source.fps) / max(int(stride), 1))
     raise InputError(f"--backend {name}: expected sam, grabcut or guided")
+
+
+def _names_a_robot(meta: dict) -> bool:
+    """Whether a source's meta.json names a robot that loads (a shipped name or a robot file)."""
+    from snaketrack.models.robot import source_robot
+
+    try:
+        source_robot(None, meta)
+    except (InputError, OSError, ValueError):
+        return False
+    return True
 
 
 def add_fit_arguments(p: argparse.ArgumentParser) -> None:

@@ -115,3 +115,18 @@ def test_guide_config_is_checked():
         GuideConfig(output="best")
     with pytest.raises(InputError, match="near"):
         GuideConfig(near_px=5, far_px=2)
+
+
+def test_label_picks_the_guided_backend_when_the_robot_is_known(video, tmp_path):
+    """Without --backend: guided when the source's meta.json (or --robot) names the robot, else GrabCut;
+    SAM only with a checkpoint."""
+    from snaketrack.commands.label import build_backend
+    from snaketrack.datasets.toy import write_toy_dataset
+
+    root, _, _ = video
+    assert build_backend("default", open_frames(str(root))).name == "guided"
+    toy = write_toy_dataset(tmp_path / "toy", 2, 64, 48, seed=0)
+    assert build_backend("default", open_frames(str(toy))).name == "grabcut"
+    assert build_backend("default", open_frames(str(toy)), robot="planar-snake-11").name == "guided"
+    with pytest.raises(InputError, match="checkpoint"):
+        build_backend("sam", open_frames(str(toy)))

@@ -1,0 +1,98 @@
+"""Benchmark, end to end with the defaults: label one clip, train on its labels, segment clips of other scenes.
+
+1. Label the training clip as ``snaketrack label`` does without a backend
+   flag (the first frame's box: the truth mask's box drawn tight), reusing
+   the label suite's run when it exists (``scripts/bench_label_suite.py``,
+   same ``--work``).
+2. Train with ``snaketrack train``'s defaults (the CPU recipe) for
+   ``--minutes`` on ``--threads`` torch threads.
+3. Score the model against the truth masks of each ``--test`` clip (every
+   ``--every``-th frame) with the accurate setting (the scale, test-time
+   flips and threshold training chose) and, when the segmenter offers it,
+   the live one.
+
+Clips are the label suite's (rendered there when missing). Resumes: the
+labels and the model are kept; a finished model is only scored. Prints
+one JSON object last.
+
+    python scripts/bench_label_train.py --minutes 20 --threads 1
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+TRAIN = "drone-planar-grass-w14-s29"
+TESTS = ["static-planar-brick-w14-s22", "handheld-planar-gravel-w11-s25", "handheld-planar-grass-w9-s26"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--train", default=TRAIN, help="label-suite clip to label and train on")
+    ap.add_argument("--test", action="append", default=None, help=f"label-suite clip to score (repeatable; "
+                                                                   f"default {', '.join(TESTS)})")
+    ap.add_argument("--data", default="bench_data/label-suite")
+    ap.add_argument("--work", default="bench_out/label-suite")
+    ap.add_argument("--minutes", type=float, default=20.0, help="training budget (the default recipe's is 20)")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads for training (default torch's)")
+    ap.add_argument("--every", type=int, default=2, help="score every k-th test frame")
+    args = ap.parse_args()
+    from bench_label_suite import SUITE, clip_name, render, run_one
+
+    from snaketrack.datasets.layout import Dataset
+    from snaketrack.training.config import recipe_config
+    from snaketrack.training.evaluate import evaluate_segmenter
+    from snaketrack.training.segmenter import load_segmenter
+    from snaketrack.training.train import train
+
+    specs = {clip_name(*s): s for s in SUITE}
+    tests = args.test or TESTS
+    for name in [args.train, *tests]:
+        if name not in specs:
+            raise SystemExit(f"{name}: not a label-suite clip ({', '.join(specs)})")
+        render(Path(args.data), specs[name], 200)
+    lab = run_one((str(Path(args.data) / args.train), "tight", "default", args.work, 200))
+    labels = Path(args.work) / "default" / args.train / "tight"
+    out = {"train_clip": args.train, "labels": str(labels), "label_iou": lab["mean_iou"],
+           "minutes": args.minutes, "threads": args.threads}
+    print(json.dumps(out), flush=True)
+    model = Path(args.work) / "e2e" / f"{args.train}-{args.minutes:g}min.pt"
+    model.parent.mkdir(parents=True, exist_ok=True)
+    if not model.is_file():
+        res = train([str(labels)], model, recipe_config("cpu", time_limit_s=60.0 * args.minutes,
+                                                         threads=args.threads))
+        out.update(epochs=res.epochs_done, chosen=res.selection)
+    seg = load_segmenter(model)
+    out.update(model=str(model), scale=seg.scale, flips=seg.flips, threshold=seg.threshold, tests={})
+    for name in tests:
+        clip = Path(args.data) / name
+        frames = range(0, len(Dataset(clip)), args.every)
+        row = {}
+        for setting in ("accurate", "live"):
+            try:
+                s = load_segmenter(model, setting=setting)
+            except TypeError:  # a segmenter without settings: the accurate one only
+                continue
+            t0 = time.perf_counter()
+            ev = evaluate_segmenter(s, clip, batch_size=1, frames=frames)
+            row[setting] = {"iou": ev["iou"], "frames": ev["frames"],
+                            "ms_per_frame": 1000 * (time.perf_counter() - t0) / max(ev["frames"], 1)}
+        if not row:
+            t0 = time.perf_counter()
+            ev = evaluate_segmenter(seg, clip, batch_size=1, frames=frames)
+            row["accurate"] = {"iou": ev["iou"], "frames": ev["frames"],
+                               "ms_per_frame": 1000 * (time.perf_counter() - t0) / max(ev["frames"], 1)}
+        out["tests"][name] = row
+        print(json.dumps({name: row}), flush=True)
+    out["all_tests_at_least_0.85"] = all(r["accurate"]["iou"] >= 0.85 for r in out["tests"].values())
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

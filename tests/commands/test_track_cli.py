@@ -423,7 +423,7 @@ def test_segmenter_sees_the_frame_as_tracked_and_its_mask_is_not_undistorted_aga
 
     import snaketrack.training.segmenter as seg
 
-    monkeypatch.setattr(seg, "load_segmenter", lambda path: ColourSegmenter())
+    monkeypatch.setattr(seg, "load_segmenter", lambda path, **kw: ColourSegmenter())
     (tmp_path / "m.pt").write_bytes(b"stub")
     cam = Camera.from_K(K, W, H, dist=np.array([-0.25, 0.08, 0.0, 0.0, 0.0]))
     calib = tmp_path / "calib.yaml"

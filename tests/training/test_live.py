@@ -80,7 +80,8 @@ def test_settings_and_overrides(model_file):
     save_model(model_file, build_model(cfg), cfg)
     acc = load_segmenter(model_file)  # the Python default: accurate, the stored choice
     assert (acc.scale, acc.flips, acc.backend) == (1.5, 4, "torch")
-    assert (lambda s: (s.scale, s.flips, s.backend))(load_segmenter(model_file, setting="accurate")) == (1.5, 4, "torch")
+    acc = load_segmenter(model_file, setting="accurate")
+    assert (acc.scale, acc.flips, acc.backend) == (1.5, 4, "torch")
     seg = load_segmenter(model_file, setting="live", flips=2)  # explicit flips override the setting's
     assert (seg.scale, seg.flips, seg.backend) == (1.0, 2, "onnxruntime")
     frame = _frames(1)[0]

@@ -8,10 +8,19 @@ timing does not depend on them) is timed for ``set_image`` + one box
 ``predict`` per frame. GrabCut, the weight-free labeller, is timed on the
 same frame as a reference. resnet18 is also timed in float32 and under
 bfloat16 autocast, side by side (a training step of the CPU recipe and a
-640x360 frame; ``--precision`` of train, segment and eval-seg). Prints one
-JSON object last.
+640x360 frame; ``--precision`` of train, segment and eval-seg).
+
+Side by side, the two settings of a segmenter (docs/segmentation.md, "Live and accurate"): ``accurate``
+(torch, the model file's stored scale and flips) and ``live`` (ONNX Runtime, scale 1, no flips), ms per
+640x360 frame through :meth:`Segmenter.predict` and frames/s; ONNX Runtime's graph optimisation levels
+and thread counts beside them. ``--model MODEL.pt`` times that model (without it a random-init resnet18
+DeepLabV3+ at 640x360 whose file stores scale 1.5 and 4 flips, the CPU recipe's usual choice);
+``--video DATASET`` (frames/ and truth masks/) also scores each setting's mean IoU against the truth
+masks and their difference (live − accurate). ``--side-by-side-only`` skips the rest. Prints one JSON
+object last.
 
     python scripts/bench_segmenter.py [--repeats 5] [--sam-repeats 2]
+    python scripts/bench_segmenter.py --side-by-side-only --model MODEL.pt --video DATASET --threads 2
 """
 from __future__ import annotations
 
@@ -19,6 +28,7 @@ import argparse
 import json
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -70,6 +80,79 @@ def precision_timing(rgb, repeats: int) -> dict[str, float]:
     return res
 
 
+def _fps(ms: float) -> float:
+    return 1000.0 / ms if ms > 0 else float("inf")
+
+
+def side_by_side(model_path, rgb, repeats: int, accurate_repeats: int, video=None, every: int = 1) -> dict:
+    """The accurate and live settings of ``model_path`` on the RGB frame ``rgb`` (a 640x360 frame):
+    median ms/frame and frames/s of :meth:`Segmenter.predict`, and with ``video`` (a dataset folder with
+    truth masks) the mean IoU of each over every ``every``-th frame and the difference (live − accurate)."""
+    import onnxruntime as ort
+    import torch
+
+    from snaketrack.datasets.layout import Dataset
+    from snaketrack.training.evaluate import evaluate_segmenter
+    from snaketrack.training.live import OnnxNetwork, live_path
+    from snaketrack.training.segmenter import load_segmenter
+
+    res: dict[str, object] = {"model": str(model_path), "frame": f"{rgb.shape[1]}x{rgb.shape[0]}",
+                              "threads": torch.get_num_threads()}
+    segs = {"accurate": load_segmenter(model_path, setting="accurate"),
+            "live": load_segmenter(model_path, setting="live")}
+    for name, seg in segs.items():
+        n = accurate_repeats if name == "accurate" else repeats
+        ms = 1000 * _median_s(lambda seg=seg: seg.predict(rgb), n)
+        res[name] = {"backend": seg.backend, "scale": seg.scale, "flips": seg.flips, "threshold": seg.threshold,
+                     "ms": ms, "fps": _fps(ms)}
+        print(json.dumps({name: res[name]}), flush=True)
+    res["speedup_x"] = res["accurate"]["ms"] / res["live"]["ms"]
+    live = segs["live"]
+    if live.backend == "onnxruntime":  # ONNX Runtime's knobs on the same export
+        levels = {"all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+                  "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+                  "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+                  "disabled": ort.GraphOptimizationLevel.ORT_DISABLE_ALL}
+        knobs: dict[str, float] = {}
+        for threads in sorted({1, torch.get_num_threads()}):
+            for level_name, level in levels.items():
+                net = OnnxNetwork(live_path(model_path), threads)
+                if level_name != "all":
+                    so = ort.SessionOptions()
+                    so.intra_op_num_threads, so.inter_op_num_threads = threads, 1
+                    so.graph_optimization_level = level
+                    net.session = ort.InferenceSession(str(live_path(model_path)), so,
+                                                       providers=["CPUExecutionProvider"])
+                live.network = net
+                knobs[f"threads_{threads}_{level_name}_ms"] = 1000 * _median_s(lambda: live.predict(rgb), repeats)
+        live.network = OnnxNetwork(live_path(model_path))
+        res["live_onnxruntime_options"] = knobs
+        print(json.dumps({"live_onnxruntime_options": knobs}), flush=True)
+    if video is not None:
+        idx = range(0, len(Dataset(video)), every)
+        for name, seg in segs.items():
+            r = evaluate_segmenter(seg, video, frames=idx)
+            res[name]["iou"], res[name]["iou_frames"] = r["iou"], r["frames"]
+            print(json.dumps({name: {"iou": r["iou"], "frames": r["frames"]}}), flush=True)
+        res["video"] = str(video)
+        res["iou_difference"] = res["live"]["iou"] - res["accurate"]["iou"]
+    return res
+
+
+def random_model_file(folder) -> str:
+    """A random-init resnet18 DeepLabV3+ at 640x360 saved in ``folder``, its file storing scale 1.5 and
+    4 flips (what the CPU recipe's training usually chooses)."""
+    import torch
+
+    from snaketrack.training.model import SegmenterConfig, build_model, save_model
+
+    torch.manual_seed(0)
+    cfg = SegmenterConfig(encoder="resnet18", input_size=(360, 640), scale=1.5, flips=4)
+    path = str(Path(folder) / "random-resnet18.pt")
+    save_model(path, build_model(cfg), cfg)
+    return path
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--encoders", default="resnet18,resnet34,mobilenet_v2,efficientnet-b0")
@@ -77,6 +160,11 @@ def main() -> None:
     ap.add_argument("--sam-repeats", type=int, default=2)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--no-sam", action="store_true")
+    ap.add_argument("--model", default=None, help="a trained model file for the side-by-side settings")
+    ap.add_argument("--video", default=None, help="a dataset folder with truth masks: IoU of each setting")
+    ap.add_argument("--every", type=int, default=1, help="score every K-th frame of --video (default 1)")
+    ap.add_argument("--accurate-repeats", type=int, default=3, help="timing repeats of the accurate setting")
+    ap.add_argument("--side-by-side-only", action="store_true", help="only the live/accurate comparison")
     args = ap.parse_args()
 
     import numpy as np
@@ -93,6 +181,18 @@ def main() -> None:
     frames, masks = toy_video(1, 640, 360, seed=0)
     rgb, truth = frames[0], masks[0]
     out: dict[str, object] = {"torch_threads": torch.get_num_threads(), "batch": 1}
+    with tempfile.TemporaryDirectory() as tmp:
+        model = args.model or random_model_file(tmp)
+        frame = rgb
+        if args.video:
+            from snaketrack.datasets.layout import Dataset
+
+            frame = Dataset(args.video).frame(0)
+        out["side_by_side"] = side_by_side(model, frame, args.repeats, args.accurate_repeats, args.video,
+                                           args.every)
+    if args.side_by_side_only:
+        print(json.dumps(out))
+        return
     for enc in args.encoders.split(","):
         for name, size in SIZES.items():
             torch.manual_seed(0)

@@ -11,9 +11,10 @@ import importlib
 import os
 import pkgutil
 import sys
+import warnings
 from typing import Optional, Sequence
 
-from snaketrack.errors import SnaketrackError
+from snaketrack.errors import SnaketrackError, SnaketrackWarning
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
@@ -40,6 +41,16 @@ def _commands():
         module = importlib.import_module(f"{pkg.__name__}.{info.name}")
         out.extend(getattr(module, "COMMANDS", []))
     return out
+
+
+_default_format = warnings.formatwarning
+
+
+def _format_warning(message, category, filename, lineno, line=None) -> str:
+    """The package's own warnings as one line (``snaketrack: warning: ...``); others as Python prints them."""
+    if isinstance(category, type) and issubclass(category, SnaketrackWarning):
+        return f"snaketrack: warning: {message}\n"
+    return _default_format(message, category, filename, lineno, line)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -73,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``snaketrack`` console script."""
     _preload_triton()
+    warnings.formatwarning = _format_warning
     parser = build_parser()
     args = parser.parse_args(argv)
     run = getattr(args, "_run", None)

@@ -34,3 +34,7 @@ class ConvergenceError(SnaketrackError, RuntimeError):
 
 class StateError(SnaketrackError, RuntimeError):
     """A session method was called in the wrong order (e.g. step before start)."""
+
+
+class SnaketrackWarning(UserWarning):
+    """A warning this package issues on purpose (e.g. a fallback it took); the CLI prints it as one line."""

@@ -81,14 +81,15 @@ def stitch(parts: list[list[dict]], n_joints: int, agree: float = 0.1) -> tuple[
 
 
 def track_range(source: str, robot: Optional[str], intrinsics, masks: Optional[str],
-                config: PipelineConfig, up: Optional[str], start: int, stop: int, threads: int = 1) -> dict:
+                config: PipelineConfig, up: Optional[str], start: int, stop: int, threads: int = 1,
+                segmenter_setting: str = "live") -> dict:
     """Track frames ``[start, stop)`` of ``source`` from scratch; ``{"rows": [...], "track_s": float}``."""
     import torch
 
     from snaketrack.tracker.run import open_session, open_up_source, step_frames
 
     torch.set_num_threads(max(1, threads))
-    frames, session, mask_source = open_session(source, robot, intrinsics, masks, config)
+    frames, session, mask_source = open_session(source, robot, intrinsics, masks, config, segmenter_setting)
     up_source = open_up_source(frames, up, config)
     rows = []
     session.start()
@@ -102,9 +103,11 @@ def track_range(source: str, robot: Optional[str], intrinsics, masks: Optional[s
 def track_chunked(source: str | os.PathLike, out: str | os.PathLike, chunks: int, overlap: int = 30,
                   robot: Optional[str] = None, intrinsics=None, masks: Optional[str] = None,
                   config: PipelineConfig = PipelineConfig(), up: Optional[str] = None,
-                  address: Optional[str] = None, workers: Optional[int] = None) -> dict:
+                  address: Optional[str] = None, workers: Optional[int] = None,
+                  segmenter_setting: str = "live") -> dict:
     """Track ``source`` in ``chunks`` overlapping chunks on Ray and stitch them (module doc) into
-    ``out/track.csv`` and ``out/summary.json`` (with ``metrics.json`` when the source has truth)."""
+    ``out/track.csv`` and ``out/summary.json`` (with ``metrics.json`` when the source has truth);
+    ``segmenter_setting``: ``live`` or ``accurate`` for ``masks="segmenter:MODEL.pt"``."""
     import time
 
     import ray
@@ -121,7 +124,8 @@ def track_chunked(source: str | os.PathLike, out: str | os.PathLike, chunks: int
     connect(address, workers)
     task = ray.remote(num_cpus=1, max_retries=2)(track_range)
     t0 = time.time()
-    refs = [task.remote(str(source), robot, intrinsics, masks, config, up, a, b) for a, b in ranges]
+    refs = [task.remote(str(source), robot, intrinsics, masks, config, up, a, b,
+                        segmenter_setting=segmenter_setting) for a, b in ranges]
     parts = ray.get(refs)
     wall = time.time() - t0
     dof = parts[0]["dof"]

@@ -48,3 +48,12 @@ def camera_of(args: argparse.Namespace):
 
         return FieldOfView(args.fov_deg)
     return args.intrinsics
+
+
+def add_setting_argument(p: argparse.ArgumentParser, default: str, flag: str = "--setting") -> None:
+    """The segmenter's setting flag: ``live`` (scale 1, no flips, ONNX Runtime) or ``accurate`` (the model
+    file's scale and flips, torch); ``--scale``/``--flips`` given explicitly override either."""
+    p.add_argument(flag, default=default, choices=["live", "accurate"],
+                   help="segmenter setting: live (scale 1, no flips, ONNX Runtime; about a tenth of a second a "
+                        "640x360 frame) or accurate (the model's stored scale and flips, torch; seconds a frame) "
+                        f"(default {default}; docs/segmentation.md)")

@@ -2,15 +2,16 @@
 
 ``train`` learns from labelled dataset folders and writes one model file
 (plus ``.last.pt``, ``.log.csv``, ``.plot.png`` beside it; run again to
-resume); ``segment`` masks a video or dataset with it; ``eval-seg``
-prints the mean IoU against a dataset's masks.
+resume); ``segment`` masks a video or dataset with it (``--setting live`` by default); ``eval-seg``
+prints the mean IoU against a dataset's masks (``--setting accurate`` by default: it scores the model as
+training chose to run it; ``--setting live`` scores what ``track`` and ``serve`` see).
 """
 from __future__ import annotations
 
 import argparse
 import json
 
-from snaketrack.commands import Command
+from snaketrack.commands import Command, add_setting_argument
 
 
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
@@ -167,7 +168,8 @@ def add_segment_arguments(p: argparse.ArgumentParser) -> None:
                    help="test-time flips averaged: 1 none, 2 left-right, 4 and up-down "
                         "(default: the model's, chosen on validation by training)")
     p.add_argument("--precision", default=None, choices=["fp32", "bf16"],
-                   help="arithmetic of the network: fp32 or bf16 autocast (default: the model's, as trained)")
+                   help="arithmetic of the torch network: fp32 or bf16 autocast (default: the model's, as trained)")
+    add_setting_argument(p, "live")
 
 
 def run_segment(args: argparse.Namespace) -> int:
@@ -175,7 +177,7 @@ def run_segment(args: argparse.Namespace) -> int:
     from snaketrack.training.segmenter import load_segmenter
 
     seg = load_segmenter(args.model, threshold=args.threshold, scale=args.scale, flips=args.flips,
-                         precision=args.precision)
+                         precision=args.precision, setting=args.setting)
     n = segment_source(args.source, args.out, seg, model_path=str(args.model), batch_size=args.batch_size)
     print(f"{args.out}: {n} frames segmented")
     return 0
@@ -194,7 +196,8 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
                    help="test-time flips averaged: 1 none, 2 left-right, 4 and up-down "
                         "(default: the model's, chosen on validation by training)")
     p.add_argument("--precision", default=None, choices=["fp32", "bf16"],
-                   help="arithmetic of the network: fp32 or bf16 autocast (default: the model's, as trained)")
+                   help="arithmetic of the torch network: fp32 or bf16 autocast (default: the model's, as trained)")
+    add_setting_argument(p, "accurate")
     p.add_argument("--every", type=int, default=1, metavar="K", help="evaluate every K-th frame (default 1)")
     p.add_argument("--json", action="store_true", help='print {"iou": ..., "frames": ...}')
 
@@ -208,7 +211,7 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.every < 1:
         raise InputError(f"--every {args.every}: expected a positive integer")
     seg = load_segmenter(args.model, threshold=args.threshold, scale=args.scale, flips=args.flips,
-                         precision=args.precision)
+                         precision=args.precision, setting=args.setting)
     res = evaluate_segmenter(seg, args.dataset, batch_size=args.batch_size, progress=not args.json,
                              frames=range(0, len(Dataset(args.dataset)), args.every))
     if args.json:

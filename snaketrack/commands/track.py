@@ -3,7 +3,8 @@
 ::
 
     snaketrack track DATASET|VIDEO --robot NAME|FILE [--intrinsics FILE | --fov-deg DEG]
-        [--masks truth|DIR|segmenter:MODEL.pt] [--up sim-imu|IMU.csv|none] [--static-camera | --track-ground]
+        [--masks truth|DIR|segmenter:MODEL.pt [--segmenter-setting live|accurate]] [--up sim-imu|IMU.csv|none]
+        [--static-camera | --track-ground]
         [--refine-steps 10] [--corrupt-masks] [--max-frames N] [--hold-frames 60] [--track-size WxH]
         [--states FILE|-] --out DIR
 
@@ -16,7 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from snaketrack.commands import Command, add_camera_arguments, camera_of
+from snaketrack.commands import Command, add_camera_arguments, add_setting_argument, camera_of
 from snaketrack.errors import InputError
 
 
@@ -29,6 +30,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    help="truth (the dataset's masks/, default for datasets), DIR of PNG masks named like the "
                         "frames, or segmenter:MODEL.pt")
     p.add_argument("--refine-steps", type=int, default=None, help="refinement iterations per frame (default 10)")
+    add_setting_argument(p, "live", "--segmenter-setting")
     p.add_argument("--corrupt-masks", action="store_true",
                    help="apply realistic segmentation errors to the masks (1-3 px bias, ragged edges, "
                         "missing chunks, false blobs)")
@@ -93,12 +95,14 @@ def _run(args: argparse.Namespace) -> int:
         if args.states or args.max_frames:
             raise InputError("--chunks: tracks whole chunks in parallel; --states and --max-frames need one pass")
         summary = track_chunked(src, args.out, args.chunks, args.chunk_overlap, args.robot, camera_of(args),
-                                args.masks, config, args.up, args.address, args.workers)
+                                args.masks, config, args.up, args.address, args.workers,
+                                segmenter_setting=args.segmenter_setting)
         seams = ", ".join(f"{s['frame']}{'' if s['agreed'] else ' (disagree)'}" for s in summary["seams"])
         print(f"frames={summary['frames']}  chunks={args.chunks}  seams at {seams}  wall_s={summary['wall_s']:.1f}")
         print(f"wrote {args.out}/track.csv")
         return 0
-    options = RunOptions(up=args.up, max_frames=args.max_frames, video=not args.no_video, states=args.states)
+    options = RunOptions(up=args.up, max_frames=args.max_frames, video=not args.no_video, states=args.states,
+                         segmenter_setting=args.segmenter_setting)
     summary = track_source(src, args.out, args.robot, camera_of(args), args.masks, config, options)
     keys = ("frames", "fps", "base_position_error_m", "joint_error_rad", "iou", "iou_truth", "frames_lost")
     report = sys.stderr if args.states == "-" else sys.stdout  # standard output carries the states then

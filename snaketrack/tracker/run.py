@@ -47,6 +47,7 @@ class RunOptions:
     plots: write the plots. Default True.
     progress: show a progress bar. Default True.
     states: also stream each finished row as a JSON line to this file, or ``"-"`` for standard output.
+    segmenter_setting: ``live`` (default) or ``accurate``, for ``masks="segmenter:MODEL.pt"``.
     """
 
     up: Optional[str] = None
@@ -55,6 +56,7 @@ class RunOptions:
     plots: bool = True
     progress: bool = True
     states: Optional[str] = None
+    segmenter_setting: str = "live"
 
 
 class MaskSource:
@@ -62,9 +64,10 @@ class MaskSource:
 
     ``spec`` None means ``truth`` for a dataset. Calling it with a frame index gives the mask, bool (H, W)
     at the source's size, or None when the session's segmenter (``self.segmenter``) predicts it.
+    ``segmenter_setting``: ``live`` or ``accurate`` (:func:`~snaketrack.training.segmenter.load_segmenter`).
     """
 
-    def __init__(self, spec: Optional[str], frames):
+    def __init__(self, spec: Optional[str], frames, segmenter_setting: str = "live"):
         self.frames, self.segmenter, self.dir = frames, None, None
         if spec is None:
             if not frames.has_masks:
@@ -82,7 +85,7 @@ class MaskSource:
                 raise MissingFileError(f"--masks {spec}: no such segmenter file {model}")
             from snaketrack.training.segmenter import load_segmenter
 
-            self.kind, self.segmenter = "segmenter", load_segmenter(model)
+            self.kind, self.segmenter = "segmenter", load_segmenter(model, setting=segmenter_setting)
         else:
             d = Path(spec)
             if not d.is_dir():
@@ -107,13 +110,15 @@ class MaskSource:
 
 
 def open_session(source: str | os.PathLike, robot: Optional[str] = None, intrinsics=None,
-                 masks: Optional[str] = None, config: PipelineConfig = PipelineConfig()):
+                 masks: Optional[str] = None, config: PipelineConfig = PipelineConfig(),
+                 segmenter_setting: str = "live"):
     """Open a recorded source for tracking: ``(frames, session, mask_source)``.
 
     ``robot``: a shipped name or YAML file; default the dataset's ``meta.json`` robot.
     ``intrinsics``: a calibration file or a :class:`~snaketrack.tracker.camera.FieldOfView`; default the
     dataset's ``meta.json`` K.
-    ``masks``: ``truth`` (default for datasets), a folder of PNGs or ``segmenter:MODEL.pt``.
+    ``masks``: ``truth`` (default for datasets), a folder of PNGs or ``segmenter:MODEL.pt``, run in
+    ``segmenter_setting`` (``live`` or ``accurate``).
     """
     from snaketrack.datasets.video import open_frames
     from snaketrack.models.robot import source_robot
@@ -126,7 +131,7 @@ def open_session(source: str | os.PathLike, robot: Optional[str] = None, intrins
     if truth is not None and len(truth[0].get("joint_angles", [])) != robot.dof:
         raise InputError(f"--robot {robot.name}: {robot.dof} joint angles, but {source}/truth.jsonl has "
                          f"{len(truth[0].get('joint_angles', []))}; expected the dataset's robot")
-    mask_source = MaskSource(masks, frames)
+    mask_source = MaskSource(masks, frames, segmenter_setting)
     session = TrackingSession(robot, camera, frames.fps, config, segmenter=mask_source.segmenter,
                               truth_masks=frames.has_masks)
     return frames, session, mask_source
@@ -170,7 +175,7 @@ def track_source(source: str | os.PathLike, out: str | os.PathLike, robot: Optio
     from snaketrack.tracker.outputs import OverlayVideo, StateStream, TrackWriter, overlay_frame
 
     out = Path(out)
-    frames, session, mask_source = open_session(source, robot, intrinsics, masks, config)
+    frames, session, mask_source = open_session(source, robot, intrinsics, masks, config, options.segmenter_setting)
     robot_model = session.robot
     up_source = open_up_source(frames, options.up, config)
     n_total = len(frames) or None

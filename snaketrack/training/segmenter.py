@@ -12,6 +12,10 @@ flips are stored in the model file, chosen by training on its validation
 split (0.5, 1 and 1 in files that predate the choice); each can be
 overridden.
 
+Two settings (:mod:`snaketrack.training.live`): ``accurate`` runs the stored scale and flips in torch;
+``live`` runs scale 1, no flips, through ONNX Runtime (the network exported once and cached beside the
+model file as ``MODEL.live.onnx``), falling back to torch with a warning when it cannot.
+
 >>> import tempfile, os, numpy as np, torch
 >>> from snaketrack.training.model import SegmenterConfig, build_model, save_model
 >>> cfg = SegmenterConfig(encoder="resnet18", input_size=(36, 64))
@@ -25,7 +29,7 @@ overridden.
 from __future__ import annotations
 
 import os
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import cv2
 import numpy as np
@@ -33,6 +37,7 @@ import torch
 
 from snaketrack.errors import InputError
 from snaketrack.training.data import normalise, resize_to
+from snaketrack.training.live import check_setting, live_network
 from snaketrack.training.model import (
     FLIPS,
     SegmenterConfig,
@@ -50,7 +55,10 @@ class Segmenter:
     ``scale``: the network runs on frames resized to ``scale`` × the model's input size (None: the
     config's, which training chose on validation; 1: as trained); ``flips``: test-time flips
     averaged, 1, 2 (left-right) or 4 (and up-down) (None: the config's); each costs one more pass;
-    ``precision``: ``fp32`` or ``bf16`` (None: the config's, i.e. what the model was trained with).
+    ``precision``: ``fp32`` or ``bf16`` (None: the config's, i.e. what the model was trained with) of the torch
+    network; ``network``: runs the network instead of ``model`` (None: ``model`` in torch), a callable taking
+    float32 (B, 3, h, w) normalised, padded frames to float32 (B, 1, h, w) logits, e.g. the live setting's
+    :class:`~snaketrack.training.live.OnnxNetwork`.
 
     DeepLabV3+ predicts at 1/4 of its input and upsamples; a thin robot's
     edge can be placed more finely when the frame is enlarged (``scale``
@@ -59,7 +67,8 @@ class Segmenter:
 
     def __init__(self, model: torch.nn.Module, config: SegmenterConfig, threshold: Optional[float] = None,
                  device: str = "cpu", scale: Optional[float] = None, flips: Optional[int] = None,
-                 precision: Optional[str] = None):
+                 precision: Optional[str] = None,
+                 network: Optional[Callable[[np.ndarray], np.ndarray]] = None):
         scale = config.scale if scale is None else scale
         if not 0.1 <= float(scale) <= 8.0:
             raise InputError(f"--scale {scale}: expected a factor between 0.1 and 8")
@@ -76,6 +85,18 @@ class Segmenter:
         h, w = config.input_size
         self.size = (max(int(round(h * self.scale)), 16), max(int(round(w * self.scale)), 16))
         self.net_size = padded_size(self.size)
+        self.network = network
+
+    @property
+    def backend(self) -> str:
+        """What runs the network: ``torch`` or the network's own name (``onnxruntime``)."""
+        return "torch" if self.network is None else str(getattr(self.network, "backend", type(self.network).__name__))
+
+    def _logits(self, x: torch.Tensor) -> torch.Tensor:
+        """Float32 logits (B, 1, h, w) of normalised, padded frames (B, 3, h, w)."""
+        if self.network is not None:
+            return torch.from_numpy(np.asarray(self.network(x.cpu().numpy()), dtype=np.float32)).to(x.device)
+        return self.model(x).float()
 
     def predict_proba_batch(self, frames: Sequence[np.ndarray] | np.ndarray) -> np.ndarray:
         """Robot probability float32 (B, H, W) for RGB uint8 frames (B, H, W, 3) of one size."""
@@ -96,7 +117,7 @@ class Segmenter:
             p = torch.zeros((x.shape[0], h, w), dtype=torch.float32, device=self.device)
             for dims in FLIP_DIMS[:self.flips]:  # flip the frame, pad, segment, crop, flip back
                 xf = torch.flip(x, dims) if dims else x
-                pf = torch.sigmoid(self.model(torch.nn.functional.pad(xf, pad)).float())[:, 0, :h, :w]
+                pf = torch.sigmoid(self._logits(torch.nn.functional.pad(xf, pad)))[:, 0, :h, :w]
                 p += torch.flip(pf, [d - 1 for d in dims]) if dims else pf
             p = (p / self.flips).cpu().numpy()
         if (h, w) == (H, W):
@@ -118,15 +139,26 @@ class Segmenter:
 
 def load_segmenter(path: str | os.PathLike, device: str = "cpu", threshold: Optional[float] = None,
                    scale: Optional[float] = None, flips: Optional[int] = None,
-                   precision: Optional[str] = None) -> Segmenter:
+                   precision: Optional[str] = None, setting: str = "accurate",
+                   threads: Optional[int] = None) -> Segmenter:
     """Load a model file written by ``snaketrack train`` as a :class:`Segmenter`.
 
     threshold: robot probability threshold; None takes the model file's
     (chosen on the validation split by training; 0.5 in older files);
-    scale: inference size over the trained input size; None takes the model
-    file's (chosen on validation by training; 1 in older files); flips: test-time flips (1, 2, 4);
-    None takes the model file's (likewise); precision: ``fp32`` or ``bf16``, None takes the model
-    file's (``fp32`` in older files)."""
+    scale: inference size over the trained input size; None takes the setting's (``accurate``: the model
+    file's, chosen on validation by training, 1 in older files; ``live``: 1); flips: test-time flips
+    (1, 2, 4); None takes the setting's (``accurate``: the model file's; ``live``: 1); precision: ``fp32``
+    or ``bf16`` of the torch network, None takes the model file's (``fp32`` in older files).
+    setting: ``accurate`` (torch) or ``live`` (ONNX Runtime on the CPU, :mod:`snaketrack.training.live`;
+    on another device, or when the export cannot be used, torch at the live scale and flips);
+    threads: ONNX Runtime's threads (None: torch's)."""
+    check_setting(setting)
     model, config, _ = load_model(path)
-    return Segmenter(model, config, threshold=threshold, device=device, scale=scale, flips=flips,
-                     precision=precision)
+    if setting == "live":
+        scale = 1.0 if scale is None else scale
+        flips = 1 if flips is None else flips
+    seg = Segmenter(model, config, threshold=threshold, device=device, scale=scale, flips=flips,
+                    precision=precision)
+    if setting == "live" and torch.device(device).type == "cpu":
+        seg.network = live_network(path, model, config, seg.net_size, threads=threads)
+    return seg

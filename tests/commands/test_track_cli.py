@@ -251,9 +251,32 @@ def test_segmenter_masks(dataset, oracle, tmp_path, capsys):
                           "--out", tmp_path / "s"], capsys)
     assert code == 0, err
     assert len(made[0].masks) == 2 and made[0].masks[0].shape == (H, W) and made[0].masks[0].dtype == bool
+    assert (tmp_path / "seg.live.onnx").is_file()  # the live setting is the default: the network was exported
     code, _, err = _main(["track", dataset, "--masks", f"segmenter:{tmp_path / 'none.pt'}", "--out",
                           tmp_path / "s2"], capsys)
     assert code == 2 and "none.pt" in err
+
+
+def test_segmenter_setting_reaches_the_segmenter(dataset, oracle, tmp_path, capsys, monkeypatch):
+    import snaketrack.training.segmenter as seg
+
+    settings = []
+
+    class Stub:
+        def predict(self, rgb):
+            return np.zeros(rgb.shape[:2], bool)
+
+    def load(path, setting="accurate", **kw):
+        settings.append(setting)
+        return Stub()
+
+    monkeypatch.setattr(seg, "load_segmenter", load)
+    (tmp_path / "m.pt").write_bytes(b"stub")
+    for extra, want in (([], "live"), (["--segmenter-setting", "accurate"], "accurate")):
+        code, _, err = _main(["track", dataset, "--masks", f"segmenter:{tmp_path / 'm.pt'}", *extra,
+                              "--max-frames", "1", "--no-video", "--out", tmp_path / want], capsys)
+        assert code == 0, err
+        assert settings[-1] == want
 
 
 @pytest.mark.slow
@@ -423,7 +446,7 @@ def test_segmenter_sees_the_frame_as_tracked_and_its_mask_is_not_undistorted_aga
 
     import snaketrack.training.segmenter as seg
 
-    monkeypatch.setattr(seg, "load_segmenter", lambda path: ColourSegmenter())
+    monkeypatch.setattr(seg, "load_segmenter", lambda path, **kw: ColourSegmenter())
     (tmp_path / "m.pt").write_bytes(b"stub")
     cam = Camera.from_K(K, W, H, dist=np.array([-0.25, 0.08, 0.0, 0.0, 0.0]))
     calib = tmp_path / "calib.yaml"

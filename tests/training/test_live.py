@@ -1,0 +1,131 @@
+"""The segmenter's live setting: ONNX export checked against torch, its cache, the commands' defaults, the fallback."""
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import snaketrack.training.live as live
+from snaketrack.cli import _format_warning, main
+from snaketrack.datasets.layout import Dataset
+from snaketrack.errors import InputError
+from snaketrack.training.model import SegmenterConfig, build_model, save_model
+from snaketrack.training.segmenter import load_segmenter
+
+SIZE = (64, 96)  # (height, width) of the test model's input
+
+
+def _save(path, seed):
+    cfg = SegmenterConfig(encoder="resnet18", input_size=SIZE, threshold=0.5)
+    torch.manual_seed(seed)
+    model = build_model(cfg)
+    save_model(path, model, cfg)
+    return path
+
+
+@pytest.fixture
+def model_file(tmp_path):
+    return _save(tmp_path / "m.pt", 0)
+
+
+def _frames(n=3, seed=0):
+    return np.random.default_rng(seed).integers(0, 255, (n, *SIZE, 3), dtype=np.uint8)
+
+
+def test_export_equals_torch(model_file):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", live.LiveFallbackWarning)
+        seg = load_segmenter(model_file, setting="live")
+    assert seg.backend == "onnxruntime" and (seg.scale, seg.flips) == (1.0, 1)
+    assert live.live_path(model_file).is_file() and live.live_path(model_file).name == "m.live.onnx"
+    torch_seg = load_segmenter(model_file, scale=1.0, flips=1)
+    assert torch_seg.backend == "torch"
+    x = live.check_frame(seg.net_size, seg.config.mean, seg.config.std)
+    assert live.max_probability_difference(seg.network, torch_seg.model, x) <= live.EXPORT_TOLERANCE
+    frames = _frames()
+    p_live, p_torch = seg.predict_proba_batch(frames), torch_seg.predict_proba_batch(frames)
+    assert p_live.shape == p_torch.shape == (3, *SIZE)
+    assert np.abs(p_live - p_torch).max() <= live.EXPORT_TOLERANCE
+    # another frame size (resized to the model's input and back) and a batch of one
+    big = np.random.default_rng(1).integers(0, 255, (90, 150, 3), dtype=np.uint8)
+    assert np.abs(seg.predict_proba(big) - torch_seg.predict_proba(big)).max() <= live.EXPORT_TOLERANCE
+
+
+def test_cache_reused_and_rebuilt_when_the_model_changes(model_file, monkeypatch):
+    load_segmenter(model_file, setting="live")
+    cached = live.live_path(model_file).read_bytes()
+    calls = []
+    export = live.export_bytes
+    monkeypatch.setattr(live, "export_bytes", lambda *a: calls.append(1) or export(*a))
+    seg = load_segmenter(model_file, setting="live")
+    assert seg.backend == "onnxruntime" and not calls  # the cache matched: nothing exported
+    assert live.live_path(model_file).read_bytes() == cached
+    _save(model_file, 1)  # retrained: other weights in the same file
+    seg = load_segmenter(model_file, setting="live")
+    assert seg.backend == "onnxruntime" and len(calls) == 1
+    assert live.live_path(model_file).read_bytes() != cached
+    assert seg.network.metadata[live.KEY_FIELD] == live.file_sha256(model_file)
+    frames = _frames()
+    ref = load_segmenter(model_file, scale=1.0, flips=1).predict_proba_batch(frames)
+    assert np.abs(seg.predict_proba_batch(frames) - ref).max() <= live.EXPORT_TOLERANCE
+    load_segmenter(model_file, setting="live", scale=1.5)  # another input size: exported for that size
+    assert len(calls) == 2
+    live.live_path(model_file).write_bytes(b"not onnx")  # a damaged cache is exported again
+    assert load_segmenter(model_file, setting="live").backend == "onnxruntime" and len(calls) == 3
+
+
+def test_settings_and_overrides(model_file):
+    cfg = SegmenterConfig(encoder="resnet18", input_size=SIZE, scale=1.5, flips=4)
+    torch.manual_seed(0)
+    save_model(model_file, build_model(cfg), cfg)
+    acc = load_segmenter(model_file)  # the Python default: accurate, the stored choice
+    assert (acc.scale, acc.flips, acc.backend) == (1.5, 4, "torch")
+    acc = load_segmenter(model_file, setting="accurate")
+    assert (acc.scale, acc.flips, acc.backend) == (1.5, 4, "torch")
+    seg = load_segmenter(model_file, setting="live", flips=2)  # explicit flips override the setting's
+    assert (seg.scale, seg.flips, seg.backend) == (1.0, 2, "onnxruntime")
+    frame = _frames(1)[0]
+    ref = load_segmenter(model_file, scale=1.0, flips=2).predict_proba(frame)
+    assert np.abs(seg.predict_proba(frame) - ref).max() <= live.EXPORT_TOLERANCE
+    with pytest.raises(InputError, match="--setting 'fast'"):
+        load_segmenter(model_file, setting="fast")
+
+
+def test_failed_export_falls_back_to_torch_with_a_warning(model_file, monkeypatch, capsys):
+    def broken(*a):
+        raise RuntimeError("unsupported operator\nmore detail")
+
+    monkeypatch.setattr(live, "export_bytes", broken)
+    with pytest.warns(live.LiveFallbackWarning, match="export to ONNX failed .*unsupported operator.*torch"):
+        seg = load_segmenter(model_file, setting="live")
+    assert seg.backend == "torch" and (seg.scale, seg.flips) == (1.0, 1)
+    assert not live.live_path(model_file).exists()
+    frame = _frames(1)[0]
+    assert np.array_equal(seg.predict_proba(frame), load_segmenter(model_file, scale=1.0, flips=1).predict_proba(frame))
+
+
+def test_graph_unlike_torch_falls_back(model_file, monkeypatch):
+    monkeypatch.setattr(live, "max_probability_difference", lambda *a: 0.25)
+    with pytest.warns(live.LiveFallbackWarning, match="differs from torch by 0.25"):
+        assert load_segmenter(model_file, setting="live").backend == "torch"
+    assert not live.live_path(model_file).exists()  # a graph that failed its check is not cached
+
+
+def test_segment_command_default_is_live_and_matches_torch(model_file, toy_root, tmp_path, capsys, monkeypatch):
+    assert main(["segment", str(toy_root), "--model", str(model_file), "--out", str(tmp_path / "s")]) == 0
+    assert live.live_path(model_file).is_file()  # the default setting exported the network
+    ds, src = Dataset(tmp_path / "s"), Dataset(toy_root)
+    ref = load_segmenter(model_file, scale=1.0, flips=1)
+    for i in range(0, len(src), 6):
+        got, want = ds.mask(i), ref.predict(src.frame(i))
+        assert got.shape == want.shape and np.count_nonzero(got != want) <= 4
+    # a failed export: one warning line, and the masks still written (by torch)
+    monkeypatch.setattr(live, "export_bytes", lambda *a: (_ for _ in ()).throw(RuntimeError("no")))
+    live.live_path(model_file).unlink()
+    with pytest.warns(live.LiveFallbackWarning) as caught:
+        assert main(["segment", str(toy_root), "--model", str(model_file), "--out", str(tmp_path / "t")]) == 0
+    assert len(Dataset(tmp_path / "t")) == len(src)
+    w = caught[0]
+    text = _format_warning(w.message, w.category, w.filename, w.lineno)  # as the command prints it
+    assert text == "snaketrack: warning: live segmenter: export to ONNX failed (RuntimeError: no); " \
+                   "running the network in torch instead\n"

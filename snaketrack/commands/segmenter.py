@@ -45,7 +45,8 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--loss", default=None, help="loss terms joined by '+': bce, dice, iou, lovasz (default bce+dice)")
     p.add_argument("--pos-weight", type=float, default=None, help="BCE weight of robot pixels (default 1)")
     p.add_argument("--schedule", default=None, choices=["step", "cosine", "onecycle"],
-                   help="lr schedule: step (x0.1 at --lr-step-epoch), cosine or onecycle over the run (default: cosine cpu, step paper)")
+                   help="lr schedule: step (x0.1 at --lr-step-epoch), cosine or onecycle over the run "
+                        "(default: cosine cpu, step paper)")
     p.add_argument("--p-robot", type=float, default=None,
                    help="share of --crop-size crops centred near the robot (default: 0.9 cpu, 0.7 paper)")
     p.add_argument("--architecture", default=None, choices=["DeepLabV3Plus", "Unet"],
@@ -69,7 +70,8 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="training zoom range, log-uniform (default: 0.7,2 cpu, 0.7,1.4 paper): "
                         "cover the robot's size in the videos to segment")
     p.add_argument("--rotate", type=float, default=None, metavar="DEG",
-                   help="training rotations drawn from +-DEG degrees (camera roll, other headings; default: 30 cpu, 0 paper)")
+                   help="training rotations drawn from +-DEG degrees (camera roll, other headings; "
+                        "default: 30 cpu, 0 paper)")
     p.add_argument("--shadow", type=float, default=None, metavar="P",
                    help="probability of a synthetic cast shadow beside the robot in a training sample (default 0)")
     p.add_argument("--precision", default=None, choices=["fp32", "bf16"],

@@ -19,10 +19,12 @@ needs it), so each frame is cut with the model's help:
    by ``agree_px`` (:func:`~snaketrack.datasets.fit_labels.fitted_label`);
    ``silhouette`` the fitted silhouette alone.
 
-A frame the fit does not explain (status not ``tracked``, or the
-silhouette's IoU with the cut below ``min_iou``) keeps the cut as its label
-and gives no guide to the next frame, which is then cut from the box alone.
-The frame 0 cut has no guide. The tracker runs frame after frame, so a
+A frame the fit does not explain (the silhouette's IoU with the cut below
+``min_iou``) keeps the cut as its label; a fit whose status is not
+``tracked`` (or whose IoU is below ``guide_iou``) gives no guide to the next
+frame, which is then cut from the box alone.
+The first frame is cut from the box alone, then ``first_passes - 1`` times
+again, each guided by the model fitted to the cut before. The tracker runs frame after frame, so a
 resumed labelling run starts the model afresh from its first new frame.
 """
 from __future__ import annotations
@@ -47,15 +49,17 @@ class GuideConfig:
     background [pixels]; output: the label, one of :data:`OUTPUTS` (module doc); agree_px: with
     ``fitted``, how far the silhouette may reach beyond the cut [pixels]; min_iou: least IoU of the
     fitted silhouette with the cut for the fit to replace the cut; guide_iou: least IoU for the fitted
-    silhouette to guide the next frame; min_area_px: a smaller cut is not fitted."""
+    silhouette to guide the next frame; min_area_px: a smaller cut is not fitted; first_passes: cuts of
+    the first frame, each after the first guided by the model fitted to the one before."""
 
     near_px: int = 3
     far_px: int = 8
     output: str = "fitted"
     agree_px: int = 2
     min_iou: float = 0.7
-    guide_iou: float = 0.5
+    guide_iou: float = 0.0
     min_area_px: int = 50
+    first_passes: int = 3
 
     def __post_init__(self) -> None:
         if self.output not in OUTPUTS:
@@ -103,17 +107,23 @@ class GuidedBackend:
         from snaketrack.masks import mask_iou
 
         cfg = self.config
-        cut = self.grabcut.predict(box, prior, guide=self.guide, guide_near_px=cfg.near_px,
-                                   guide_far_px=cfg.far_px)
-        self.guide = None
-        if int(cut.sum()) < cfg.min_area_px:
-            return cut
-        state = self.tracker.step(cut) if self.tracker.started else self.tracker.start(cut)
-        sil = self.renderer.mask(state.pose_vector(self.renderer.layout))
-        iou = mask_iou(sil, cut)
-        if state.status != "tracked" or not iou >= cfg.guide_iou:
-            return cut
-        self.guide = sil
+        first = not self.tracker.started
+        state = None
+        for _ in range(max(1, cfg.first_passes) if first else 1):
+            cut = self.grabcut.predict(box, prior, guide=self.guide, guide_near_px=cfg.near_px,
+                                       guide_far_px=cfg.far_px)
+            self.guide = None
+            if int(cut.sum()) < cfg.min_area_px:
+                return cut
+            if not first:
+                state = self.tracker.step(cut)
+            else:  # the first frame, cut again with the model's help: refit from the last pose
+                state = self.tracker.start(cut, initial_guess=state)
+            sil = self.renderer.mask(state.pose_vector(self.renderer.layout))
+            iou = mask_iou(sil, cut)
+            if state.status != "tracked" or not iou >= cfg.guide_iou:
+                return cut
+            self.guide = sil
         if not iou >= cfg.min_iou:
             return cut
         self.fits += 1

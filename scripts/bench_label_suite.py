@@ -145,8 +145,8 @@ def run_one(job: tuple) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--labeller", default="default",
-                    help="what `snaketrack label` runs: default (what it runs without a backend flag) "
-                         "or grabcut (the box-only GrabCut)")
+                    help="the backend `snaketrack label` runs: default (what it runs without a backend flag), "
+                         "grabcut or guided (with the robot the clip's meta.json names)")
     ap.add_argument("--data", default="bench_data/label-suite", help="folder of the rendered clips")
     ap.add_argument("--work", default="bench_out/label-suite", help="folder for the labels")
     ap.add_argument("--frames", type=int, default=200, help="frames a clip")

@@ -21,7 +21,7 @@ from snaketrack.datasets.guided_backend import GuideConfig, GuidedBackend
 from snaketrack.datasets.label import LabelConfig, label_video
 from snaketrack.datasets.layout import Dataset, DatasetWriter
 from snaketrack.datasets.video import open_frames
-from snaketrack.errors import InputError
+from snaketrack.errors import InputError, SnaketrackError
 from snaketrack.masks import mask_iou
 from snaketrack.models.robot import load_robot
 
@@ -117,16 +117,18 @@ def test_guide_config_is_checked():
         GuideConfig(near_px=5, far_px=2)
 
 
-def test_label_picks_the_guided_backend_when_the_robot_is_known(video, tmp_path):
-    """Without --backend: guided when the source's meta.json (or --robot) names the robot, else GrabCut;
-    SAM only with a checkpoint."""
+def test_label_backends_by_name(video, tmp_path):
+    """Without --backend: box-only GrabCut (SAM with a checkpoint); guided on request, with the robot
+    from the source's meta.json or --robot."""
     from snaketrack.commands.label import build_backend
     from snaketrack.datasets.toy import write_toy_dataset
 
     root, _, _ = video
-    assert build_backend("default", open_frames(str(root))).name == "guided"
+    assert build_backend("default", open_frames(str(root))).name == "grabcut"
+    assert build_backend("guided", open_frames(str(root))).name == "guided"
     toy = write_toy_dataset(tmp_path / "toy", 2, 64, 48, seed=0)
-    assert build_backend("default", open_frames(str(toy))).name == "grabcut"
-    assert build_backend("default", open_frames(str(toy)), robot="planar-snake-11").name == "guided"
+    assert build_backend("guided", open_frames(str(toy)), robot="planar-snake-11").name == "guided"
+    with pytest.raises(SnaketrackError, match="robot"):
+        build_backend("guided", open_frames(str(toy)))  # the toy's meta names no shipped robot
     with pytest.raises(InputError, match="checkpoint"):
         build_backend("sam", open_frames(str(toy)))

@@ -26,7 +26,10 @@ layers of edge pixels that are washed out (less saturated than
 ``peel_sat_frac`` of the mask's median) and not dark are peeled off
 (robot colour mixed with ground or shadow); with ``thin_object`` parts
 much thicker than the typical width are cut off; connected pieces
-smaller than ``min_component_frac`` of the largest are dropped. The
+smaller than ``min_component_frac`` of the largest are dropped, unless
+they overlap the last good mask (``keep_prior_pieces``: an end of the
+robot cut off by a post it crawls behind, which would otherwise be lost
+from then on, the next prompt box no longer holding it). The
 label written (:meth:`GrabCutBackend.polish`) is that mask with its
 outline smoothed (:func:`smooth_outline`, σ ``smooth_px``); the labeller
 guards and propagates the unsmoothed mask. OpenCV's RNG, from which
@@ -103,7 +106,9 @@ class GrabCutConfig:
     the ring's brightness]; rng_seed: seed of OpenCV's RNG before each cut (GrabCut's
     k-means initialisation draws from it; None leaves it alone, and the masks then
     depend on what used the RNG before); smooth_px, smooth_keep_frac: the outline smoothing of
-    :meth:`GrabCutBackend.polish` [pixels, fraction of the area it may remove]. See the module doc."""
+    :meth:`GrabCutBackend.polish` [pixels, fraction of the area it may remove]; keep_prior_pieces: also keep
+    the pieces smaller than ``min_component_frac`` that overlap the last good mask (an end of the robot
+    cut off by a post it crawls behind). See the module doc."""
 
     iterations: int = 1
     margin_frac: float = 0.15
@@ -134,6 +139,7 @@ class GrabCutConfig:
     rng_seed: Optional[int] = 0
     smooth_px: float = 1.5
     smooth_keep_frac: float = 0.75
+    keep_prior_pieces: bool = True
 
     def __post_init__(self) -> None:
         if self.tone not in ("linear", "log", "loglab"):
@@ -236,7 +242,10 @@ class GrabCutBackend:
                               cfg.peel_sat_frac, cfg.peel_floor)
         if far is not None:
             fg &= ~far
-        fg = keep_large_components(fg, cfg.min_component_frac, also=guide_c)
+        keep = guide_c
+        if keep is None and cfg.keep_prior_pieces and has_prior:  # a piece cut off by a post, not a stone
+            keep = prior[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w]
+        fg = keep_large_components(fg, cfg.min_component_frac, also=keep)
         if cfg.refine_band_px > 0:
             fg = refine_boundary(crop, fg, cfg.refine_band_px, cfg.refine_bins)
         out[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w] = fg

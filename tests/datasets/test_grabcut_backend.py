@@ -135,3 +135,27 @@ def test_same_frame_and_prompt_give_the_same_mask_whatever_used_the_rng():
     assert np.array_equal(a, b)
     a, b = two_answers(GrabCutConfig(rng_seed=None))                    # unseeded, this noisy frame's cut moves
     assert not np.array_equal(a, b)
+
+
+def test_a_piece_of_the_last_mask_cut_off_by_a_post_is_kept():
+    """A short end of the robot beyond a post is a small separate piece: kept when it lies on the last
+    good mask (the robot seen through), dropped as a stray blob without that prior."""
+    from snaketrack.datasets.boxes import Box
+    from snaketrack.datasets.grabcut_backend import GrabCutBackend, GrabCutConfig
+
+    rgb = np.full((90, 180, 3), (90, 120, 70), np.uint8)
+    rgb += np.random.default_rng(2).integers(0, 12, rgb.shape, dtype=np.uint8)
+    body = np.zeros((90, 180), bool)
+    body[40:48, 20:150] = True
+    rgb[body] = (230, 120, 30)
+    rgb[30:60, 138:146] = (95, 70, 50)  # a post in front of the robot
+    end = np.zeros_like(body)
+    end[40:48, 146:150] = True  # the robot's end beyond the post: 32 px, under 5 % of the body
+    box = Box(14, 34, 142, 20)
+    masks = {}
+    for keep in (True, False):
+        gc = GrabCutBackend(GrabCutConfig(keep_prior_pieces=keep))
+        gc.set_image(rgb)
+        masks[keep] = gc.predict(box, prior=body)
+    assert masks[True][end].mean() > 0.7
+    assert not masks[False][end].any()

@@ -34,7 +34,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--robot", default=None,
                    help="shipped robot name or robot YAML file, for the guided backend (default: the source's "
                         "meta.json robot, if any)")
-    add_camera_arguments(p, "the source's meta.json K")
+    add_camera_arguments(p, "the source's meta.json K, else a 65 deg horizontal field of view; only the guided "
+                            "backend uses the camera")
     p.add_argument("--sam-checkpoint", metavar="FILE",
                    help="local Segment Anything weights (required for --backend sam)")
     p.add_argument("--sam-model", choices=("vit_b", "vit_l", "vit_h"), default="vit_b",

@@ -217,9 +217,10 @@ class GrabCutBackend:
         has_prior = prior is not None and prior.shape == (H, W) and bool(prior.any())
         guide_c = far = None
         if has_guide:
+            # the crop holds the guide and guide_far_px around it (the box took it in): dilate the crop
             guide_c = guide[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w]
-            far = ~dilate_mask(guide, guide_far_px)[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w]
-            near = dilate_mask(guide, guide_near_px)[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w]
+            far = ~dilate_mask(guide_c, guide_far_px)
+            near = dilate_mask(guide_c, guide_near_px)
         gc_mask = self._contrast_init(crop, inside, box, roi, ring_mask, prior if has_prior else None)
         if guide_c is not None:
             gc_mask[inside & (gc_mask == cv2.GC_PR_FGD) & ~near] = cv2.GC_PR_BGD

@@ -14,10 +14,8 @@ needs it), so each frame is cut with the model's help:
 2. The tracker (:class:`~snaketrack.tracker.tracker.Tracker`) fits the
    model to that cut, and its silhouette at the fitted pose is the next
    frame's guide.
-3. The label is chosen by ``output``: ``cut`` the guided cut itself;
-   ``fitted`` the silhouette at the fitted pose cut to the guided cut grown
-   by ``agree_px`` (:func:`~snaketrack.datasets.fit_labels.fitted_label`);
-   ``silhouette`` the fitted silhouette alone.
+3. The label is the silhouette at the fitted pose cut to the guided cut
+   grown by ``agree_px`` (:func:`~snaketrack.datasets.fit_labels.fitted_label`).
 
 A frame the fit does not explain (the silhouette's IoU with the cut below
 ``min_iou``) keeps the cut as its label; a fit whose status is not
@@ -39,22 +37,19 @@ from snaketrack.datasets.fit_labels import fitted_label
 from snaketrack.datasets.grabcut_backend import GrabCutBackend
 from snaketrack.errors import InputError
 
-OUTPUTS = ("cut", "fitted", "silhouette")
-
 
 @dataclass(frozen=True)
 class GuideConfig:
     """near_px: how far [pixels] from the guide robot-coloured pixels still start as "probably robot"
     (the robot's motion in one frame); far_px: pixels farther than this from the guide are certain
-    background [pixels]; output: the label, one of :data:`OUTPUTS` (module doc); agree_px: with
-    ``fitted``, how far the silhouette may reach beyond the cut [pixels]; min_iou: least IoU of the
-    fitted silhouette with the cut for the fit to replace the cut; guide_iou: least IoU for the fitted
-    silhouette to guide the next frame; min_area_px: a smaller cut is not fitted; first_passes: cuts of
-    the first frame, each after the first guided by the model fitted to the one before."""
+    background [pixels]; agree_px: how far the fitted silhouette may reach beyond the cut [pixels];
+    min_iou: least IoU of the fitted silhouette with the cut for the fit to replace the cut; guide_iou:
+    least IoU for the fitted silhouette to guide the next frame; min_area_px: a smaller cut is not
+    fitted; first_passes: cuts of the first frame, each after the first guided by the model fitted to
+    the one before."""
 
     near_px: int = 3
     far_px: int = 8
-    output: str = "fitted"
     agree_px: int = 2
     min_iou: float = 0.7
     guide_iou: float = 0.0
@@ -62,8 +57,6 @@ class GuideConfig:
     first_passes: int = 3
 
     def __post_init__(self) -> None:
-        if self.output not in OUTPUTS:
-            raise InputError(f"guided labelling output {self.output!r}: expected one of {', '.join(OUTPUTS)}")
         if self.near_px < 0 or self.far_px < self.near_px:
             raise InputError(f"guide distances near {self.near_px}, far {self.far_px}: expected 0 <= near <= far")
 
@@ -99,9 +92,6 @@ class GuidedBackend:
     def reset_image(self) -> None:
         self.grabcut.reset_image()
 
-    def polish(self, mask: np.ndarray) -> np.ndarray:
-        return self.grabcut.polish(mask) if self.config.output == "cut" else mask
-
     def predict(self, box: Box, prior: Optional[np.ndarray] = None) -> np.ndarray:
         """The label of the current frame, bool (H, W); fits the model and keeps the next frame's guide."""
         from snaketrack.masks import mask_iou
@@ -113,11 +103,11 @@ class GuidedBackend:
             cut = self.grabcut.predict(box, prior, guide=self.guide, guide_near_px=cfg.near_px,
                                        guide_far_px=cfg.far_px)
             self.guide = None
+            if not first:
+                state = self.tracker.step(cut)  # every frame, so the tracker's clock runs with the video's
             if int(cut.sum()) < cfg.min_area_px:
                 return cut
-            if not first:
-                state = self.tracker.step(cut)
-            else:  # the first frame, cut again with the model's help: refit from the last pose
+            if first:  # the first frame, cut again with the model's help: refit from the last pose
                 state = self.tracker.start(cut, initial_guess=state)
             sil = self.renderer.mask(state.pose_vector(self.renderer.layout))
             iou = mask_iou(sil, cut)
@@ -127,8 +117,4 @@ class GuidedBackend:
         if not iou >= cfg.min_iou:
             return cut
         self.fits += 1
-        if cfg.output == "fitted":
-            return fitted_label(sil, cut, cfg.agree_px)
-        if cfg.output == "silhouette":
-            return sil
-        return cut
+        return fitted_label(sil, cut, cfg.agree_px)

@@ -111,8 +111,6 @@ def test_guide_makes_far_pixels_background_and_the_guide_robot():
 
 
 def test_guide_config_is_checked():
-    with pytest.raises(InputError, match="output"):
-        GuideConfig(output="best")
     with pytest.raises(InputError, match="near"):
         GuideConfig(near_px=5, far_px=2)
 

@@ -74,14 +74,6 @@ def render(data: Path, spec: tuple, frames: int) -> Path:
     return out
 
 
-def make_backend(labeller: str, clip: Path):
-    """The backend ``snaketrack label`` builds for ``--labeller`` (the command's own factory)."""
-    from snaketrack.commands.label import build_backend
-    from snaketrack.datasets.video import open_frames
-
-    return build_backend(labeller, open_frames(str(clip)))
-
-
 def error_split(label, truth, rgb) -> dict[str, float]:
     """Missed and extra pixels of one frame, by kind (pixel counts; see the module doc)."""
     import cv2
@@ -127,6 +119,7 @@ def run_one(job: tuple) -> dict:
 
     cv2.setNumThreads(1)
     torch.set_num_threads(1)
+    from snaketrack.commands.label import build_backend
     from snaketrack.datasets.boxes import mask_to_box
     from snaketrack.datasets.label import LabelConfig, label_video
     from snaketrack.datasets.layout import Dataset
@@ -137,8 +130,9 @@ def run_one(job: tuple) -> dict:
     truth = Dataset(clip)
     box = mask_to_box(truth.mask(0)).expand(BOXES[box_kind]).clip(truth.width, truth.height)
     out = Path(work) / labeller / clip.name / box_kind
-    label_video(open_frames(str(clip)), out, make_backend(labeller, clip), box, LabelConfig(),
-                max_frames=frames, progress=False)
+    source = open_frames(str(clip))
+    label_video(source, out, build_backend(labeller, source), box, LabelConfig(), max_frames=frames,
+                progress=False)
     return {"clip": clip.name, "box": box_kind, **score(clip, out, frames)}
 
 

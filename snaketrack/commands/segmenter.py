@@ -104,9 +104,6 @@ def run_train(args: argparse.Namespace) -> int:
     check_workers(args.workers, args.batch_size, args.nnodes, args.node_rank, args.address)
     kw = dict(encoder=args.encoder, input_size=parse_input_size(args.input_size), batch_size=args.batch_size,
               encoder_weights=args.encoder_weights, threads=args.threads, seed=args.seed)
-    for name in ("epochs", "lr"):
-        if getattr(args, name) is not None:
-            kw[name] = getattr(args, name)
     if args.lr_step_epoch is not None:
         kw["lr_step_epoch"] = args.lr_step_epoch
     if args.crop_size is not None:
@@ -117,8 +114,8 @@ def run_train(args: argparse.Namespace) -> int:
         kw["val_fraction"] = args.val_fraction
     if args.max_minutes is not None:
         kw["time_limit_s"] = 60.0 * args.max_minutes
-    for name in ("loss", "pos_weight", "schedule", "p_robot", "architecture", "tie_tolerance", "ignore_edge",
-                 "ground_colour", "shadow", "average_from", "precision"):
+    for name in ("epochs", "lr", "loss", "pos_weight", "schedule", "p_robot", "architecture", "tie_tolerance",
+                 "ignore_edge", "ground_colour", "shadow", "average_from", "precision"):
         if getattr(args, name) is not None:
             kw[name] = getattr(args, name)
     if args.rotate is not None:

@@ -14,6 +14,10 @@ a token the SDK binds a private loopback port and
 checks the token before the WebSocket upgrade and relays the accepted
 connections (each through its own upstream connection, so the per-client
 queues still apply).
+
+Closing: the SDK's server drops what it has not yet sent when it stops, so
+:meth:`Publisher.close` first lingers ``linger_s`` while any client is
+subscribed, for the last states to reach a client that is behind.
 """
 from __future__ import annotations
 
@@ -28,6 +32,19 @@ from snaketrack.service import messages as m
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
+class _Subscriptions:
+    """How many channel subscriptions the clients hold (the SDK's server listener)."""
+
+    def __init__(self):
+        self.count = 0
+
+    def on_subscribe(self, client, channel) -> None:
+        self.count += 1
+
+    def on_unsubscribe(self, client, channel) -> None:
+        self.count = max(0, self.count - 1)
+
+
 class Publisher:
     """Publish finished frames to WebSocket clients and, with ``record``, to an MCAP file.
 
@@ -38,10 +55,12 @@ class Publisher:
     record: an MCAP path to record to (None: no recording). It must not exist yet.
     client_queue: messages queued per client before the oldest are dropped.
     overlay_hz: the most overlay images per second [1/s] (0: none).
+    linger_s: on close, how long [s] the server keeps sending queued messages while a client is subscribed.
     """
 
     def __init__(self, robot, K: np.ndarray, host: str = "127.0.0.1", port: int = 8765, token: Optional[str] = None,
-                 record: Optional[str] = None, client_queue: int = 256, overlay_hz: float = 5.0):
+                 record: Optional[str] = None, client_queue: int = 256, overlay_hz: float = 5.0,
+                 linger_s: float = 0.5):
         self.robot, self.K = robot, np.asarray(K, float)
         self.host, self.requested_port, self.token = host, int(port), token
         self.record = None if record is None else Path(record)
@@ -49,6 +68,8 @@ class Publisher:
         self.server = self.gate = self.writer = None
         self._last_overlay = -np.inf
         self._last_flush = time.monotonic()
+        self.linger_s = float(linger_s)
+        self._subscriptions = _Subscriptions()
 
     # -- lifetime ---------------------------------------------------------------------------
     def start(self) -> "Publisher":
@@ -76,12 +97,14 @@ class Publisher:
         try:
             if self.token is None:
                 self.server = foxglove.start_server(name="snaketrack", host=self.host, port=self.requested_port,
-                                                    context=ctx, message_backlog_size=self.client_queue)
+                                                    context=ctx, message_backlog_size=self.client_queue,
+                                                    server_listener=self._subscriptions)
             else:
                 from snaketrack.service.gate import TokenGate
 
                 self.server = foxglove.start_server(name="snaketrack", host="127.0.0.1", port=0, context=ctx,
-                                                    message_backlog_size=self.client_queue)
+                                                    message_backlog_size=self.client_queue,
+                                                    server_listener=self._subscriptions)
                 self.gate = TokenGate(self.token, self.host, self.requested_port, upstream_port=self.server.port)
                 self.gate.start()
         except Exception:
@@ -102,6 +125,8 @@ class Publisher:
 
     def close(self) -> None:
         """Stop the server (and the gate) and finish the MCAP (its summary and index written)."""
+        if self.server is not None and self._subscriptions.count > 0 and self.linger_s > 0:
+            time.sleep(self.linger_s)
         if self.gate is not None:
             self.gate.stop()
             self.gate = None

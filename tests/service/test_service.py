@@ -311,3 +311,20 @@ def test_a_dropped_source_is_reported_reconnecting_then_tracking_resumes(dataset
     sources = [s["source"] for s in statuses]
     assert "reconnecting" in sources and sources.index("reconnecting") < len(sources) - 1
     assert any(s.get("error", "").startswith("camera: stopped") for s in statuses if s["source"] == "reconnecting")
+
+
+def test_a_subscribed_client_is_counted_so_that_closing_lets_its_last_messages_out(dataset):
+    from snaketrack.service.publisher import Publisher
+
+    frames = open_frames(dataset)
+    publisher = Publisher(load_robot(frames.meta["robot"]), Camera.from_meta(frames.meta).K, port=0).start()
+    try:
+        assert publisher._subscriptions.count == 0
+        with StateClient(publisher.url) as client:
+            client.connect()
+            deadline = time.monotonic() + 10
+            while publisher._subscriptions.count == 0 and time.monotonic() < deadline:
+                list(client.messages(timeout=0.1))  # reads the channels' advertisement and subscribes
+            assert publisher._subscriptions.count >= 1
+    finally:
+        publisher.close()

@@ -1,9 +1,11 @@
-"""The record of a labelling run: ``labels.csv``, ``labels_report.json`` and the contact sheet.
+"""The record of a labelling run: ``labels.csv``, ``labels_report.json`` and the contact sheets.
 
 :func:`write_report` (re)writes ``labels_report.json`` (frame counts, flag
-counts per reason, the labelling settings, one entry per flagged frame) and,
-when any frame is flagged, ``labels_flagged.png`` (:func:`contact_sheet_png`:
-the flagged frames with mask, prompt box and reasons) from ``labels.csv``.
+counts per reason, the labelling settings, one entry per flagged frame),
+``labels_sheet.png`` (:func:`contact_sheet_png` of up to 12 frames evenly
+spaced through the run: a look at the whole labelling at once) and, when any
+frame is flagged, ``labels_flagged.png`` (the flagged frames with mask,
+prompt box and reasons) from ``labels.csv``.
 :func:`flagged_frames` reads the report back for training, which skips them.
 """
 from __future__ import annotations
@@ -21,6 +23,8 @@ from snaketrack.io import atomic_write_bytes, read_json, write_json
 LABELS_CSV = "labels.csv"
 REPORT_JSON = "labels_report.json"
 CONTACT_SHEET = "labels_flagged.png"
+OVERVIEW_SHEET = "labels_sheet.png"
+OVERVIEW_TILES = 12
 CSV_COLUMNS = ["frame", "source_frame", "box_x", "box_y", "box_w", "box_h", "area_px",
                "area_ratio", "overlap", "iou_prev", "flags"]
 
@@ -45,10 +49,11 @@ def write_report(out: str | os.PathLike) -> dict[str, Any]:
     """(Re)write ``labels_report.json`` and the contact sheet from ``labels.csv``; returns the report."""
     out = Path(out)
     rows = read_label_rows(out / LABELS_CSV)
-    flagged = [{"frame": int(r["frame"]), "source_frame": int(r["source_frame"]),
-                "flags": r["flags"].split("+"), "area_px": int(r["area_px"]),
+    entries = [{"frame": int(r["frame"]), "source_frame": int(r["source_frame"]),
+                "flags": r["flags"].split("+") if r["flags"] else [], "area_px": int(r["area_px"]),
                 "box": [int(r["box_x"]), int(r["box_y"]), int(r["box_w"]), int(r["box_h"])]}
-               for r in rows if r["flags"]]
+               for r in rows]
+    flagged = [e for e in entries if e["flags"]]
     meta = read_json(out / "meta.json") if (out / "meta.json").is_file() else {}
     counts: dict[str, int] = {}
     for f in flagged:
@@ -63,6 +68,10 @@ def write_report(out: str | os.PathLike) -> dict[str, Any]:
         atomic_write_bytes(sheet, contact_sheet_png(out, flagged))
     elif sheet.exists():
         sheet.unlink()
+    if entries:
+        picks = np.unique(np.linspace(0, len(entries) - 1, min(OVERVIEW_TILES, len(entries))).round().astype(int))
+        atomic_write_bytes(out / OVERVIEW_SHEET, contact_sheet_png(out, [entries[k] for k in picks], cols=4,
+                                                                   tile_w=320))
     return report
 
 
@@ -76,7 +85,8 @@ def flagged_frames(root: str | os.PathLike) -> set[int]:
 
 def contact_sheet_png(root: Path, flagged: list[dict[str, Any]], max_tiles: int = 48,
                       tile_w: int = 240, cols: int = 6) -> bytes:
-    """PNG bytes of a grid of flagged frames: mask in red, prompt box in green, reasons written."""
+    """PNG bytes of a grid of labelled frames: mask in red, prompt box in green, frame number and any flags
+    written. ``flagged``: entries of the report (``frame``, ``box``, ``flags``)."""
     items = flagged[:max_tiles]
     tiles = []
     for f in items:
@@ -91,7 +101,7 @@ def contact_sheet_png(root: Path, flagged: list[dict[str, Any]], max_tiles: int 
         cv2.rectangle(img, (x, y), (x + bw - 1, y + bh - 1), (0, 255, 0), max(1, rgb.shape[1] // 320))
         s = tile_w / rgb.shape[1]
         tile = cv2.resize(img, (tile_w, max(int(round(rgb.shape[0] * s)), 1)), interpolation=cv2.INTER_AREA)
-        text = f"{i}: {'+'.join(f['flags'])}"
+        text = f"{i}: {'+'.join(f['flags'])}" if f["flags"] else f"{i}"
         cv2.putText(tile, text, (4, 14), cv2.FONT_HERSHEY_SIMPLEX, 0.4, (0, 0, 0), 3, cv2.LINE_AA)
         cv2.putText(tile, text, (4, 14), cv2.FONT_HERSHEY_SIMPLEX, 0.4, (255, 255, 255), 1, cv2.LINE_AA)
         tiles.append(tile)

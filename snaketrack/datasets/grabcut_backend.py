@@ -69,6 +69,7 @@ from snaketrack.datasets.boxes import Box, dilate_mask, mask_to_box
 from snaketrack.datasets.grabcut_rules import (
     close_gaps,
     colour_hist,
+    drop_foreign_pieces,
     grow_dark,
     keep_large_components,
     peel_ground,
@@ -108,7 +109,9 @@ class GrabCutConfig:
     depend on what used the RNG before); smooth_px, smooth_keep_frac: the outline smoothing of
     :meth:`GrabCutBackend.polish` [pixels, fraction of the area it may remove]; keep_prior_pieces: also keep
     the pieces smaller than ``min_component_frac`` that overlap the last good mask (an end of the robot
-    cut off by a post it crawls behind). See the module doc."""
+    cut off by a post it crawls behind); foreign_share: of those pieces, keep only the ones with at least
+    this share of their pixels in the robot's colours (:func:`drop_foreign_pieces`: a floor marking the
+    robot crawled over is not an end of it; 0: off). See the module doc."""
 
     iterations: int = 1
     margin_frac: float = 0.15
@@ -140,6 +143,7 @@ class GrabCutConfig:
     smooth_px: float = 1.5
     smooth_keep_frac: float = 0.75
     keep_prior_pieces: bool = True
+    foreign_share: float = 0.5
 
     def __post_init__(self) -> None:
         if self.tone not in ("linear", "log", "loglab"):
@@ -247,6 +251,8 @@ class GrabCutBackend:
         if keep is None and cfg.keep_prior_pieces and has_prior:  # a piece cut off by a post, not a stone
             keep = prior[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w]
         fg = keep_large_components(fg, cfg.min_component_frac, also=keep)
+        if keep is not None and cfg.foreign_share > 0:  # a floor marking the robot left behind is not an end
+            fg = drop_foreign_pieces(crop, fg, cfg.min_component_frac, min_share=cfg.foreign_share)
         if cfg.refine_band_px > 0:
             fg = refine_boundary(crop, fg, cfg.refine_band_px, cfg.refine_bins)
         out[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w] = fg

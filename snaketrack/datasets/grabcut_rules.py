@@ -110,6 +110,36 @@ def keep_large_components(mask: np.ndarray, min_frac: float, also: Optional[np.n
     return np.isin(lab, keep)
 
 
+def drop_foreign_pieces(img: np.ndarray, mask: np.ndarray, min_frac: float, bins: int = 8,
+                        min_share: float = 0.5, rare: float = 0.002) -> np.ndarray:
+    """Drop the small pieces of ``mask`` whose colours are not the robot's.
+
+    The large pieces (at least ``min_frac`` of the largest one's area) are the robot; a smaller piece
+    (an end cut off by a post, or a floor marking the robot crawled over) stays only when at least
+    ``min_share`` of its pixels have colours (``img`` (H, W, 3) uint8, ``bins`` per channel) that hold
+    at least ``rare`` of the large pieces' pixels.
+
+    >>> img = np.zeros((4, 12, 3), np.uint8); img[:, :6] = (0, 0, 200); img[:, 10] = (200, 0, 0)
+    >>> m = np.zeros((4, 12), bool); m[:, :6] = True; m[:, 10] = True
+    >>> int(drop_foreign_pieces(img, m, 0.5).sum())
+    24
+    """
+    n, lab, stats, _ = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=8)
+    if n <= 2:
+        return mask
+    areas = stats[1:, cv2.CC_STAT_AREA]
+    large = np.isin(lab, np.flatnonzero(areas >= min_frac * areas.max()) + 1)
+    robot = colour_hist(img, large, bins) >= rare
+    q = (img // (256 // bins)).astype(np.intp)
+    known = robot[q[..., 0], q[..., 1], q[..., 2]]
+    out = mask.copy()
+    for k in np.flatnonzero(areas < min_frac * areas.max()) + 1:
+        piece = lab == k
+        if known[piece].mean() < min_share:
+            out[piece] = False
+    return out
+
+
 def colour_hist(bgr: np.ndarray, mask: np.ndarray, bins: int) -> np.ndarray:
     """Normalised colour histogram (bins, bins, bins) of the pixels where ``mask`` is set."""
     h = cv2.calcHist([bgr], [0, 1, 2], mask.astype(np.uint8), [bins] * 3, [0, 256] * 3)

@@ -159,3 +159,34 @@ def test_a_piece_of_the_last_mask_cut_off_by_a_post_is_kept():
         masks[keep] = gc.predict(box, prior=body)
     assert masks[True][end].mean() > 0.7
     assert not masks[False][end].any()
+
+
+def test_a_floor_marking_the_robot_crawled_off_is_not_kept_as_a_piece_of_it():
+    """A blue tape mark lay under the last good mask (the robot covered it); now uncovered, it is a small
+    piece overlapping that mask, but its colours are not the robot's: dropped, while the robot's own end
+    cut off by a post (same colours as the body) stays."""
+    from snaketrack.datasets.boxes import Box
+    from snaketrack.datasets.grabcut_backend import GrabCutBackend, GrabCutConfig
+
+    rgb = np.full((90, 180, 3), (120, 120, 115), np.uint8)
+    rgb += np.random.default_rng(3).integers(0, 12, rgb.shape, dtype=np.uint8)
+    body = np.zeros((90, 180), bool)
+    body[40:48, 20:150] = True
+    rgb[body] = (220, 40, 30)
+    rgb[30:60, 138:146] = (95, 70, 50)  # a post in front of the robot
+    end = np.zeros_like(body)
+    end[40:48, 146:150] = True
+    tape = np.zeros_like(body)
+    tape[62:66, 60:70] = True  # the blue mark below the body: 40 px, under 5 % of the body
+    rgb[tape] = (30, 60, 200)
+    last = body.copy()
+    last[46:70, 56:74] = True  # the last mask: the robot's bend lay over the mark
+    box = Box(14, 34, 142, 40)
+    masks = {}
+    for share in (0.5, 0.0):
+        gc = GrabCutBackend(GrabCutConfig(foreign_share=share))
+        gc.set_image(rgb)
+        masks[share] = gc.predict(box, prior=last)
+    assert masks[0.0][tape].mean() > 0.7  # without the colour check the mark stays
+    assert not masks[0.5][tape].any()
+    assert masks[0.5][end].mean() > 0.7

@@ -173,15 +173,19 @@ def load_robot(name_or_path: str | os.PathLike) -> Robot:
 
 
 def _expand(spec: Any, what: str, src: str) -> list[dict]:
-    """A list of dicts, or ``{count: n, ...defaults}`` expanded to n copies."""
+    """A list of dicts, or ``{count: n, ...defaults}`` expanded to n copies; with ``cycle: [{...}, ...]``
+    entry i also takes the keys of ``cycle[i % len(cycle)]`` (alternating joint axes, say)."""
     if isinstance(spec, list):
         return [dict(s) for s in spec]
     if isinstance(spec, dict) and "count" in spec:
         n = spec["count"]
         if not isinstance(n, int) or n < 1:
             raise FileFormatError(f"{src}: {what}.count = {n!r}; expected a positive integer")
-        base = {k: v for k, v in spec.items() if k != "count"}
-        return [dict(base) for _ in range(n)]
+        cycle = spec.get("cycle", [{}])
+        if not (isinstance(cycle, list) and cycle and all(isinstance(c, dict) for c in cycle)):
+            raise FileFormatError(f"{src}: {what}.cycle = {cycle!r}; expected a list of mappings")
+        base = {k: v for k, v in spec.items() if k not in ("count", "cycle")}
+        return [{**base, **cycle[i % len(cycle)]} for i in range(n)]
     raise FileFormatError(f"{src}: {what} must be a list or a mapping with 'count'")
 
 
@@ -224,7 +228,7 @@ def robot_from_dict(data: dict, source: str = "<dict>") -> Robot:
     if len(jspecs) != len(links) - 1:
         raise FileFormatError(f"{source}: {len(jspecs)} joints for {len(links)} links; expected {len(links) - 1}")
     joints = []
-    single = all(len(j.get("axes", ["z"])) == 1 for j in jspecs)
+    single = all(tuple(j.get("axes", ["z"])) == ("z",) for j in jspecs)  # planar: phi_i, else yaw_i/pitch_i/roll_i
     axis_word = {"z": "yaw", "y": "pitch", "x": "roll"}
     for i, j in enumerate(jspecs):
         w = f"{source}: joints[{i}]"

@@ -19,9 +19,6 @@ import json
 from snaketrack.commands import Command, add_camera_arguments, camera_of
 from snaketrack.errors import InputError
 
-#: Horizontal field of view [deg] the guided backend assumes for a video with no calibration and no --fov-deg.
-LABEL_FOV_DEG = 65.0
-
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("source", metavar="VIDEO|FRAMES_DIR", help="a video file, a folder of images or a dataset folder")
@@ -104,9 +101,9 @@ def build_backend(name: str, source=None, robot: str | None = None, intrinsics=N
         if source is None:
             raise InputError("--backend guided needs the video it labels")
         if intrinsics is None and "K" not in meta:
-            from snaketrack.tracker.camera import FieldOfView
+            from snaketrack.tracker.camera import DEFAULT_FOV_DEG, FieldOfView
 
-            intrinsics = FieldOfView(LABEL_FOV_DEG)  # the guide's shape barely depends on the focal length
+            intrinsics = FieldOfView(DEFAULT_FOV_DEG)  # the guide's shape barely depends on the focal length
         cam = source_camera(meta, source.width, source.height, intrinsics, str(source.path))
         return GuidedBackend(source_robot(robot, meta), cam.K, source.width, source.height,
                              fps=float(source.fps) / max(int(stride), 1))
@@ -117,7 +114,7 @@ def add_fit_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("labels", metavar="LABELS", help="a label dataset written by `snaketrack label`")
     p.add_argument("--robot", default=None,
                    help="shipped robot name or robot YAML file (default: the labels' meta.json robot)")
-    add_camera_arguments(p, "the labels' meta.json K")
+    add_camera_arguments(p, "the labels' meta.json K, else a 65 deg horizontal field of view (a phone's)")
     p.add_argument("--agree-px", type=int, default=2, metavar="PX",
                    help="how far the fitted silhouette may reach beyond the label [pixels] (default 2)")
     p.add_argument("--min-iou", type=float, default=0.7,

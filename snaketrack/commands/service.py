@@ -42,7 +42,7 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
                    help="a camera (0, /dev/video0), a stream URL (rtsp://, http://), a video file, or a frames "
                         "folder or dataset")
     p.add_argument("--robot", default=None, help="shipped robot name or robot YAML file (default: a dataset's robot)")
-    add_camera_arguments(p, "a dataset's meta.json K (cameras, streams and videos need one of these flags)")
+    add_camera_arguments(p, "a dataset's meta.json K, else a 65 deg horizontal field of view (a phone's)")
     p.add_argument("--masks", default=None,
                    help="segmenter:MODEL.pt (cameras and streams need it), DIR of PNG masks named like the frames, "
                         "or truth (a dataset's masks/, its default)")

@@ -25,7 +25,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("source", metavar="DATASET|VIDEO", help="dataset folder (frames/, masks/, meta.json) or video file")
     p.add_argument("--robot", default=None,
                    help="shipped robot name or robot YAML file (default: the dataset's meta.json robot)")
-    add_camera_arguments(p, "the dataset's meta.json K")
+    add_camera_arguments(p, "the dataset's meta.json K, else a 65 deg horizontal field of view (a phone's)")
     p.add_argument("--masks", default=None,
                    help="truth (the dataset's masks/, default for datasets), DIR of PNG masks named like the "
                         "frames, or segmenter:MODEL.pt")

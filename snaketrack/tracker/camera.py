@@ -342,6 +342,11 @@ def load_calibration(path: str | os.PathLike, width: Optional[int] = None, heigh
     return cam
 
 
+DEFAULT_FOV_DEG = 65.0
+"""Horizontal field of view [deg] assumed for a video with no calibration: a phone's main camera in
+landscape video (about 65-70 deg; 16:9 video crops the sensor's 4:3 width little)."""
+
+
 @dataclass(frozen=True)
 class FieldOfView:
     """An uncalibrated camera known only by its horizontal field of view [deg] (a phone's main camera
@@ -370,14 +375,21 @@ def source_camera(meta: dict, width: int, height: int,
                   source: str = "the source") -> Camera:
     """The camera of a dataset or video of ``width × height`` pixels: the calibration file ``intrinsics``
     when given (:func:`load_calibration`), or the camera of a :class:`FieldOfView`, else ``meta``'s ``K``
-    (a dataset's meta.json), resized to that size."""
+    (a dataset's meta.json), resized to that size, else (with a warning) a :class:`FieldOfView` of
+    :data:`DEFAULT_FOV_DEG`."""
     if isinstance(intrinsics, FieldOfView):
         return intrinsics.camera(width, height)
     if intrinsics:
         return load_calibration(intrinsics, width, height)
     if "K" not in meta:
-        raise InputError(f"{source}: no intrinsics; give --intrinsics FILE (an OpenCV calibration) or "
-                         "--fov-deg DEG (the horizontal field of view, about 65-70 for a phone)")
+        import warnings
+
+        from snaketrack.errors import SnaketrackWarning
+
+        warnings.warn(f"{source}: no calibration; assuming a {DEFAULT_FOV_DEG:g} deg horizontal field of view "
+                      "(a phone's main camera; give --fov-deg DEG or --intrinsics FILE)", SnaketrackWarning,
+                      stacklevel=2)
+        return FieldOfView(DEFAULT_FOV_DEG).camera(width, height)
     camera = Camera.from_meta(meta)
     return camera if camera.size == (width, height) else camera.resized(width, height)
 

@@ -212,7 +212,7 @@ def test_a_video_without_calibration_tracks_with_a_field_of_view(dataset, oracle
     assert len(read_csv_columns(tmp_path / "f" / "track.csv")["frame"]) == N
 
 
-@pytest.mark.parametrize("case", ["no-masks", "corrupt-video", "missing", "no-intrinsics", "bad-robot",
+@pytest.mark.parametrize("case", ["no-masks", "corrupt-video", "missing", "bad-robot",
                                   "wrong-robot", "bad-masks", "bad-calib", "bad-fov"])
 def test_bad_inputs_give_one_line_errors(dataset, oracle, tmp_path, capsys, case):
     video = tmp_path / "clip.mp4"
@@ -226,7 +226,6 @@ def test_bad_inputs_give_one_line_errors(dataset, oracle, tmp_path, capsys, case
         "no-masks": [video, "--robot", "planar-snake-11", "--intrinsics", bad_calib.parent / "none.yaml"],
         "corrupt-video": [broken, "--robot", "planar-snake-11", "--masks", dataset / "masks"],
         "missing": [tmp_path / "nothing.mp4", "--robot", "planar-snake-11"],
-        "no-intrinsics": [video, "--robot", "planar-snake-11", "--masks", dataset / "masks"],
         "bad-robot": [dataset, "--robot", "no-such-robot"],
         "wrong-robot": [dataset, "--robot", "arcsnake-4"],
         "bad-masks": [dataset, "--masks", tmp_path / "nope"],

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from snaketrack.errors import FileFormatError, InputError, MissingFileError
+from snaketrack.errors import FileFormatError, InputError, MissingFileError, SnaketrackWarning
 from snaketrack.tracker.camera import (
+    DEFAULT_FOV_DEG,
     Camera,
     FieldOfView,
     Undistorter,
@@ -161,10 +162,11 @@ def test_a_field_of_view_puts_its_edge_rays_on_the_image_edges():
     uv = cam.project([[x, 0.0, 2.0], [-x, 0.0, 2.0], [0.0, 0.0, 2.0]])
     np.testing.assert_allclose(uv, [[639.5, 179.5], [-0.5, 179.5], [319.5, 179.5]], atol=1e-9)  # pixel edges
     assert cam.fx == cam.fy and cam.dist is None
-    # a flag wins over the dataset's own K; without either a plain video has no camera
+    # a flag wins over the dataset's own K; without either a plain video gets a phone's field of view, said
     assert source_camera({"K": K.tolist()}, 640, 360, FieldOfView(68.0)).fx == cam.fx
-    with pytest.raises(InputError, match="--fov-deg"):
-        source_camera({}, 640, 360)
+    with pytest.warns(SnaketrackWarning, match="--fov-deg"):
+        guess = source_camera({}, 640, 360)
+    assert guess.fx == pytest.approx(320.0 / np.tan(np.radians(DEFAULT_FOV_DEG / 2))) and guess.cx == 319.5
     for bad in (0.0, 180.0, -5.0):
         with pytest.raises(InputError, match="field of view"):
             FieldOfView(bad)

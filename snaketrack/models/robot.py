@@ -176,6 +176,9 @@ def _expand(spec: Any, what: str, src: str) -> list[dict]:
     """A list of dicts, or ``{count: n, ...defaults}`` expanded to n copies; with ``cycle: [{...}, ...]``
     entry i also takes the keys of ``cycle[i % len(cycle)]`` (alternating joint axes, say)."""
     if isinstance(spec, list):
+        for i, s in enumerate(spec):
+            if not isinstance(s, dict):
+                raise FileFormatError(f"{src}: {what}[{i}] = {s!r}; expected a mapping of its keys")
         return [dict(s) for s in spec]
     if isinstance(spec, dict) and "count" in spec:
         n = spec["count"]
@@ -200,7 +203,11 @@ def _positive(v: Any, where: str, allow_zero: bool = False) -> float:
 
 
 def _rgba(v: Any, where: str) -> tuple[float, float, float, float]:
-    if not (isinstance(v, (list, tuple)) and len(v) == 4 and all(0 <= float(c) <= 1 for c in v)):
+    try:
+        ok = isinstance(v, (list, tuple)) and len(v) == 4 and all(0 <= float(c) <= 1 for c in v)
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
         raise FileFormatError(f"{where} = {v!r}; expected [r, g, b, a] in [0, 1]")
     return tuple(float(c) for c in v)  # type: ignore[return-value]
 
@@ -228,15 +235,24 @@ def robot_from_dict(data: dict, source: str = "<dict>") -> Robot:
     if len(jspecs) != len(links) - 1:
         raise FileFormatError(f"{source}: {len(jspecs)} joints for {len(links)} links; expected {len(links) - 1}")
     joints = []
-    single = all(tuple(j.get("axes", ["z"])) == ("z",) for j in jspecs)  # planar: phi_i, else yaw_i/pitch_i/roll_i
-    axis_word = {"z": "yaw", "y": "pitch", "x": "roll"}
+    all_axes = []
     for i, j in enumerate(jspecs):
-        w = f"{source}: joints[{i}]"
-        axes = tuple(str(a) for a in j.get("axes", ["z"]))
+        spec = j.get("axes", ["z"])
+        axes = (str(spec),) if isinstance(spec, str) else tuple(str(a) for a in spec) if isinstance(spec, list) else ()
         if not axes or any(a not in ("x", "y", "z") for a in axes) or len(axes) > 3:
-            raise FileFormatError(f"{w}.axes = {list(axes)}; expected 1-3 of 'x', 'y', 'z'")
+            raise FileFormatError(f"{source}: joints[{i}].axes = {list(axes)}; expected 1-3 of 'x', 'y', 'z'")
+        all_axes.append(axes)
+    single = all(a == ("z",) for a in all_axes)  # planar: phi_i, else yaw_i/pitch_i/roll_i
+    axis_word = {"z": "yaw", "y": "pitch", "x": "roll"}
+    for i, (j, axes) in enumerate(zip(jspecs, all_axes)):
+        w = f"{source}: joints[{i}]"
         if "limits" in j:
             lims = j["limits"]
+            try:
+                lims = [[float(a), float(b)] for a, b in lims]
+            except (TypeError, ValueError):
+                raise FileFormatError(f"{w}.limits = {lims!r}; expected one [lower, upper] pair [rad] per axis"
+                                      ) from None
             if len(lims) != len(axes):
                 raise FileFormatError(f"{w}.limits has {len(lims)} pairs for {len(axes)} axes")
         else:

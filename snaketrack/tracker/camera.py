@@ -394,20 +394,38 @@ def source_camera(meta: dict, width: int, height: int,
     return camera if camera.size == (width, height) else camera.resized(width, height)
 
 
-def save_calibration(path: str | os.PathLike, camera: Camera) -> None:
-    """Write ``camera`` as OpenCV YAML (``.yaml``/``.yml``/``.xml``) or JSON (``.json``)."""
+def save_calibration(path: str | os.PathLike, camera: Camera, extra: Optional[dict[str, Any]] = None) -> None:
+    """Write ``camera`` as OpenCV YAML (``.yaml``/``.yml``/``.xml``) or JSON (``.json``), atomically (a
+    temporary name in the same folder, then a rename).
+
+    Keys: ``image_width``, ``image_height`` [px], ``camera_matrix`` (3×3) [px], ``dist_coeffs`` (1×5 or
+    more, OpenCV order); ``extra``: further scalar keys (numbers or strings, e.g. ``rms_px``), which
+    :func:`load_calibration` ignores.
+    """
     from snaketrack.io import write_json
 
     path = Path(path)
     dist = np.zeros(5) if camera.dist is None else camera.dist
+    extra = dict(extra or {})
     if path.suffix.lower() == ".json":
         write_json(path, {"camera_matrix": camera.K.tolist(), "dist_coeffs": dist.tolist(),
-                          "image_width": camera.width, "image_height": camera.height})
+                          "image_width": camera.width, "image_height": camera.height, **extra})
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    fs = cv2.FileStorage(str(path), cv2.FILE_STORAGE_WRITE)
-    fs.write("image_width", camera.width)
-    fs.write("image_height", camera.height)
-    fs.write("camera_matrix", camera.K)
-    fs.write("dist_coeffs", dist.reshape(1, -1))
-    fs.release()
+    # FileStorage picks the format from the extension, so the temporary name keeps it.
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.part{path.suffix}")
+    try:
+        fs = cv2.FileStorage(str(tmp), cv2.FILE_STORAGE_WRITE)
+        if not fs.isOpened():
+            raise InputError(f"{path}: cannot write a calibration file there")
+        fs.write("image_width", camera.width)
+        fs.write("image_height", camera.height)
+        fs.write("camera_matrix", camera.K)
+        fs.write("dist_coeffs", dist.reshape(1, -1))
+        for key, value in extra.items():
+            fs.write(str(key), value if isinstance(value, (str, int)) else float(value))
+        fs.release()
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()

@@ -39,6 +39,11 @@ def test_load_from_path(tmp_path):
         ({"joints": {"count": 2, "axes": ["w"]}}, "axes"),
         ({"joints": {"count": 2, "axes": ["z"], "limits": [[1, -1]]}}, "lower < upper"),
         ({"visual": {"rgba": [2, 0, 0, 1]}}, "visual.rgba"),
+        ({"visual": {"rgba": [1, 1, "a", 1]}}, "visual.rgba"),
+        ({"links": [1, 2, 3]}, r"links\[0\] = 1; expected a mapping"),
+        ({"joints": {"count": 2, "limits": 3}}, r"joints\[0\].limits = 3; expected one \[lower, upper\] pair"),
+        ({"joints": {"count": 2, "axes": "zy"}}, r"joints\[0\].axes = \['zy'\]"),
+        ({"joints": {"count": 2, "axes": 3}}, r"joints\[0\].axes = \[\]"),
     ],
 )
 def test_bad_descriptions(patch, message):

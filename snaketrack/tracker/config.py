@@ -38,8 +38,8 @@ class RefineConfig:
     roi_pad_px: extra margin around the model's screen box that is evaluated [px]; default 4.
     compute_dtype: dtype of LM's per-pixel work, ``"float32"`` or ``"float64"`` (the normal equations are
         float64); default ``"float32"``.
-    out_of_plane_prior_rad: std of an absolute prior towards 0 on the second and later axes of multi-axis
-        joints [rad] (0: off); default 0.05.
+    out_of_plane_prior_rad: std of an absolute prior towards 0 on the joint coordinates that bend the body
+        out of its plane: every axis but yaw (z) [rad] (0: off); default 0.05.
     up_prior_rad: std of the prior that tilts the body's plane normal towards the ``up`` direction [rad];
         default 0.02.
     cover_weight: weight of the coverage term (:func:`~snaketrack.tracker.refine_terms.coverage_terms`;

@@ -232,14 +232,15 @@ class Refiner:
                 d[D] = b
             return d
 
-        # absolute prior towards 0 on the joint coordinates after a joint's first axis
-        # (pitch of a yaw–pitch joint): a robot on the ground bends little out of its
-        # plane, and a silhouette cannot tell a rolled base with swapped yaw/pitch apart
+        # absolute prior towards 0 on the joint coordinates that bend the body out of its plane
+        # (every axis but yaw: the pitch of a yaw–pitch joint, a pitch joint between yaw joints):
+        # a robot on the ground bends little out of its plane, and a silhouette cannot tell a
+        # rolled base with swapped yaw/pitch apart
         Wb = torch.zeros(nP, dtype=torch.float64)
         k = 0
         for joint in self.robot.joints:
-            for j, _ in enumerate(joint.axes):
-                if j > 0 and cfg.out_of_plane_prior_rad > 0:
+            for axis in joint.axes:
+                if axis != "z" and cfg.out_of_plane_prior_rad > 0:
                     Wb[k] = 1.0 / cfg.out_of_plane_prior_rad ** 2
                 k += 1
 

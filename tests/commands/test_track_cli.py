@@ -93,6 +93,9 @@ def test_dataset_outputs_and_metrics_match_known_offsets(dataset, oracle, tmp_pa
     assert m["joint_error_l2_rad"] == pytest.approx(0.02 * np.sqrt(10), abs=1e-9)
     assert m["frames"] == N and m["frames_lost"] == 0 and m["fps"] > 0
     assert 0 <= m["iou_truth"] < 0.9  # the offset pose does not cover the truth mask
+    # beside the truth's figures, those that need none
+    assert m["frames_tracked"] == N and m["skeleton_residual_frames"] == N and 0 < m["silhouette_iou_mean"] < 0.9
+    assert (out / "quality.csv").is_file() and (out / "quality.png").is_file()
     cols = read_csv_columns(out / "track.csv")
     assert cols["frame"].tolist() == list(range(N))
     cap = cv2.VideoCapture(str(out / "overlay.mp4"))
@@ -199,7 +202,11 @@ def test_video_with_mask_folder_and_intrinsics(dataset, oracle, tmp_path, capsys
     assert code == 0, err
     cols = read_csv_columns(out / "track.csv")
     assert len(cols["frame"]) == N and "iou_truth" not in cols
-    assert not (out / "metrics.json").exists() and (out / "summary.json").is_file()
+    assert (out / "summary.json").is_file() and (out / "quality.png").is_file()
+    # no truth: metrics.json has the figures that need none; the stand-in reports the true poses
+    m = json.loads((out / "metrics.json").read_text())
+    assert "joint_error_rad" not in m and m["frames"] == N and m["frames_lost"] == 0
+    assert m["silhouette_iou_mean"] > 0.95 and m["skeleton_residual_px"] < 1.0
 
 
 def test_a_video_without_calibration_tracks_with_a_field_of_view(dataset, oracle, tmp_path, capsys):

@@ -178,10 +178,11 @@ def dominant_frequency(x: Sequence[float], fps: float, band: float = 0.1, pad: i
     x: the signal (n,) sampled at ``fps`` [1/s], finite. It is detrended (a least-squares line
     removed), Hann windowed and zero-padded to at least ``pad`` × n samples (a power of two) before
     the real FFT; ``f0`` is the spectrum's peak at or above one cycle per clip (fps / n), refined by
-    a parabola through the log power of the peak bin and its neighbours, then by the least-squares fit
-    of a sinusoid within one bin (fps / n) of it (a clip of few cycles biases the peak). The power fraction is the
-    power within ``band`` × f0 of f0 (±10 % by default, widened to the Hann window's main lobe,
-    ±2 fps / n, when the clip is too short to resolve that) over all the power but the DC bin's.
+    a parabola through the log power of the peak bin and its neighbours, then by the least-squares
+    fit of a sinusoid within one bin (fps / n) of it (a clip of few cycles biases the peak). The
+    power fraction is the power within ``band`` × f0 of f0 (±10 % by default, widened to the Hann
+    window's main lobe, ±2 fps / n, when the clip is too short to resolve that) over all the power
+    but the DC bin's.
     ``f0`` and the fraction are NaN when the signal has fewer than ``min_samples`` samples, a
     non-finite one, or nothing but a line (a constant)."""
     x = np.asarray(x, float).reshape(-1)

@@ -299,6 +299,9 @@ def test_real_tracker_end_to_end_with_hidden_frames(dataset, tmp_path):
     ok = [i for i in range(N) if i not in (4, 5)]
     assert np.all(cols["iou_truth"][ok] >= 0.8), cols["iou_truth"]
     assert m["base_position_error_m"] < 0.05 and m["joint_error_rad"] < 0.1, m
+    # the figures without truth: the hidden frames have no mask to measure against
+    assert m["frames_coasting"] == 2 and m["silhouette_iou_nan_frames"] == 2 and m["silhouette_iou_mean"] > 0.8
+    assert m["skeleton_residual_frames"] == N - 2 and m["skeleton_residual_px"] < 2.0, m
 
 
 def test_up_log_reaches_the_tracker(dataset, oracle, tmp_path, capsys):

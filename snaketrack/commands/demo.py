@@ -57,7 +57,7 @@ def _run(args: argparse.Namespace) -> int:
         if (data / name).exists():
             print(f"  {data / name}")
     for name in ("overlay.mp4", "track.csv", "metrics.json", "joint_angles.png", "base_position.png",
-                 "camera_height.png"):
+                 "camera_height.png", "quality.png"):
         if (track_dir / name).exists():
             print(f"  {track_dir / name}")
     keys = ("base_position_error_m", "joint_error_rad", "joint_error_l2_rad", "iou", "iou_truth", "fps", "frames_lost")

@@ -6,6 +6,7 @@
 - :class:`Camera`, :func:`load_calibration`: intrinsics, distortion, size.
 - :class:`SilhouetteRenderer`: the robot's soft silhouette and its derivatives.
 - :class:`TrackState`: one frame's joint angles, base pose and head (camera frame).
+- :func:`quality_metrics`, :func:`plot_quality`: how good a track is without truth.
 """
 from snaketrack._exports import lazy_exports
 
@@ -20,4 +21,5 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "MaskCorruptor": "corrupt", "GroundTracker": "ground", "ReadingHold": "reading", "open_up": "gravity",
     "TrackWriter": "outputs", "StateStream": "outputs", "OverlayVideo": "outputs", "overlay_frame": "outputs",
     "tracking_metrics": "evaluation", "plot_tracking": "evaluation",
+    "quality_metrics": "quality", "plot_quality": "quality",
 })

@@ -10,9 +10,11 @@ Intrinsics come from a calibration file (OpenCV YAML/JSON) or the dataset's
 :class:`~snaketrack.tracker.pipeline.TrackingSession`.
 
 Outputs: ``track.csv`` (the columns of docs/conventions.md, plus ``iou_truth`` when the
-dataset has truth masks; a row per finished frame), ``overlay.mp4``,
-``summary.json``; with ``truth.jsonl`` also ``metrics.json`` (docs/tracking.md,
-"Outputs") and plots; with ``states`` the rows as JSON lines to a file or
+dataset has truth masks; a row per finished frame), ``quality.csv`` (each
+finished frame's skeleton residual, :mod:`snaketrack.tracker.quality`),
+``overlay.mp4``, ``metrics.json`` (docs/tracking.md, "Outputs": the figures
+that need no truth, and with ``truth.jsonl`` those against it),
+``summary.json`` and plots; with ``states`` the rows as JSON lines to a file or
 standard output, each flushed as it is written. An interrupted run writes the
 frames it held as tracked.
 
@@ -171,8 +173,9 @@ def track_source(source: str | os.PathLike, out: str | os.PathLike, robot: Optio
                  intrinsics=None, masks: Optional[str] = None,
                  config: PipelineConfig = PipelineConfig(), options: RunOptions = RunOptions()) -> dict:
     """Track ``source`` into the folder ``out`` (module doc); returns the summary (with ``metrics.json``'s
-    figures when the source has truth)."""
+    figures when the source has truth, and its headline figures without truth)."""
     from snaketrack.tracker.outputs import OverlayVideo, StateStream, TrackWriter, overlay_frame
+    from snaketrack.tracker.quality import QualityWriter
 
     out = Path(out)
     frames, session, mask_source = open_session(source, robot, intrinsics, masks, config, options.segmenter_setting)
@@ -186,6 +189,7 @@ def track_source(source: str | os.PathLike, out: str | os.PathLike, robot: Optio
     stream = StateStream(options.states) if options.states else None  # a bad target fails before any output
     out.mkdir(parents=True, exist_ok=True)
     writer = TrackWriter(out / "track.csv", robot_model.dof, session.extra_columns)
+    quality = QualityWriter(out / "quality.csv", robot_model, session.camera.K)
     width, height = session.size
     video = OverlayVideo(out / "overlay.mp4", frames.fps, width, height) if options.video else None
     from tqdm import tqdm
@@ -195,6 +199,7 @@ def track_source(source: str | os.PathLike, out: str | os.PathLike, robot: Optio
     def emit(results) -> None:
         for r in results:
             writer.write(r.row)
+            quality.write(r)
             if stream is not None:
                 stream.write(r.row)
             if video is not None:
@@ -215,6 +220,7 @@ def track_source(source: str | os.PathLike, out: str | os.PathLike, robot: Optio
     finally:
         bar.close()
         writer.close()
+        quality.close()
         if stream is not None:
             stream.close()
         if video is not None:
@@ -226,15 +232,18 @@ def track_source(source: str | os.PathLike, out: str | os.PathLike, robot: Optio
 
 def _summarise(out: Path, source, session: TrackingSession, frames, n: int, masks: Optional[str],
                config: PipelineConfig, options: RunOptions) -> dict:
-    """``summary.json`` (and ``metrics.json`` and plots) of a finished run."""
+    """``summary.json``, ``metrics.json`` and plots of a finished run."""
     from snaketrack.io import read_csv_columns, write_json
     from snaketrack.tracker.evaluation import plot_tracking, tracking_metrics
+    from snaketrack.tracker.quality import HEADLINE, plot_quality, quality_metrics
 
     robot = session.robot
     track_time, search_s = session.track_time_s, session.search_time_s
     fps = n / track_time if track_time > 0 else float("nan")
     fps_tracking = n / (track_time - search_s) if track_time - search_s > 0 else float("nan")
     track = read_csv_columns(out / "track.csv")
+    per_frame = read_csv_columns(out / "quality.csv")
+    quality = quality_metrics(track, robot.dof, frames.fps, per_frame)
     summary: dict[str, Any] = {"source": str(source), "robot": robot.name, "frames": n, "fps": fps,
                                "fps_excluding_search": fps_tracking, "search_s": search_s,
                                "masks": masks or "truth", "corrupt_masks": bool(config.corrupt_masks),
@@ -249,14 +258,17 @@ def _summarise(out: Path, source, session: TrackingSession, frames, n: int, mask
         ino = np.asarray(track["iou_no_offset"], float)
         metrics.update(fps_excluding_search=fps_tracking, search_s=search_s,
                        iou_no_offset=float(np.nanmean(ino)) if np.isfinite(ino).any() else float("nan"))
+        for k, v in quality.items():  # the truth-free figures beside them (frames, frames_lost: the same)
+            metrics.setdefault(k, v)
         write_json(out / "metrics.json", metrics)
         summary.update(metrics)
     else:
-        status = np.asarray(track["status"]).astype(str)
+        write_json(out / "metrics.json", quality)
         iou = np.asarray(track["iou"], float)
         summary.update(iou=float(np.nanmean(iou)) if np.isfinite(iou).any() else float("nan"),
-                       frames_lost=int(np.count_nonzero(status == "lost")))
+                       **{k: quality[k] for k in HEADLINE})
     if options.plots:
         plot_tracking(track, truth, robot.dof, out, frames.fps, robot.joint_names)
+        plot_quality(track, robot.dof, out, frames.fps, per_frame, robot.joint_names)
     write_json(out / "summary.json", summary)
     return summary

@@ -93,6 +93,9 @@ def test_dataset_outputs_and_metrics_match_known_offsets(dataset, oracle, tmp_pa
     assert m["joint_error_l2_rad"] == pytest.approx(0.02 * np.sqrt(10), abs=1e-9)
     assert m["frames"] == N and m["frames_lost"] == 0 and m["fps"] > 0
     assert 0 <= m["iou_truth"] < 0.9  # the offset pose does not cover the truth mask
+    # beside the truth's figures, those that need none
+    assert m["frames_tracked"] == N and m["skeleton_residual_frames"] == N and 0 < m["silhouette_iou_mean"] < 0.9
+    assert (out / "quality.csv").is_file() and (out / "quality.png").is_file()
     cols = read_csv_columns(out / "track.csv")
     assert cols["frame"].tolist() == list(range(N))
     cap = cv2.VideoCapture(str(out / "overlay.mp4"))
@@ -199,7 +202,11 @@ def test_video_with_mask_folder_and_intrinsics(dataset, oracle, tmp_path, capsys
     assert code == 0, err
     cols = read_csv_columns(out / "track.csv")
     assert len(cols["frame"]) == N and "iou_truth" not in cols
-    assert not (out / "metrics.json").exists() and (out / "summary.json").is_file()
+    assert (out / "summary.json").is_file() and (out / "quality.png").is_file()
+    # no truth: metrics.json has the figures that need none; the stand-in reports the true poses
+    m = json.loads((out / "metrics.json").read_text())
+    assert "joint_error_rad" not in m and m["frames"] == N and m["frames_lost"] == 0
+    assert m["silhouette_iou_mean"] > 0.95 and m["skeleton_residual_px"] < 1.0
 
 
 def test_a_video_without_calibration_tracks_with_a_field_of_view(dataset, oracle, tmp_path, capsys):
@@ -291,6 +298,9 @@ def test_real_tracker_end_to_end_with_hidden_frames(dataset, tmp_path):
     ok = [i for i in range(N) if i not in (4, 5)]
     assert np.all(cols["iou_truth"][ok] >= 0.8), cols["iou_truth"]
     assert m["base_position_error_m"] < 0.05 and m["joint_error_rad"] < 0.1, m
+    # the figures without truth: the hidden frames have no mask to measure against
+    assert m["frames_coasting"] == 2 and m["silhouette_iou_nan_frames"] == 2 and m["silhouette_iou_mean"] > 0.8
+    assert m["skeleton_residual_frames"] == N - 2 and m["skeleton_residual_px"] < 2.0, m
 
 
 def test_up_log_reaches_the_tracker(dataset, oracle, tmp_path, capsys):

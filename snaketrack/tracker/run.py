@@ -219,8 +219,8 @@ def self_calibrate(frames, session: TrackingSession, mask_source: "MaskSource", 
                            log=say)
         report["focal"] = fit.as_dict()
         if fit.flat:
-            warnings.warn(f"--refine-focal: the fit hardly changes with the focal length (IoU {fit.iou_drop_10pct:.4f} "
-                          f"lower at ±10 %); the view shows too little depth along the robot to fix it, "
+            warnings.warn(f"--refine-focal: the fit does not fix the focal length (best {fit.focal_px:.1f} px "
+                          f"± {100 * fit.se_rel:.0f} %); the view shows too little depth along the robot, "
                           f"keeping {fit.start_px:.1f} px", stacklevel=2)
         else:
             scale = fit.focal_px / fit.start_px

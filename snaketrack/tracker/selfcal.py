@@ -36,7 +36,7 @@ direction and focal length from the robot").
 
 >>> pts = np.array([[x, y, 2.0] for x in (-1.0, 0.0, 1.0) for y in (-1.0, 0.0, 1.0)])
 >>> fit = fit_plane(pts)
->>> fit.up.round(6).tolist(), round(fit.height, 6)   # the ground 2 m ahead: up points back at the camera
+>>> (fit.up.round(6) + 0.0).tolist(), round(fit.height, 6)   # the ground 2 m ahead: up points back at the camera
 ([0.0, 0.0, -1.0], 2.0)
 """
 from __future__ import annotations

@@ -27,27 +27,51 @@ def pose(robot, i: int) -> tuple[np.ndarray, np.ndarray]:
     return q, np.array([-0.52 + 0.1 * t, 0.02, 2.0])
 
 
-def write_posed_dataset(root: Path, n: int, seed: int, housings: Optional[str] = None) -> Path:
+def _rot_x(deg: float) -> np.ndarray:
+    a = np.radians(deg)
+    return np.array([[1.0, 0, 0], [0, np.cos(a), -np.sin(a)], [0, np.sin(a), np.cos(a)]])
+
+
+def _quat(R: np.ndarray) -> list[float]:
+    from scipy.spatial.transform import Rotation
+
+    x, y, z, w = Rotation.from_matrix(R).as_quat()
+    q = np.array([w, x, y, z])
+    return (q if q[0] >= 0 else -q).tolist()
+
+
+def write_posed_dataset(root: Path, n: int, seed: int, housings: Optional[str] = None, tilt_deg: float = 0.0,
+                        K_true: Optional[np.ndarray] = None) -> Path:
     """``n`` frames of planar-snake-11 at :func:`pose` into ``root`` (frames: the robot orange on grey).
     ``housings``: draw the masks with ``CapsuleModel.from_visual(robot, housings)`` (the tracker's model)
-    instead of the renderer's default."""
+    instead of the renderer's default. ``tilt_deg``: the scene turned about the camera's x axis through
+    the point 2 m ahead, an oblique view (0: straight down); truth rows then carry ``camera_quat_world``
+    (the world: the robot's ground, z up). ``K_true``: the camera's (3, 3) intrinsics [px], default ``K``."""
     from snaketrack.tracker.primitives import CapsuleModel
     from snaketrack.tracker.render import SilhouetteRenderer
 
     robot = load_robot("planar-snake-11")
     layout = StateLayout.for_robot(robot)
     model = None if housings is None else CapsuleModel.from_visual(robot, housings)
-    ren = SilhouetteRenderer(robot, K, W, H) if model is None else SilhouetteRenderer(robot, K, W, H, model)
-    meta = {"K": K.tolist(), "width": W, "height": H, "fps": FPS, "robot": "planar-snake-11",
+    Kt = K if K_true is None else np.asarray(K_true, float)
+    ren = SilhouetteRenderer(robot, Kt, W, H) if model is None else SilhouetteRenderer(robot, Kt, W, H, model)
+    T = _rot_x(tilt_deg)
+    centre = np.array([0.0, 0.0, 2.0])
+    R_cw = T @ R_DOWN  # the world (the robot lying flat: R_DOWN's frame) in the camera frame
+    meta = {"K": Kt.tolist(), "width": W, "height": H, "fps": FPS, "robot": "planar-snake-11",
             "scene": "static", "seed": seed}
     with DatasetWriter(root, meta, masks=True, truth=True) as w:
         for i in range(n):
             q, base = pose(robot, i)
+            base = T @ (base - centre) + centre
             with torch.no_grad():
-                mask = ren.full_image(torch.as_tensor(layout.pack(q, R_DOWN, base))[None])[0].numpy() > 0.5
+                mask = ren.full_image(torch.as_tensor(layout.pack(q, R_cw, base))[None])[0].numpy() > 0.5
             rgb = np.full((H, W, 3), 90, np.uint8)
             rgb[mask] = (200, 120, 40)
-            head = forward_kinematics_np(robot, q, R_DOWN, base)["head"]
-            w.write_frame(rgb, mask, {"t": i / FPS, "joint_angles": q.tolist(), "base_position_cam": base.tolist(),
-                                      "base_quat_cam": QUAT_DOWN, "head_position_cam": head.tolist()})
+            head = forward_kinematics_np(robot, q, R_cw, base)["head"]
+            row = {"t": i / FPS, "joint_angles": q.tolist(), "base_position_cam": base.tolist(),
+                   "base_quat_cam": QUAT_DOWN if tilt_deg == 0 else _quat(R_cw), "head_position_cam": head.tolist()}
+            if tilt_deg != 0:
+                row["camera_quat_world"] = _quat(R_cw.T)
+            w.write_frame(rgb, mask, row)
     return root

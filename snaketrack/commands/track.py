@@ -3,8 +3,8 @@
 ::
 
     snaketrack track DATASET|VIDEO --robot NAME|FILE [--intrinsics FILE | --fov-deg DEG]
-        [--masks truth|DIR|segmenter:MODEL.pt [--segmenter-setting live|accurate]] [--up sim-imu|IMU.csv|none]
-        [--static-camera | --track-ground]
+        [--masks truth|DIR|segmenter:MODEL.pt [--segmenter-setting live|accurate]] [--up sim-imu|IMU.csv|auto|none]
+        [--static-camera | --track-ground] [--refine-focal] [--calibration-frames 60]
         [--refine-steps 10] [--corrupt-masks] [--max-frames N] [--hold-frames 60] [--track-size WxH]
         [--states FILE|-] --out DIR
 
@@ -38,10 +38,18 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    help="seed of --corrupt-masks (default: the dataset's seed, else 0)")
     p.add_argument("--max-frames", type=int, default=None, help="track at most N frames")
     p.add_argument("--no-video", action="store_true", help="skip overlay.mp4")
-    p.add_argument("--up", default=None, metavar="sim-imu|FILE|none",
+    p.add_argument("--up", default=None, metavar="sim-imu|FILE|auto|none",
                    help="the world's up direction in the camera frame per frame, to hold the robot to the "
-                        "ground: an IMU CSV (frame, up_x, up_y, up_z) or 'sim-imu' (a dataset's camera attitude "
-                        "with 1° bias and 0.5° noise); default none")
+                        "ground: an IMU CSV (frame, up_x, up_y, up_z), 'sim-imu' (a dataset's camera attitude "
+                        "with 1° bias and 0.5° noise) or 'auto' (a fixed camera: the ground plane fitted to the "
+                        "robot's own track over the first --calibration-frames, tracked several times first); "
+                        "default none")
+    p.add_argument("--refine-focal", action="store_true",
+                   help="refine the focal length (fx = fy) from the robot's known link lengths over the first "
+                        "--calibration-frames, then keep it (for --fov-deg; needs an oblique view: warns when the "
+                        "fit does not fix it)")
+    p.add_argument("--calibration-frames", type=int, default=60, metavar="N",
+                   help="frames of the calibration passes of --up auto and --refine-focal (default 60)")
     p.add_argument("--static-camera", action="store_true",
                    help="the camera does not move relative to the ground (a tripod): hold the robot's base to the "
                         "ground's height, the median of its track (needs --up)")
@@ -92,6 +100,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.chunks != 1:
         from snaketrack.batch.chunks import track_chunked
 
+        if args.up == "auto" or args.refine_focal:
+            raise InputError("--chunks: --up auto and --refine-focal calibrate on the first frames in one pass")
         if args.states or args.max_frames:
             raise InputError("--chunks: tracks whole chunks in parallel; --states and --max-frames need one pass")
         summary = track_chunked(src, args.out, args.chunks, args.chunk_overlap, args.robot, camera_of(args),
@@ -102,10 +112,18 @@ def _run(args: argparse.Namespace) -> int:
         print(f"wrote {args.out}/track.csv")
         return 0
     options = RunOptions(up=args.up, max_frames=args.max_frames, video=not args.no_video, states=args.states,
-                         segmenter_setting=args.segmenter_setting)
+                         segmenter_setting=args.segmenter_setting, refine_focal=args.refine_focal,
+                         calibration_frames=args.calibration_frames)
     summary = track_source(src, args.out, args.robot, camera_of(args), args.masks, config, options)
     keys = ("frames", "fps", "base_position_error_m", "joint_error_rad", "iou", "iou_truth", "frames_lost")
     report = sys.stderr if args.states == "-" else sys.stdout  # standard output carries the states then
+    cal = summary.get("calibration") or {}
+    if "focal" in cal:
+        f = cal["focal"]
+        print(f"focal_px={f['focal_px']:.1f} (start {f['start_px']:.1f}, ±{100 * f['se_rel']:.1f} %"
+              f"{'; not fixed: kept the start' if f['flat'] else ''})", file=report)
+    if "up_auto" in cal:
+        print(f"up={[round(v, 4) for v in cal['up_auto']['up']]}", file=report)
     print("  ".join(f"{k}={summary[k]:.4g}" if isinstance(summary.get(k), float) else f"{k}={summary[k]}"
                     for k in keys if k in summary), file=report)
     print(f"wrote {args.out}/track.csv" + ("" if args.no_video else f", {args.out}/overlay.mp4"), file=report)

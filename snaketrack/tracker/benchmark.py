@@ -109,7 +109,7 @@ def bench_options(scene: str, seed: int, frames: int, up: str = "sim-imu", refin
     """The benchmark's ``(PipelineConfig, RunOptions)`` for one clip.
 
     Masks corrupted with the clip's ``seed``; at most ``frames`` frames; no video, plots or progress bar.
-    With an ``up`` source (``sim-imu`` or an IMU CSV; ``none``: no ground prior) the static scene's camera
+    With an ``up`` source (``sim-imu``, ``auto`` or an IMU CSV; ``none``: no ground prior) the static scene's camera
     is declared fixed (``static_camera``) and a moving camera follows its height over the ground
     (``track_ground``).
     """
@@ -146,7 +146,7 @@ class BenchmarkConfig:
     scenes: scenes of ``snaketrack sim video``. Default static, handheld, drone.
     robots: robot names. Default planar-snake-11, arcsnake-4.
     refine_steps: refinement iterations per frame. Default 10.
-    up: the up direction, ``none`` or ``sim-imu``. Default none.
+    up: the up direction, ``none``, ``sim-imu`` or ``auto`` (fitted to the track's first frames). Default none.
     static_camera: declare the static scene's camera fixed (with an up direction). Default True.
     track_ground: the moving cameras follow their height over the ground (with an up direction). Default True.
     hold_frames: first frames held until the head's end is settled [frames]. Default 60.
@@ -180,8 +180,8 @@ class BenchmarkConfig:
         bad = [s for s in self.scenes if s not in SCENES]
         if bad:
             raise InputError(f"--scenes {' '.join(bad)}; expected some of {', '.join(SCENES)}")
-        if self.up not in ("none", "sim-imu"):
-            raise InputError(f"--up {self.up!r}; expected none or sim-imu")
+        if self.up not in ("none", "sim-imu", "auto"):
+            raise InputError(f"--up {self.up!r}; expected none, sim-imu or auto")
 
 
 def bench_clip(data: Path, out: Path, scene: str, robot: str, config: BenchmarkConfig = BenchmarkConfig()) -> dict:
@@ -205,6 +205,14 @@ def bench_clip(data: Path, out: Path, scene: str, robot: str, config: BenchmarkC
     res["wall_s"] = time.perf_counter() - t0
     ceiling = measure_iou_ceiling(ds, frames=c.frames, model=True)
     res["iou_ceiling"], res["iou_model_ceiling"] = ceiling["iou_ceiling"], ceiling["iou_model_ceiling"]
+    cal = s.get("calibration") or {}
+    if "up_auto" in cal:  # the fitted up direction against the camera's true attitude at the first frame
+        from snaketrack.datasets.layout import Dataset
+        from snaketrack.tracker.gravity import up_from_camera_quat
+
+        truth_up = up_from_camera_quat(Dataset(ds).truth[0]["camera_quat_world"])
+        cos = float(np.clip(np.dot(cal["up_auto"]["up"], truth_up), -1.0, 1.0))
+        res["up_auto"] = {**cal["up_auto"], "error_deg": float(np.degrees(np.arccos(cos)))}
     res["static_camera"] = pipeline.static_camera
     res["track_ground"] = pipeline.track_ground
     res["silhouette"] = c.silhouette

@@ -29,9 +29,10 @@ truth mask.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 
@@ -43,7 +44,12 @@ from snaketrack.tracker.pipeline import PipelineConfig, TrackingSession
 class RunOptions:
     """What a run does besides tracking.
 
-    up: the up direction per frame: None/``"none"``, ``"sim-imu"`` (a synthetic dataset) or an IMU CSV path.
+    up: the up direction per frame: None/``"none"``, ``"sim-imu"`` (a synthetic dataset), an IMU CSV path, or
+        ``"auto"``: the ground plane fitted to the robot's own track over the first ``calibration_frames``
+        (:mod:`snaketrack.tracker.selfcal`; a camera fixed to the ground).
+    refine_focal: refine the focal length (fx = fy scaled alike) over the first ``calibration_frames``
+        from the robot's known link lengths (:func:`~snaketrack.tracker.selfcal.refine_focal`). Default False.
+    calibration_frames: frames of the calibration pass of ``up="auto"`` and ``refine_focal``. Default 60.
     max_frames: stop after this many frames; None: all.
     video: write ``overlay.mp4``. Default True.
     plots: write the plots. Default True.
@@ -59,6 +65,12 @@ class RunOptions:
     progress: bool = True
     states: Optional[str] = None
     segmenter_setting: str = "live"
+    refine_focal: bool = False
+    calibration_frames: int = 60
+
+    def __post_init__(self):
+        if self.calibration_frames < 2:
+            raise InputError(f"--calibration-frames {self.calibration_frames}; expected at least 2 frames")
 
 
 class MaskSource:
@@ -144,12 +156,97 @@ def open_up_source(frames, up: Optional[str], config: PipelineConfig = PipelineC
     or None; :class:`InputError` when ``config`` holds the robot to the ground and there is none."""
     from snaketrack.tracker.gravity import open_up
 
+    if up == "auto":
+        raise InputError("--up auto: the up direction is fitted in a calibration pass over a recorded source's "
+                         "first frames, in one pass (not with --chunks)")
     up_source = open_up(up, frames.truth, int(frames.meta.get("seed", 0) or 0))
     if config.needs_up and up_source is None:
         flag = "--static-camera" if config.static_camera else "--track-ground"
         raise InputError(f"{flag} holds the robot to the ground, which needs its up direction: "
-                         "give --up IMU.csv (or sim-imu for a synthetic dataset)")
+                         "give --up IMU.csv, --up auto (a fixed camera) or sim-imu for a synthetic dataset")
     return up_source
+
+
+def constant_up(up) -> "Callable[[int], np.ndarray]":
+    """An up source giving ``up`` (3,) [unit vector, camera frame] for every frame."""
+    u = np.asarray(up, float) / np.linalg.norm(up)
+    return lambda frame: u.copy()
+
+
+def self_calibrate(frames, session: TrackingSession, mask_source: "MaskSource", options: RunOptions,
+                   config: PipelineConfig = PipelineConfig(), log: Optional[Callable[[str], None]] = None):
+    """The session and up source of a run, after the calibration pass of ``--up auto`` and
+    ``--refine-focal`` (:mod:`snaketrack.tracker.selfcal`) when asked for: ``(session, up_source, report)``.
+
+    The pass tracks the first ``options.calibration_frames`` frames with the given up direction (none
+    for ``auto``) and no ground prior; ``--refine-focal`` then picks the focal length (the session is
+    rebuilt with it unless the objective is flat, which is warned of), and ``--up auto`` fits the ground
+    plane to the link centres of a pass at that focal length. ``report``: what was found (``focal``,
+    ``up_auto``: :meth:`FocalFit.as_dict`, :meth:`PlaneFit.as_dict`), None without calibration.
+    ``log``: called with progress lines.
+    """
+    import warnings
+
+    from snaketrack.tracker.camera import Camera
+    from snaketrack.tracker.selfcal import calibration_pass, estimate_up, refine_focal
+
+    auto = options.up == "auto"
+    if not auto and not options.refine_focal:
+        return session, open_up_source(frames, options.up, config), None
+    given = None if auto else open_up_source(frames, options.up, config)
+    n = options.calibration_frames
+    camera = session.undistort.camera
+    say = log or (lambda line: None)
+    last: dict[str, Any] = {}
+
+    def run_pass(up, frames_n: int = n):
+        """The first ``frames_n`` frames tracked with the up source ``up`` (a callable, or None)."""
+        c = replace(config, static_camera=up is not None, track_ground=False, render=False)
+        s = TrackingSession(session.robot, camera, session.fps, c, segmenter=session.segmenter)
+        calib = calibration_pass(frames, s, mask_source, up, frames_n)
+        last.update(session=s, calib=calib)
+        return calib, s.tracker.layout
+
+    def up_pass(up, short: bool):
+        return run_pass(None if up is None else constant_up(up), max(2, n // 2) if short else n)
+
+    report: dict[str, Any] = {"calibration_frames": n}
+    plane = None
+    if auto:
+        plane, _ = estimate_up(up_pass, session.robot, log=say)
+    else:
+        run_pass(given)
+    if options.refine_focal:
+        fit = refine_focal(session.robot, last["session"].camera, last["calib"], last["session"].tracker.config,
+                           log=say)
+        report["focal"] = fit.as_dict()
+        if fit.flat:
+            warnings.warn(f"--refine-focal: the fit does not fix the focal length (best {fit.focal_px:.1f} px "
+                          f"± {100 * fit.se_rel:.0f} %); the view shows too little depth along the robot, "
+                          f"keeping {fit.start_px:.1f} px", stacklevel=2)
+        else:
+            scale = fit.focal_px / fit.start_px
+            K = camera.K.copy()
+            K[0, 0] *= scale
+            K[1, 1] *= scale
+            camera = Camera.from_K(K, camera.width, camera.height, camera.dist)
+            say(f"focal length {fit.start_px:.1f} -> {fit.focal_px:.1f} px (± {100 * fit.se_rel:.1f} %)")
+            if auto and plane is not None:  # the plane again at the new focal length, from the last one
+                plane, _ = estimate_up(up_pass, session.robot, up0=plane.up, log=say)
+        report["K"] = camera.K.tolist()
+    up_source = given
+    if auto:
+        if plane is None:
+            raise InputError(f"--up auto: the robot's track over the first {n} frames spans no area of the ground "
+                             "(too few frames tracked, or the body lay straight and still); give more "
+                             "--calibration-frames or an IMU log")
+        report["up_auto"] = plane.as_dict()
+        say(f"up direction {np.round(plane.up, 4).tolist()} (± {report['up_auto']['tilt_sd_deg']:.2f}°)")
+        up_source = constant_up(plane.up)
+    if camera is not session.undistort.camera:
+        session = TrackingSession(session.robot, camera, session.fps, config, segmenter=session.segmenter,
+                                  truth_masks=session.truth_masks)
+    return session, up_source, report
 
 
 def step_frames(frames, session: TrackingSession, mask_source: "MaskSource", up_source=None,
@@ -179,8 +276,9 @@ def track_source(source: str | os.PathLike, out: str | os.PathLike, robot: Optio
 
     out = Path(out)
     frames, session, mask_source = open_session(source, robot, intrinsics, masks, config, options.segmenter_setting)
+    log = (lambda line: print(line, file=sys.stderr)) if options.progress else None
+    session, up_source, calibration = self_calibrate(frames, session, mask_source, options, config, log)
     robot_model = session.robot
-    up_source = open_up_source(frames, options.up, config)
     n_total = len(frames) or None
     if options.max_frames is not None:
         if options.max_frames < 1:
@@ -227,11 +325,11 @@ def track_source(source: str | os.PathLike, out: str | os.PathLike, robot: Optio
             video.close()
     if n == 0:
         raise FileFormatError(f"{source}: no frames were read")
-    return _summarise(out, source, session, frames, n, masks, config, options)
+    return _summarise(out, source, session, frames, n, masks, config, options, calibration)
 
 
 def _summarise(out: Path, source, session: TrackingSession, frames, n: int, masks: Optional[str],
-               config: PipelineConfig, options: RunOptions) -> dict:
+               config: PipelineConfig, options: RunOptions, calibration: Optional[dict] = None) -> dict:
     """``summary.json``, ``metrics.json`` and plots of a finished run."""
     from snaketrack.io import read_csv_columns, write_json
     from snaketrack.tracker.evaluation import plot_tracking, tracking_metrics
@@ -252,6 +350,8 @@ def _summarise(out: Path, source, session: TrackingSession, frames, n: int, mask
                                "track_ground": bool(config.track_ground),
                                "track_size": list(session.size),
                                "flips": session.flips, "reread_frames": session.reread_frames}
+    if calibration is not None:
+        summary["calibration"] = calibration
     truth = frames.truth
     if truth is not None:
         metrics = tracking_metrics(track, truth, robot.dof, fps=fps)

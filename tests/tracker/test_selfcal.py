@@ -1,0 +1,93 @@
+"""Self-calibration from the robot (snaketrack/tracker/selfcal.py): the ground plane, the up direction of
+``--up auto`` and the focal length of ``--refine-focal``, each against a known answer."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from snaketrack.errors import InputError
+from snaketrack.tracker.camera import FieldOfView
+from snaketrack.tracker.gravity import up_from_camera_quat
+from snaketrack.tracker.pipeline import PipelineConfig, TrackingSession
+from snaketrack.tracker.run import RunOptions, constant_up, open_session, track_source
+from snaketrack.tracker.selfcal import angle_deg, calibration_pass, estimate_up, fit_plane, refine_focal, upright
+
+from posed_dataset import K, W, write_posed_dataset
+
+TILT = -50.0  # the scene turned 50° about the camera's x axis: an oblique view, the camera upright
+
+
+def test_fit_plane_noisy_points_normal_and_sign():
+    rng = np.random.default_rng(0)
+    up = np.array([0.1, -0.8, -0.55])
+    up /= np.linalg.norm(up)
+    e1 = np.cross(up, [1.0, 0, 0])
+    e1 /= np.linalg.norm(e1)
+    e2 = np.cross(up, e1)
+    ground = -1.5 * up  # the camera 1.5 m above the plane
+    a, b = rng.uniform(-0.6, 0.6, (2, 400))
+    pts = ground + 0.0 * up + np.outer(a, e1) + np.outer(b, e2) + rng.normal(0, 0.005, (400, 3))
+    pts[:20] += 0.3 * up  # outliers off the plane
+    fit = fit_plane(pts)
+    assert fit is not None
+    assert angle_deg(fit.up, up) < 1.0  # sign included: up points from the plane to the camera
+    assert fit.height == pytest.approx(1.5, abs=0.01)
+    assert fit.inliers <= 380
+
+
+def test_fit_plane_line_is_undetermined():
+    t = np.linspace(0, 1, 50)
+    assert fit_plane(np.stack([t, 0 * t, 2 + 0 * t], 1)) is None
+
+
+def test_upright_picks_the_mirror_seen_the_right_way_up():
+    truth = np.array([0.0, -0.8, -0.6])
+    towards = np.array([0.0, 0.0, 1.0])
+    mirrored = 2 * (truth @ towards) * towards - truth  # the same outline, tilted the other way
+    assert angle_deg(upright(mirrored, towards), truth) < 1e-9
+    assert angle_deg(upright(truth, towards), truth) < 1e-9
+
+
+@pytest.fixture(scope="module")
+def oblique(tmp_path_factory):
+    return write_posed_dataset(tmp_path_factory.mktemp("oblique"), 16, seed=1, tilt_deg=TILT)
+
+
+def test_up_auto_matches_the_camera_attitude(oblique):
+    """The passes of ``--up auto`` (as track_source runs them, fewer candidates) find the true up direction."""
+    cfg = PipelineConfig(hold_frames=0, render=False)
+    frames, session, masks = open_session(oblique, config=cfg)
+    truth = up_from_camera_quat(frames.truth[0]["camera_quat_world"])
+    assert truth[1] < 0  # the camera is upright
+
+    def run_pass(up, short):
+        s = TrackingSession(session.robot, session.camera, session.fps,
+                            replace(cfg, static_camera=up is not None))
+        calib = calibration_pass(frames, s, masks, None if up is None else constant_up(up), 6 if short else 12)
+        return calib, s.tracker.layout
+
+    plane, calib = estimate_up(run_pass, session.robot, pitches_deg=(20.0, 70.0), max_passes=2)
+    assert plane is not None and len(calib) == 12
+    assert angle_deg(plane.up, truth) < 3.0
+
+
+def test_up_auto_is_wired_into_track_source(oblique, tmp_path):
+    with pytest.raises(InputError, match="spans no area|at least 2"):
+        track_source(oblique, tmp_path, options=RunOptions(up="auto", calibration_frames=1, video=False,
+                                                           plots=False, progress=False))
+
+
+def test_refine_focal_from_a_wrong_field_of_view(oblique):
+    f_true = float(K[0, 0])
+    f_start = 1.15 * f_true
+    fov = 2 * np.degrees(np.arctan((W / 2) / f_start))
+    cfg = PipelineConfig(hold_frames=0, render=False)
+    frames, session, masks = open_session(oblique, intrinsics=FieldOfView(fov), config=cfg)
+    truth_up = up_from_camera_quat(frames.truth[0]["camera_quat_world"])
+    calib = calibration_pass(frames, session, masks, constant_up(truth_up), 8)
+    fit = refine_focal(session.robot, session.camera, calib, session.tracker.config, max_frames=4)
+    assert fit.start_px == pytest.approx(f_start)
+    assert abs(fit.focal_px - f_true) < abs(f_start - f_true)
+    assert abs(fit.focal_px / f_true - 1) < 0.06

@@ -8,8 +8,9 @@ type, into ``--out``:
    held out (never trained or validated on), the rest trains;
 3. ``model.pt``: ``snaketrack train train/`` (the default CPU recipe, ``--minutes`` of it);
 4. ``heldout-iou.json``: ``snaketrack eval-seg`` of the model on the held-out frames against their labels;
-5. ``track/``: ``snaketrack track VIDEO --masks segmenter:model.pt --track-size`` (``--track-width`` wide)
-   with ``metrics.json``'s figures of a track without truth, and ``quality.png``;
+5. ``track/``: ``snaketrack track VIDEO --masks segmenter:model.pt --track-size`` (``--track-width`` wide;
+   with ``--camera fixed``, the default, also ``--up auto --static-camera``: the ground plane from the
+   robot's own track) with ``metrics.json``'s figures of a track without truth, and ``quality.png``;
 6. ``speed.json``: the segmenter's and the tracker's time per frame, measured on the held-out frames and
    in the tracking run, and the two together.
 
@@ -20,6 +21,7 @@ Usage::
 
     .venv/bin/python scripts/real_footage.py VIDEO --robot cobra-12 --box 280,245,545,190 --out runs/cobra
         [--fov-deg 65 | --intrinsics camera.yaml] [--minutes 20] [--holdout 0.2] [--track-width 640]
+        [--camera fixed|moving]
 """
 from __future__ import annotations
 
@@ -88,6 +90,9 @@ def main(argv=None) -> int:
     ap.add_argument("--minutes", type=float, default=20.0, help="training time [min] (default 20)")
     ap.add_argument("--holdout", type=float, default=0.2, help="share of the clip held out, at its end (default 0.2)")
     ap.add_argument("--track-width", type=int, default=640, help="tracking width [px] (default 640)")
+    ap.add_argument("--camera", choices=("fixed", "moving"), default="fixed",
+                    help="fixed (a tripod: the ground plane estimated from the robot's own track, --up auto "
+                         "--static-camera) or moving (no ground prior) (default fixed)")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -121,8 +126,9 @@ def main(argv=None) -> int:
 
         track = out / "track"
         if not (track / "summary.json").is_file():
+            ground = ["--up", "auto", "--static-camera"] if args.camera == "fixed" else []
             _snaketrack("track", args.video, "--robot", args.robot, *camera, "--masks", f"segmenter:{model}",
-                        "--track-size", f"{width}x{height}", "--out", track)
+                        *ground, "--track-size", f"{width}x{height}", "--out", track)
         summary = json.loads((track / "summary.json").read_text())
         figures["track"] = {k: summary.get(k) for k in (
             "frames", "frames_lost", "frames_coasting", "flips", "silhouette_iou_mean", "silhouette_iou_p5",

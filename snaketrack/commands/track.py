@@ -4,7 +4,7 @@
 
     snaketrack track DATASET|VIDEO --robot NAME|FILE [--intrinsics FILE | --fov-deg DEG]
         [--masks truth|DIR|segmenter:MODEL.pt [--segmenter-setting live|accurate]] [--up sim-imu|IMU.csv|auto|none]
-        [--static-camera | --track-ground] [--refine-focal] [--calibration-frames 60]
+        [--static-camera | --track-ground] [--head wave|first] [--refine-focal] [--calibration-frames 60]
         [--refine-steps 10] [--corrupt-masks] [--max-frames N] [--hold-frames 60] [--track-size WxH]
         [--states FILE|-] --out DIR
 
@@ -59,6 +59,10 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hold-frames", type=int, default=60, metavar="N",
                    help="hold up to N first frames until the body wave shows which end is the head, and re-read "
                         "them if the track turns round (default 60; 0: write every frame as it finishes)")
+    p.add_argument("--head", default="wave", choices=("wave", "first"),
+                   help="which end is the head: wave (the robot crawls forward: the track turns round when its "
+                        "body wave runs from tail to head; default) or first (keep the first frame's reading: a "
+                        "sidewinding robot, or one that backs up)")
     p.add_argument("--silhouette", default="visual", choices=("visual", "visual-capsule", "capsules"),
                    help="the robot's silhouette model: 'visual' (bodies, caps and housings from the robot file, "
                         "cylindrical housings drawn as cylinders; default), 'visual-capsule' (the same with "
@@ -96,6 +100,7 @@ def _run(args: argparse.Namespace) -> int:
     config = PipelineConfig(refine_steps=args.refine_steps, silhouette=args.silhouette,
                             static_camera=args.static_camera, track_ground=args.track_ground,
                             hold_frames=args.hold_frames, corrupt_masks=args.corrupt_masks, corrupt_seed=seed,
+                            head=args.head,
                             track_size=parse_size(args.track_size, "--track-size") if args.track_size else None)
     if args.chunks != 1:
         from snaketrack.batch.chunks import track_chunked

@@ -60,6 +60,10 @@ class PipelineConfig:
     corrupt_seed: seed of the corruption. Default 0.
     hidden: frame ranges [start, stop) whose observed masks are emptied (the robot hidden; benchmarks).
     render: render each finished frame's silhouette (IoUs and overlays). Default True.
+    head: which end is the head: ``wave`` (the robot crawls forward: the track is turned round when its body
+        wave runs from its tail to its head; ``TrackerConfig.wave_check``) or ``first`` (the first frame's
+        reading is kept throughout: a sidewinding robot, whose wave says little about its head, or one that
+        backs up). Default ``wave``.
     """
 
     refine_steps: Optional[int] = None
@@ -72,6 +76,7 @@ class PipelineConfig:
     corrupt_seed: int = 0
     hidden: tuple[tuple[int, int], ...] = ()
     render: bool = True
+    head: str = "wave"
 
     def __post_init__(self):
         if self.refine_steps is not None and self.refine_steps < 0:
@@ -82,6 +87,8 @@ class PipelineConfig:
             raise InputError("--static-camera and --track-ground: choose one (a fixed camera, or one that moves)")
         if self.silhouette not in ("visual", "visual-capsule", "capsules"):
             raise InputError(f"--silhouette {self.silhouette!r}; expected visual, visual-capsule or capsules")
+        if self.head not in ("wave", "first"):
+            raise InputError(f"--head {self.head!r}; expected wave or first")
 
     @property
     def needs_up(self) -> bool:
@@ -117,13 +124,14 @@ class FrameResult:
 
 
 def make_tracker(robot, camera, fps: float, refine_steps: Optional[int] = None, static_camera: bool = False,
-                 track_ground: bool = False, silhouette: str = "visual"):
+                 track_ground: bool = False, silhouette: str = "visual", head: str = "wave"):
     """The :class:`~snaketrack.tracker.tracker.Tracker` for this camera (its K and size) and frame rate [1/s];
-    ``static_camera`` / ``track_ground`` set the ground prior, ``silhouette`` the model (``TrackerConfig.model``)."""
+    ``static_camera`` / ``track_ground`` set the ground prior, ``silhouette`` the model (``TrackerConfig.model``),
+    ``head`` the reading of the chain (:class:`PipelineConfig`)."""
     from snaketrack.tracker.config import TrackerConfig
     from snaketrack.tracker.tracker import Tracker
 
-    config = TrackerConfig(model=silhouette)
+    config = TrackerConfig(model=silhouette, wave_check=head == "wave")
     if refine_steps is not None:
         config = replace(config, refine=replace(config.refine, steps=int(refine_steps)))
     if static_camera:
@@ -209,7 +217,7 @@ class TrackingSession:
 
         c = self.config
         self.tracker = make_tracker(self.robot, self.camera, self.fps, c.refine_steps, static_camera=c.static_camera,
-                                    track_ground=c.track_ground, silhouette=c.silhouette)
+                                    track_ground=c.track_ground, silhouette=c.silhouette, head=c.head)
         self.ground = None
         if c.track_ground:
             from snaketrack.tracker.ground import GroundTracker

@@ -130,3 +130,16 @@ def test_bad_configs_are_one_line_errors():
                dict(silhouette="spheres")):
         with pytest.raises(InputError):
             PipelineConfig(**kw)
+
+
+def test_head_first_keeps_the_first_reading_and_a_bad_head_is_one_line():
+    from snaketrack.errors import InputError
+    from snaketrack.models.robot import load_robot
+    from snaketrack.tracker.camera import FieldOfView
+    from snaketrack.tracker.pipeline import PipelineConfig, make_tracker
+
+    robot, camera = load_robot("cobra-12"), FieldOfView(65.0).camera(320, 180)
+    assert make_tracker(robot, camera, 30.0).config.wave_check
+    assert not make_tracker(robot, camera, 30.0, head=PipelineConfig(head="first").head).config.wave_check
+    with pytest.raises(InputError, match="--head"):
+        PipelineConfig(head="tail")

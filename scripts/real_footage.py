@@ -21,7 +21,7 @@ Usage::
 
     .venv/bin/python scripts/real_footage.py VIDEO --robot cobra-12 --box 280,245,545,190 --out runs/cobra
         [--fov-deg 65 | --intrinsics camera.yaml] [--minutes 20] [--holdout 0.2] [--track-width 640]
-        [--camera fixed|moving]
+        [--camera fixed|moving] [--head first|wave]
 """
 from __future__ import annotations
 
@@ -90,6 +90,9 @@ def main(argv=None) -> int:
     ap.add_argument("--minutes", type=float, default=20.0, help="training time [min] (default 20)")
     ap.add_argument("--holdout", type=float, default=0.2, help="share of the clip held out, at its end (default 0.2)")
     ap.add_argument("--track-width", type=int, default=640, help="tracking width [px] (default 640)")
+    ap.add_argument("--head", choices=("first", "wave"), default="first",
+                    help="which end is the head (snaketrack track --head): first (keep the first frame's reading; "
+                         "sidewinding) or wave (the robot crawls forward) (default first)")
     ap.add_argument("--camera", choices=("fixed", "moving"), default="fixed",
                     help="fixed (a tripod: the ground plane estimated from the robot's own track, --up auto "
                          "--static-camera) or moving (no ground prior) (default fixed)")
@@ -128,7 +131,7 @@ def main(argv=None) -> int:
         if not (track / "summary.json").is_file():
             ground = ["--up", "auto", "--static-camera"] if args.camera == "fixed" else []
             _snaketrack("track", args.video, "--robot", args.robot, *camera, "--masks", f"segmenter:{model}",
-                        *ground, "--track-size", f"{width}x{height}", "--out", track)
+                        *ground, "--head", args.head, "--track-size", f"{width}x{height}", "--out", track)
         summary = json.loads((track / "summary.json").read_text())
         figures["track"] = {k: summary.get(k) for k in (
             "frames", "frames_lost", "frames_coasting", "flips", "silhouette_iou_mean", "silhouette_iou_p5",

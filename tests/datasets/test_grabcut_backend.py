@@ -190,3 +190,4 @@ def test_a_floor_marking_the_robot_crawled_off_is_not_kept_as_a_piece_of_it():
     assert masks[0.0][tape].mean() > 0.7  # without the colour check the mark stays
     assert not masks[0.5][tape].any()
     assert masks[0.5][end].mean() > 0.7
+

@@ -89,7 +89,8 @@ def main(argv=None) -> int:
     ap.add_argument("--sam-checkpoint", default=None, help="label with SAM from these weights instead of GrabCut")
     ap.add_argument("--minutes", type=float, default=20.0, help="training time [min] (default 20)")
     ap.add_argument("--holdout", type=float, default=0.2, help="share of the clip held out, at its end (default 0.2)")
-    ap.add_argument("--track-width", type=int, default=640, help="tracking width [px] (default 640)")
+    ap.add_argument("--track-width", type=int, default=640,
+                    help="tracking width [px]; a narrower video is tracked at its own width (default 640)")
     ap.add_argument("--head", choices=("first", "wave"), default="first",
                     help="which end is the head (snaketrack track --head): first (keep the first frame's reading; "
                          "sidewinding) or wave (the robot crawls forward) (default first)")
@@ -105,7 +106,7 @@ def main(argv=None) -> int:
         from snaketrack.datasets.video import open_frames
 
         video = open_frames(args.video)
-        width = int(args.track_width)
+        width = min(int(args.track_width), int(video.width))  # a smaller video is tracked at its own size
         height = int(round(video.height * width / video.width / 2.0)) * 2
         figures: dict = {"video": str(args.video), "robot": args.robot, "frames": len(video), "fps": video.fps}
 

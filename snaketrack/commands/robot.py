@@ -89,15 +89,12 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _read_frame(path: str) -> np.ndarray:
-    import cv2
+    from snaketrack.datasets.layout import read_image
 
-    p = Path(path)
-    if not p.is_file():
-        raise MissingFileError(f"--frame {p}: no such image")
-    bgr = cv2.imread(str(p), cv2.IMREAD_COLOR)
-    if bgr is None:
-        raise FileFormatError(f"--frame {p}: not a readable image")
-    return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+    try:
+        return read_image(path)
+    except (MissingFileError, FileFormatError) as e:
+        raise type(e)(f"--frame {e}") from None
 
 
 def _run(args: argparse.Namespace) -> int:

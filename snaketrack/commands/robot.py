@@ -24,8 +24,6 @@ import numpy as np
 from snaketrack.commands import Command, add_camera_arguments, camera_of
 from snaketrack.errors import FileFormatError, InputError, MissingFileError, SnaketrackWarning
 
-#: Horizontal field of view [deg] assumed over a frame with neither --intrinsics nor --fov-deg.
-SHOW_FOV_DEG = 65.0
 _POSE_FORM = "X,Y,Z,YAW[,PITCH,ROLL]: the base's position in the camera frame [m] and its yaw, pitch, roll [rad]"
 
 
@@ -82,7 +80,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--q", default=None, metavar="Q1,Q2,...",
                    help="joint angles [rad], in the robot file's joint order (default: zeros over a frame; alone, a "
                         "sample curved pose; write --q=-0.3,... when it starts with a minus)")
-    add_camera_arguments(p, f"a {SHOW_FOV_DEG:g} deg horizontal field of view; used with --frame only")
+    add_camera_arguments(p, "a 65 deg horizontal field of view (a phone's); used with --frame only")
     p.add_argument("--size", default="1280x720", metavar="WxH",
                    help="image size of the robot alone [px] (default 1280x720; over a frame, the frame's size)")
     p.add_argument("--out", required=True, metavar="PNG", help="image to write (.png or .jpg)")
@@ -117,11 +115,11 @@ def _run(args: argparse.Namespace) -> int:
         img = rv.robot_sheet(robot, w, h, q)
         what = "straight and " + ("at --q" if q is not None else "in a sample pose")
     else:
-        from snaketrack.tracker.camera import FieldOfView, Undistorter, source_camera
+        from snaketrack.tracker.camera import DEFAULT_FOV_DEG, FieldOfView, Undistorter, source_camera
 
         frame = _read_frame(args.frame)
         h, w = frame.shape[:2]
-        intrinsics = camera_of(args) or FieldOfView(SHOW_FOV_DEG)
+        intrinsics = camera_of(args) or FieldOfView(DEFAULT_FOV_DEG)
         camera = source_camera({}, w, h, intrinsics, f"--frame {args.frame}")
         if camera.has_distortion:  # the tracker works on undistorted frames
             undistort = Undistorter(camera)

@@ -123,6 +123,15 @@ def link_axes_cam(robot: Any, q: np.ndarray, base_rotation: np.ndarray, base_pos
     return fk["origins"], fk["ends"], fk["head"]
 
 
+def link_axes_uv(robot: Any, q: np.ndarray, base_rotation: np.ndarray, base_position: np.ndarray,
+                 K: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The link axes projected with ``K`` (3, 3): start and end points (N, 2, 2) and the head point (2,)
+    [px]; NaN behind the camera."""
+    starts, ends, head = link_axes_cam(robot, q, base_rotation, base_position)
+    K = np.asarray(K, float)
+    return project_points(K, np.stack([starts, ends], axis=1)), project_points(K, head)
+
+
 def project_points(K: np.ndarray, points: np.ndarray) -> np.ndarray:
     """Pinhole projection of camera-frame points (..., 3) [m] to pixels (..., 2); NaN behind the camera."""
     p = np.asarray(points, float)
@@ -231,9 +240,8 @@ def overlay_frame(result: Any, robot: Any, K: np.ndarray) -> np.ndarray:
     """The overlay image (RGB uint8 (H, W, 3)) of one finished
     :class:`~snaketrack.tracker.pipeline.FrameResult`, drawn with the tracking camera's ``K`` (3, 3)."""
     state = result.state
-    starts, ends, head = link_axes_cam(robot, state.q, state.base_rotation, state.base_position)
-    axes = project_points(K, np.stack([starts, ends], axis=1))
+    axes, head = link_axes_uv(robot, state.q, state.base_rotation, state.base_position, K)
     text = f"frame {result.index}  {state.status}  IoU {state.iou:.2f}" if np.isfinite(state.iou) else \
         f"frame {result.index}  {state.status}"
-    return draw_overlay(result.frame, result.mask, axes, project_points(K, head), result.silhouette, text,
+    return draw_overlay(result.frame, result.mask, axes, head, result.silhouette, text,
                         state.status)

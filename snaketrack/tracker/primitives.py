@@ -59,6 +59,15 @@ class CapsuleModel:
         return cls(link=np.arange(n), a_local=a, b_local=b, radius=robot.radii.astype(float))
 
     @classmethod
+    def named(cls, robot: Robot, model: str) -> "CapsuleModel":
+        """The silhouette model a tracker setting names (``TrackerConfig.model``): ``visual`` (the visual
+        bodies, cylindrical housings as cylinders), ``visual-capsule`` (housings as capsules) or
+        ``capsules`` (the kinematic capsules)."""
+        if model == "capsules":
+            return cls.capsules(robot)
+        return cls.from_visual(robot, "capsule" if model == "visual-capsule" else "cylinder")
+
+    @classmethod
     def from_visual(cls, robot: Robot, housings: str = "cylinder") -> "CapsuleModel":
         """The robot as it looks (``robot.visual``), approximated by capsules, spheres and cylinders.
 

@@ -116,14 +116,6 @@ def skeleton_residual(mask: np.ndarray, segments: np.ndarray) -> tuple[float, in
     return _median(d), int(len(pts))
 
 
-def link_axes_uv(robot: Any, state: Any, K: np.ndarray) -> np.ndarray:
-    """The state's link axes projected with ``K`` (3, 3): (N, 2, 2) pixel start and end points [px]."""
-    from snaketrack.tracker.outputs import link_axes_cam, project_points
-
-    starts, ends, _ = link_axes_cam(robot, state.q, state.base_rotation, state.base_position)
-    return project_points(np.asarray(K, float), np.stack([starts, ends], axis=1))
-
-
 class QualityWriter:
     """``quality.csv``: a row (:data:`QUALITY_COLUMNS`) per finished frame, flushed as it goes.
 
@@ -137,7 +129,11 @@ class QualityWriter:
 
     def write(self, result: Any) -> float:
         """Write ``result``'s row; returns its skeleton residual [px]."""
-        residual, n = skeleton_residual(result.mask, link_axes_uv(self.robot, result.state, self.K))
+        from snaketrack.tracker.outputs import link_axes_uv
+
+        state = result.state
+        axes, _ = link_axes_uv(self.robot, state.q, state.base_rotation, state.base_position, self.K)
+        residual, n = skeleton_residual(result.mask, axes)
         self._csv.write({"frame": int(result.index), "skeleton_residual_px": residual, "skeleton_pixels": n})
         return residual
 

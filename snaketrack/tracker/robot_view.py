@@ -95,14 +95,16 @@ def _text(img: np.ndarray, text: str, org, scale: float, colour=(20, 20, 20), ou
 
 
 def draw_robot(rgb: np.ndarray, robot: Robot, camera: Camera, pose: Pose, labels: bool = True,
-               light: bool = False) -> np.ndarray:
+               light: bool = False, mask: Optional[np.ndarray] = None) -> np.ndarray:
     """``rgb`` (H, W, 3) uint8 with the robot's silhouette filled half-transparent in its colour and
     outlined, its link axes, the head point and (``labels``) link numbers and ``tail``/``head``; ``light``:
-    the background is light (dark labels, else white ones outlined in black)."""
+    the background is light (dark labels, else white ones outlined in black). ``mask``: the silhouette
+    (bool (H, W)) when already rendered (:func:`silhouette`)."""
     from snaketrack.tracker.outputs import draw_overlay, link_axes_cam, project_points
 
     camera.check_image(rgb, "frame")
-    mask = silhouette(robot, camera, pose)
+    if mask is None:
+        mask = silhouette(robot, camera, pose)
     img = rgb.copy()
     colour = np.array(robot.visual.rgba[:3]) * 255
     img[mask] = (0.5 * img[mask] + 0.5 * colour).astype(np.uint8)
@@ -134,7 +136,8 @@ def draw_robot(rgb: np.ndarray, robot: Robot, camera: Camera, pose: Pose, labels
 def frame_view(rgb: np.ndarray, robot: Robot, camera: Camera, pose: Pose) -> tuple[np.ndarray, np.ndarray]:
     """The robot at ``pose`` drawn over a frame ``rgb`` (H, W, 3) uint8 seen by ``camera`` (no distortion:
     undistort the frame first): ``(image (H, W, 3) uint8, silhouette bool (H, W))``."""
-    return draw_robot(rgb, robot, camera, pose), silhouette(robot, camera, pose)
+    mask = silhouette(robot, camera, pose)
+    return draw_robot(rgb, robot, camera, pose, mask=mask), mask
 
 
 def _nice_length(x: float) -> float:

@@ -143,7 +143,6 @@ def calibration_pass(frames, session, mask_source, up_source, n: int) -> list[Ca
     from snaketrack.tracker.run import step_frames
 
     out: list[CalibrationFrame] = []
-    layout = session.tracker.layout if session.tracker is not None else None
 
     def keep(results) -> None:
         for r in results:
@@ -333,10 +332,7 @@ def refine_focal(robot, camera, calib: list[CalibrationFrame], config=None, max_
     from snaketrack.tracker.state import StateLayout
 
     layout = StateLayout.for_robot(robot)
-    if cfg.model == "capsules":
-        model = CapsuleModel.capsules(robot)
-    else:
-        model = CapsuleModel.from_visual(robot, "capsule" if cfg.model == "visual-capsule" else "cylinder")
+    model = CapsuleModel.named(robot, cfg.model)
     obs = [observe(c.mask, cfg.refine) for c in use]
     cache: dict[float, np.ndarray] = {}
 

@@ -65,11 +65,7 @@ class Tracker:
             raise InputError(f"fps = {fps!r}; expected > 0")
         self.robot, self.config, self.fps = robot, config, float(fps)
         self.width, self.height = int(width), int(height)
-        if config.model == "capsules":
-            model = CapsuleModel.capsules(robot)
-        else:
-            model = CapsuleModel.from_visual(robot, "capsule" if config.model == "visual-capsule" else "cylinder")
-        self.renderer = SilhouetteRenderer(robot, K, width, height, model,
+        self.renderer = SilhouetteRenderer(robot, K, width, height, CapsuleModel.named(robot, config.model),
                                            SilhouetteSettings(sigma_px=config.refine.sigma_px))
         self.layout: StateLayout = self.renderer.layout
         self.refiner = Refiner(self.renderer, config.refine)

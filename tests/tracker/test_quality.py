@@ -15,7 +15,6 @@ from snaketrack.tracker.quality import (
     iou_figures,
     joint_second_differences,
     joint_smoothness,
-    link_axes_uv,
     quality_metrics,
     skeleton_residual,
     status_counts,
@@ -130,6 +129,12 @@ def _robot_state(q, base):
     return TrackState(frame=0, t=0.0, q=q, base_quat=np.array(QUAT_DOWN), base_position=base, head=np.zeros(3))
 
 
+def _axes_uv(robot, state):
+    from snaketrack.tracker.outputs import link_axes_uv
+
+    return link_axes_uv(robot, state.q, state.base_rotation, state.base_position, K)[0]
+
+
 def _draw_axes(axes, thickness=7):
     mask = np.zeros((H, W), np.uint8)
     for a, b in axes:
@@ -140,14 +145,14 @@ def _draw_axes(axes, thickness=7):
 def test_the_robot_s_projected_axes_meet_a_mask_drawn_along_them():
     robot = load_robot("planar-snake-11")
     q, base = pose(robot, 7)
-    axes = link_axes_uv(robot, _robot_state(q, base), K)
+    axes = _axes_uv(robot, _robot_state(q, base))
     assert axes.shape == (robot.dof + 1, 2, 2)  # a link per joint and one more
     assert skeleton_residual(_draw_axes(axes), axes)[0] < 1.0
     # straight along the image's u axis, then the base 5 px further down the image (the robot lies flat
     # at depth z, so 5 px is 5 z / fy metres)
     straight = np.zeros(robot.dof)
-    mask = _draw_axes(link_axes_uv(robot, _robot_state(straight, base), K))
-    moved = link_axes_uv(robot, _robot_state(straight, base + [0, 5 * base[2] / K[1, 1], 0]), K)
+    mask = _draw_axes(_axes_uv(robot, _robot_state(straight, base)))
+    moved = _axes_uv(robot, _robot_state(straight, base + [0, 5 * base[2] / K[1, 1], 0]))
     assert skeleton_residual(mask, moved)[0] == pytest.approx(5.0, abs=0.5)
 
 

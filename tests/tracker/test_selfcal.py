@@ -7,6 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from snaketrack.datasets.video import open_frames
 from snaketrack.errors import InputError
 from snaketrack.tracker.camera import FieldOfView
 from snaketrack.tracker.gravity import up_from_camera_quat
@@ -74,6 +75,16 @@ def test_up_auto_matches_the_camera_attitude(oblique):
 
 
 def test_up_auto_is_wired_into_track_source(oblique, tmp_path):
+    """``track_source`` with ``up="auto"`` fits the plane in its calibration passes, reports it, and holds the
+    robot to it on a fixed camera; the true up direction comes from the dataset's camera attitude."""
+    frames = open_frames(oblique)
+    truth = up_from_camera_quat(frames.truth[0]["camera_quat_world"])
+    summary = track_source(oblique, tmp_path / "auto", config=PipelineConfig(hold_frames=0, static_camera=True),
+                           options=RunOptions(up="auto", calibration_frames=8, max_frames=8, video=False,
+                                              plots=False, progress=False))
+    assert summary["up"] == "auto" and summary["frames"] == 8
+    assert angle_deg(summary["calibration"]["up_auto"]["up"], truth) < 3.0
+    assert summary["calibration"]["seconds"] > 0
     with pytest.raises(InputError, match="spans no area|at least 2"):
         track_source(oblique, tmp_path, options=RunOptions(up="auto", calibration_frames=1, video=False,
                                                            plots=False, progress=False))

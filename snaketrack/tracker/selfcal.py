@@ -4,18 +4,24 @@
 Both start from a *calibration pass*: the first ``n`` frames tracked as usual (with the up direction
 given, or none), their observed masks and fitted poses kept (:func:`calibration_pass`).
 
-**The ground plane** (:func:`fit_plane`). The robot lies on the ground, and a crawling robot sweeps an
-area of it: its link centres over the frames of a fixed camera lie on one plane, ``radius`` above the
-ground and parallel to it. A robust least-squares plane (trimmed SVD: points farther than
-``3 × 1.4826 × MAD`` of the residuals are dropped and the plane refitted) gives the normal; its sign is
-the one pointing from the ground towards the camera (OpenCV camera frame: x right, y down, z forward;
-the camera, at the origin, lies on the ``up`` side: ``up · X < 0`` for ground points ``X``). That is
-the up direction the tracker's ground priors take (:mod:`snaketrack.tracker.gravity`). The tracks of
-the pass were made without an up prior, so the plane is not pulled towards a guess; each frame's tilt
-error differs and the fit over many frames averages them. The points must span an area: a body
-lying straight and still spans a line, whose plane is undetermined about it (``spread``, the ratio of
-the second to the first singular value of the centred points, says how well; below ``min_spread`` no
-plane is returned).
+**The ground plane** (:func:`fit_plane`, :func:`fit_plane_lengths`). The robot lies on the ground, and a
+crawling robot sweeps an area of it: its link centres over the frames of a fixed camera lie on one
+plane, ``radius`` above the ground and parallel to it. A robust least-squares plane (trimmed SVD:
+points farther than ``3 × 1.4826 × MAD`` of the residuals are dropped and the plane refitted) gives a
+first normal; its sign is the one pointing from the ground towards the camera (OpenCV camera frame: x
+right, y down, z forward; the camera, at the origin, lies on the ``up`` side: ``up · X < 0`` for
+ground points ``X``). That is the up direction the tracker's ground priors take
+(:mod:`snaketrack.tracker.gravity`). The points must span an area: a body lying straight and still
+spans a line, whose plane is undetermined about it (``spread``, the ratio of the second to the first
+singular value of the centred points, says how well; below ``min_spread`` no plane is returned).
+
+The link centres' depths come from the silhouettes' widths, and a bias there of a fraction of a pixel,
+growing with depth, tilts their plane by a degree or more on an oblique view (a pass given the true up
+direction refits it 1° off on the benchmark's static clip). :func:`fit_plane_lengths` therefore refines
+the plane from what the silhouettes fix well, the image positions of the link axes: the rays through
+each axis's two image ends meet the ground (raised by the radius) at the link's length apart only on
+the true ground plane; foreshortening across the image tells its tilt, and the lengths its distance.
+On that clip it brings the same pass's plane to 0.13°.
 
 **The focal length** (:func:`refine_focal`). A perspective camera's focal length ``f`` and the
 robot's depth trade off only partly: scaling ``f`` and the depth by ``s`` keeps the pixel of only the
@@ -166,6 +172,78 @@ def plane_from_frames(robot, layout, calib: list[CalibrationFrame], min_iou: flo
     return fit_plane(np.concatenate(pts)) if pts else None
 
 
+def _link_rays(robot, layout, calib: list[CalibrationFrame], min_iou: float):
+    """The rays (M, 3), scaled to unit depth, through the image ends of every link axis of the frames of
+    ``calib`` fitted with IoU ≥ ``min_iou`` (origin rays, end rays), with each link's length (M,) and
+    radius (M,) [m]. A point's ray at unit depth, ``X / Z``, is its pixel back-projected: only the image
+    positions of the fitted axes enter, not their depths."""
+    from snaketrack.models.kinematics import forward_kinematics_np
+
+    ra, rb, lengths, radii = [], [], [], []
+    for c in calib:
+        if c.iou < min_iou:
+            continue
+        q, R, t = layout.unpack(np.asarray(c.x, float))
+        fk = forward_kinematics_np(robot, q, R, t)
+        for ends, out in ((fk["origins"], ra), (fk["ends"], rb)):
+            out.append(ends / ends[:, 2:3])
+        lengths.append(np.linalg.norm(fk["ends"] - fk["origins"], axis=1))
+        radii.append(np.asarray(fk["radii"], float).reshape(-1)[:len(fk["origins"])])
+    if not ra:
+        return None
+    return np.concatenate(ra), np.concatenate(rb), np.concatenate(lengths), np.concatenate(radii)
+
+
+def fit_plane_lengths(robot, layout, calib: list[CalibrationFrame], start: PlaneFit,
+                      min_iou: float = 0.5) -> PlaneFit:
+    """The ground plane that lays the tracked link axes, as the image shows them, at the robot's link lengths.
+
+    Each link's axis runs ``radius`` above the ground. Given a plane (up, height), the rays through the
+    image ends of a link axis (projected from the frame's fitted pose) meet the raised plane at two points
+    whose distance is the link's length only when the plane is the ground's: foreshortening across the
+    image tells the plane's tilt, and the lengths its distance. The cue is the axes' image positions,
+    which the silhouettes fix to a pixel, not their depths, which a silhouette gives only through its
+    width (a bias of a fraction of a pixel there tilts a plane fitted to the link centres by a degree or
+    more on an oblique view). Least squares over every link of every frame fitted with IoU ≥ ``min_iou``
+    (a soft-L1 loss, scale 2 % of the mean link length), from ``start`` (a :class:`PlaneFit` of the link
+    centres; its ``spread`` says whether the frames span an area). Returns ``start`` unchanged when there
+    are no frames. ``rms``: of the length residuals [m]; ``tilt_sd_rad`` from the fit's covariance."""
+    from scipy.optimize import least_squares
+
+    data = _link_rays(robot, layout, calib, min_iou)
+    if data is None:
+        return start
+    ra, rb, L, r = data
+    n0 = np.asarray(start.up, float)
+    e1 = np.cross(n0, [1.0, 0.0, 0.0] if abs(n0[0]) < 0.9 else [0.0, 1.0, 0.0])
+    e1 /= np.linalg.norm(e1)
+    e2 = np.cross(n0, e1)
+
+    def plane(p):
+        n = n0 + p[0] * e1 + p[1] * e2
+        return n / np.linalg.norm(n), p[2]
+
+    def residuals(p):
+        n, h = plane(p)
+        da, db = ra @ n, rb @ n  # < 0: the ray comes down to the ground in front of the camera
+        da, db = np.minimum(da, -1e-6), np.minimum(db, -1e-6)
+        sa, sb = (r - h) / da, (r - h) / db  # depths where each ray meets the plane raised by the radius
+        return np.linalg.norm(sb[:, None] * rb - sa[:, None] * ra, axis=1) - L
+
+    scale = 0.02 * float(np.mean(L))
+    sol = least_squares(residuals, [0.0, 0.0, start.height], loss="soft_l1", f_scale=scale, x_scale=[0.01, 0.01, 0.01])
+    up, h = plane(sol.x)
+    res = sol.fun
+    rms = float(np.sqrt(np.mean(res ** 2)))
+    try:
+        cov = np.linalg.inv(sol.jac.T @ sol.jac) * rms ** 2
+        tilt_sd = float(math.sqrt(max(cov[0, 0] + cov[1, 1], 0.0) / 2.0))
+    except np.linalg.LinAlgError:
+        tilt_sd = math.inf
+    return PlaneFit(up=up, height=float(h), rms=rms, spread=start.spread, inliers=int(np.sum(np.abs(res) < 3 * scale)),
+                    points=len(res), tilt_sd_rad=tilt_sd)
+
+
 def upright(up, towards) -> np.ndarray:
     """Of ``up`` (3,) and its mirror image about the line of sight ``towards`` (3,) [camera frame], the one
     pointing more to the top of the image (smaller y; OpenCV's y runs down).
@@ -194,8 +272,9 @@ def pitch_up(pitch_deg: float) -> np.ndarray:
     return np.array([0.0, -math.cos(p), -math.sin(p)])
 
 
-def estimate_up(run_pass, robot, max_passes: int = 3, tol_deg: float = 0.5, up0=None,
-                pitches_deg=(15.0, 30.0, 45.0, 60.0, 75.0, 90.0), log=None) -> tuple[Optional[PlaneFit], list]:
+def estimate_up(run_pass, robot, max_passes: int = 4, tol_deg: float = 0.25, up0=None,
+                pitches_deg=(15.0, 30.0, 45.0, 60.0, 75.0, 90.0), lengths: bool = True,
+                log=None) -> tuple[Optional[PlaneFit], list]:
     """The up direction of a fixed camera by passes over the first frames (module doc).
 
     run_pass: ``(up, short) → (calibration frames, layout)`` tracks the calibration frames (the first half
@@ -212,12 +291,14 @@ def estimate_up(run_pass, robot, max_passes: int = 3, tol_deg: float = 0.5, up0=
     passes. Returns the last :class:`PlaneFit` (None: the tracks span no area) and the last pass's frames."""
     def fit(calib, layout, read_upright: bool) -> Optional[PlaneFit]:
         plane = plane_from_frames(robot, layout, calib)
-        if plane is None or not read_upright:
-            return plane
-        centre = np.mean([link_points(robot, layout, c.x).mean(axis=0) for c in calib], axis=0)
-        new = upright(plane.up, centre)
-        return PlaneFit(new, float(-(new @ centre)), plane.rms, plane.spread, plane.inliers, plane.points,
-                        plane.tilt_sd_rad)
+        if plane is None:
+            return None
+        if read_upright:
+            centre = np.mean([link_points(robot, layout, c.x).mean(axis=0) for c in calib], axis=0)
+            new = upright(plane.up, centre)
+            plane = PlaneFit(new, float(-(new @ centre)), plane.rms, plane.spread, plane.inliers, plane.points,
+                             plane.tilt_sd_rad)
+        return fit_plane_lengths(robot, layout, calib, plane) if lengths else plane
 
     def say(line: str) -> None:
         if log is not None:

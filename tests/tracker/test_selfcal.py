@@ -9,11 +9,24 @@ import pytest
 
 from snaketrack.datasets.video import open_frames
 from snaketrack.errors import InputError
+from snaketrack.models.robot import load_robot
 from snaketrack.tracker.camera import FieldOfView
 from snaketrack.tracker.gravity import up_from_camera_quat
 from snaketrack.tracker.pipeline import PipelineConfig, TrackingSession
 from snaketrack.tracker.run import RunOptions, constant_up, open_session, track_source
-from snaketrack.tracker.selfcal import angle_deg, calibration_pass, estimate_up, fit_plane, refine_focal, upright
+from snaketrack.tracker.selfcal import (
+    CalibrationFrame,
+    PlaneFit,
+    angle_deg,
+    calibration_pass,
+    estimate_up,
+    fit_plane,
+    fit_plane_lengths,
+    pitch_up,
+    refine_focal,
+    upright,
+)
+from snaketrack.tracker.state import StateLayout
 
 from posed_dataset import K, W, write_posed_dataset
 
@@ -41,6 +54,41 @@ def test_fit_plane_noisy_points_normal_and_sign():
 def test_fit_plane_line_is_undetermined():
     t = np.linspace(0, 1, 50)
     assert fit_plane(np.stack([t, 0 * t, 2 + 0 * t], 1)) is None
+
+
+def _rotate_about(v, axis, deg):
+    a = np.radians(deg)
+    axis = axis / np.linalg.norm(axis)
+    return v * np.cos(a) + np.cross(axis, v) * np.sin(a) + axis * (axis @ v) * (1 - np.cos(a))
+
+
+def test_fit_plane_lengths_recovers_the_ground_from_link_axes_on_it():
+    """Bodies lying on a known ground, seen obliquely: from a start 5° and 10 cm off, the plane that lays the
+    axes' rays at the link lengths is the ground (up and height), and badly fitted frames are left out."""
+    robot = load_robot("planar-snake-11")
+    layout = StateLayout.for_robot(robot)
+    up, height = pitch_up(40.0), 1.5
+    e1 = np.cross(up, [1.0, 0, 0])
+    e1 /= np.linalg.norm(e1)
+    e2 = np.cross(up, e1)
+    R0 = np.stack([e1, e2, up], 1)  # the body's z axis along up: lying flat
+    rng = np.random.default_rng(3)
+    calib = []
+    for i in range(12):
+        q = 0.5 * np.sin(0.7 * np.arange(robot.dof) + i)
+        yaw = rng.uniform(-np.pi, np.pi)
+        Rz = np.array([[np.cos(yaw), -np.sin(yaw), 0], [np.sin(yaw), np.cos(yaw), 0], [0, 0, 1]])
+        a, b = rng.uniform(-0.5, 0.5, 2)
+        t = -height * up + robot.radii[0] * up + a * e1 + b * e2
+        calib.append(CalibrationFrame(i, np.zeros((2, 2), bool), layout.pack(q, R0 @ Rz, t), None, 0.9))
+    bad = calib[0].x.copy()
+    bad[-3:] *= 0.7  # a frame fitted far from the ground, with a low IoU
+    calib.append(CalibrationFrame(12, np.zeros((2, 2), bool), bad, None, 0.2))
+    start = PlaneFit(_rotate_about(up, np.array([1.0, 0.3, 0.0]), 5.0), 1.4, 0.01, 0.5, 100, 100, 0.01)
+    fit = fit_plane_lengths(robot, layout, calib, start)
+    assert angle_deg(fit.up, up) < 0.01
+    assert fit.height == pytest.approx(height, abs=1e-4)
+    assert fit.rms < 1e-5 and fit.points == 12 * len(robot.links)
 
 
 def test_upright_picks_the_mirror_seen_the_right_way_up():

@@ -41,9 +41,9 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--up", default=None, metavar="sim-imu|FILE|auto|none",
                    help="the world's up direction in the camera frame per frame, to hold the robot to the "
                         "ground: an IMU CSV (frame, up_x, up_y, up_z), 'sim-imu' (a dataset's camera attitude "
-                        "with 1° bias and 0.5° noise) or 'auto' (a fixed camera: the ground plane fitted to the "
-                        "robot's own track over the first --calibration-frames, tracked several times first); "
-                        "default none")
+                        "with 1° bias and 0.5° noise) or 'auto' (the ground plane fitted to the robot's own track "
+                        "over the first --calibration-frames, tracked several times first; with --track-ground "
+                        "the first frame's, then followed through the ground's homography); default none")
     p.add_argument("--refine-focal", action="store_true",
                    help="refine the focal length (fx = fy) from the robot's known link lengths over the first "
                         "--calibration-frames, then keep it (for --fov-deg; needs an oblique view: warns when the "

@@ -19,6 +19,14 @@ tracker finds ``d_0`` from its own track (``Tracker`` ``ground_window``).
 A 1° bias of the up direction enters only as (bias) × (camera motion /
 height), a second-order term in the bias itself.
 
+Without an IMU the same homography carries the up direction itself from
+frame to frame (``GroundTracker(follow=True)``, ``--up auto`` on a moving
+camera): on the ground's own directions ``v ⊥ n_r`` the homography is the
+camera's rotation, ``Hn v = R v``, so two of them fix ``R``
+(:func:`rotation_from_homography`) and ``n_k = R n_r``. An error ``ε`` in
+``n_r`` tilts ``v`` out of the ground and costs ``|t| / d_r × ε`` in ``R``:
+small, since the keyframe is a few frames back.
+
 OpenCV does the image work: Shi–Tomasi corners (``goodFeaturesToTrack``)
 away from the robot, pyramidal Lucas–Kanade flow frame to frame
 (``calcOpticalFlowPyrLK``) and a RANSAC homography from the reference
@@ -69,6 +77,45 @@ def height_ratio(H: np.ndarray, K: np.ndarray, up_ref: np.ndarray, up_cur: np.nd
     return float(abs(np.asarray(up_cur, float) @ Hn @ np.asarray(up_ref, float)))
 
 
+def rotation_from_homography(H: np.ndarray, K: np.ndarray, up_ref: np.ndarray) -> np.ndarray:
+    """The camera's rotation ``R`` (3, 3), reference frame → current frame (``X_cur = R X_ref + t``), from a
+    ground homography (module doc).
+
+    H: (3, 3) pixel homography, reference → current, any scale or sign. K: (3, 3) intrinsics [px].
+    up_ref: (3,) the up direction in the reference camera's frame. ``Hn`` (H normalised as in
+    :func:`height_ratio`) maps the ground's directions ``e₁, e₂ ⊥ up_ref`` as ``R`` does; ``R`` is the
+    rotation nearest to that in least squares (orthogonal Procrustes on ``[e₁ e₂ e₁×e₂]``), with the
+    sign of ``Hn`` that keeps it a rotation near the identity.
+
+    >>> K = np.array([[800.0, 0, 320], [0, 800, 180], [0, 0, 1]])
+    >>> c, s = np.cos(0.1), np.sin(0.1)
+    >>> R = np.array([[1.0, 0, 0], [0, c, -s], [0, s, c]])            # the camera pitched by 0.1 rad
+    >>> up = np.array([0.0, -0.6, -0.8])
+    >>> t = np.array([0.05, 0.2, 0.0])
+    >>> H = K @ (R - np.outer(t, up) / 2.0) @ np.linalg.inv(K)           # reference camera 2 m above ground
+    >>> bool(np.allclose(rotation_from_homography(-3 * H, K, up), R))
+    True
+    """
+    K = np.asarray(K, float)
+    Hn = np.linalg.solve(K, np.asarray(H, float) @ K)
+    s = np.linalg.svd(Hn, compute_uv=False)
+    if not (np.all(np.isfinite(s)) and s[1] > 0):
+        raise InputError("ground homography: singular or not finite")
+    Hn = Hn / s[1]
+    n = np.asarray(up_ref, float) / np.linalg.norm(up_ref)
+    e1 = np.cross(n, [1.0, 0.0, 0.0] if abs(n[0]) < 0.9 else [0.0, 1.0, 0.0])
+    e1 /= np.linalg.norm(e1)
+    e2 = np.cross(n, e1)
+    if (Hn @ e1) @ e1 + (Hn @ e2) @ e2 < 0:  # the sign of a rotation by less than 90°
+        Hn = -Hn
+    a, b = Hn @ e1, Hn @ e2
+    src = np.stack([e1, e2, n], 1)
+    dst = np.stack([a, b, np.cross(a, b)], 1)
+    U, _, Vt = np.linalg.svd(dst @ src.T)
+    D = np.diag([1.0, 1.0, np.sign(np.linalg.det(U @ Vt))])
+    return U @ D @ Vt
+
+
 @dataclass(frozen=True)
 class GroundConfig:
     """Settings of :class:`GroundTracker` (pixels at the image's own size).
@@ -114,13 +161,22 @@ class GroundTracker:
     frame, robot_mask (H, W) bool or None. Returns ``D_k = d_k / d_0``
     (float), or None while it has no measurement (no up direction yet, or
     too little textured ground); after a gap the last height is held.
+
+    With ``follow`` the up direction need only be given once (the first
+    frame's): a frame given ``up=None`` gets the last keyframe's turned by
+    the camera's rotation since (:func:`rotation_from_homography`), held
+    through frames without a measurement. ``up`` (3,) is then the last
+    frame's up direction and ``rotation`` (3, 3) the camera's rotation from
+    the first frame's orientation to the last frame's (the identity when
+    the up direction was given every frame).
     """
 
-    def __init__(self, K, config: GroundConfig = GroundConfig()):
+    def __init__(self, K, config: GroundConfig = GroundConfig(), follow: bool = False):
         self.K = np.asarray(K, float)
         if self.K.shape != (3, 3):
             raise InputError(f"ground tracker: K of shape {self.K.shape}; expected (3, 3)")
         self.config = config
+        self.follow = bool(follow)
         self.reset()
 
     def reset(self) -> None:
@@ -134,6 +190,9 @@ class GroundTracker:
         self.frame = -1
         self.n_ref = 0
         self.keyframes = 0
+        self.up: Optional[np.ndarray] = None  # the last frame's up direction
+        self.rotation = np.eye(3)  # camera rotation, first frame → last frame (followed)
+        self.ref_rotation = np.eye(3)  # the keyframe's
 
     def _exclusion(self, shape, robot_mask) -> np.ndarray:
         import cv2
@@ -154,6 +213,7 @@ class GroundTracker:
         pts = np.zeros((0, 2), np.float32) if pts is None else pts.reshape(-1, 2).astype(np.float32)
         self.ref_pts, self.cur_pts = pts, pts.copy()
         self.ref_up, self.ref_height, self.n_ref = np.asarray(up, float), float(height), len(pts)
+        self.ref_rotation = self.rotation.copy()
         self.keyframes += 1
 
     def step(self, gray, up, robot_mask=None) -> Optional[float]:
@@ -162,16 +222,19 @@ class GroundTracker:
         gray = np.asarray(gray)
         if gray.ndim != 2 or gray.dtype != np.uint8:
             raise InputError(f"ground tracker: image of shape {gray.shape}, {gray.dtype}; expected (H, W) uint8")
-        if up is None:  # nothing to measure against; start again when up comes
+        followed = up is None and self.follow and self.up is not None
+        if up is None and not followed:  # nothing to measure against; start again when up comes
             self.prev = None
             return self.height
-        up = np.asarray(up, float)
+        if not followed:
+            up = np.asarray(up, float) / np.linalg.norm(up)
+            self.up = up
         c = self.config
         self.frame += 1
         keep = self._exclusion(gray.shape, robot_mask)
         if self.prev is None or self.prev.shape != gray.shape:
             base = 1.0 if self.height is None else self.height
-            self._new_keyframe(gray, up, keep, base)
+            self._new_keyframe(gray, self.up, keep, base)
             self.prev, self.height = gray, base
             return self.height
         measured = False
@@ -190,13 +253,16 @@ class GroundTracker:
                 H, inl = cv2.findHomography(self.ref_pts, self.cur_pts, cv2.RANSAC, c.ransac_px)
                 if H is not None and inl is not None and int(inl.sum()) >= c.min_inliers:
                     try:
-                        self._measured(self.ref_height * height_ratio(H, self.K, self.ref_up, up))
+                        if followed:
+                            R = rotation_from_homography(H, self.K, self.ref_up)
+                            self.up, self.rotation = R @ self.ref_up, R @ self.ref_rotation
+                        self._measured(self.ref_height * height_ratio(H, self.K, self.ref_up, self.up))
                         measured = True
                     except InputError:
                         pass
         self.prev = gray
         if not measured or len(self.cur_pts) < max(2 * c.min_inliers, c.renew_fraction * self.n_ref):
-            self._new_keyframe(gray, up, keep, self.height if self.height is not None else 1.0)
+            self._new_keyframe(gray, self.up, keep, self.height if self.height is not None else 1.0)
         return self.height
 
     def _measured(self, d: float) -> None:

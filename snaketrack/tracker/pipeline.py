@@ -54,6 +54,9 @@ class PipelineConfig:
     silhouette: the silhouette model, ``TrackerConfig.model`` (``visual``, ``visual-capsule``, ``capsules``).
     static_camera: the camera is fixed to the ground (a tripod): hold the base to the ground's height; needs up.
     track_ground: the camera moves: follow its height over the ground plane and hold the base to it; needs up.
+    follow_up: with ``track_ground``, the up direction need be given for the first frame only: later frames
+        given none get it followed through the ground's homography (the camera's rotation;
+        :class:`~snaketrack.tracker.ground.GroundTracker` ``follow``). ``--up auto`` on a moving camera.
     hold_frames: first frames held until the head's end is settled [frames]; 0 releases every frame at once. Default 60.
     track_size: (width, height) [px] to track at, frames and masks resized and K scaled; None: the camera's size.
     corrupt_masks: corrupt observed masks like a real segmenter's (benchmarks). Default False.
@@ -70,6 +73,7 @@ class PipelineConfig:
     silhouette: str = "visual"
     static_camera: bool = False
     track_ground: bool = False
+    follow_up: bool = False
     hold_frames: int = 60
     track_size: Optional[tuple[int, int]] = None
     corrupt_masks: bool = False
@@ -85,6 +89,8 @@ class PipelineConfig:
             raise InputError(f"--hold-frames {self.hold_frames}; expected a non-negative number of frames")
         if self.static_camera and self.track_ground:
             raise InputError("--static-camera and --track-ground: choose one (a fixed camera, or one that moves)")
+        if self.follow_up and not self.track_ground:
+            raise InputError("following the up direction through the ground's homography needs --track-ground")
         if self.silhouette not in ("visual", "visual-capsule", "capsules"):
             raise InputError(f"--silhouette {self.silhouette!r}; expected visual, visual-capsule or capsules")
         if self.head not in ("wave", "first"):
@@ -103,10 +109,13 @@ class FrameResult:
     index: the source's frame number. t: its time [s].
     state: the :class:`~snaketrack.tracker.state.TrackState` (camera frame, metres, radians).
     row: the ``track.csv`` row (the state's columns, ``iou_no_offset``, and
-        ``camera_height_ratio`` / ``iou_truth`` when tracked with them).
+        ``camera_height_ratio`` / ``iou_truth`` / the followed ``up_x, up_y, up_z`` when tracked with them).
     frame: the frame as tracked, RGB uint8 (H, W, 3) at the tracking size (undistorted).
     mask: the observed mask as tracked, bool (H, W).
     silhouette: the model's silhouette at the state, bool (H, W); None when not rendered.
+    up: the up direction the frame was tracked with, (3,) [camera frame]; None: none.
+    rotation: with ``follow_up``, the camera's rotation (3, 3) from the first frame's orientation to this
+        frame's, as followed over the ground; None otherwise.
     """
 
     index: int
@@ -116,6 +125,8 @@ class FrameResult:
     frame: np.ndarray
     mask: np.ndarray
     silhouette: Optional[np.ndarray] = None
+    up: Optional[np.ndarray] = None
+    rotation: Optional[np.ndarray] = None
 
     @property
     def status(self) -> str:
@@ -209,7 +220,8 @@ class TrackingSession:
     def extra_columns(self) -> list[str]:
         """``track.csv`` columns after the state's columns, in order."""
         return (["iou_truth"] if self.truth_masks else []) + ["iou_no_offset"] + \
-            (["camera_height_ratio"] if self.config.track_ground else [])
+            (["camera_height_ratio"] if self.config.track_ground else []) + \
+            (["up_x", "up_y", "up_z"] if self.config.follow_up else [])
 
     def start(self) -> "TrackingSession":
         """A fresh track: a new tracker, ground tracker and reading hold."""
@@ -222,7 +234,7 @@ class TrackingSession:
         if c.track_ground:
             from snaketrack.tracker.ground import GroundTracker
 
-            self.ground = GroundTracker(self.camera.K)
+            self.ground = GroundTracker(self.camera.K, follow=c.follow_up)
         self.hold = ReadingHold(self.tracker, c.hold_frames)
         self.frames, self.track_time_s = 0, 0.0
         return self
@@ -259,18 +271,24 @@ class TrackingSession:
         if any(a <= i < b for a, b in self.config.hidden):
             mask = np.zeros_like(mask)
         t0 = time.perf_counter()
-        kw = {"up": up} if up is not None else {}
+        rotation = None
         if self.ground is not None:
             import cv2
 
-            kw["ground"] = self.ground.step(cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY), up, mask > 0)
+            ground = self.ground.step(cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY), up, mask > 0)
+            if self.config.follow_up:
+                up = self.ground.up if up is None else up
+                rotation = self.ground.rotation.copy()
+        kw = {"up": up} if up is not None else {}
+        if self.ground is not None:
+            kw["ground"] = ground
         time_s = i / self.fps if t is None else float(t)
         state = self.tracker.start(mask, t=time_s, **kw) if self.frames == 0 else \
             self.tracker.step(mask, t=time_s, **kw)
         if state is None:
             raise InputError(f"frame {i}: the tracker returned no state")
-        done = self.hold.push(state, mask, up, payload=(i, time_s, rgb, mask, kw.get("ground"), truth_mask),
-                              ground=kw.get("ground"))
+        done = self.hold.push(state, mask, up, payload=(i, time_s, rgb, mask, kw.get("ground"), truth_mask,
+                                                        up, rotation), ground=kw.get("ground"))
         self.track_time_s += time.perf_counter() - t0
         self.frames += 1
         return [self._finish(s, *p) for s, p in done]
@@ -307,7 +325,8 @@ class TrackingSession:
         return self._renderer.mask(state.pose_vector(self._renderer.layout))
 
     def _finish(self, state, i: int, t: float, rgb: np.ndarray, mask: np.ndarray, ground: Optional[float],
-                truth_mask: Optional[np.ndarray]) -> FrameResult:
+                truth_mask: Optional[np.ndarray], up: Optional[np.ndarray] = None,
+                rotation: Optional[np.ndarray] = None) -> FrameResult:
         extra: dict[str, Any] = {"frame": i, "t": t}
         silhouette = self.render(state) if self.config.render else None
         if silhouette is not None:
@@ -316,10 +335,13 @@ class TrackingSession:
             extra["iou_no_offset"] = float("nan")
         if self.config.track_ground:
             extra["camera_height_ratio"] = float("nan") if ground is None else ground
+        if self.config.follow_up:
+            extra.update(zip(("up_x", "up_y", "up_z"), [float("nan")] * 3 if up is None else map(float, up)))
         if self.truth_masks:
             if truth_mask is None or silhouette is None:
                 extra["iou_truth"] = float("nan")
             else:
                 extra["iou_truth"] = mask_iou(silhouette, self.resize.mask(self.undistort.mask(truth_mask)))
-        return FrameResult(i, t, state, {**state.as_row(), **extra}, rgb, mask, silhouette)
+        return FrameResult(i, t, state, {**state.as_row(), **extra}, rgb, mask, silhouette,
+                           None if up is None else np.asarray(up, float).copy(), rotation)
 

@@ -47,7 +47,8 @@ class RunOptions:
 
     up: the up direction per frame: None/``"none"``, ``"sim-imu"`` (a synthetic dataset), an IMU CSV path, or
         ``"auto"``: the ground plane fitted to the robot's own track over the first ``calibration_frames``
-        (:mod:`snaketrack.tracker.selfcal`; a camera fixed to the ground).
+        (:mod:`snaketrack.tracker.selfcal`): a fixed camera's, or with ``track_ground`` a moving camera's
+        first frame's, then followed through the ground's homography (``PipelineConfig.follow_up``).
     refine_focal: refine the focal length (fx = fy scaled alike) over the first ``calibration_frames``
         from the robot's known link lengths (:func:`~snaketrack.tracker.selfcal.refine_focal`). Default False.
     calibration_frames: frames of the calibration pass of ``up="auto"`` and ``refine_focal``. Default 60.
@@ -174,6 +175,13 @@ def constant_up(up) -> "Callable[[int], np.ndarray]":
     return lambda frame: u.copy()
 
 
+def first_frame_up(up, first: int = 0) -> "Callable[[int], Optional[np.ndarray]]":
+    """An up source giving ``up`` (3,) [unit vector, camera frame] for frame ``first`` only (the session
+    follows it from there: ``PipelineConfig.follow_up``)."""
+    u = np.asarray(up, float) / np.linalg.norm(up)
+    return lambda frame: u.copy() if frame == first else None
+
+
 def self_calibrate(frames, session: TrackingSession, mask_source: "MaskSource", options: RunOptions,
                    config: PipelineConfig = PipelineConfig(), log: Optional[Callable[[str], None]] = None):
     """The session and up source of a run, after the calibration pass of ``--up auto`` and
@@ -182,9 +190,11 @@ def self_calibrate(frames, session: TrackingSession, mask_source: "MaskSource", 
     The pass tracks the first ``options.calibration_frames`` frames with the given up direction (none
     for ``auto``) and no ground prior; ``--refine-focal`` then picks the focal length (the session is
     rebuilt with it unless the objective is flat, which is warned of), and ``--up auto`` fits the ground
-    plane to the link centres of a pass at that focal length. ``report``: what was found (``focal``,
-    ``up_auto``: :meth:`FocalFit.as_dict`, :meth:`PlaneFit.as_dict`), None without calibration.
-    ``log``: called with progress lines.
+    plane to the links of passes at that focal length (:func:`~snaketrack.tracker.selfcal.estimate_up`).
+    On a moving camera (``config.track_ground``) the passes and the run are given the first frame's up
+    direction only and follow it over the ground (``PipelineConfig.follow_up``). ``report``: what was
+    found (``focal``, ``up_auto``: :meth:`FocalFit.as_dict`, :meth:`PlaneFit.as_dict`), None without
+    calibration. ``log``: called with progress lines.
     """
     import warnings
 
@@ -200,16 +210,29 @@ def self_calibrate(frames, session: TrackingSession, mask_source: "MaskSource", 
     say = log or (lambda line: None)
     last: dict[str, Any] = {}
 
+    moving = auto and config.track_ground
+    if moving:
+        config = replace(config, follow_up=True)
+
     def run_pass(up, frames_n: int = n):
         """The first ``frames_n`` frames tracked with the up source ``up`` (a callable, or None)."""
-        c = replace(config, static_camera=up is not None, track_ground=False, render=False)
+        if moving:
+            c = replace(config, track_ground=up is not None, follow_up=up is not None, render=False)
+        else:
+            c = replace(config, static_camera=up is not None, track_ground=False, render=False)
         s = TrackingSession(session.robot, camera, session.fps, c, segmenter=session.segmenter)
         calib = calibration_pass(frames, s, mask_source, up, frames_n)
         last.update(session=s, calib=calib)
         return calib, s.tracker.layout
 
+    def fitted_up(up):
+        """The up source of a fitted up direction (3,): every frame's (fixed camera), or the first's."""
+        if up is None:
+            return None
+        return first_frame_up(up) if moving else constant_up(up)
+
     def up_pass(up, short: bool):
-        return run_pass(None if up is None else constant_up(up), max(2, n // 2) if short else n)
+        return run_pass(fitted_up(up), max(2, n // 2) if short else n)
 
     report: dict[str, Any] = {"calibration_frames": n}
     plane = None
@@ -241,10 +264,11 @@ def self_calibrate(frames, session: TrackingSession, mask_source: "MaskSource", 
             raise InputError(f"--up auto: the robot's track over the first {n} frames spans no area of the ground "
                              "(too few frames tracked, or the body lay straight and still); give more "
                              "--calibration-frames or an IMU log")
-        report["up_auto"] = plane.as_dict()
-        say(f"up direction {np.round(plane.up, 4).tolist()} (± {report['up_auto']['tilt_sd_deg']:.2f}°)")
-        up_source = constant_up(plane.up)
-    if camera is not session.undistort.camera:
+        report["up_auto"] = {**plane.as_dict(), "followed": moving}
+        say(f"up direction {np.round(plane.up, 4).tolist()} (± {report['up_auto']['tilt_sd_deg']:.2f}°)"
+            + (" in the first frame, followed over the ground" if moving else ""))
+        up_source = fitted_up(plane.up)
+    if camera is not session.undistort.camera or moving:
         session = TrackingSession(session.robot, camera, session.fps, config, segmenter=session.segmenter,
                                   truth_masks=session.truth_masks)
     return session, up_source, report

@@ -132,13 +132,17 @@ def link_points(robot, layout, x) -> np.ndarray:
 @dataclass
 class CalibrationFrame:
     """One frame of the calibration pass: its index, observed mask as tracked (bool (H, W)), fitted pose
-    vector (D,), up direction used ((3,) or None) and the fit's IoU."""
+    vector (D,), up direction used ((3,) or None), the fit's IoU, and on a moving camera its rotation
+    (3, 3) from the pass's first frame and its height over the ground relative to the first frame's, both
+    followed over the ground (None: a fixed camera; the height None or NaN: not measured)."""
 
     index: int
     mask: np.ndarray
     x: np.ndarray
     up: Optional[np.ndarray]
     iou: float
+    rotation: Optional[np.ndarray] = None
+    height_ratio: Optional[float] = None
 
 
 def calibration_pass(frames, session, mask_source, up_source, n: int) -> list[CalibrationFrame]:
@@ -153,8 +157,9 @@ def calibration_pass(frames, session, mask_source, up_source, n: int) -> list[Ca
     def keep(results) -> None:
         for r in results:
             if r.state.status == "tracked" and r.mask.any():
-                up = up_source(r.index) if up_source is not None else None
-                out.append(CalibrationFrame(r.index, r.mask, r.state.pose_vector(layout), up, float(r.state.iou)))
+                up = r.up if r.up is not None else (up_source(r.index) if up_source is not None else None)
+                out.append(CalibrationFrame(r.index, r.mask, r.state.pose_vector(layout), up, float(r.state.iou),
+                                            r.rotation, r.row.get("camera_height_ratio")))
 
     session.start()
     layout = session.tracker.layout
@@ -166,32 +171,50 @@ def calibration_pass(frames, session, mask_source, up_source, n: int) -> list[Ca
     return out
 
 
+def _moving(calib: list[CalibrationFrame]) -> bool:
+    return any(c.rotation is not None for c in calib)
+
+
+def _first_oriented(c: CalibrationFrame, points: np.ndarray) -> np.ndarray:
+    """``points`` (N, 3) of frame ``c`` turned into the pass's first camera orientation (``Rᵀ X``)."""
+    return points if c.rotation is None else points @ np.asarray(c.rotation, float)
+
+
 def plane_from_frames(robot, layout, calib: list[CalibrationFrame], min_iou: float = 0.5) -> Optional[PlaneFit]:
-    """The ground plane (:func:`fit_plane`) of the link centres of the frames fitted with IoU ≥ ``min_iou``."""
-    pts = [link_points(robot, layout, c.x) for c in calib if c.iou >= min_iou]
-    return fit_plane(np.concatenate(pts)) if pts else None
+    """The ground plane (:func:`fit_plane`) of the link centres of the frames fitted with IoU ≥ ``min_iou``.
+
+    On a moving camera (frames with a ``rotation``) each frame's centres are turned into the first frame's
+    orientation and taken about their own centroid, placed at the first frame's (the camera's height
+    changes from frame to frame): the plane's normal is the one they share, in the first frame's
+    camera, and its height the first frame's."""
+    use = [c for c in calib if c.iou >= min_iou]
+    if not use:
+        return None
+    if not _moving(use):
+        return fit_plane(np.concatenate([link_points(robot, layout, c.x) for c in use]))
+    pts = [_first_oriented(c, link_points(robot, layout, c.x)) for c in use]
+    c0 = pts[0].mean(axis=0)
+    return fit_plane(np.concatenate([p - p.mean(axis=0) + c0 for p in pts]))
 
 
-def _link_rays(robot, layout, calib: list[CalibrationFrame], min_iou: float):
+def _link_rays(robot, layout, calib: list[CalibrationFrame]):
     """The rays (M, 3), scaled to unit depth, through the image ends of every link axis of the frames of
-    ``calib`` fitted with IoU ≥ ``min_iou`` (origin rays, end rays), with each link's length (M,) and
-    radius (M,) [m]. A point's ray at unit depth, ``X / Z``, is its pixel back-projected: only the image
+    ``calib`` (origin rays, end rays), with each link's length (M,), radius (M,) [m] and frame's position
+    in ``calib`` (M,). A point's ray at unit depth, ``X / Z``, is its pixel back-projected: only the image
     positions of the fitted axes enter, not their depths."""
     from snaketrack.models.kinematics import forward_kinematics_np
 
-    ra, rb, lengths, radii = [], [], [], []
-    for c in calib:
-        if c.iou < min_iou:
-            continue
+    ra, rb, lengths, radii, frame = [], [], [], [], []
+    for k, c in enumerate(calib):
         q, R, t = layout.unpack(np.asarray(c.x, float))
         fk = forward_kinematics_np(robot, q, R, t)
-        for ends, out in ((fk["origins"], ra), (fk["ends"], rb)):
-            out.append(ends / ends[:, 2:3])
-        lengths.append(np.linalg.norm(fk["ends"] - fk["origins"], axis=1))
-        radii.append(np.asarray(fk["radii"], float).reshape(-1)[:len(fk["origins"])])
-    if not ra:
-        return None
-    return np.concatenate(ra), np.concatenate(rb), np.concatenate(lengths), np.concatenate(radii)
+        o, e = fk["origins"], fk["ends"]
+        ra.append(o / o[:, 2:3])
+        rb.append(e / e[:, 2:3])
+        lengths.append(np.linalg.norm(e - o, axis=1))
+        radii.append(np.asarray(fk["radii"], float).reshape(-1)[:len(o)])
+        frame.append(np.full(len(o), k))
+    return tuple(np.concatenate(v) for v in (ra, rb, lengths, radii, frame))
 
 
 def fit_plane_lengths(robot, layout, calib: list[CalibrationFrame], start: PlaneFit,
@@ -206,33 +229,49 @@ def fit_plane_lengths(robot, layout, calib: list[CalibrationFrame], start: Plane
     width (a bias of a fraction of a pixel there tilts a plane fitted to the link centres by a degree or
     more on an oblique view). Least squares over every link of every frame fitted with IoU ≥ ``min_iou``
     (a soft-L1 loss, scale 2 % of the mean link length), from ``start`` (a :class:`PlaneFit` of the link
-    centres; its ``spread`` says whether the frames span an area). Returns ``start`` unchanged when there
-    are no frames. ``rms``: of the length residuals [m]; ``tilt_sd_rad`` from the fit's covariance."""
+    centres, :func:`plane_from_frames`; its ``spread`` says whether the frames span an area). On a moving
+    camera (frames with a ``rotation``) the up direction is the first frame's, turned by each frame's
+    rotation, and the height the first frame's times each frame's ``height_ratio`` (each frame its own
+    height when a ratio is missing); the height returned is the first frame's. Returns
+    ``start`` unchanged when no frame qualifies. ``rms``: of the length residuals [m]; ``tilt_sd_rad``
+    from the fit's covariance."""
     from scipy.optimize import least_squares
 
-    data = _link_rays(robot, layout, calib, min_iou)
-    if data is None:
+    use = [c for c in calib if c.iou >= min_iou]
+    if not use:
         return start
-    ra, rb, L, r = data
+    ra, rb, L, r, frame = _link_rays(robot, layout, use)
+    moving = _moving(use)
+    rots = np.stack([np.eye(3) if c.rotation is None else np.asarray(c.rotation, float) for c in use])
     n0 = np.asarray(start.up, float)
     e1 = np.cross(n0, [1.0, 0.0, 0.0] if abs(n0[0]) < 0.9 else [0.0, 1.0, 0.0])
     e1 /= np.linalg.norm(e1)
     e2 = np.cross(n0, e1)
 
-    def plane(p):
+    def normal(p) -> np.ndarray:
         n = n0 + p[0] * e1 + p[1] * e2
-        return n / np.linalg.norm(n), p[2]
+        return n / np.linalg.norm(n)
+
+    ratios = np.array([np.nan if c.height_ratio is None else float(c.height_ratio) for c in use])
+    free = moving and not np.all(np.isfinite(ratios) & (ratios > 0))  # a height per frame
 
     def residuals(p):
-        n, h = plane(p)
-        da, db = ra @ n, rb @ n  # < 0: the ray comes down to the ground in front of the camera
-        da, db = np.minimum(da, -1e-6), np.minimum(db, -1e-6)
+        n = normal(p)
+        nk = (rots @ n)[frame] if moving else n[None, :]  # each row's up direction, its frame's camera
+        h = p[2:][frame] if free else (p[2] * ratios[frame] if moving else p[2])
+        da = np.minimum(np.sum(ra * nk, axis=1), -1e-6)  # < 0: the ray comes down to the ground ahead
+        db = np.minimum(np.sum(rb * nk, axis=1), -1e-6)
         sa, sb = (r - h) / da, (r - h) / db  # depths where each ray meets the plane raised by the radius
         return np.linalg.norm(sb[:, None] * rb - sa[:, None] * ra, axis=1) - L
 
+    if free:  # each frame's height from its own centres on the start plane
+        h0 = [float(-(rots[k] @ n0) @ link_points(robot, layout, c.x).mean(axis=0)) + float(np.mean(robot.radii))
+              for k, c in enumerate(use)]
+    else:
+        h0 = [start.height]
     scale = 0.02 * float(np.mean(L))
-    sol = least_squares(residuals, [0.0, 0.0, start.height], loss="soft_l1", f_scale=scale, x_scale=[0.01, 0.01, 0.01])
-    up, h = plane(sol.x)
+    sol = least_squares(residuals, [0.0, 0.0, *h0], loss="soft_l1", f_scale=scale, x_scale=0.01)
+    up = normal(sol.x)
     res = sol.fun
     rms = float(np.sqrt(np.mean(res ** 2)))
     try:
@@ -240,8 +279,8 @@ def fit_plane_lengths(robot, layout, calib: list[CalibrationFrame], start: Plane
         tilt_sd = float(math.sqrt(max(cov[0, 0] + cov[1, 1], 0.0) / 2.0))
     except np.linalg.LinAlgError:
         tilt_sd = math.inf
-    return PlaneFit(up=up, height=float(h), rms=rms, spread=start.spread, inliers=int(np.sum(np.abs(res) < 3 * scale)),
-                    points=len(res), tilt_sd_rad=tilt_sd)
+    return PlaneFit(up=up, height=float(sol.x[2]), rms=rms, spread=start.spread,
+                    inliers=int(np.sum(np.abs(res) < 3 * scale)), points=len(res), tilt_sd_rad=tilt_sd)
 
 
 def upright(up, towards) -> np.ndarray:
@@ -293,8 +332,10 @@ def estimate_up(run_pass, robot, max_passes: int = 4, tol_deg: float = 0.25, up0
         plane = plane_from_frames(robot, layout, calib)
         if plane is None:
             return None
-        if read_upright:
-            centre = np.mean([link_points(robot, layout, c.x).mean(axis=0) for c in calib], axis=0)
+        if read_upright:  # the line of sight to the robot, in the (first) frame's camera
+            centre = _first_oriented(calib[0], link_points(robot, layout, calib[0].x)).mean(axis=0) \
+                if _moving(calib) else \
+                np.mean([link_points(robot, layout, c.x).mean(axis=0) for c in calib], axis=0)
             new = upright(plane.up, centre)
             plane = PlaneFit(new, float(-(new @ centre)), plane.rms, plane.spread, plane.inliers, plane.points,
                              plane.tilt_sd_rad)

@@ -7,7 +7,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from snaketrack.errors import InputError
-from snaketrack.tracker.ground import GroundTracker, height_ratio
+from snaketrack.tracker.ground import GroundTracker, height_ratio, rotation_from_homography
 
 K = np.array([[420.0, 0.0, 159.5], [0.0, 420.0, 119.5], [0.0, 0.0, 1.0]])
 W, H = 320, 240
@@ -31,6 +31,19 @@ def test_height_ratio_is_the_ratio_of_camera_heights_for_any_scale_of_h():
         assert np.allclose(np.cross(Hn @ x_r, x_k), 0, atol=1e-9)
         Hpx = K @ Hn @ np.linalg.inv(K) * rng.choice([-1.0, 1.0]) * rng.uniform(0.1, 10)
         assert height_ratio(Hpx, K, n_r, n_k) == pytest.approx(C_k[2] / C_r[2], rel=1e-9)
+
+
+def test_rotation_from_homography_is_the_camera_rotation_for_any_scale_of_h():
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        R_r = Rotation.from_rotvec(rng.normal(size=3) * 0.4).as_matrix()
+        R_k = R_r @ Rotation.from_rotvec(rng.normal(size=3) * 0.2).as_matrix()  # turned by < 90°
+        C_r = np.array([0.0, 0.0, rng.uniform(1.0, 3.0)])
+        C_k = C_r + rng.normal(size=3) * [0.5, 0.5, 0.3]
+        R, t = R_k.T @ R_r, R_k.T @ (C_r - C_k)
+        n_r = R_r.T @ [0, 0, 1.0]
+        Hpx = K @ (R - np.outer(t, n_r) / C_r[2]) @ np.linalg.inv(K) * rng.choice([-1.0, 1.0]) * rng.uniform(0.1, 10)
+        assert np.allclose(rotation_from_homography(Hpx, K, n_r), R, atol=1e-9)
 
 
 def _texture(rng, size=1024):
@@ -91,3 +104,22 @@ def test_ground_tracker_input_and_gaps():
     # a blank image has no corners: the height stays where it was (1 at the start)
     assert tracker.step(np.zeros((H, W), np.uint8), [0, 0, -1.0]) == 1.0
     assert tracker.step(np.zeros((H, W), np.uint8), [0, 0, -1.0]) == 1.0
+
+
+def test_ground_tracker_follows_the_up_direction_from_the_first_frame():
+    """Given the first frame's up direction only, the followed one stays with the ray-cast camera's as it
+    pitches, rolls and moves, and its rotation from the first frame is the camera's."""
+    tex = _texture(np.random.default_rng(1))
+    tracker = GroundTracker(K, follow=True)
+    errs = []
+    for k in range(40):
+        R_wc, C = _camera(k)
+        img = _render_ground(tex, 200.0, R_wc, C)
+        up = R_wc.T @ [0, 0, 1.0]
+        tracker.step(img, up if k == 0 else None)
+        errs.append(math.degrees(math.acos(np.clip(tracker.up @ up, -1, 1))))
+    R0, _ = _camera(0)
+    turned = math.degrees(math.acos(np.clip((R_wc.T @ [0, 0, 1.0]) @ (R0.T @ [0, 0, 1.0]), -1, 1)))
+    assert turned > 2.5  # the camera did turn
+    assert np.mean(errs) < 0.4 and max(errs) < 2.5  # ~0.1–0.3° a frame, a jump to ~2° as the tracks age
+    assert np.allclose(tracker.rotation, R_wc.T @ R0, atol=0.03)

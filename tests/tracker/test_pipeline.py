@@ -127,7 +127,7 @@ def test_a_frame_without_mask_needs_a_segmenter(dataset):
 
 def test_bad_configs_are_one_line_errors():
     for kw in (dict(refine_steps=-1), dict(hold_frames=-1), dict(static_camera=True, track_ground=True),
-               dict(silhouette="spheres")):
+               dict(silhouette="spheres"), dict(follow_up=True), dict(follow_up=True, static_camera=True)):
         with pytest.raises(InputError):
             PipelineConfig(**kw)
 

@@ -91,6 +91,36 @@ def test_fit_plane_lengths_recovers_the_ground_from_link_axes_on_it():
     assert fit.rms < 1e-5 and fit.points == 12 * len(robot.links)
 
 
+def test_fit_plane_lengths_on_a_moving_camera_from_its_rotations_and_heights():
+    """A camera that turns and rises while bodies lie on the ground: with each frame's rotation from the first
+    and height ratio (as the ground's homography gives them), the first frame's up direction and height."""
+    from scipy.spatial.transform import Rotation
+
+    robot = load_robot("planar-snake-11")
+    layout = StateLayout.for_robot(robot)
+    rng = np.random.default_rng(5)
+    calib, R0_wc, up0, d0 = [], None, None, None
+    for i in range(12):
+        R_wc = Rotation.from_euler("xz", [np.radians(-130 - 2 * i), 0.03 * i]).as_matrix()  # camera axes in the world
+        C = np.array([0.02 * i, -1.17, 1.4 + 0.02 * i])  # its centre above the ground z = 0, the robot ahead
+        yaw = rng.uniform(-np.pi, np.pi)
+        R_body = Rotation.from_euler("z", yaw).as_matrix()  # lying flat, turned
+        t_world = np.array([*rng.uniform(-0.3, 0.3, 2), robot.radii[0]])
+        q = 0.5 * np.sin(0.7 * np.arange(robot.dof) + i)
+        R_cw = R_wc.T
+        x = layout.pack(q, R_cw @ R_body, R_cw @ (t_world - C))
+        if i == 0:
+            R0_wc, up0, d0 = R_wc, R_cw @ [0, 0, 1.0], C[2]
+        calib.append(CalibrationFrame(i, np.zeros((2, 2), bool), x, None, 0.9, R_cw @ R0_wc, C[2] / d0))
+    start = PlaneFit(_rotate_about(up0, np.array([1.0, 0.3, 0.0]), 5.0), 1.3, 0.01, 0.5, 100, 100, 0.01)
+    fit = fit_plane_lengths(robot, layout, calib, start)
+    assert angle_deg(fit.up, up0) < 0.01
+    assert fit.height == pytest.approx(d0, abs=1e-4)
+    # without the height ratios each frame gets its own height; the up direction is still found
+    free = [replace(c, height_ratio=None) for c in calib]
+    assert angle_deg(fit_plane_lengths(robot, layout, free, start).up, up0) < 0.05
+
+
 def test_upright_picks_the_mirror_seen_the_right_way_up():
     truth = np.array([0.0, -0.8, -0.6])
     towards = np.array([0.0, 0.0, 1.0])

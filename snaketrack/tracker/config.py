@@ -122,6 +122,9 @@ class TrackerConfig:
     offset_warm_start: start each frame's edge offset from the last frame's instead of 0; default False.
     ground_window: fixed camera's ground prior: median of the last this many tracked heights (−1 all, 0 off); 0.
     ground_min_frames: tracked frames before the ground prior starts; default 5.
+    ground_height: the camera's height over the ground at the first frame [m], when known (``--up auto``'s
+        plane): with ``ground_window`` the ground prior holds the base to it (times the camera's height
+        ratio on a moving camera) from the first frame, instead of to the track's median; None (default).
     init_refine_steps: LM steps of each refined start of the search and of a wide-edge refinement; default 30.
     init_candidates: how many of the search's ranked starts are refined; default 5.
     init_sigma_schedule: edge softness schedule [px] of the search's LM; default (4, 4, 2, 2, 1, 1).
@@ -162,6 +165,7 @@ class TrackerConfig:
     offset_warm_start: bool = False
     ground_window: int = 0
     ground_min_frames: int = 5
+    ground_height: Optional[float] = None
     init_refine_steps: int = 30
     init_candidates: int = 5
     init_sigma_schedule: tuple[float, ...] = (4.0, 4.0, 2.0, 2.0, 1.0, 1.0)

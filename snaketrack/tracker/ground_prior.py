@@ -23,16 +23,20 @@ class GroundPrior:
 
     robot: sets ``axis_height``, the link axes' height over the ground [m] of a robot lying on it (the
     mean link radius); window: tracked heights the median takes (−1: all; 0: the prior is off);
-    min_frames: entries needed before the prior starts.
+    min_frames: entries needed before the prior starts; known: the camera's height over the ground at the
+    first frame [m], when known: the prior holds the base to it from the start (the entries are kept but unused).
 
     ``heights``: per tracked frame with an up direction, (up · base − axis_height) / ratio [m], which is
     −(the camera's height over the ground at the first frame) on every frame; ``frames``: the frame of
     each entry; ``ratio``: this frame's camera height over the ground / the first frame's (1 until set).
     """
 
-    def __init__(self, robot: Robot, window: int, min_frames: int):
+    def __init__(self, robot: Robot, window: int, min_frames: int, known: Optional[float] = None):
         self.axis_height = float(np.mean([link.radius for link in robot.links]))
         self.window, self.min_frames = int(window), int(min_frames)
+        if known is not None and not (math.isfinite(known) and known > 0):
+            raise InputError(f"ground height {known!r}: expected the camera's height over the ground, > 0 m")
+        self.known = None if known is None else float(known)
         self.heights: list[float] = []
         self.frames: list[int] = []
         self.ratio = 1.0
@@ -67,9 +71,13 @@ class GroundPrior:
         """The base's height along up [m] that the ground prior holds, or None (no up direction, the
         prior off, or fewer than ``min_frames`` entries). ``ratio``: the camera's height ratio of the
         frame refined (default: the current one); on a fixed camera (ratio 1) this is the median of the
-        tracked heights."""
-        if up is None or self.window == 0 or len(self.heights) < self.min_frames:
+        tracked heights, or with a ``known`` camera height the ground's."""
+        if up is None or self.window == 0:
             return None
         g = self.ratio if ratio is None else ratio
+        if self.known is not None:
+            return float(self.axis_height - g * self.known)
+        if len(self.heights) < self.min_frames:
+            return None
         c = np.median(self.heights[-self.window:] if self.window > 0 else self.heights)
         return float(self.axis_height + g * c)

@@ -32,6 +32,7 @@ frame and a state:
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, replace
 from typing import Any, Optional
@@ -57,6 +58,9 @@ class PipelineConfig:
     follow_up: with ``track_ground``, the up direction need be given for the first frame only: later frames
         given none get it followed through the ground's homography (the camera's rotation;
         :class:`~snaketrack.tracker.ground.GroundTracker` ``follow``). ``--up auto`` on a moving camera.
+    ground_height: the camera's height over the ground at the first frame [m], when known (``--up auto``'s
+        plane); with ``static_camera`` or ``track_ground`` the base is held to that ground from the first frame
+        (``TrackerConfig.ground_height``) rather than to the track's own median height. None (default).
     hold_frames: first frames held until the head's end is settled [frames]; 0 releases every frame at once. Default 60.
     track_size: (width, height) [px] to track at, frames and masks resized and K scaled; None: the camera's size.
     corrupt_masks: corrupt observed masks like a real segmenter's (benchmarks). Default False.
@@ -74,6 +78,7 @@ class PipelineConfig:
     static_camera: bool = False
     track_ground: bool = False
     follow_up: bool = False
+    ground_height: Optional[float] = None
     hold_frames: int = 60
     track_size: Optional[tuple[int, int]] = None
     corrupt_masks: bool = False
@@ -91,6 +96,10 @@ class PipelineConfig:
             raise InputError("--static-camera and --track-ground: choose one (a fixed camera, or one that moves)")
         if self.follow_up and not self.track_ground:
             raise InputError("following the up direction through the ground's homography needs --track-ground")
+        if self.ground_height is not None and not (self.needs_up and math.isfinite(self.ground_height)
+                                                   and self.ground_height > 0):
+            raise InputError(f"ground height {self.ground_height!r}: needs --static-camera or --track-ground and "
+                             "a height > 0 m")
         if self.silhouette not in ("visual", "visual-capsule", "capsules"):
             raise InputError(f"--silhouette {self.silhouette!r}; expected visual, visual-capsule or capsules")
         if self.head not in ("wave", "first"):
@@ -135,10 +144,11 @@ class FrameResult:
 
 
 def make_tracker(robot, camera, fps: float, refine_steps: Optional[int] = None, static_camera: bool = False,
-                 track_ground: bool = False, silhouette: str = "visual", head: str = "wave"):
+                 track_ground: bool = False, silhouette: str = "visual", head: str = "wave",
+                 ground_height: Optional[float] = None):
     """The :class:`~snaketrack.tracker.tracker.Tracker` for this camera (its K and size) and frame rate [1/s];
     ``static_camera`` / ``track_ground`` set the ground prior, ``silhouette`` the model (``TrackerConfig.model``),
-    ``head`` the reading of the chain (:class:`PipelineConfig`)."""
+    ``head`` the reading of the chain, ``ground_height`` a known camera height (:class:`PipelineConfig`)."""
     from snaketrack.tracker.config import TrackerConfig
     from snaketrack.tracker.tracker import Tracker
 
@@ -149,6 +159,8 @@ def make_tracker(robot, camera, fps: float, refine_steps: Optional[int] = None, 
         config = replace(config, ground_window=-1)
     if track_ground:
         config = replace(config, ground_window=-1, ground_min_frames=MOVING_GROUND_MIN_FRAMES)
+    if ground_height is not None:
+        config = replace(config, ground_height=float(ground_height))
     return Tracker(robot, camera.K, camera.width, camera.height, fps=fps, config=config)
 
 
@@ -229,7 +241,8 @@ class TrackingSession:
 
         c = self.config
         self.tracker = make_tracker(self.robot, self.camera, self.fps, c.refine_steps, static_camera=c.static_camera,
-                                    track_ground=c.track_ground, silhouette=c.silhouette, head=c.head)
+                                    track_ground=c.track_ground, silhouette=c.silhouette, head=c.head,
+                                    ground_height=c.ground_height)
         self.ground = None
         if c.track_ground:
             from snaketrack.tracker.ground import GroundTracker

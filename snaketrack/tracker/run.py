@@ -268,7 +268,9 @@ def self_calibrate(frames, session: TrackingSession, mask_source: "MaskSource", 
         say(f"up direction {np.round(plane.up, 4).tolist()} (± {report['up_auto']['tilt_sd_deg']:.2f}°)"
             + (" in the first frame, followed over the ground" if moving else ""))
         up_source = fitted_up(plane.up)
-    if camera is not session.undistort.camera or moving:
+        if config.needs_up:  # hold the robot to the whole plane: its height too
+            config = replace(config, ground_height=plane.height)
+    if camera is not session.undistort.camera or auto:
         session = TrackingSession(session.robot, camera, session.fps, config, segmenter=session.segmenter,
                                   truth_masks=session.truth_masks)
     return session, up_source, report

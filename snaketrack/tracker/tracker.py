@@ -97,7 +97,8 @@ class Tracker:
         # True once the body wave has confirmed the track's reading of head and tail, or turned it
         # round; a consumer that can wait holds its first frames until then (reading.ReadingHold)
         self.reading_settled = not self._can_check_reading()
-        self.ground_prior = GroundPrior(self.robot, self.config.ground_window, self.config.ground_min_frames)
+        self.ground_prior = GroundPrior(self.robot, self.config.ground_window, self.config.ground_min_frames,
+                                        self.config.ground_height)
         self.search = PoseSearch(self.renderer, self.config, self.refiner, self.search_refiner)
         self.good: Optional[tuple[int, np.ndarray]] = None  # (frame, pose) of the last well-fitting frame
 

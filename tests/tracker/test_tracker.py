@@ -206,6 +206,26 @@ def test_moving_camera_ground_prior_follows_the_camera_height(sequence):
             trk.step(frames[1][0], up=up, ground=bad)
 
 
+def test_a_known_ground_height_holds_the_base_from_the_first_frame():
+    """With the camera's height over the ground known (``ground_height``), the prior holds the base's axis
+    that height below the camera along up from the first frame, scaled by a moving camera's height ratio."""
+    from snaketrack.models.robot import load_robot
+    from snaketrack.tracker.ground_prior import GroundPrior
+
+    robot = load_robot("planar-snake-11")
+    up = np.array([0.0, -0.6, -0.8])
+    r = float(np.mean(robot.radii))
+    prior = GroundPrior(robot, window=-1, min_frames=5, known=1.5)
+    assert prior.height(up) == pytest.approx(r - 1.5)  # the axis a radius above ground 1.5 m below the camera
+    prior.set_ratio(1.2)
+    assert prior.height(up) == pytest.approx(r - 1.8)
+    assert GroundPrior(robot, window=0, min_frames=5, known=1.5).height(up) is None  # the prior off
+    assert GroundPrior(robot, window=-1, min_frames=5).height(up) is None  # learned: no frames yet
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(InputError, match="ground height"):
+            GroundPrior(robot, window=-1, min_frames=5, known=bad)
+
+
 def test_searches_use_their_own_pitch_prior(sequence):
     robot, K, frames, lay = sequence
     trk = Tracker(robot, K, W, H, fps=30.0)

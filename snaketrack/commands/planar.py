@@ -26,9 +26,12 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--broken", default=None, help="comma-separated broken joints, 1..9 from the tail, e.g. 3,5,6")
     p.add_argument("--t-end", type=float, default=None, help="simulated time limit in seconds (default 2000)")
     p.add_argument("--out", required=True, help="output folder")
-    p.add_argument("--method", default=None, help="solve_ivp method (default RK45)")
-    p.add_argument("--rtol", type=float, default=None, help="relative tolerance (default 1e-6)")
-    p.add_argument("--atol", type=float, default=None, help="absolute tolerance (default 1e-8)")
+    p.add_argument("--method", default=None,
+                   help="solve_ivp method (default: the variant's; authors BDF, as their ode15s; corrected RK45)")
+    p.add_argument("--rtol", type=float, default=None,
+                   help="relative tolerance (default: authors 1e-3, corrected 1e-6)")
+    p.add_argument("--atol", type=float, default=None,
+                   help="absolute tolerance (default: authors 1e-6, corrected 1e-8)")
     p.add_argument("--sight-from", choices=("tracked", "head", "com"), default=None,
                    help="point the line of sight to the target starts from "
                         "(default: the tracked point, as in the paper)")

@@ -16,10 +16,12 @@ Model choice: ``track="head"`` integrates the head-position model
 same robot (tests check that they give the same link positions), so the
 tracked point is simply the model's own ``p``.
 
-Solver default: RK45, rtol 1e-6, atol 1e-8 (chosen after measuring the
-spread of the reach times over solvers and tolerances; see
-docs/planar-dynamics.md: at looser tolerances the 5 cm hit test on the
-undulating path moves the later reach times by tens of seconds). Reach times are located by solve_ivp's event
+Solver default: the variant's (:class:`~snaketrack.sim.planar_variants.PlanarVariant`
+``solver``): the authors' variant integrates as the authors did (BDF at
+``ode15s``'s default tolerances, rtol 1e-3, atol 1e-6), the corrected one at
+converged tolerances (RK45, rtol 1e-6, atol 1e-8). At loose tolerances the 5 cm
+hit test on the undulating path moves the later reach times by tens of seconds
+(docs/planar-dynamics.md). Reach times are located by solve_ivp's event
 root-finding on the dense output.
 
 Outputs of :func:`run_scenario` (``out_dir``): ``summary.json``,
@@ -73,7 +75,7 @@ class PlanarScenario:
     controller: gains, coupling (``"sjc"``/``"cc"``) and broken joints.
     t_end_s: simulated time limit [s]; the run stops earlier once every target is reached.
     targets: ((x, y), ...) [m]; reach_tolerance_m: 0.05 m.
-    method, rtol, atol, max_step_s: passed to solve_ivp.
+    method, rtol, atol, max_step_s: passed to solve_ivp; method, rtol, atol default to the variant's ``solver``.
     sample_dt_s: output sampling step [s] (trajectory.csv and the limit bookkeeping).
     sight_from: the point the line of sight to the target is drawn from in
         eq. 36. ``"tracked"`` (the paper's: the point being steered) is the
@@ -93,9 +95,9 @@ class PlanarScenario:
     t_end_s: float = 2000.0
     targets: tuple[tuple[float, float], ...] = PAPER_TARGETS
     reach_tolerance_m: float = 0.05
-    method: str = "RK45"
-    rtol: float = 1e-6
-    atol: float = 1e-8
+    method: Optional[str] = None
+    rtol: Optional[float] = None
+    atol: Optional[float] = None
     max_step_s: float = np.inf
     sample_dt_s: float = 0.1
     sight_from: str = "tracked"
@@ -106,7 +108,10 @@ class PlanarScenario:
             raise InputError(f"--broken-mode {self.broken_mode!r}; expected 'locked' or 'passive'")
         if self.track not in ("head", "com"):
             raise InputError(f"--track {self.track!r}; expected 'head' or 'com'")
-        planar_variant(self.variant)
+        default = planar_variant(self.variant).solver
+        for name, value in zip(("method", "rtol", "atol"), default):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
         if self.sight_from not in ("tracked", "head", "com"):
             raise InputError(f"--sight-from {self.sight_from!r}; expected 'tracked', 'head' or 'com'")
         if self.method not in SOLVERS:

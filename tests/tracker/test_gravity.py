@@ -64,6 +64,8 @@ def test_up_log(tmp_path):
         load_up_csv(tmp_path / "nan.csv")
     with pytest.raises(InputError):
         open_up("sim-imu", None)
+    with pytest.raises(InputError, match="auto"):  # a per-frame source cannot be 'auto' (serve): one line
+        open_up("auto", None)
 
 
 def test_up_prior_fixes_the_tilt_a_thin_robot_hides():

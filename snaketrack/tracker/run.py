@@ -182,6 +182,31 @@ def first_frame_up(up, first: int = 0) -> "Callable[[int], Optional[np.ndarray]]
     return lambda frame: u.copy() if frame == first else None
 
 
+class MaskMemo:
+    """A segmenter whose masks are kept, keyed by the frame's bytes, so that the calibration passes, which
+    track the same first frames several times, segment each frame once. ``predict(rgb)`` as the wrapped
+    segmenter's; at most ``limit`` masks are kept (the oldest dropped)."""
+
+    def __init__(self, segmenter, limit: int):
+        self.segmenter, self.limit = segmenter, max(1, int(limit))
+        self.masks: dict[bytes, np.ndarray] = {}
+        self.hits = 0
+
+    def predict(self, rgb: np.ndarray) -> np.ndarray:
+        import hashlib
+
+        a = np.ascontiguousarray(rgb)
+        key = hashlib.blake2b(a.tobytes(), digest_size=16).digest() + repr(a.shape).encode()
+        if key in self.masks:
+            self.hits += 1
+            return self.masks[key]
+        mask = np.asarray(self.segmenter.predict(rgb))
+        if len(self.masks) >= self.limit:
+            self.masks.pop(next(iter(self.masks)))
+        self.masks[key] = mask
+        return mask
+
+
 def self_calibrate(frames, session: TrackingSession, mask_source: "MaskSource", options: RunOptions,
                    config: PipelineConfig = PipelineConfig(), log: Optional[Callable[[str], None]] = None):
     """The session and up source of a run, after the calibration pass of ``--up auto`` and
@@ -213,6 +238,7 @@ def self_calibrate(frames, session: TrackingSession, mask_source: "MaskSource", 
     moving = auto and config.track_ground
     if moving:
         config = replace(config, follow_up=True)
+    segmenter = None if session.segmenter is None else MaskMemo(session.segmenter, n)
 
     def run_pass(up, frames_n: int = n):
         """The first ``frames_n`` frames tracked with the up source ``up`` (a callable, or None)."""
@@ -220,7 +246,7 @@ def self_calibrate(frames, session: TrackingSession, mask_source: "MaskSource", 
             c = replace(config, track_ground=up is not None, follow_up=up is not None, render=False)
         else:
             c = replace(config, static_camera=up is not None, track_ground=False, render=False)
-        s = TrackingSession(session.robot, camera, session.fps, c, segmenter=session.segmenter)
+        s = TrackingSession(session.robot, camera, session.fps, c, segmenter=segmenter)
         calib = calibration_pass(frames, s, mask_source, up, frames_n)
         last.update(session=s, calib=calib)
         return calib, s.tracker.layout

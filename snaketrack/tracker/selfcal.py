@@ -23,6 +23,11 @@ each axis's two image ends meet the ground (raised by the radius) at the link's 
 the true ground plane; foreshortening across the image tells its tilt, and the lengths its distance.
 On that clip it brings the same pass's plane to 0.13°.
 
+On a moving camera the passes are given the first frame's up direction only and follow it over the
+ground (:class:`~snaketrack.tracker.ground.GroundTracker` ``follow``); each frame's links then enter the
+fits turned by its followed rotation and (the lengths fit) with its followed height ratio, so the
+frames still share one plane, the first frame's.
+
 **The focal length** (:func:`refine_focal`). A perspective camera's focal length ``f`` and the
 robot's depth trade off only partly: scaling ``f`` and the depth by ``s`` keeps the pixel of only the
 points at one depth. With the link lengths and radii known, the

@@ -180,3 +180,27 @@ def test_refine_focal_from_a_wrong_field_of_view(oblique):
     assert fit.start_px == pytest.approx(f_start)
     assert abs(fit.focal_px - f_true) < abs(f_start - f_true)
     assert abs(fit.focal_px / f_true - 1) < 0.06
+
+
+def test_the_calibration_passes_segment_each_frame_once():
+    """``MaskMemo``: the same frame's bytes give the kept mask without a second call; at most ``limit`` kept."""
+    from snaketrack.tracker.run import MaskMemo
+
+    class Counting:
+        calls = 0
+
+        def predict(self, rgb):
+            Counting.calls += 1
+            return rgb[..., 0] > 100
+
+    memo = MaskMemo(Counting(), limit=2)
+    rng = np.random.default_rng(0)
+    a, b, c = (rng.integers(0, 255, (6, 8, 3), dtype=np.uint8) for _ in range(3))
+    ma = memo.predict(a)
+    assert np.array_equal(memo.predict(a.copy()), ma) and Counting.calls == 1 and memo.hits == 1
+    memo.predict(b)
+    memo.predict(c)  # the third frame drops the oldest
+    assert Counting.calls == 3 and len(memo.masks) == 2
+    memo.predict(a)
+    assert Counting.calls == 4
+    assert np.array_equal(memo.predict(a[:, :4].copy()), a[:, :4, 0] > 100)  # another shape, another key

@@ -53,6 +53,16 @@ import numpy as np
 from snaketrack.errors import InputError
 
 
+def _normalised(H: np.ndarray, K: np.ndarray) -> np.ndarray:
+    """``K⁻¹ H K`` (3, 3) scaled to a middle singular value of 1 (:func:`height_ratio`); its sign is H's."""
+    K = np.asarray(K, float)
+    Hn = np.linalg.solve(K, np.asarray(H, float) @ K)
+    s = np.linalg.svd(Hn, compute_uv=False)
+    if not (np.all(np.isfinite(s)) and s[1] > 0):
+        raise InputError("ground homography: singular or not finite")
+    return Hn / s[1]
+
+
 def height_ratio(H: np.ndarray, K: np.ndarray, up_ref: np.ndarray, up_cur: np.ndarray) -> float:
     """``d_cur / d_ref`` from a ground homography (module doc).
 
@@ -68,12 +78,7 @@ def height_ratio(H: np.ndarray, K: np.ndarray, up_ref: np.ndarray, up_cur: np.nd
     is 1, which fixes Hn's scale; the sign is the one that makes the
     ratio positive.
     """
-    K = np.asarray(K, float)
-    Hn = np.linalg.solve(K, np.asarray(H, float) @ K)
-    s = np.linalg.svd(Hn, compute_uv=False)
-    if not (np.all(np.isfinite(s)) and s[1] > 0):
-        raise InputError("ground homography: singular or not finite")
-    Hn = Hn / s[1]
+    Hn = _normalised(H, K)
     return float(abs(np.asarray(up_cur, float) @ Hn @ np.asarray(up_ref, float)))
 
 
@@ -96,12 +101,7 @@ def rotation_from_homography(H: np.ndarray, K: np.ndarray, up_ref: np.ndarray) -
     >>> bool(np.allclose(rotation_from_homography(-3 * H, K, up), R))
     True
     """
-    K = np.asarray(K, float)
-    Hn = np.linalg.solve(K, np.asarray(H, float) @ K)
-    s = np.linalg.svd(Hn, compute_uv=False)
-    if not (np.all(np.isfinite(s)) and s[1] > 0):
-        raise InputError("ground homography: singular or not finite")
-    Hn = Hn / s[1]
+    Hn = _normalised(H, K)
     n = np.asarray(up_ref, float) / np.linalg.norm(up_ref)
     e1 = np.cross(n, [1.0, 0.0, 0.0] if abs(n[0]) < 0.9 else [0.0, 1.0, 0.0])
     e1 /= np.linalg.norm(e1)

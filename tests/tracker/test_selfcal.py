@@ -204,25 +204,3 @@ def test_the_calibration_passes_segment_each_frame_once():
     memo.predict(a)
     assert Counting.calls == 4
     assert np.array_equal(memo.predict(a[:, :4].copy()), a[:, :4, 0] > 100)  # another shape, another key
-
-
-def test_passes_that_swing_start_the_next_from_where_they_point():
-    """Passes modelled as ``fitted = x* + c (start − x*)``: with c = −0.8 they swing and plain iteration stays
-    2° off after four passes; starting each pass from :func:`next_up`'s point lands on x*. A pass that moves
-    on the same way (c > 0) starts the next from its own plane."""
-    from snaketrack.tracker.selfcal import next_up
-
-    x_star = pitch_up(40.0)
-
-    def run(c, extrapolate):
-        up, last = _rotate_about(x_star, np.array([1.0, 0, 0]), 10.0), None
-        for _ in range(4):
-            fitted = x_star + c * (up - x_star)
-            fitted /= np.linalg.norm(fitted)
-            up, last = next_up(up, fitted, last) if extrapolate else (fitted, None)
-        return angle_deg(up, x_star)
-
-    assert run(-0.8, extrapolate=False) > 2.0
-    assert run(-0.8, extrapolate=True) < 0.05
-    nxt, move = next_up(pitch_up(90.0), pitch_up(80.0), last_move=pitch_up(90.0) - pitch_up(95.0))
-    assert np.allclose(nxt, pitch_up(80.0))  # the same way as the last move: no extrapolation

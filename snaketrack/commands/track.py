@@ -52,7 +52,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    help="frames of the calibration passes of --up auto and --refine-focal (default 60)")
     p.add_argument("--static-camera", action="store_true",
                    help="the camera does not move relative to the ground (a tripod): hold the robot's base to the "
-                        "ground's height, the median of its track (needs --up)")
+                        "ground's height, the median of its track or with --up auto the fitted plane's (needs --up)")
     p.add_argument("--track-ground", action="store_true",
                    help="the camera moves (handheld, drone): follow its height over the ground plane through the "
                         "frames (the ground's homography) and hold the robot's base to the ground (needs --up)")

@@ -131,6 +131,20 @@ def axis_angle_to_matrix_np(w: np.ndarray) -> np.ndarray:
     return np.eye(3) + (math.sin(th) / th) * Kx + ((1 - math.cos(th)) / th ** 2) * (Kx @ Kx)
 
 
+def perpendicular_np(n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two unit vectors (3,) ``e1, e2`` perpendicular to ``n`` (3,) and to each other, with ``e1 × e2`` along
+    ``n`` (a right-handed frame ``[e1 e2 n̂]``).
+
+    >>> e1, e2 = perpendicular_np(np.array([0.0, 0.0, 2.0]))
+    >>> e1.tolist(), e2.tolist()
+    ([0.0, 1.0, 0.0], [-1.0, 0.0, 0.0])
+    """
+    n = np.asarray(n, float) / np.linalg.norm(n)
+    e1 = np.cross(n, [1.0, 0.0, 0.0] if abs(n[0]) < 0.9 else [0.0, 1.0, 0.0])
+    e1 /= np.linalg.norm(e1)
+    return e1, np.cross(n, e1)
+
+
 def matrix_to_axis_angle_np(R: np.ndarray) -> np.ndarray:
     """Rotation vector (3,) [rad], angle in [0, π], of a rotation matrix (3, 3); numpy
     :func:`matrix_to_axis_angle`, through the quaternion of the best-conditioned of Shepperd's four forms."""

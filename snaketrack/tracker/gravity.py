@@ -115,8 +115,8 @@ def open_up(spec: Optional[str], truth: Optional[Sequence[dict]], seed: int = 0)
     if spec is None or spec == "none":
         return None
     if spec == "auto":
-        raise InputError("--up auto is fitted by `snaketrack track` in passes over a recorded source's first frames; "
-                         "here give an IMU CSV, sim-imu or none")
+        raise InputError("--up auto is fitted by `snaketrack track` in passes over a recorded source's first frames, "
+                         "in one run (not with --chunks or serve); here give an IMU CSV, sim-imu or none")
     if spec == "sim-imu":
         if truth is None:
             raise InputError("--up sim-imu: the source has no truth.jsonl (camera attitude); give an IMU CSV")

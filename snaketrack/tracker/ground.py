@@ -102,10 +102,10 @@ def rotation_from_homography(H: np.ndarray, K: np.ndarray, up_ref: np.ndarray) -
     True
     """
     Hn = _normalised(H, K)
+    from snaketrack.models.rotations import perpendicular_np
+
     n = np.asarray(up_ref, float) / np.linalg.norm(up_ref)
-    e1 = np.cross(n, [1.0, 0.0, 0.0] if abs(n[0]) < 0.9 else [0.0, 1.0, 0.0])
-    e1 /= np.linalg.norm(e1)
-    e2 = np.cross(n, e1)
+    e1, e2 = perpendicular_np(n)
     if (Hn @ e1) @ e1 + (Hn @ e2) @ e2 < 0:  # the sign of a rotation by less than 90°
         Hn = -Hn
     a, b = Hn @ e1, Hn @ e2

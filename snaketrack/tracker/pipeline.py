@@ -284,17 +284,17 @@ class TrackingSession:
         if any(a <= i < b for a, b in self.config.hidden):
             mask = np.zeros_like(mask)
         t0 = time.perf_counter()
+        kw: dict[str, Any] = {}
         rotation = None
         if self.ground is not None:
             import cv2
 
-            ground = self.ground.step(cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY), up, mask > 0)
+            kw["ground"] = self.ground.step(cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY), up, mask > 0)
             if self.config.follow_up:
                 up = self.ground.up if up is None else up
                 rotation = self.ground.rotation.copy()
-        kw = {"up": up} if up is not None else {}
-        if self.ground is not None:
-            kw["ground"] = ground
+        if up is not None:
+            kw["up"] = up
         time_s = i / self.fps if t is None else float(t)
         state = self.tracker.start(mask, t=time_s, **kw) if self.frames == 0 else \
             self.tracker.step(mask, t=time_s, **kw)

@@ -158,14 +158,11 @@ def open_up_source(frames, up: Optional[str], config: PipelineConfig = PipelineC
     or None; :class:`InputError` when ``config`` holds the robot to the ground and there is none."""
     from snaketrack.tracker.gravity import open_up
 
-    if up == "auto":
-        raise InputError("--up auto: the up direction is fitted in a calibration pass over a recorded source's "
-                         "first frames, in one pass (not with --chunks)")
     up_source = open_up(up, frames.truth, int(frames.meta.get("seed", 0) or 0))
     if config.needs_up and up_source is None:
         flag = "--static-camera" if config.static_camera else "--track-ground"
         raise InputError(f"{flag} holds the robot to the ground, which needs its up direction: "
-                         "give --up IMU.csv, --up auto (a fixed camera) or sim-imu for a synthetic dataset")
+                         "give --up IMU.csv, --up auto or sim-imu for a synthetic dataset")
     return up_source
 
 

@@ -32,7 +32,7 @@ import torch
 from snaketrack.errors import InputError
 from snaketrack.models.kinematics import forward_kinematics
 from snaketrack.models.robot import Robot
-from snaketrack.models.rotations import axis_rotation_np
+from snaketrack.models.rotations import axis_rotation_np, perpendicular_np
 from snaketrack.tracker.axis import mask_axes
 from snaketrack.tracker.observation import Observation, observe
 from snaketrack.tracker.occlusion import far_weighting_on
@@ -157,9 +157,7 @@ class PoseSearch:
         if up is None:
             e1, e2 = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
         else:
-            e1 = np.cross(axis, [1.0, 0.0, 0.0] if abs(axis[0]) < 0.9 else [0.0, 1.0, 0.0])
-            e1 /= np.linalg.norm(e1)
-            e2 = np.cross(axis, e1)
+            e1, e2 = perpendicular_np(axis)
         normals = [axis]
         tilts = self.config.init_plane_tilts if up is None else self.config.init_up_tilts
         for tilt_deg, n_az in tilts:

@@ -59,6 +59,7 @@ from typing import Optional
 import numpy as np
 
 from snaketrack.errors import InputError
+from snaketrack.models.rotations import axis_angle_to_matrix_np, perpendicular_np
 
 #: Frames of the calibration pass by default (``--calibration-frames``).
 CALIBRATION_FRAMES = 60
@@ -249,9 +250,7 @@ def fit_plane_lengths(robot, layout, calib: list[CalibrationFrame], start: Plane
     moving = _moving(use)
     rots = np.stack([np.eye(3) if c.rotation is None else np.asarray(c.rotation, float) for c in use])
     n0 = np.asarray(start.up, float)
-    e1 = np.cross(n0, [1.0, 0.0, 0.0] if abs(n0[0]) < 0.9 else [0.0, 1.0, 0.0])
-    e1 /= np.linalg.norm(e1)
-    e2 = np.cross(n0, e1)
+    e1, e2 = perpendicular_np(n0)
 
     def normal(p) -> np.ndarray:
         n = n0 + p[0] * e1 + p[1] * e2
@@ -413,11 +412,11 @@ def _parabola_peak(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 def _rotation_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The smallest rotation (3, 3) turning direction ``a`` (3,) onto ``b`` (3,)."""
     a, b = a / np.linalg.norm(a), b / np.linalg.norm(b)
-    v, c = np.cross(a, b), float(a @ b)
-    if np.linalg.norm(v) < 1e-12:
+    v = np.cross(a, b)
+    s = float(np.linalg.norm(v))
+    if s < 1e-12:
         return np.eye(3)
-    vx = np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
-    return np.eye(3) + vx + vx @ vx / (1.0 + c)
+    return axis_angle_to_matrix_np(v / s * math.atan2(s, float(a @ b)))
 
 
 def rescale_pose(robot, layout, x, scale: float) -> np.ndarray:

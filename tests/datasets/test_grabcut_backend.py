@@ -137,20 +137,28 @@ def test_same_frame_and_prompt_give_the_same_mask_whatever_used_the_rng():
     assert not np.array_equal(a, b)
 
 
+def _robot_behind_a_post(ground, colour, seed):
+    """A 90×180 frame of a noisy ``ground`` colour with a straight robot body of ``colour`` and a post in
+    front of it near one end: ``(rgb, body, end)``, ``end`` the robot's 32 px beyond the post (under 5 %
+    of the body)."""
+    rgb = np.full((90, 180, 3), ground, np.uint8)
+    rgb += np.random.default_rng(seed).integers(0, 12, rgb.shape, dtype=np.uint8)
+    body = np.zeros((90, 180), bool)
+    body[40:48, 20:150] = True
+    rgb[body] = colour
+    rgb[30:60, 138:146] = (95, 70, 50)  # the post
+    end = np.zeros_like(body)
+    end[40:48, 146:150] = True
+    return rgb, body, end
+
+
 def test_a_piece_of_the_last_mask_cut_off_by_a_post_is_kept():
     """A short end of the robot beyond a post is a small separate piece: kept when it lies on the last
     good mask (the robot seen through), dropped as a stray blob without that prior."""
     from snaketrack.datasets.boxes import Box
     from snaketrack.datasets.grabcut_backend import GrabCutBackend, GrabCutConfig
 
-    rgb = np.full((90, 180, 3), (90, 120, 70), np.uint8)
-    rgb += np.random.default_rng(2).integers(0, 12, rgb.shape, dtype=np.uint8)
-    body = np.zeros((90, 180), bool)
-    body[40:48, 20:150] = True
-    rgb[body] = (230, 120, 30)
-    rgb[30:60, 138:146] = (95, 70, 50)  # a post in front of the robot
-    end = np.zeros_like(body)
-    end[40:48, 146:150] = True  # the robot's end beyond the post: 32 px, under 5 % of the body
+    rgb, body, end = _robot_behind_a_post((90, 120, 70), (230, 120, 30), seed=2)
     box = Box(14, 34, 142, 20)
     masks = {}
     for keep in (True, False):
@@ -168,14 +176,7 @@ def test_a_floor_marking_the_robot_crawled_off_is_not_kept_as_a_piece_of_it():
     from snaketrack.datasets.boxes import Box
     from snaketrack.datasets.grabcut_backend import GrabCutBackend, GrabCutConfig
 
-    rgb = np.full((90, 180, 3), (120, 120, 115), np.uint8)
-    rgb += np.random.default_rng(3).integers(0, 12, rgb.shape, dtype=np.uint8)
-    body = np.zeros((90, 180), bool)
-    body[40:48, 20:150] = True
-    rgb[body] = (220, 40, 30)
-    rgb[30:60, 138:146] = (95, 70, 50)  # a post in front of the robot
-    end = np.zeros_like(body)
-    end[40:48, 146:150] = True
+    rgb, body, end = _robot_behind_a_post((120, 120, 115), (220, 40, 30), seed=3)
     tape = np.zeros_like(body)
     tape[62:66, 60:70] = True  # the blue mark below the body: 40 px, under 5 % of the body
     rgb[tape] = (30, 60, 200)

@@ -1,8 +1,10 @@
 """A long video tracked in overlapping chunks, as parallel Ray tasks, and stitched back into one track.
 
-Chunk k covers frames ``[s_k − overlap, e_k)`` of K equal spans ``[s_k, e_k)`` (the first starts at 0).
-Each chunk is tracked from scratch (its own first-frame search and reading hold), so its first frames
-are a warm-up; where two chunks overlap the earlier one is already settled.
+The spans ``[s_k, e_k)`` cut the video in K pieces; chunk k tracks frames ``[s_k − overlap, e_k)`` (the
+first from 0). Each chunk is tracked from scratch (its own first-frame search and reading hold), so its
+first frames are a warm-up; where two chunks overlap the earlier one is already settled. The first span
+is longer by the overlap, so that every chunk tracks as many frames as the others and the parallel
+tasks end together.
 
 The stitching rule, at each seam: among the overlap's frames in its second half (the later chunk past
 half its warm-up) where both chunks say ``tracked``, switch to the later chunk at the frame where the
@@ -35,10 +37,12 @@ class Seam:
 
 
 def chunk_ranges(n_frames: int, chunks: int, overlap: int) -> list[tuple[int, int]]:
-    """``[start, stop)`` of each chunk (module doc).
+    """``[start, stop)`` of each chunk (module doc): equal lengths ``(n_frames + (chunks − 1) overlap) / chunks``.
 
     >>> chunk_ranges(100, 2, 10)
-    [(0, 50), (40, 100)]
+    [(0, 55), (45, 100)]
+    >>> chunk_ranges(100, 3, 10)
+    [(0, 40), (30, 70), (60, 100)]
     """
     if chunks < 1:
         raise InputError(f"--chunks {chunks}; expected a positive number")
@@ -47,8 +51,9 @@ def chunk_ranges(n_frames: int, chunks: int, overlap: int) -> list[tuple[int, in
     if n_frames < chunks * 2 * overlap:
         raise InputError(f"{n_frames} frames in {chunks} chunks overlapping by {overlap}: too short; "
                          "use fewer chunks or a shorter overlap")
-    edges = np.linspace(0, n_frames, chunks + 1).round().astype(int)
-    return [(max(0, int(a) - (overlap if k else 0)), int(b)) for k, (a, b) in enumerate(zip(edges[:-1], edges[1:]))]
+    length = (n_frames + (chunks - 1) * overlap) / chunks
+    ends = [int(round(length + k * (length - overlap))) for k in range(chunks - 1)] + [n_frames]
+    return [(ends[k - 1] - overlap if k else 0, e) for k, e in enumerate(ends)]
 
 
 def _difference(a: dict, b: dict, n_joints: int) -> float:

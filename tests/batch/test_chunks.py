@@ -14,8 +14,14 @@ def _rows(frames, q, status="tracked"):
             for f in frames]
 
 
-def test_ranges_cover_every_frame_with_the_overlap():
-    assert chunk_ranges(90, 3, 10) == [(0, 30), (20, 60), (50, 90)]
+def test_ranges_cover_every_frame_with_the_overlap_in_chunks_of_equal_length():
+    assert chunk_ranges(90, 3, 10) == [(0, 37), (27, 63), (53, 90)]
+    for n, k, overlap in [(600, 2, 30), (601, 4, 7), (1000, 7, 30), (97, 1, 5)]:
+        ranges = chunk_ranges(n, k, overlap)
+        assert ranges[0][0] == 0 and ranges[-1][1] == n and len(ranges) == k
+        assert all(b[0] == a[1] - overlap for a, b in zip(ranges, ranges[1:]))  # each overlaps the one before
+        lengths = [b - a for a, b in ranges]
+        assert max(lengths) - min(lengths) <= 1
     with pytest.raises(InputError, match="too short"):
         chunk_ranges(30, 3, 10)
 
@@ -54,7 +60,8 @@ def test_a_chunked_track_stitches_into_the_sequential_ones_accuracy(tmp_path):
     whole = track_source(ds, tmp_path / "whole", config=config,
                          options=RunOptions(video=False, plots=False, progress=False))
     assert chunked["frames"] == 24 and chunked["seams_disagree"] == 0
-    assert 12 - 6 + 3 <= chunked["seams"][0]["frame"] < 12
+    (_, first_end), (second_start, _) = chunk_ranges(24, 2, 6)
+    assert second_start + 3 <= chunked["seams"][0]["frame"] < first_end  # the overlap's second half
     from snaketrack.io import read_csv_columns
 
     frames = read_csv_columns(tmp_path / "chunked" / "track.csv")["frame"]

@@ -46,6 +46,7 @@ def main() -> None:
                     "`snaketrack label` runs without a backend flag), grabcut or guided")
     ap.add_argument("--labels", default=None, help="train on this label dataset of the training clip instead of "
                                                    "labelling it (e.g. an earlier run's)")
+    ap.add_argument("--encoder", default=None, help="the network's encoder (default the recipe's)")
     ap.add_argument("--model", default=None, help="model file to write or, when it exists, to score")
     args = ap.parse_args()
     from bench_label_suite import SUITE, clip_name, render, run_one
@@ -76,8 +77,9 @@ def main() -> None:
     model = Path(args.model or Path(args.work) / "e2e" / f"{args.train}-{args.labeller}-{args.minutes:g}min.pt")
     model.parent.mkdir(parents=True, exist_ok=True)
     if not model.is_file():
+        extra = {"encoder": args.encoder} if args.encoder else {}
         res = train([str(labels)], model, recipe_config("cpu", time_limit_s=60.0 * args.minutes,
-                                                         threads=args.threads))
+                                                         threads=args.threads, **extra))
         out.update(epochs=res.epochs_done, chosen=res.selection)
     seg = load_segmenter(model)
     out.update(model=str(model), scale=seg.scale, flips=seg.flips, threshold=seg.threshold, tests={})

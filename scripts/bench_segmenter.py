@@ -11,9 +11,9 @@ bfloat16 autocast, side by side (a training step of the CPU recipe and a
 640x360 frame; ``--precision`` of train, segment and eval-seg).
 
 Side by side, the two settings of a segmenter (docs/segmentation.md, "Live and accurate"): ``accurate``
-(torch, the model file's stored scale and flips) and ``live`` (ONNX Runtime, scale 1, no flips), ms per
-640x360 frame through :meth:`Segmenter.predict` and frames/s; ONNX Runtime's graph optimisation levels
-and thread counts beside them. ``--model MODEL.pt`` times that model (without it a random-init resnet18
+(torch, the model file's stored scale and flips) and ``live`` (the stored scale, no flips, in the fastest
+installed engine; each other engine beside it as ``live_ENGINE``), ms per 640x360 frame through
+:meth:`Segmenter.predict` and frames/s. ``--model MODEL.pt`` times that model (without it a random-init resnet18
 DeepLabV3+ at 640x360 whose file stores scale 1.5 and 4 flips, the CPU recipe's usual choice);
 ``--video DATASET`` (frames/ and truth masks/) also scores each setting's mean IoU against the truth
 masks and their difference (live − accurate). ``--side-by-side-only`` skips the rest. Prints one JSON
@@ -85,49 +85,30 @@ def _fps(ms: float) -> float:
 
 
 def side_by_side(model_path, rgb, repeats: int, accurate_repeats: int, video=None, every: int = 1) -> dict:
-    """The accurate and live settings of ``model_path`` on the RGB frame ``rgb`` (a 640x360 frame):
-    median ms/frame and frames/s of :meth:`Segmenter.predict`, and with ``video`` (a dataset folder with
-    truth masks) the mean IoU of each over every ``every``-th frame and the difference (live − accurate)."""
-    import onnxruntime as ort
+    """The accurate and live settings of ``model_path`` on the RGB frame ``rgb`` (a 640x360 frame), the
+    live one in each installed engine: median ms/frame and frames/s of :meth:`Segmenter.predict`, and with
+    ``video`` (a dataset folder with truth masks) the mean IoU of each over every ``every``-th frame and
+    its difference from the accurate setting's."""
     import torch
 
     from snaketrack.datasets.layout import Dataset
     from snaketrack.training.evaluate import evaluate_segmenter
-    from snaketrack.training.live import OnnxNetwork, live_path
+    from snaketrack.training.live import installed_engines
     from snaketrack.training.segmenter import load_segmenter
 
     res: dict[str, object] = {"model": str(model_path), "frame": f"{rgb.shape[1]}x{rgb.shape[0]}",
                               "threads": torch.get_num_threads()}
-    segs = {"accurate": load_segmenter(model_path, setting="accurate"),
-            "live": load_segmenter(model_path, setting="live")}
+    engines = installed_engines()
+    segs = {"accurate": load_segmenter(model_path, setting="accurate")}
+    segs.update({"live" if k == 0 else f"live_{e}": load_segmenter(model_path, setting="live", engine=e)
+                 for k, e in enumerate(engines)})
     for name, seg in segs.items():
         n = accurate_repeats if name == "accurate" else repeats
         ms = 1000 * _median_s(lambda seg=seg: seg.predict(rgb), n)
-        res[name] = {"backend": seg.backend, "scale": seg.scale, "flips": seg.flips, "threshold": seg.threshold,
-                     "ms": ms, "fps": _fps(ms)}
+        res[name] = {"backend": seg.backend, "precision": getattr(seg.network, "precision", seg.precision),
+                     "scale": seg.scale, "flips": seg.flips, "threshold": seg.threshold, "ms": ms, "fps": _fps(ms)}
         print(json.dumps({name: res[name]}), flush=True)
     res["speedup_x"] = res["accurate"]["ms"] / res["live"]["ms"]
-    live = segs["live"]
-    if live.backend == "onnxruntime":  # ONNX Runtime's knobs on the same export
-        levels = {"all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
-                  "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
-                  "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-                  "disabled": ort.GraphOptimizationLevel.ORT_DISABLE_ALL}
-        knobs: dict[str, float] = {}
-        for threads in sorted({1, torch.get_num_threads()}):
-            for level_name, level in levels.items():
-                net = OnnxNetwork(live_path(model_path), threads)
-                if level_name != "all":
-                    so = ort.SessionOptions()
-                    so.intra_op_num_threads, so.inter_op_num_threads = threads, 1
-                    so.graph_optimization_level = level
-                    net.session = ort.InferenceSession(str(live_path(model_path)), so,
-                                                       providers=["CPUExecutionProvider"])
-                live.network = net
-                knobs[f"threads_{threads}_{level_name}_ms"] = 1000 * _median_s(lambda: live.predict(rgb), repeats)
-        live.network = OnnxNetwork(live_path(model_path))
-        res["live_onnxruntime_options"] = knobs
-        print(json.dumps({"live_onnxruntime_options": knobs}), flush=True)
     if video is not None:
         idx = range(0, len(Dataset(video)), every)
         for name, seg in segs.items():

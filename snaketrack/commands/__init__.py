@@ -51,9 +51,11 @@ def camera_of(args: argparse.Namespace):
 
 
 def add_setting_argument(p: argparse.ArgumentParser, default: str, flag: str = "--setting") -> None:
-    """The segmenter's setting flag: ``live`` (scale 1, no flips, ONNX Runtime) or ``accurate`` (the model
-    file's scale and flips, torch); ``--scale``/``--flips`` given explicitly override either."""
+    """The segmenter's setting flag: ``live`` (the model file's scale, no flips, OpenVINO or ONNX Runtime) or
+    ``accurate`` (the model file's scale and flips, torch); ``--scale``/``--flips`` given explicitly override
+    either."""
     p.add_argument(flag, default=default, choices=["live", "accurate"],
-                   help="segmenter setting: live (scale 1, no flips, ONNX Runtime; about a tenth of a second a "
-                        "640x360 frame) or accurate (the model's stored scale and flips, torch; seconds a frame) "
+                   help="segmenter setting: live (the model's stored scale, no flips, OpenVINO; about 50 ms a "
+                        "640x360 frame for the default mobilenet_v2) or accurate (the model's stored scale and "
+                        "flips, torch; about a second a frame) "
                         f"(default {default}; docs/segmentation.md)")

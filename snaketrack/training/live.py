@@ -1,21 +1,21 @@
-"""The segmenter's ``live`` setting: its network exported to ONNX and run by ONNX Runtime on the CPU.
+"""The segmenter's ``live`` setting: its network exported to ONNX and run by a CPU inference engine.
 
 A segmenter runs in one of two settings (:data:`SETTINGS`):
 
 - ``accurate``: the model file's stored inference scale and test-time flips (chosen by training on its
-  validation split), in torch — seconds a frame on a CPU;
-- ``live``: scale 1 (the model's own input size) and no flips, the network exported once with
-  ``torch.onnx.export`` and run by ONNX Runtime's CPU execution provider — ≈ 0.14 s a 640x360 frame on
-  one core, 17× faster than ``accurate`` at scale 1.5 with 4 flips, but less accurate for a model that
-  chose a scale above 1 (docs/segmentation.md, "Live and accurate").
+  validation split), in torch float32;
+- ``live``: the stored scale without flips, the network exported once with ``torch.onnx.export`` and
+  run by the fastest engine installed (:data:`ENGINES`): OpenVINO, in bfloat16 on a CPU that offers it
+  (float32 elsewhere), else ONNX Runtime in float32 (docs/segmentation.md, "Live and accurate").
 
 The export is cached beside the model file as ``MODEL.live.onnx`` (:func:`live_path`), written
 atomically, and tagged with the SHA-256 of the model file's bytes and the network's input size
 (``(height, width)`` after padding to a multiple of 16): a retrained model, or another size, is exported
-again. At export the graph is checked against torch on a test frame: the robot probabilities may differ
-by at most :data:`EXPORT_TOLERANCE`. When ONNX Runtime is missing, the export fails or the check does
-not pass, :func:`live_network` warns in one line and returns None, and the segmenter runs its network in
-torch (same scale and flips).
+again. When a network is opened it is checked against torch on a test frame: the robot probabilities may
+differ by at most :func:`tolerance` (1e-3 in float32; 0.05 in bfloat16, whose 8-bit mantissa moves a
+probability by about 0.015). When no engine is installed, the export fails or the check does not pass,
+:func:`live_network` warns in one line and returns None, and the segmenter runs its network in torch
+(same scale and flips).
 """
 from __future__ import annotations
 
@@ -33,14 +33,16 @@ from snaketrack.errors import InputError, SnaketrackWarning
 from snaketrack.io import atomic_write_bytes
 
 SETTINGS = ("live", "accurate")
-EXPORT_TOLERANCE = 1e-3  # max |p_onnx - p_torch| of the robot probability on the check frame
+ENGINES = ("openvino", "onnxruntime")  # the live network's engines, fastest first
+EXPORT_TOLERANCE = 1e-3  # max |p_engine - p_torch| of the robot probability on the check frame, float32
+BF16_TOLERANCE = 0.05  # the same in bfloat16
 OPSET = 17
 KEY_FIELD = "snaketrack_model_sha256"
 SIZE_FIELD = "snaketrack_net_size"
 
 
 class LiveFallbackWarning(SnaketrackWarning):
-    """The live setting could not use ONNX Runtime; the network runs in torch."""
+    """The live setting could not use an inference engine; the network runs in torch."""
 
 
 def check_setting(setting: str) -> str:
@@ -94,6 +96,7 @@ class OnnxNetwork:
     """
 
     backend = "onnxruntime"
+    precision = "fp32"
 
     def __init__(self, graph: str | os.PathLike | bytes, threads: Optional[int] = None):
         import onnxruntime as ort
@@ -109,6 +112,70 @@ class OnnxNetwork:
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         return self.session.run(["logit"], {"image": np.ascontiguousarray(x, dtype=np.float32)})[0]
+
+
+def cpu_offers_bf16() -> bool:
+    """Whether OpenVINO's CPU plugin computes in bfloat16 on this CPU (AVX512-BF16 or AMX)."""
+    import openvino as ov
+
+    return "BF16" in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+
+
+class OpenVinoNetwork:
+    """An exported network compiled by OpenVINO for the CPU: ``net(x) -> logits``, as :class:`OnnxNetwork`.
+
+    precision: ``bf16`` or ``fp32`` (None: ``bf16`` where :func:`cpu_offers_bf16`, else ``fp32``); the
+    input and output stay float32. threads: OpenVINO's inference threads (None: torch's thread count).
+    Compiled for latency: one frame at a time, as a live source delivers them.
+    """
+
+    backend = "openvino"
+
+    def __init__(self, graph: str | os.PathLike | bytes, threads: Optional[int] = None,
+                 precision: Optional[str] = None):
+        import openvino as ov
+
+        core = ov.Core()
+        self.precision = precision or ("bf16" if cpu_offers_bf16() else "fp32")
+        data = graph if isinstance(graph, bytes) else Path(graph).read_bytes()
+        self.metadata = graph_metadata(data)
+        compiled = core.compile_model(core.read_model(data), "CPU", {
+            "INFERENCE_NUM_THREADS": int(threads or torch.get_num_threads()),
+            "INFERENCE_PRECISION_HINT": "bf16" if self.precision == "bf16" else "f32",
+            "PERFORMANCE_HINT": "LATENCY"})
+        self.request = compiled.create_infer_request()
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        out = self.request.infer({0: np.ascontiguousarray(x, dtype=np.float32)})
+        return np.array(out[0], dtype=np.float32)
+
+
+def graph_metadata(data: bytes) -> dict[str, str]:
+    """The metadata properties of an ONNX graph (its bytes): the tags :func:`export_bytes` writes."""
+    import onnx
+
+    return {p.key: p.value for p in onnx.load_from_string(data).metadata_props}
+
+
+def open_network(graph: str | os.PathLike | bytes, engine: str, threads: Optional[int] = None):
+    """The exported ``graph`` in ``engine`` (one of :data:`ENGINES`)."""
+    if engine == "openvino":
+        return OpenVinoNetwork(graph, threads)
+    if engine == "onnxruntime":
+        return OnnxNetwork(graph, threads)
+    raise InputError(f"live engine {engine!r}: expected one of {', '.join(ENGINES)}")
+
+
+def installed_engines() -> list[str]:
+    """The :data:`ENGINES` whose Python package imports, fastest first."""
+    import importlib.util
+
+    return [e for e in ENGINES if importlib.util.find_spec(e) is not None]
+
+
+def tolerance(net) -> float:
+    """The largest probability difference from torch that the check of ``net`` accepts (module doc)."""
+    return BF16_TOLERANCE if getattr(net, "precision", "fp32") == "bf16" else EXPORT_TOLERANCE
 
 
 def check_frame(net_size: tuple[int, int], mean, std) -> np.ndarray:
@@ -129,49 +196,61 @@ def max_probability_difference(net, model: torch.nn.Module, x: np.ndarray) -> fl
     return float(np.abs(got - ref).max())
 
 
-def _load_cached(path: Path, key: str, size: str, threads: Optional[int]) -> Optional[OnnxNetwork]:
+def _cached_graph(path: Path, key: str, size: str) -> Optional[bytes]:
+    """The cached export's bytes when its tags match the model file and size, else None."""
     if not path.is_file():
         return None
+    data = path.read_bytes()
     try:
-        net = OnnxNetwork(path, threads)
+        meta = graph_metadata(data)
     except Exception:  # unreadable or half-written by an older run: export again
         return None
-    if net.metadata.get(KEY_FIELD) != key or net.metadata.get(SIZE_FIELD) != size:
-        return None
-    return net
+    return data if meta.get(KEY_FIELD) == key and meta.get(SIZE_FIELD) == size else None
 
 
 def live_network(model_path: str | os.PathLike, model: torch.nn.Module, config, net_size: tuple[int, int],
-                 threads: Optional[int] = None) -> Optional[OnnxNetwork]:
+                 threads: Optional[int] = None, engine: Optional[str] = None):
     """The live network of the model file ``model_path`` (``model`` its torch network, ``config`` its
-    :class:`~snaketrack.training.model.SegmenterConfig`) at ``net_size`` (h, w, multiples of 16): the
-    cached export when it matches the file and size, else a fresh export, checked against torch and
-    cached. None, with a one-line :class:`LiveFallbackWarning`, when it cannot be used (module doc)."""
+    :class:`~snaketrack.training.model.SegmenterConfig`) at ``net_size`` (h, w, multiples of 16), in
+    ``engine`` (None: the first of :func:`installed_engines`): the cached export when it matches the file
+    and size, else a fresh export, cached; checked against torch either way. None, with a one-line
+    :class:`LiveFallbackWarning`, when it cannot be used (module doc)."""
     path = live_path(model_path)
-    try:
-        import onnxruntime  # noqa: F401
-    except ImportError:
-        return _fallback("onnxruntime is not installed")
+    engines = installed_engines()
+    if engine is not None and engine not in engines:
+        return _fallback(f"{engine} is not installed" if engine in ENGINES else
+                         f"unknown engine {engine!r} (expected one of {', '.join(ENGINES)})")
+    if not engines:
+        return _fallback(f"no inference engine is installed ({' or '.join(ENGINES)})")
+    engine = engine or engines[0]
     key, size = file_sha256(model_path), f"{net_size[0]}x{net_size[1]}"
-    net = _load_cached(path, key, size, threads)
-    if net is not None:
-        return net
+    data = _cached_graph(path, key, size)
+    fresh = data is None
+    if fresh:
+        try:
+            data = export_bytes(model, net_size, key)
+        except Exception as e:  # the exporter refused this network
+            return _fallback(f"export to ONNX failed ({_first_line(e)})")
     try:
-        data = export_bytes(model, net_size, key)
-        net = OnnxNetwork(data, threads)
+        net = open_network(data, engine, threads)
         diff = max_probability_difference(net, model, check_frame(net_size, config.mean, config.std))
-    except Exception as e:  # the exporter or ONNX Runtime refused this network
-        first = str(e).splitlines()[0][:120] if str(e) else ""
-        return _fallback(f"export to ONNX failed ({type(e).__name__}: {first})")
-    if not diff <= EXPORT_TOLERANCE:
-        return _fallback(f"the exported graph differs from torch by {diff:.2g} in probability "
-                         f"(tolerance {EXPORT_TOLERANCE:g})")
-    try:
-        atomic_write_bytes(path, data)
-    except OSError as e:  # a read-only model folder: this run keeps the export in memory only
-        warnings.warn(f"{path}: not cached ({e.strerror}); the live network is exported again next time",
-                      LiveFallbackWarning, stacklevel=2)
+    except Exception as e:  # the engine refused the graph
+        return _fallback(f"{engine} failed ({_first_line(e)})")
+    if not diff <= tolerance(net):
+        return _fallback(f"the exported graph in {engine} ({net.precision}) differs from torch by {diff:.2g} "
+                         f"in probability (tolerance {tolerance(net):g})")
+    if fresh:
+        try:
+            atomic_write_bytes(path, data)
+        except OSError as e:  # a read-only model folder: this run keeps the export in memory only
+            warnings.warn(f"{path}: not cached ({e.strerror}); the live network is exported again next time",
+                          LiveFallbackWarning, stacklevel=2)
     return net
+
+
+def _first_line(e: Exception) -> str:
+    first = str(e).splitlines()[0][:120] if str(e) else ""
+    return f"{type(e).__name__}: {first}"
 
 
 def _fallback(reason: str) -> None:

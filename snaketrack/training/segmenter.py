@@ -13,8 +13,9 @@ split (0.5, 1 and 1 in files that predate the choice); each can be
 overridden.
 
 Two settings (:mod:`snaketrack.training.live`): ``accurate`` runs the stored scale and flips in torch;
-``live`` runs scale 1, no flips, through ONNX Runtime (the network exported once and cached beside the
-model file as ``MODEL.live.onnx``), falling back to torch with a warning when it cannot.
+``live`` runs the stored scale without flips through OpenVINO or ONNX Runtime (the network exported once
+and cached beside the model file as ``MODEL.live.onnx``), falling back to torch with a warning when it
+cannot.
 
 >>> import tempfile, os, numpy as np, torch
 >>> from snaketrack.training.model import SegmenterConfig, build_model, save_model
@@ -89,7 +90,7 @@ class Segmenter:
 
     @property
     def backend(self) -> str:
-        """What runs the network: ``torch`` or the network's own name (``onnxruntime``)."""
+        """What runs the network: ``torch`` or the engine's name (``openvino``, ``onnxruntime``)."""
         return "torch" if self.network is None else str(getattr(self.network, "backend", type(self.network).__name__))
 
     def _logits(self, x: torch.Tensor) -> torch.Tensor:
@@ -140,25 +141,25 @@ class Segmenter:
 def load_segmenter(path: str | os.PathLike, device: str = "cpu", threshold: Optional[float] = None,
                    scale: Optional[float] = None, flips: Optional[int] = None,
                    precision: Optional[str] = None, setting: str = "accurate",
-                   threads: Optional[int] = None) -> Segmenter:
+                   threads: Optional[int] = None, engine: Optional[str] = None) -> Segmenter:
     """Load a model file written by ``snaketrack train`` as a :class:`Segmenter`.
 
     threshold: robot probability threshold; None takes the model file's
     (chosen on the validation split by training; 0.5 in older files);
-    scale: inference size over the trained input size; None takes the setting's (``accurate``: the model
-    file's, chosen on validation by training, 1 in older files; ``live``: 1); flips: test-time flips
-    (1, 2, 4); None takes the setting's (``accurate``: the model file's; ``live``: 1); precision: ``fp32``
-    or ``bf16`` of the torch network, None takes the model file's (``fp32`` in older files).
-    setting: ``accurate`` (torch) or ``live`` (ONNX Runtime on the CPU, :mod:`snaketrack.training.live`;
-    on another device, or when the export cannot be used, torch at the live scale and flips);
-    threads: ONNX Runtime's threads (None: torch's)."""
+    scale: inference size over the trained input size; None takes the model file's (chosen on validation
+    by training, 1 in older files); flips: test-time flips (1, 2, 4); None takes the setting's
+    (``accurate``: the model file's; ``live``: 1); precision: ``fp32`` or ``bf16`` of the torch network,
+    None takes the model file's (``fp32`` in older files).
+    setting: ``accurate`` (torch) or ``live`` (an inference engine on the CPU, :mod:`snaketrack.training.live`;
+    on another device, or when no engine can be used, torch at the live scale and flips);
+    threads: the engine's threads (None: torch's); engine: ``openvino`` or ``onnxruntime`` for the live
+    setting (None: the fastest installed)."""
     check_setting(setting)
     model, config, _ = load_model(path)
     if setting == "live":
-        scale = 1.0 if scale is None else scale
         flips = 1 if flips is None else flips
     seg = Segmenter(model, config, threshold=threshold, device=device, scale=scale, flips=flips,
                     precision=precision)
     if setting == "live" and torch.device(device).type == "cpu":
-        seg.network = live_network(path, model, config, seg.net_size, threads=threads)
+        seg.network = live_network(path, model, config, seg.net_size, threads=threads, engine=engine)
     return seg

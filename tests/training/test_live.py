@@ -1,4 +1,5 @@
-"""The segmenter's live setting: ONNX export checked against torch, its cache, the commands' defaults, the fallback."""
+"""The segmenter's live setting: ONNX export checked against torch in each engine, its cache, the commands'
+defaults, the fallback."""
 import warnings
 
 import numpy as np
@@ -32,23 +33,48 @@ def _frames(n=3, seed=0):
     return np.random.default_rng(seed).integers(0, 255, (n, *SIZE, 3), dtype=np.uint8)
 
 
-def test_export_equals_torch(model_file):
+@pytest.mark.parametrize("engine", live.ENGINES)
+def test_export_equals_torch(model_file, engine):
     with warnings.catch_warnings():
         warnings.simplefilter("error", live.LiveFallbackWarning)
-        seg = load_segmenter(model_file, setting="live")
-    assert seg.backend == "onnxruntime" and (seg.scale, seg.flips) == (1.0, 1)
+        seg = load_segmenter(model_file, setting="live", engine=engine)
+    assert seg.backend == engine and (seg.scale, seg.flips) == (1.0, 1)
     assert live.live_path(model_file).is_file() and live.live_path(model_file).name == "m.live.onnx"
     torch_seg = load_segmenter(model_file, scale=1.0, flips=1)
     assert torch_seg.backend == "torch"
+    tol = live.tolerance(seg.network)
+    assert tol == (live.BF16_TOLERANCE if seg.network.precision == "bf16" else live.EXPORT_TOLERANCE)
     x = live.check_frame(seg.net_size, seg.config.mean, seg.config.std)
-    assert live.max_probability_difference(seg.network, torch_seg.model, x) <= live.EXPORT_TOLERANCE
+    assert live.max_probability_difference(seg.network, torch_seg.model, x) <= tol
     frames = _frames()
     p_live, p_torch = seg.predict_proba_batch(frames), torch_seg.predict_proba_batch(frames)
     assert p_live.shape == p_torch.shape == (3, *SIZE)
-    assert np.abs(p_live - p_torch).max() <= live.EXPORT_TOLERANCE
+    assert np.abs(p_live - p_torch).max() <= tol
     # another frame size (resized to the model's input and back) and a batch of one
     big = np.random.default_rng(1).integers(0, 255, (90, 150, 3), dtype=np.uint8)
-    assert np.abs(seg.predict_proba(big) - torch_seg.predict_proba(big)).max() <= live.EXPORT_TOLERANCE
+    assert np.abs(seg.predict_proba(big) - torch_seg.predict_proba(big)).max() <= tol
+
+
+def test_openvino_float32_equals_torch(model_file):
+    seg = load_segmenter(model_file, scale=1.0, flips=1)
+    net = live.OpenVinoNetwork(live.export_bytes(seg.model, seg.net_size, "key"), precision="fp32")
+    assert net.precision == "fp32" and net.metadata[live.KEY_FIELD] == "key"
+    x = live.check_frame(seg.net_size, seg.config.mean, seg.config.std)
+    assert live.max_probability_difference(net, seg.model, x) <= live.EXPORT_TOLERANCE
+    assert live.tolerance(net) == live.EXPORT_TOLERANCE
+
+
+def test_openvino_is_the_default_engine_where_installed(model_file):
+    assert live.installed_engines()[0] == "openvino"
+    assert load_segmenter(model_file, setting="live").backend == "openvino"
+    with pytest.warns(live.LiveFallbackWarning, match="unknown engine 'tensorrt'"):
+        assert load_segmenter(model_file, setting="live", engine="tensorrt").backend == "torch"
+
+
+def test_no_engine_installed_falls_back_to_torch(model_file, monkeypatch):
+    monkeypatch.setattr(live, "installed_engines", lambda: [])
+    with pytest.warns(live.LiveFallbackWarning, match="no inference engine is installed"):
+        assert load_segmenter(model_file, setting="live").backend == "torch"
 
 
 def test_cache_reused_and_rebuilt_when_the_model_changes(model_file, monkeypatch):
@@ -58,20 +84,20 @@ def test_cache_reused_and_rebuilt_when_the_model_changes(model_file, monkeypatch
     export = live.export_bytes
     monkeypatch.setattr(live, "export_bytes", lambda *a: calls.append(1) or export(*a))
     seg = load_segmenter(model_file, setting="live")
-    assert seg.backend == "onnxruntime" and not calls  # the cache matched: nothing exported
+    assert seg.backend == "openvino" and not calls  # the cache matched: nothing exported
     assert live.live_path(model_file).read_bytes() == cached
     _save(model_file, 1)  # retrained: other weights in the same file
     seg = load_segmenter(model_file, setting="live")
-    assert seg.backend == "onnxruntime" and len(calls) == 1
+    assert seg.backend == "openvino" and len(calls) == 1
     assert live.live_path(model_file).read_bytes() != cached
     assert seg.network.metadata[live.KEY_FIELD] == live.file_sha256(model_file)
     frames = _frames()
     ref = load_segmenter(model_file, scale=1.0, flips=1).predict_proba_batch(frames)
-    assert np.abs(seg.predict_proba_batch(frames) - ref).max() <= live.EXPORT_TOLERANCE
+    assert np.abs(seg.predict_proba_batch(frames) - ref).max() <= live.tolerance(seg.network)
     load_segmenter(model_file, setting="live", scale=1.5)  # another input size: exported for that size
     assert len(calls) == 2
     live.live_path(model_file).write_bytes(b"not onnx")  # a damaged cache is exported again
-    assert load_segmenter(model_file, setting="live").backend == "onnxruntime" and len(calls) == 3
+    assert load_segmenter(model_file, setting="live").backend == "openvino" and len(calls) == 3
 
 
 def test_settings_and_overrides(model_file):
@@ -82,11 +108,13 @@ def test_settings_and_overrides(model_file):
     assert (acc.scale, acc.flips, acc.backend) == (1.5, 4, "torch")
     acc = load_segmenter(model_file, setting="accurate")
     assert (acc.scale, acc.flips, acc.backend) == (1.5, 4, "torch")
-    seg = load_segmenter(model_file, setting="live", flips=2)  # explicit flips override the setting's
-    assert (seg.scale, seg.flips, seg.backend) == (1.0, 2, "onnxruntime")
+    seg = load_segmenter(model_file, setting="live")  # the stored scale, no flips
+    assert (seg.scale, seg.flips, seg.backend) == (1.5, 1, "openvino")
+    seg = load_segmenter(model_file, setting="live", flips=2, scale=1.0)  # explicit values override the setting's
+    assert (seg.scale, seg.flips, seg.backend) == (1.0, 2, "openvino")
     frame = _frames(1)[0]
     ref = load_segmenter(model_file, scale=1.0, flips=2).predict_proba(frame)
-    assert np.abs(seg.predict_proba(frame) - ref).max() <= live.EXPORT_TOLERANCE
+    assert np.abs(seg.predict_proba(frame) - ref).max() <= live.tolerance(seg.network)
     with pytest.raises(InputError, match="--setting 'fast'"):
         load_segmenter(model_file, setting="fast")
 
@@ -106,7 +134,7 @@ def test_failed_export_falls_back_to_torch_with_a_warning(model_file, monkeypatc
 
 def test_graph_unlike_torch_falls_back(model_file, monkeypatch):
     monkeypatch.setattr(live, "max_probability_difference", lambda *a: 0.25)
-    with pytest.warns(live.LiveFallbackWarning, match="differs from torch by 0.25"):
+    with pytest.warns(live.LiveFallbackWarning, match="in openvino .* differs from torch by 0.25"):
         assert load_segmenter(model_file, setting="live").backend == "torch"
     assert not live.live_path(model_file).exists()  # a graph that failed its check is not cached
 

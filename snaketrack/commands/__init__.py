@@ -55,7 +55,7 @@ def add_setting_argument(p: argparse.ArgumentParser, default: str, flag: str = "
     ``accurate`` (the model file's scale and flips, torch); ``--scale``/``--flips`` given explicitly override
     either."""
     p.add_argument(flag, default=default, choices=["live", "accurate"],
-                   help="segmenter setting: live (the model's stored scale, no flips, OpenVINO; about 50 ms a "
-                        "640x360 frame for the default mobilenet_v2) or accurate (the model's stored scale and "
-                        "flips, torch; about a second a frame) "
+                   help="segmenter setting: live (the model's stored scale, no flips, OpenVINO; 50-100 ms a "
+                        "640x360 frame) or accurate (the model's stored scale and flips, torch; up to seconds a "
+                        "frame) "
                         f"(default {default}; docs/segmentation.md)")

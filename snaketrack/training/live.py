@@ -4,9 +4,10 @@ A segmenter runs in one of two settings (:data:`SETTINGS`):
 
 - ``accurate``: the model file's stored inference scale and test-time flips (chosen by training on its
   validation split), in torch float32;
-- ``live``: the stored scale without flips, the network exported once with ``torch.onnx.export`` and
-  run by the fastest engine installed (:data:`ENGINES`): OpenVINO, in bfloat16 on a CPU that offers it
-  (float32 elsewhere), else ONNX Runtime in float32 (docs/segmentation.md, "Live and accurate").
+- ``live``: scale 1 (the model's input size) without flips, the network exported once with
+  ``torch.onnx.export`` and run by the fastest engine installed (:data:`ENGINES`): OpenVINO, in
+  bfloat16 on a CPU that offers it (float32 elsewhere), else ONNX Runtime in float32
+  (docs/segmentation.md, "Live and accurate").
 
 The export is cached beside the model file as ``MODEL.live.onnx`` (:func:`live_path`), written
 atomically, and tagged with the SHA-256 of the model file's bytes and the network's input size

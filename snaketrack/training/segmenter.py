@@ -13,7 +13,7 @@ split (0.5, 1 and 1 in files that predate the choice); each can be
 overridden.
 
 Two settings (:mod:`snaketrack.training.live`): ``accurate`` runs the stored scale and flips in torch;
-``live`` runs the stored scale without flips through OpenVINO or ONNX Runtime (the network exported once
+``live`` runs scale 1 without flips through OpenVINO or ONNX Runtime (the network exported once
 and cached beside the model file as ``MODEL.live.onnx``), falling back to torch with a warning when it
 cannot.
 
@@ -146,10 +146,10 @@ def load_segmenter(path: str | os.PathLike, device: str = "cpu", threshold: Opti
 
     threshold: robot probability threshold; None takes the model file's
     (chosen on the validation split by training; 0.5 in older files);
-    scale: inference size over the trained input size; None takes the model file's (chosen on validation
-    by training, 1 in older files); flips: test-time flips (1, 2, 4); None takes the setting's
-    (``accurate``: the model file's; ``live``: 1); precision: ``fp32`` or ``bf16`` of the torch network,
-    None takes the model file's (``fp32`` in older files).
+    scale: inference size over the trained input size; None takes the setting's (``accurate``: the model
+    file's, chosen on validation by training, 1 in older files; ``live``: 1); flips: test-time flips
+    (1, 2, 4); None takes the setting's (``accurate``: the model file's; ``live``: 1); precision: ``fp32``
+    or ``bf16`` of the torch network, None takes the model file's (``fp32`` in older files).
     setting: ``accurate`` (torch) or ``live`` (an inference engine on the CPU, :mod:`snaketrack.training.live`;
     on another device, or when no engine can be used, torch at the live scale and flips);
     threads: the engine's threads (None: torch's); engine: ``openvino`` or ``onnxruntime`` for the live
@@ -157,6 +157,7 @@ def load_segmenter(path: str | os.PathLike, device: str = "cpu", threshold: Opti
     check_setting(setting)
     model, config, _ = load_model(path)
     if setting == "live":
+        scale = 1.0 if scale is None else scale
         flips = 1 if flips is None else flips
     seg = Segmenter(model, config, threshold=threshold, device=device, scale=scale, flips=flips,
                     precision=precision)

@@ -108,12 +108,12 @@ def test_settings_and_overrides(model_file):
     assert (acc.scale, acc.flips, acc.backend) == (1.5, 4, "torch")
     acc = load_segmenter(model_file, setting="accurate")
     assert (acc.scale, acc.flips, acc.backend) == (1.5, 4, "torch")
-    seg = load_segmenter(model_file, setting="live")  # the stored scale, no flips
-    assert (seg.scale, seg.flips, seg.backend) == (1.5, 1, "openvino")
-    seg = load_segmenter(model_file, setting="live", flips=2, scale=1.0)  # explicit values override the setting's
-    assert (seg.scale, seg.flips, seg.backend) == (1.0, 2, "openvino")
+    seg = load_segmenter(model_file, setting="live")  # scale 1, no flips
+    assert (seg.scale, seg.flips, seg.backend) == (1.0, 1, "openvino")
+    seg = load_segmenter(model_file, setting="live", flips=2, scale=1.25)  # explicit values override the setting's
+    assert (seg.scale, seg.flips, seg.backend) == (1.25, 2, "openvino")
     frame = _frames(1)[0]
-    ref = load_segmenter(model_file, scale=1.0, flips=2).predict_proba(frame)
+    ref = load_segmenter(model_file, scale=1.25, flips=2).predict_proba(frame)
     assert np.abs(seg.predict_proba(frame) - ref).max() <= live.tolerance(seg.network)
     with pytest.raises(InputError, match="--setting 'fast'"):
         load_segmenter(model_file, setting="fast")

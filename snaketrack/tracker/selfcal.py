@@ -331,9 +331,7 @@ def estimate_up(run_pass, robot, max_passes: int = 4, tol_deg: float = 0.25, up0
     again: the link centres of those tracks follow the masks more than the prior, and the plane moves
     towards the ground's (a planar snake on the static benchmark clip: a 20° error comes back within
     3–10°, a 10° one within 1–4°), until it moves less than ``tol_deg`` or after ``max_passes``
-    passes. When the passes end without settling, the pass whose plane has the smallest tilt standard
-    deviation is kept (a pass whose tracks went wrong fits a plane the link axes fix loosely). Returns
-    the kept :class:`PlaneFit` (None: the tracks span no area) and that pass's frames."""
+    passes. Returns the last :class:`PlaneFit` (None: the tracks span no area) and the last pass's frames."""
     def fit(calib, layout, read_upright: bool) -> Optional[PlaneFit]:
         plane = plane_from_frames(robot, layout, calib)
         if plane is None:
@@ -362,7 +360,7 @@ def estimate_up(run_pass, robot, max_passes: int = 4, tol_deg: float = 0.25, up0
             scores.append(float(np.mean([c.iou for c in calib])) if calib else -1.0)
             say(f"up candidate {np.round(u, 3).tolist()}: mean IoU {scores[-1]:.4f}")
         up = cands[int(np.argmax(scores))]
-    passes = []
+    plane, calib = None, []
     for k in range(max_passes):
         calib, layout = run_pass(up, False)
         plane = fit(calib, layout, False)
@@ -372,14 +370,10 @@ def estimate_up(run_pass, robot, max_passes: int = 4, tol_deg: float = 0.25, up0
         say(f"up pass {k + 1}: {np.round(plane.up, 4).tolist()}, moved {moved:.2f}° (tracks' mean IoU "
             f"{np.mean([c.iou for c in calib]):.4f}; fit rms {1000 * plane.rms:.1f} mm, {plane.inliers} of "
             f"{plane.points} inliers, tilt sd {math.degrees(plane.tilt_sd_rad):.2f}°)")
-        passes.append((plane, calib))
         up = plane.up
         if moved < tol_deg:
-            return plane, calib
-    best = min(range(len(passes)), key=lambda i: passes[i][0].tilt_sd_rad)
-    if best != len(passes) - 1:
-        say(f"up passes did not settle: kept pass {best + 1}, the plane its link axes fix best")
-    return passes[best]
+            break
+    return plane, calib
 
 
 @dataclass

@@ -11,7 +11,7 @@ bfloat16 autocast, side by side (a training step of the CPU recipe and a
 640x360 frame; ``--precision`` of train, segment and eval-seg).
 
 Side by side, the two settings of a segmenter (docs/segmentation.md, "Live and accurate"): ``accurate``
-(torch, the model file's stored scale and flips) and ``live`` (the stored scale, no flips, in the fastest
+(torch, the model file's stored scale and flips) and ``live`` (scale 1, no flips, in the fastest
 installed engine; each other engine beside it as ``live_ENGINE``), ms per 640x360 frame through
 :meth:`Segmenter.predict` and frames/s. ``--model MODEL.pt`` times that model (without it a random-init resnet18
 DeepLabV3+ at 640x360 whose file stores scale 1.5 and 4 flips, the CPU recipe's usual choice);

@@ -115,11 +115,12 @@ class OnnxNetwork:
         return self.session.run(["logit"], {"image": np.ascontiguousarray(x, dtype=np.float32)})[0]
 
 
-def cpu_offers_bf16() -> bool:
-    """Whether OpenVINO's CPU plugin computes in bfloat16 on this CPU (AVX512-BF16 or AMX)."""
+def cpu_offers_bf16(core=None) -> bool:
+    """Whether OpenVINO's CPU plugin computes in bfloat16 on this CPU (AVX512-BF16 or AMX); ``core``: an
+    ``openvino.Core`` to ask (None: a new one)."""
     import openvino as ov
 
-    return "BF16" in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+    return "BF16" in (core or ov.Core()).get_property("CPU", "OPTIMIZATION_CAPABILITIES")
 
 
 class OpenVinoNetwork:
@@ -137,7 +138,7 @@ class OpenVinoNetwork:
         import openvino as ov
 
         core = ov.Core()
-        self.precision = precision or ("bf16" if cpu_offers_bf16() else "fp32")
+        self.precision = precision or ("bf16" if cpu_offers_bf16(core) else "fp32")
         data = graph if isinstance(graph, bytes) else Path(graph).read_bytes()
         self.metadata = graph_metadata(data)
         compiled = core.compile_model(core.read_model(data), "CPU", {

@@ -24,10 +24,20 @@ with the dilation growing by ``dilate_px`` for each frame since it, so a
 robot that kept moving during a bad stretch is found again. Training
 skips flagged frames.
 
+Re-anchoring: the last good mask can itself be wrong when the label drifted
+slowly (an end of the robot lost a few pixels a frame passes the guard
+frame to frame); the robot's true area then reads as an ``area_jump`` from
+it, frame after frame, until the growing prompt box takes in the whole
+frame and nothing is found again. So when ``reanchor_frames`` consecutive
+masks are flagged ``area_jump`` alone and each passes the guard against the
+one before it (area within ``max_area_ratio``, ``min_overlap`` inside it
+dilated by ``dilate_px``), the last of them is taken as good, and the
+labeller goes on from it.
+
 Outputs in the dataset folder besides the layout of docs/conventions.md: ``labels.csv``
 (one row a frame: prompt box, area, overlap, flags), ``labels_report.json``,
 when any frame is flagged ``labels_flagged.png``, and ``labels_resume.npz``
-(the unpolished masks of the last two good frames, bit-packed, so a resumed
+(the unpolished masks of the last two good frames and of the trailing `area_jump` ones, bit-packed, so a resumed
 run propagates exactly as an uninterrupted one; without it a resume
 propagates from the written label).
 """
@@ -36,7 +46,7 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Protocol
+from typing import Any, Optional, Protocol, Sequence
 
 import numpy as np
 
@@ -79,12 +89,15 @@ class LabelConfig:
     min_area_px: a mask with fewer pixels counts as empty [pixels].
     max_area_ratio: largest plausible area change from the last good mask (either way).
     min_overlap: least fraction of the new mask inside the dilated last good mask.
+    reanchor_frames: consecutive ``area_jump`` masks that agree with each other after which the last is
+    taken as good (module doc; 0: never).
     """
 
     dilate_px: int = 15
     min_area_px: int = 20
     max_area_ratio: float = 2.0
     min_overlap: float = 0.5
+    reanchor_frames: int = 3
 
     def __post_init__(self) -> None:
         if self.dilate_px < 0:
@@ -93,6 +106,8 @@ class LabelConfig:
             raise InputError(f"max_area_ratio {self.max_area_ratio}: expected > 1")
         if not 0.0 <= self.min_overlap <= 1.0:
             raise InputError(f"min_overlap {self.min_overlap}: expected in [0, 1]")
+        if self.reanchor_frames < 0:
+            raise InputError(f"reanchor_frames {self.reanchor_frames}: expected >= 0")
 
 
 @dataclass(frozen=True)
@@ -148,6 +163,7 @@ class Labeller:
         self._last_good: Optional[np.ndarray] = None
         self._last_good_area = 0
         self._since_good = 0
+        self._streak: list[np.ndarray] = []  # the trailing area_jump masks that agree (module doc)
         self._box: Optional[Box] = None
         self.predictor.reset_image()
 
@@ -155,14 +171,37 @@ class Labeller:
     def started(self) -> bool:
         return self._box is not None
 
-    def restore(self, user_box: Box, last_good: Optional[np.ndarray], frames_since_good: int) -> None:
-        """Resume a session: the last good mask (bool (H, W)) and how many frames ago it was."""
+    def restore(self, user_box: Box, last_good: Optional[np.ndarray], frames_since_good: int,
+                area_jumps: Sequence[np.ndarray] = ()) -> None:
+        """Resume a session: the last good mask (bool (H, W)), how many frames ago it was, and the masks of
+        the trailing frames flagged ``area_jump`` alone since, oldest first."""
         self.reset()
         self._box = user_box
         if last_good is not None and np.count_nonzero(last_good) >= self.config.min_area_px:
             self._last_good = np.asarray(last_good, bool)
             self._last_good_area = int(np.count_nonzero(last_good))
             self._since_good = max(int(frames_since_good), 1)
+        for m in area_jumps:
+            self._extend_streak(np.asarray(m, bool))
+
+    def _passes(self, mask: np.ndarray, reference: np.ndarray, since: int = 1) -> list[str]:
+        """The guard's flags for ``mask`` against ``reference`` seen ``since`` frames before."""
+        cfg = self.config
+        area, ref_area = int(np.count_nonzero(mask)), max(int(np.count_nonzero(reference)), 1)
+        ratio = area / ref_area
+        flags = []
+        if ratio > cfg.max_area_ratio or ratio < 1.0 / cfg.max_area_ratio:
+            flags.append("area_jump")
+        overlap = float(np.count_nonzero(mask & dilate_mask(reference, cfg.dilate_px * since))) / max(area, 1)
+        if overlap < cfg.min_overlap:
+            flags.append("low_overlap")
+        return flags
+
+    def _extend_streak(self, mask: np.ndarray) -> None:
+        """Add an ``area_jump`` mask to the streak, which restarts from it when it disagrees with the last."""
+        if self._streak and self._passes(mask, self._streak[-1]):
+            self._streak = []
+        self._streak.append(mask)
 
     def start(self, rgb: np.ndarray, box: Box) -> FrameLabel:
         """Label the first frame with the user's box (pixels, X,Y,W,H)."""
@@ -214,9 +253,16 @@ class Labeller:
                     flags.append("area_jump")
                 if overlap < cfg.min_overlap:
                     flags.append("low_overlap")
+        if flags == ["area_jump"] and cfg.reanchor_frames > 0:
+            self._extend_streak(mask)
+            if len(self._streak) >= cfg.reanchor_frames:
+                flags = []  # the masks since agree with each other: the last good one was wrong
         if flags:
             self._since_good += 1
+            if flags != ["area_jump"]:
+                self._streak = []
         else:
+            self._streak = []
             self._last_good, self._last_good_area, self._since_good = mask, area, 1
         polish = getattr(self.predictor, "polish", None)
         label = np.asarray(polish(mask), bool) if polish is not None else mask
@@ -297,17 +343,27 @@ def label_video(source: FrameSource, out: str | os.PathLike, predictor: BoxPredi
         total = min(total, max_frames) if total is not None else max_frames
 
     labeller = Labeller(predictor, config)
-    resume_state: dict[int, np.ndarray] = {}  # unpolished masks of the last two good frames
+    good_state: dict[int, np.ndarray] = {}  # unpolished masks of the last two good frames
+    jump_state: dict[int, np.ndarray] = {}  # and of the trailing area_jump frames (re-anchoring)
+
+    def unpolished(frame: int) -> np.ndarray:
+        m = _read_resume_mask(out / RESUME_NPZ, frame, (h, w))
+        return m if m is not None else read_mask(out / "masks" / frame_name(frame, MASK_EXT))
+
     if n_done > 0:
         good = [int(r["frame"]) for r in rows if not r["flags"]]
         last = good[-1] if good else None
         last_mask = None
+        jumps: list[int] = []
         if last is not None:
-            last_mask = _read_resume_mask(out / RESUME_NPZ, last, (h, w))
-            if last_mask is None:
-                last_mask = read_mask(out / "masks" / frame_name(last, MASK_EXT))
-            resume_state[last] = last_mask
-        labeller.restore(box, last_mask, (n_done - last) if last is not None else 0)
+            last_mask = good_state[last] = unpolished(last)
+            for r in reversed(rows):
+                if int(r["frame"]) <= last or r["flags"] != "area_jump":
+                    break
+                jumps.insert(0, int(r["frame"]))
+            jumps = jumps[len(jumps) - max(config.reanchor_frames - 1, 0):]
+            jump_state = {f: unpolished(f) for f in jumps}
+        labeller.restore(box, last_mask, (n_done - last) if last is not None else 0, list(jump_state.values()))
 
     written = 0
     try:
@@ -321,11 +377,19 @@ def label_video(source: FrameSource, out: str | os.PathLike, predictor: BoxPredi
                         break
                     lab = labeller.start(rgb, box) if not labeller.started else labeller.step(rgb)
                     writer.write_frame(rgb, lab.mask)
-                    if lab.good and lab.raw_mask is not None and not np.array_equal(lab.raw_mask, lab.mask):
-                        prev = max(resume_state, default=None)
-                        resume_state = {prev: resume_state[prev]} if prev is not None else {}
-                        resume_state[i] = lab.raw_mask
-                        _write_resume(out / RESUME_NPZ, resume_state)
+                    if lab.good:
+                        jump_state = {}
+                    elif lab.flags == ("area_jump",):
+                        jump_state = dict(list(jump_state.items())[1 - max(config.reanchor_frames, 1):])
+                    if lab.raw_mask is not None and not np.array_equal(lab.raw_mask, lab.mask) and (
+                            lab.good or lab.flags == ("area_jump",)):
+                        if lab.good:
+                            prev = max(good_state, default=None)
+                            good_state = {prev: good_state[prev]} if prev is not None else {}
+                            good_state[i] = lab.raw_mask
+                        else:
+                            jump_state[i] = lab.raw_mask
+                        _write_resume(out / RESUME_NPZ, {**good_state, **jump_state})
                     log.write({"frame": i, "source_frame": src_i, "box_x": lab.box.x, "box_y": lab.box.y,
                                "box_w": lab.box.w, "box_h": lab.box.h, "area_px": lab.area_px,
                                "area_ratio": "" if lab.area_ratio is None else round(lab.area_ratio, 4),

@@ -200,3 +200,59 @@ def test_resume_with_a_polishing_backend_equals_uninterrupted_run(tmp_path, toy)
     third = PolishingOracle(frames, truth, edits=edits)
     label_video(src, tmp_path / "run", third, box, progress=False)
     assert third.boxes[0] != ref.boxes[7]
+
+
+def _drifting(truth, keep=(0.75, 0.55, 0.4, 0.3), first=2):
+    """Edits that lose one end of the robot a little more each frame from ``first`` on (each step passes
+    the guard against the one before), then give the whole robot again, wherever the prompt box lies."""
+    def cut(frac):
+        def edit(m):
+            cols = np.flatnonzero(m.any(axis=0))
+            order = np.cumsum(m[:, cols].sum(axis=0)) / m.sum()
+            return m & (np.arange(m.shape[1]) <= cols[np.searchsorted(order, frac)])
+        return edit
+    edits = {i: (lambda m: m) for i in range(first + len(keep), len(truth))}
+    return edits | {first + k: cut(f) for k, f in enumerate(keep)}
+
+
+@pytest.mark.parametrize("reanchor", [0, 3])
+def test_after_a_slow_drift_the_whole_robot_is_taken_back(toy, reanchor):
+    frames, truth = toy
+    oracle = Oracle(frames, truth, edits=_drifting(truth))
+    lab = Labeller(oracle, LabelConfig(dilate_px=15, reanchor_frames=reanchor))
+    labels = [lab.start(frames[0], mask_to_box(truth[0]).expand(3))] + [lab.step(f) for f in frames[1:]]
+    flags = {i: l.flags for i, l in enumerate(labels) if l.flags}
+    assert not any(flags.get(i) for i in range(6))  # the drift passes the guard frame to frame
+    assert flags[6] == ("area_jump",) and flags[7] == ("area_jump",)  # the whole robot, against a fifth of it
+    if reanchor:
+        assert set(flags) == {6, 7}  # the third agreeing frame is taken as good, and the rest follow
+        assert all(mask_iou(labels[i].mask, truth[i]) == 1.0 for i in range(8, len(frames)))
+    else:
+        assert set(flags) >= set(range(6, len(frames)))  # never again
+
+
+def test_a_streak_of_masks_that_disagree_is_not_taken(toy):
+    frames, truth = toy
+    edits = _drifting(truth)
+    edits[7] = lambda m: dilate_mask(m, 5)  # more than twice the area of frame 6's
+
+    lab = Labeller(Oracle(frames, truth, edits=edits), LabelConfig(dilate_px=15, reanchor_frames=3))
+    labels = [lab.start(frames[0], mask_to_box(truth[0]).expand(3))] + [lab.step(f) for f in frames[1:]]
+    flags = {i: l.flags for i, l in enumerate(labels) if l.flags}
+    assert labels[7].area_px > 2 * labels[6].area_px
+    assert set(flags) == {6, 7, 8, 9}  # frame 7 agrees with neither neighbour: the streak restarts at 8
+
+
+def test_resume_in_a_streak_equals_uninterrupted_run(tmp_path, toy):
+    frames, truth = toy
+    src = open_frames(write_toy_dataset(tmp_path / "src", 16, W, H, seed=4))
+    box = mask_to_box(truth[0]).expand(3)
+    config = LabelConfig(dilate_px=15, reanchor_frames=3)
+    label_video(src, tmp_path / "ref", Oracle(frames, truth, edits=_drifting(truth)), box, config, progress=False)
+    with pytest.raises(KeyboardInterrupt):
+        label_video(src, tmp_path / "run", Oracle(frames, truth, fail_at=7, edits=_drifting(truth)), box, config,
+                    progress=False)
+    label_video(src, tmp_path / "run", Oracle(frames, truth, edits=_drifting(truth)), box, config, progress=False)
+    ref = _rows(tmp_path / "ref" / "labels.csv")
+    assert _rows(tmp_path / "run" / "labels.csv") == ref
+    assert [r["flags"] for r in ref[6:9]] == ["area_jump", "area_jump", ""]

@@ -24,7 +24,10 @@ grows up to ``grow_dark_steps`` pixels into adjacent pixels darker than
 ``grow_dark_ratio`` of the ring (joints, underside); up to ``peel_steps``
 layers of edge pixels that are washed out (less saturated than
 ``peel_sat_frac`` of the mask's median) and not dark are peeled off
-(robot colour mixed with ground or shadow); with ``thin_object`` parts
+(robot colour mixed with ground or shadow), on a coloured robot only (the
+mask's median saturation at least ``peel_min_sat``: the planar snake's is
+0.69–0.81 in the label suite's first frames, the grey arcsnake's 0.15–0.26,
+whose edges peeling wore away a few pixels a frame); with ``thin_object`` parts
 much thicker than the typical width are cut off; connected pieces
 smaller than ``min_component_frac`` of the largest are dropped, unless
 they overlap the last good mask (``keep_prior_pieces``: an end of the
@@ -106,9 +109,9 @@ class GrabCutConfig:
     (0: off); tone: the image GrabCut cuts, "linear" (BGR), "log" (log BGR) or
     "loglab" (Lab, log lightness), tone_knee: the log's knee [grey levels];
     grow_dark_steps, grow_dark_ratio: growth into adjacent dark pixels [pixels,
-    fraction of the ring's brightness]; peel_steps, peel_sat_frac, peel_floor:
+    fraction of the ring's brightness]; peel_steps, peel_sat_frac, peel_floor, peel_min_sat:
     edge peeling [pixels, fraction of the mask's median saturation, fraction of
-    the ring's brightness]; rng_seed: seed of OpenCV's RNG before each cut (GrabCut's
+    the ring's brightness, the least median saturation of a mask that is peeled]; rng_seed: seed of OpenCV's RNG before each cut (GrabCut's
     k-means initialisation draws from it; None leaves it alone, and the masks then
     depend on what used the RNG before); smooth_px, smooth_keep_frac: the outline smoothing of
     :meth:`GrabCutBackend.polish` [pixels, fraction of the area it may remove]; keep_prior_pieces: also keep
@@ -145,6 +148,7 @@ class GrabCutConfig:
     peel_steps: int = 3
     peel_sat_frac: float = 0.75
     peel_floor: float = 0.5
+    peel_min_sat: float = 0.45
     rng_seed: Optional[int] = 0
     smooth_px: float = 1.5
     smooth_keep_frac: float = 0.75
@@ -256,7 +260,7 @@ class GrabCutBackend:
                             cfg.grow_dark_ratio) & inside
         if cfg.peel_steps > 0:
             fg = peel_ground(crop, fg, ring_mask[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w] > 0, cfg.peel_steps,
-                              cfg.peel_sat_frac, cfg.peel_floor)
+                              cfg.peel_sat_frac, cfg.peel_floor, cfg.peel_min_sat)
         if far is not None:
             fg &= ~far
         keep = guide_c

@@ -64,24 +64,34 @@ def grow_dark(img: np.ndarray, mask: np.ndarray, ring: np.ndarray, steps: int, r
 
 
 def peel_ground(img: np.ndarray, mask: np.ndarray, ring: np.ndarray, steps: int, sat_frac: float,
-                 floor: float) -> np.ndarray:
-    """Peel washed-out, not-dark pixels off a mask's edge, one pixel layer per step.
+                 floor: float, min_sat: float = 0.0) -> np.ndarray:
+    """Peel washed-out, not-dark pixels off a coloured robot's edge, one pixel layer per step.
 
     An edge pixel (in the mask, 4-adjacent to outside) is dropped when its
     saturation ((max − min) / max of its channels) is below ``sat_frac``
     times the mask's median saturation and its brightness (channel sum) is
     above ``floor`` times the ring's median: a mix of the robot's colour
     with ground or cast shadow, not the much darker robot parts (joints,
-    the shaded underside), which stay. ``img`` (H, W, 3) uint8; ``mask``,
-    ``ring`` bool (H, W).
+    the shaded underside), which stay. Nothing is peeled when the mask's
+    median saturation is below ``min_sat``: a grey robot's own edge is as
+    washed out as such a mix. ``img`` (H, W, 3) uint8; ``mask``, ``ring``
+    bool (H, W).
+
+    >>> img = np.full((9, 9, 3), 120, np.uint8); img[2:7, 2:7] = (200, 40, 40); img[2:7, 6] = (150, 120, 120)
+    >>> m = np.zeros((9, 9), bool); m[2:7, 2:7] = True; ring = ~m
+    >>> int(peel_ground(img, m, ring, 1, 0.75, 0.5).sum()), int(peel_ground(img, m, ring, 1, 0.75, 0.5, 0.9).sum())
+    (20, 25)
     """
     if ring.sum() < 16 or mask.sum() < 20:
         return mask
     f = img.astype(np.float32) + 1.0
     ssum = f.sum(axis=-1)
     sat = (f.max(-1) - f.min(-1)) / f.max(-1)
+    robot_sat = float(np.median(sat[mask]))
+    if robot_sat < min_sat:
+        return mask
     i_ref = float(np.median(ssum[ring]))
-    washed = (sat < sat_frac * float(np.median(sat[mask]))) & (ssum > floor * i_ref)
+    washed = (sat < sat_frac * robot_sat) & (ssum > floor * i_ref)
     m = mask.copy()
     cross = cv2.getStructuringElement(cv2.MORPH_CROSS, (3, 3))
     for _ in range(steps):

@@ -40,6 +40,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="cpu", help="torch device for SAM (default cpu)")
     p.add_argument("--dilate", type=int, default=None, metavar="PX",
                    help="dilation of the previous mask before mask-to-box [pixels] (default 15)")
+    p.add_argument("--reanchor", type=int, default=None, metavar="N",
+                   help="take the N-th of consecutive masks flagged area_jump that agree with each other as "
+                        "good, after a label that drifted slowly (default 3; 0: never)")
     p.add_argument("--stride", type=int, default=1, metavar="K", help="label every K-th frame (default 1)")
     p.add_argument("--max-frames", type=int, default=None, metavar="N", help="stop after N dataset frames")
     p.add_argument("--out", required=True, metavar="DATASET", help="output dataset folder (resumed if it exists)")
@@ -53,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
 
     src = open_frames(args.source)
     box = parse_box(args.box, src.width, src.height)
-    cfg = LabelConfig() if args.dilate is None else LabelConfig(dilate_px=args.dilate)
+    given = {"dilate_px": args.dilate, "reanchor_frames": args.reanchor}
+    cfg = LabelConfig(**{k: v for k, v in given.items() if v is not None})
     backend = build_backend(args.backend or "default", src, args.robot, camera_of(args),
                             sam_checkpoint=args.sam_checkpoint, sam_model=args.sam_model, device=args.device,
                             stride=args.stride)

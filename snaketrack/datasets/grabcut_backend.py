@@ -91,36 +91,31 @@ from snaketrack.errors import InputError, StateError
 
 @dataclass(frozen=True)
 class GrabCutConfig:
-    """iterations: GrabCut EM iterations; margin_frac: background margin around the box
-    (fraction of the larger box side, at least ``margin_px_min`` pixels); prior_dilate_px:
-    how far from the last good mask a pixel still counts as "probably robot" [pixels];
-    min_component_frac: smallest kept component relative to the largest;
-    ring_frac: width of the background ring for the colour contrast (fraction of
-    the larger box side); bins: colour histogram bins per channel; contrast_ratio:
-    a box pixel starts as "probably robot" when its colour's ring frequency is
-    below this times its box frequency; thin_object, thick_factor: cut parts
-    thicker than ``thick_factor`` times the typical width; use_prior: keep the
-    initial robot guess near the last good mask; colour_space: "bgr" or "lab";
-    refine_band_px, refine_bins: boundary refinement band [pixels] and its
-    histogram bins (0 turns it off); shadow_chroma, shadow_dark, shadow_floor:
-    shade detection (chromaticity distance to the ring's, brightness range as
-    fractions of the ring's); shadow_soft: shade starts as "probably" (True) or
-    "certain" background; close_factor: closing disc over the typical half-width
-    (0: off); tone: the image GrabCut cuts, "linear" (BGR), "log" (log BGR) or
-    "loglab" (Lab, log lightness), tone_knee: the log's knee [grey levels];
-    grow_dark_steps, grow_dark_ratio: growth into adjacent dark pixels [pixels,
-    fraction of the ring's brightness]; peel_steps, peel_sat_frac, peel_floor, peel_min_sat:
-    edge peeling [pixels, fraction of the mask's median saturation, fraction of
-    the ring's brightness, the least median saturation of a mask that is peeled]; rng_seed: seed of OpenCV's RNG before each cut (GrabCut's
-    k-means initialisation draws from it; None leaves it alone, and the masks then
-    depend on what used the RNG before); smooth_px, smooth_keep_frac: the outline smoothing of
-    :meth:`GrabCutBackend.polish` [pixels, fraction of the area it may remove]; keep_prior_pieces: also keep
-    the pieces smaller than ``min_component_frac`` that overlap the last good mask (an end of the robot
-    cut off by a post it crawls behind); foreign_share: of those pieces, keep only the ones with at least
-    this share of their pixels in the robot's colours (:func:`drop_foreign_pieces`: a floor marking the
-    robot crawled over is not an end of it; 0: off); speckle_level, speckle_median: a frame whose fine
-    texture (:func:`speckle_level`) exceeds ``speckle_level`` grey levels is median-filtered with a
-    ``speckle_median`` px kernel before the cut (0: never). See the module doc."""
+    """iterations: GrabCut EM iterations; margin_frac: background margin around the box (fraction of the larger box
+    side, at least ``margin_px_min`` pixels); prior_dilate_px: how far from the last good mask a pixel still
+    counts as "probably robot" [pixels]; min_component_frac: smallest kept component relative to the largest;
+    ring_frac: width of the background ring for the colour contrast (fraction of the larger box side); bins:
+    colour histogram bins per channel; contrast_ratio: a box pixel starts as "probably robot" when its colour's
+    ring frequency is below this times its box frequency; thin_object, thick_factor: cut parts thicker than
+    ``thick_factor`` times the typical width; use_prior: keep the initial robot guess near the last good mask;
+    colour_space: "bgr" or "lab"; refine_band_px, refine_bins: boundary refinement band [pixels] and its
+    histogram bins (0 turns it off); shadow_chroma, shadow_dark, shadow_floor: shade detection (chromaticity
+    distance to the ring's, brightness range as fractions of the ring's); shadow_soft: shade starts as
+    "probably" (True) or "certain" background; close_factor: closing disc over the typical half-width (0: off);
+    tone: the image GrabCut cuts, "linear" (BGR), "log" (log BGR) or "loglab" (Lab, log lightness), tone_knee:
+    the log's knee [grey levels]; grow_dark_steps, grow_dark_ratio: growth into adjacent dark pixels [pixels,
+    fraction of the ring's brightness]; peel_steps, peel_sat_frac, peel_floor, peel_min_sat: edge peeling
+    [pixels, fraction of the mask's median saturation, fraction of the ring's brightness, the least median
+    saturation of a mask that is peeled]; rng_seed: seed of OpenCV's RNG before each cut (GrabCut's k-means
+    initialisation draws from it; None leaves it alone, and the masks then depend on what used the RNG before);
+    smooth_px, smooth_keep_frac: the outline smoothing of :meth:`GrabCutBackend.polish` [pixels, fraction of the
+    area it may remove]; keep_prior_pieces: also keep the pieces smaller than ``min_component_frac`` that
+    overlap the last good mask (an end of the robot cut off by a post it crawls behind); foreign_share: of those
+    pieces, keep only the ones with at least this share of their pixels in the robot's colours
+    (:func:`drop_foreign_pieces`: a floor marking the robot crawled over is not an end of it; 0: off);
+    speckle_level, speckle_median: a frame whose fine texture (:func:`speckle_level`) exceeds ``speckle_level``
+    grey levels is median-filtered with a ``speckle_median`` px kernel before the cut (0: never). See the module
+    doc."""
 
     iterations: int = 1
     margin_frac: float = 0.15

@@ -107,7 +107,7 @@ class LabelConfig:
         if not 0.0 <= self.min_overlap <= 1.0:
             raise InputError(f"min_overlap {self.min_overlap}: expected in [0, 1]")
         if self.reanchor_frames < 0:
-            raise InputError(f"reanchor_frames {self.reanchor_frames}: expected >= 0")
+            raise InputError(f"--reanchor {self.reanchor_frames}: expected a count >= 0 (0: never)")
 
 
 @dataclass(frozen=True)

@@ -256,3 +256,17 @@ def test_resume_in_a_streak_equals_uninterrupted_run(tmp_path, toy):
     ref = _rows(tmp_path / "ref" / "labels.csv")
     assert _rows(tmp_path / "run" / "labels.csv") == ref
     assert [r["flags"] for r in ref[6:9]] == ["area_jump", "area_jump", ""]
+
+
+def test_the_label_command_takes_the_reanchoring_count(tmp_path, capsys):
+    from snaketrack.cli import main
+    from snaketrack.io import read_json
+
+    truth = write_toy_dataset(tmp_path / "truth", 4, W, H, seed=4)
+    box = str(mask_to_box(Dataset(truth).mask(0)).expand(3))
+    out = tmp_path / "labels"
+    assert main(["label", str(truth), "--box", box, "--backend", "grabcut", "--reanchor", "0", "--out", str(out)]) == 0
+    assert read_json(out / "meta.json")["labelling"]["reanchor_frames"] == 0
+    assert main(["label", str(truth), "--box", box, "--backend", "grabcut", "--reanchor", "-1",
+                 "--out", str(tmp_path / "bad")]) == 2
+    assert "--reanchor -1" in capsys.readouterr().err

@@ -25,9 +25,10 @@ grows up to ``grow_dark_steps`` pixels into adjacent pixels darker than
 layers of edge pixels that are washed out (less saturated than
 ``peel_sat_frac`` of the mask's median) and not dark are peeled off
 (robot colour mixed with ground or shadow), on a coloured robot only (the
-mask's median saturation at least ``peel_min_sat``: the planar snake's is
-0.69–0.81 in the label suite's first frames, the grey arcsnake's 0.15–0.26,
-whose edges peeling wore away a few pixels a frame); with ``thin_object`` parts
+mask's median saturation at least ``peel_min_sat``, 0.35: the planar snake's is
+0.69–0.81 in the label suite's first frames, the red and black COBRA robot's
+in real footage 0.43–0.46, the grey arcsnake's 0.15–0.26, whose edges
+peeling wore away a few pixels a frame); with ``thin_object`` parts
 much thicker than the typical width are cut off; connected pieces
 smaller than ``min_component_frac`` of the largest are dropped, unless
 they overlap the last good mask (``keep_prior_pieces``: an end of the
@@ -143,7 +144,7 @@ class GrabCutConfig:
     peel_steps: int = 3
     peel_sat_frac: float = 0.75
     peel_floor: float = 0.5
-    peel_min_sat: float = 0.45
+    peel_min_sat: float = 0.35
     rng_seed: Optional[int] = 0
     smooth_px: float = 1.5
     smooth_keep_frac: float = 0.75

@@ -25,7 +25,9 @@ grows up to ``grow_dark_steps`` pixels into adjacent pixels darker than
 layers of edge pixels that are washed out (less saturated than
 ``peel_sat_frac`` of the mask's median) and not dark are peeled off
 (robot colour mixed with ground or shadow), on a coloured robot only (the
-mask's median saturation at least ``peel_min_sat``, 0.35: the planar snake's is
+median saturation of the mask's core, 2 px in from its edge, at least
+``peel_min_sat``, 0.35; decided on the core, a washed-out rim cannot turn the
+peel off and so keep itself: the planar snake's is
 0.69–0.81 in the label suite's first frames, the red and black COBRA robot's
 in real footage 0.43–0.46, the grey arcsnake's 0.15–0.26, whose edges
 peeling wore away a few pixels a frame); with ``thin_object`` parts

@@ -72,10 +72,11 @@ def peel_ground(img: np.ndarray, mask: np.ndarray, ring: np.ndarray, steps: int,
     times the mask's median saturation and its brightness (channel sum) is
     above ``floor`` times the ring's median: a mix of the robot's colour
     with ground or cast shadow, not the much darker robot parts (joints,
-    the shaded underside), which stay. Nothing is peeled when the mask's
-    median saturation is below ``min_sat``: a grey robot's own edge is as
-    washed out as such a mix. ``img`` (H, W, 3) uint8; ``mask``, ``ring``
-    bool (H, W).
+    the shaded underside), which stay. Nothing is peeled when the median
+    saturation of the mask's core (eroded by 2 px, where no ground is
+    mixed in) is below ``min_sat``: a grey robot's own edge is as washed
+    out as such a mix. ``img`` (H, W, 3) uint8; ``mask``, ``ring`` bool
+    (H, W).
 
     >>> img = np.full((9, 9, 3), 120, np.uint8); img[2:7, 2:7] = (200, 40, 40); img[2:7, 6] = (150, 120, 120)
     >>> m = np.zeros((9, 9), bool); m[2:7, 2:7] = True; ring = ~m
@@ -88,7 +89,8 @@ def peel_ground(img: np.ndarray, mask: np.ndarray, ring: np.ndarray, steps: int,
     ssum = f.sum(axis=-1)
     sat = (f.max(-1) - f.min(-1)) / f.max(-1)
     robot_sat = float(np.median(sat[mask]))
-    if robot_sat < min_sat:
+    core = cv2.erode(mask.astype(np.uint8), np.ones((5, 5), np.uint8)) > 0
+    if float(np.median(sat[core if core.sum() >= 20 else mask])) < min_sat:
         return mask
     i_ref = float(np.median(ssum[ring]))
     washed = (sat < sat_frac * robot_sat) & (ssum > floor * i_ref)

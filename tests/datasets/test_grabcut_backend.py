@@ -192,3 +192,21 @@ def test_a_floor_marking_the_robot_crawled_off_is_not_kept_as_a_piece_of_it():
     assert not masks[0.5][tape].any()
     assert masks[0.5][end].mean() > 0.7
 
+
+
+def test_a_coloured_robot_is_peeled_even_when_a_washed_rim_lowers_its_median_saturation():
+    from snaketrack.datasets.grabcut_rules import peel_ground
+
+    img = np.full((21, 21, 3), 120, np.uint8)          # grey ground
+    mask = np.zeros((21, 21), bool)
+    mask[4:17, 4:17] = True                            # 13 x 13: a red 7 x 7 core in a 3 px pale rim
+    img[4:17, 4:17] = (200, 140, 140)                  # saturation 0.30
+    img[7:14, 7:14] = (200, 40, 40)                    # saturation 0.80
+    img[4, 4:17] = (200, 180, 180)                     # the top edge washed out: saturation 0.10
+    ring = ~mask
+    peeled = peel_ground(img, mask, ring, 1, 0.75, 0.5, min_sat=0.35)
+    # the whole mask's median (0.30) is below min_sat, its core's (0.80) is not: the top edge goes
+    assert mask.sum() - peeled.sum() == 13 and not peeled[4].any()
+    grey = img.copy()
+    grey[7:14, 7:14] = (150, 140, 140)                 # a grey robot: its core is as pale as its rim
+    assert peel_ground(grey, mask, ring, 1, 0.75, 0.5, min_sat=0.35).sum() == mask.sum()

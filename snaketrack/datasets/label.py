@@ -184,22 +184,23 @@ class Labeller:
         for m in area_jumps:
             self._extend_streak(np.asarray(m, bool))
 
-    def _passes(self, mask: np.ndarray, reference: np.ndarray, since: int = 1) -> list[str]:
-        """The guard's flags for ``mask`` against ``reference`` seen ``since`` frames before."""
+    def _guard(self, mask: np.ndarray, reference: np.ndarray, since: int = 1) -> tuple[float, float, list[str]]:
+        """``(area ratio, overlap, flags)`` of a non-empty ``mask`` against ``reference``, seen ``since`` frames
+        before: ``area_jump`` and ``low_overlap`` (module doc)."""
         cfg = self.config
-        area, ref_area = int(np.count_nonzero(mask)), max(int(np.count_nonzero(reference)), 1)
-        ratio = area / ref_area
+        area = int(np.count_nonzero(mask))
+        ratio = area / max(int(np.count_nonzero(reference)), 1)
+        overlap = float(np.count_nonzero(mask & dilate_mask(reference, cfg.dilate_px * since))) / max(area, 1)
         flags = []
         if ratio > cfg.max_area_ratio or ratio < 1.0 / cfg.max_area_ratio:
             flags.append("area_jump")
-        overlap = float(np.count_nonzero(mask & dilate_mask(reference, cfg.dilate_px * since))) / max(area, 1)
         if overlap < cfg.min_overlap:
             flags.append("low_overlap")
-        return flags
+        return ratio, overlap, flags
 
     def _extend_streak(self, mask: np.ndarray) -> None:
         """Add an ``area_jump`` mask to the streak, which restarts from it when it disagrees with the last."""
-        if self._streak and self._passes(mask, self._streak[-1]):
+        if self._streak and self._guard(mask, self._streak[-1])[2]:
             self._streak = []
         self._streak.append(mask)
 
@@ -244,15 +245,10 @@ class Labeller:
         if area < cfg.min_area_px:
             flags.append("empty")
         if self._last_good is not None:
-            ratio = area / max(self._last_good_area, 1)
-            near = dilate_mask(self._last_good, cfg.dilate_px * self._since_good)
-            overlap = float(np.count_nonzero(mask & near)) / area if area else 0.0
+            ratio, overlap, jumped = self._guard(mask, self._last_good, self._since_good)
             iou = mask_iou(mask, self._last_good)
             if area >= cfg.min_area_px:
-                if ratio > cfg.max_area_ratio or ratio < 1.0 / cfg.max_area_ratio:
-                    flags.append("area_jump")
-                if overlap < cfg.min_overlap:
-                    flags.append("low_overlap")
+                flags += jumped
         if flags == ["area_jump"] and cfg.reanchor_frames > 0:
             self._extend_streak(mask)
             if len(self._streak) >= cfg.reanchor_frames:
@@ -377,18 +373,16 @@ def label_video(source: FrameSource, out: str | os.PathLike, predictor: BoxPredi
                         break
                     lab = labeller.start(rgb, box) if not labeller.started else labeller.step(rgb)
                     writer.write_frame(rgb, lab.mask)
-                    if lab.good:
+                    jumped = lab.flags == ("area_jump",)
+                    if not jumped:
                         jump_state = {}
-                    elif lab.flags == ("area_jump",):
-                        jump_state = dict(list(jump_state.items())[1 - max(config.reanchor_frames, 1):])
-                    if lab.raw_mask is not None and not np.array_equal(lab.raw_mask, lab.mask) and (
-                            lab.good or lab.flags == ("area_jump",)):
-                        if lab.good:
-                            prev = max(good_state, default=None)
-                            good_state = {prev: good_state[prev]} if prev is not None else {}
-                            good_state[i] = lab.raw_mask
-                        else:
-                            jump_state[i] = lab.raw_mask
+                    raw = lab.raw_mask
+                    if (lab.good or jumped) and raw is not None and not np.array_equal(raw, lab.mask):
+                        if lab.good:  # the last two good frames
+                            good_state = {k: good_state[k] for k in sorted(good_state)[-1:]} | {i: raw}
+                        else:  # a streak holds at most reanchor_frames - 1 masks
+                            keep = sorted(jump_state)[len(jump_state) - max(config.reanchor_frames - 2, 0):]
+                            jump_state = {k: jump_state[k] for k in keep} | {i: raw}
                         _write_resume(out / RESUME_NPZ, {**good_state, **jump_state})
                     log.write({"frame": i, "source_frame": src_i, "box_x": lab.box.x, "box_y": lab.box.y,
                                "box_w": lab.box.w, "box_h": lab.box.h, "area_px": lab.area_px,

@@ -11,9 +11,11 @@ bfloat16 autocast, side by side (a training step of the CPU recipe and a
 640x360 frame; ``--precision`` of train, segment and eval-seg).
 
 Side by side, the two settings of a segmenter (docs/segmentation.md, "Live and accurate"): ``accurate``
-(torch, the model file's stored scale and flips) and ``live`` (scale 1, no flips, in the fastest
-installed engine; each other engine beside it as ``live_ENGINE``), ms per 640x360 frame through
-:meth:`Segmenter.predict` and frames/s. ``--model MODEL.pt`` times that model (without it a random-init resnet18
+(torch, the model file's stored scale and flips, the whole frame) and ``live`` (the stored scale, no
+flips, in a window that follows the robot, in the fastest installed engine; each other engine beside it
+as ``live_ENGINE``, and the whole frame at scale 1 as ``live_whole_scale1``), mean ms per 640x360 frame
+through :meth:`Segmenter.predict` over ``--timed-frames`` frames of ``--video`` in order (without it, the
+toy video's first frame repeated) and frames/s. ``--model MODEL.pt`` times that model (without it a random-init resnet18
 DeepLabV3+ at 640x360 whose file stores scale 1.5 and 4 flips, the CPU recipe's usual choice);
 ``--video DATASET`` (frames/ and truth masks/) also scores each setting's mean IoU against the truth
 masks and their difference (live − accurate). ``--side-by-side-only`` skips the rest. Prints one JSON
@@ -84,11 +86,27 @@ def _fps(ms: float) -> float:
     return 1000.0 / ms if ms > 0 else float("inf")
 
 
-def side_by_side(model_path, rgb, repeats: int, accurate_repeats: int, video=None, every: int = 1) -> dict:
-    """The accurate and live settings of ``model_path`` on the RGB frame ``rgb`` (a 640x360 frame), the
-    live one in each installed engine: median ms/frame and frames/s of :meth:`Segmenter.predict`, and with
-    ``video`` (a dataset folder with truth masks) the mean IoU of each over every ``every``-th frame and
-    its difference from the accurate setting's."""
+def _mean_ms(seg, frames) -> tuple[float, float]:
+    """Mean ms per frame of ``seg.predict`` over ``frames`` in order (a window follows the robot through
+    them; its whole-frame searches are in the mean): the first pass, which includes an engine's compiling
+    each input size it meets, and the second, the steady state."""
+    out = []
+    for _ in range(2):
+        seg.reset()
+        t = time.perf_counter()
+        for f in frames:
+            seg.predict(f)
+        out.append(1000 * (time.perf_counter() - t) / len(frames))
+    return out[0], out[1]
+
+
+def side_by_side(model_path, frames, video=None, every: int = 1) -> dict:
+    """The accurate and live settings of ``model_path`` on the 640x360 RGB ``frames`` of one video, in order:
+    mean ms/frame and frames/s of :meth:`Segmenter.predict` on a second pass (the first, with an engine's
+    compiling, as ``first_pass_ms``); the live setting in each installed engine and,
+    as ``live_whole_scale1``, the whole frame at scale 1 without the window. With ``video`` (a dataset folder
+    with truth masks) the mean IoU of each over every ``every``-th frame and its difference from the accurate
+    setting's."""
     import torch
 
     from snaketrack.datasets.layout import Dataset
@@ -96,22 +114,26 @@ def side_by_side(model_path, rgb, repeats: int, accurate_repeats: int, video=Non
     from snaketrack.training.live import installed_engines
     from snaketrack.training.segmenter import load_segmenter
 
-    res: dict[str, object] = {"model": str(model_path), "frame": f"{rgb.shape[1]}x{rgb.shape[0]}",
-                              "threads": torch.get_num_threads()}
+    res: dict[str, object] = {"model": str(model_path), "frame": f"{frames[0].shape[1]}x{frames[0].shape[0]}",
+                              "timed_frames": len(frames), "threads": torch.get_num_threads()}
     engines = installed_engines()
     segs = {"accurate": load_segmenter(model_path, setting="accurate")}
     segs.update({"live" if k == 0 else f"live_{e}": load_segmenter(model_path, setting="live", engine=e)
                  for k, e in enumerate(engines)})
+    segs["live_whole_scale1"] = load_segmenter(model_path, setting="live", scale=1.0, window=False)
     for name, seg in segs.items():
-        n = accurate_repeats if name == "accurate" else repeats
-        ms = 1000 * _median_s(lambda seg=seg: seg.predict(rgb), n)
+        first_ms, ms = _mean_ms(seg, frames)
         res[name] = {"backend": seg.backend, "precision": getattr(seg.network, "precision", seg.precision),
-                     "scale": seg.scale, "flips": seg.flips, "threshold": seg.threshold, "ms": ms, "fps": _fps(ms)}
+                     "scale": seg.scale, "flips": seg.flips, "window": seg.window is not None,
+                     "threshold": seg.threshold, "ms": ms, "fps": _fps(ms), "first_pass_ms": first_ms}
+        if seg.window is not None:  # counts of both passes
+            res[name].update(window_frames=seg.window.windows, whole_frames=seg.window.searches)
         print(json.dumps({name: res[name]}), flush=True)
     res["speedup_x"] = res["accurate"]["ms"] / res["live"]["ms"]
     if video is not None:
         idx = range(0, len(Dataset(video)), every)
         for name, seg in segs.items():
+            seg.reset()
             r = evaluate_segmenter(seg, video, frames=idx)
             res[name]["iou"], res[name]["iou_frames"] = r["iou"], r["frames"]
             print(json.dumps({name: {"iou": r["iou"], "frames": r["frames"]}}), flush=True)
@@ -144,7 +166,8 @@ def main() -> None:
     ap.add_argument("--model", default=None, help="a trained model file for the side-by-side settings")
     ap.add_argument("--video", default=None, help="a dataset folder with truth masks: IoU of each setting")
     ap.add_argument("--every", type=int, default=1, help="score every K-th frame of --video (default 1)")
-    ap.add_argument("--accurate-repeats", type=int, default=3, help="timing repeats of the accurate setting")
+    ap.add_argument("--timed-frames", type=int, default=30,
+                    help="frames of --video timed in order, or repeats of the toy frame (default 30)")
     ap.add_argument("--side-by-side-only", action="store_true", help="only the live/accurate comparison")
     args = ap.parse_args()
 
@@ -164,13 +187,13 @@ def main() -> None:
     out: dict[str, object] = {"torch_threads": torch.get_num_threads(), "batch": 1}
     with tempfile.TemporaryDirectory() as tmp:
         model = args.model or random_model_file(tmp)
-        frame = rgb
+        timed = [rgb] * args.timed_frames
         if args.video:
             from snaketrack.datasets.layout import Dataset
 
-            frame = Dataset(args.video).frame(0)
-        out["side_by_side"] = side_by_side(model, frame, args.repeats, args.accurate_repeats, args.video,
-                                           args.every)
+            ds = Dataset(args.video)
+            timed = [ds.frame(i) for i in range(min(args.timed_frames, len(ds)))]
+        out["side_by_side"] = side_by_side(model, timed, args.video, args.every)
     if args.side_by_side_only:
         print(json.dumps(out))
         return

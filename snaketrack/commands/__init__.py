@@ -51,10 +51,11 @@ def camera_of(args: argparse.Namespace):
 
 
 def add_setting_argument(p: argparse.ArgumentParser, default: str, flag: str = "--setting") -> None:
-    """The segmenter's setting flag: ``live`` (scale 1, no flips, OpenVINO or ONNX Runtime) or
-    ``accurate`` (the model file's scale and flips, torch); ``--scale``/``--flips`` given explicitly override
-    either."""
+    """The segmenter's setting flag: ``live`` (the model file's scale, no flips, in a window that follows the
+    robot, OpenVINO or ONNX Runtime) or ``accurate`` (the model file's scale and flips, the whole frame, torch);
+    ``--scale``/``--flips`` given explicitly override either."""
     p.add_argument(flag, default=default, choices=["live", "accurate"],
-                   help="segmenter setting: live (scale 1, no flips, OpenVINO; about 50 ms a 640x360 frame) or "
-                        "accurate (the model's stored scale and flips, torch; up to seconds a frame) "
+                   help="segmenter setting: live (the model's stored scale, no flips, in a window around the robot's "
+                        "last mask, OpenVINO) or accurate (the stored scale and flips, the whole frame, torch; "
+                        "up to seconds a frame) "
                         f"(default {default}; docs/segmentation.md)")

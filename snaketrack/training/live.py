@@ -4,15 +4,16 @@ A segmenter runs in one of two settings (:data:`SETTINGS`):
 
 - ``accurate``: the model file's stored inference scale and test-time flips (chosen by training on its
   validation split), in torch float32;
-- ``live``: scale 1 (the model's input size) without flips, the network exported once with
+- ``live``: the stored scale without flips, in a window that follows the robot
+  (:mod:`snaketrack.training.window`), the network exported once with
   ``torch.onnx.export`` and run by the fastest engine installed (:data:`ENGINES`): OpenVINO, in
   bfloat16 on a CPU that offers it (float32 elsewhere), else ONNX Runtime in float32
   (docs/segmentation.md, "Live and accurate").
 
 The export is cached beside the model file as ``MODEL.live.onnx`` (:func:`live_path`), written
-atomically, and tagged with the SHA-256 of the model file's bytes and the network's input size
-(``(height, width)`` after padding to a multiple of 16): a retrained model, or another size, is exported
-again. When a network is opened it is checked against torch on a test frame: the robot probabilities may
+atomically, and tagged with the SHA-256 of the model file's bytes: a retrained model is exported again.
+The graph takes any input size (height and width multiples of 16); OpenVINO compiles it once per size
+it is given. When a network is opened it is checked against torch on a test frame: the robot probabilities may
 differ by at most :func:`tolerance` (1e-3 in float32; 0.05 in bfloat16, whose 8-bit mantissa moves a
 probability by about 0.015). When no engine is installed, the export fails or the check does not pass,
 :func:`live_network` warns in one line and returns None, and the segmenter runs its network in torch
@@ -40,6 +41,7 @@ BF16_TOLERANCE = 0.05  # the same in bfloat16
 OPSET = 17
 KEY_FIELD = "snaketrack_model_sha256"
 SIZE_FIELD = "snaketrack_net_size"
+ANY_SIZE = "any"  # SIZE_FIELD of a graph whose height and width are free
 
 
 class LiveFallbackWarning(SnaketrackWarning):
@@ -70,8 +72,8 @@ def file_sha256(path: str | os.PathLike) -> str:
 
 def export_bytes(model: torch.nn.Module, net_size: tuple[int, int], key: str) -> bytes:
     """The ONNX graph of ``model`` (input ``image`` float32 (B, 3, h, w) normalised and padded, output
-    ``logit`` float32 (B, 1, h, w); the batch dimension free, (h, w) = ``net_size``), tagged with ``key``
-    (the model file's SHA-256) and ``net_size`` in its metadata."""
+    ``logit`` float32 (B, 1, h, w); batch, height and width free, traced at (h, w) = ``net_size``), tagged
+    with ``key`` (the model file's SHA-256) and :data:`ANY_SIZE` in its metadata."""
     import onnx
 
     model = model.float().eval()
@@ -80,9 +82,10 @@ def export_bytes(model: torch.nn.Module, net_size: tuple[int, int], key: str) ->
     with warnings.catch_warnings():  # the TorchScript-based exporter warns it is deprecated; it needs no onnxscript
         warnings.simplefilter("ignore")
         torch.onnx.export(model, (x,), buf, dynamo=False, opset_version=OPSET, input_names=["image"],
-                          output_names=["logit"], dynamic_axes={"image": {0: "batch"}, "logit": {0: "batch"}})
+                          output_names=["logit"], dynamic_axes={n: {0: "batch", 2: "height", 3: "width"}
+                                                                 for n in ("image", "logit")})
     graph = onnx.load_from_string(buf.getvalue())
-    for k, v in ((KEY_FIELD, key), (SIZE_FIELD, f"{net_size[0]}x{net_size[1]}")):
+    for k, v in ((KEY_FIELD, key), (SIZE_FIELD, ANY_SIZE)):
         entry = graph.metadata_props.add()
         entry.key, entry.value = k, v
     return graph.SerializeToString()
@@ -128,7 +131,8 @@ class OpenVinoNetwork:
 
     precision: ``bf16`` or ``fp32`` (None: ``bf16`` where :func:`cpu_offers_bf16`, else ``fp32``); the
     input and output stay float32. threads: OpenVINO's inference threads (None: torch's thread count).
-    Compiled for latency: one frame at a time, as a live source delivers them.
+    Compiled for latency (one frame at a time, as a live source delivers them), once per input shape, on
+    its first use (≈ 0.1–1 s).
     """
 
     backend = "openvino"
@@ -139,17 +143,22 @@ class OpenVinoNetwork:
 
         core = ov.Core()
         self.precision = precision or ("bf16" if cpu_offers_bf16(core) else "fp32")
-        data = graph if isinstance(graph, bytes) else Path(graph).read_bytes()
-        self.metadata = graph_metadata(data)
-        compiled = core.compile_model(core.read_model(data), "CPU", {
-            "INFERENCE_NUM_THREADS": int(threads or torch.get_num_threads()),
-            "INFERENCE_PRECISION_HINT": "bf16" if self.precision == "bf16" else "f32",
-            "PERFORMANCE_HINT": "LATENCY"})
-        self.request = compiled.create_infer_request()
+        self.core, self.data = core, graph if isinstance(graph, bytes) else Path(graph).read_bytes()
+        self.metadata = graph_metadata(self.data)
+        self.options = {"INFERENCE_NUM_THREADS": int(threads or torch.get_num_threads()),
+                        "INFERENCE_PRECISION_HINT": "bf16" if self.precision == "bf16" else "f32",
+                        "PERFORMANCE_HINT": "LATENCY"}
+        self.requests: dict[tuple[int, ...], object] = {}  # input shape → its compiled network's request
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        out = self.request.infer({0: np.ascontiguousarray(x, dtype=np.float32)})
-        return np.array(out[0], dtype=np.float32)
+        x = np.ascontiguousarray(x, dtype=np.float32)
+        request = self.requests.get(x.shape)
+        if request is None:
+            model = self.core.read_model(self.data)
+            model.reshape({0: list(x.shape)})
+            request = self.core.compile_model(model, "CPU", self.options).create_infer_request()
+            self.requests[x.shape] = request
+        return np.array(request.infer({0: x})[0], dtype=np.float32)
 
 
 def graph_metadata(data: bytes) -> dict[str, str]:
@@ -199,7 +208,7 @@ def max_probability_difference(net, model: torch.nn.Module, x: np.ndarray) -> fl
 
 
 def _cached_graph(path: Path, key: str, size: str) -> Optional[bytes]:
-    """The cached export's bytes when its tags match the model file and size, else None."""
+    """The cached export's bytes when its tags match the model file and ``size``, else None."""
     if not path.is_file():
         return None
     data = path.read_bytes()
@@ -213,9 +222,9 @@ def _cached_graph(path: Path, key: str, size: str) -> Optional[bytes]:
 def live_network(model_path: str | os.PathLike, model: torch.nn.Module, config, net_size: tuple[int, int],
                  threads: Optional[int] = None, engine: Optional[str] = None):
     """The live network of the model file ``model_path`` (``model`` its torch network, ``config`` its
-    :class:`~snaketrack.training.model.SegmenterConfig`) at ``net_size`` (h, w, multiples of 16), in
-    ``engine`` (None: the first of :func:`installed_engines`): the cached export when it matches the file
-    and size, else a fresh export, cached; checked against torch either way. None, with a one-line
+    :class:`~snaketrack.training.model.SegmenterConfig`), checked at ``net_size`` (h, w, multiples of 16), in
+    ``engine`` (None: the first of :func:`installed_engines`): the cached export when it matches the file,
+    else a fresh export, cached; checked against torch either way. None, with a one-line
     :class:`LiveFallbackWarning`, when it cannot be used (module doc)."""
     path = live_path(model_path)
     engines = installed_engines()
@@ -225,8 +234,8 @@ def live_network(model_path: str | os.PathLike, model: torch.nn.Module, config, 
     if not engines:
         return _fallback(f"no inference engine is installed ({' or '.join(ENGINES)})")
     engine = engine or engines[0]
-    key, size = file_sha256(model_path), f"{net_size[0]}x{net_size[1]}"
-    data = _cached_graph(path, key, size)
+    key = file_sha256(model_path)
+    data = _cached_graph(path, key, ANY_SIZE)
     fresh = data is None
     if fresh:
         try:

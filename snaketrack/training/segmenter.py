@@ -12,9 +12,10 @@ flips are stored in the model file, chosen by training on its validation
 split (0.5, 1 and 1 in files that predate the choice); each can be
 overridden.
 
-Two settings (:mod:`snaketrack.training.live`): ``accurate`` runs the stored scale and flips in torch;
-``live`` runs scale 1 without flips through OpenVINO or ONNX Runtime (the network exported once
-and cached beside the model file as ``MODEL.live.onnx``), falling back to torch with a warning when it
+Two settings (:mod:`snaketrack.training.live`): ``accurate`` runs the stored scale and flips on the whole
+frame in torch; ``live`` runs the stored scale without flips in a window that follows the robot
+(:mod:`snaketrack.training.window`) through OpenVINO or ONNX Runtime (the network exported once and
+cached beside the model file as ``MODEL.live.onnx``), falling back to torch with a warning when it
 cannot.
 
 >>> import tempfile, os, numpy as np, torch
@@ -47,6 +48,7 @@ from snaketrack.training.model import (
     padded_size,
     precision_context,
 )
+from snaketrack.training.window import Window
 
 FLIP_DIMS = ((), (3,), (2,), (2, 3))  # (B, 3, h, w) axes flipped: none, left-right, up-down, both
 
@@ -59,7 +61,9 @@ class Segmenter:
     ``precision``: ``fp32`` or ``bf16`` (None: the config's, i.e. what the model was trained with) of the torch
     network; ``network``: runs the network instead of ``model`` (None: ``model`` in torch), a callable taking
     float32 (B, 3, h, w) normalised, padded frames to float32 (B, 1, h, w) logits, e.g. the live setting's
-    :class:`~snaketrack.training.live.OnnxNetwork`.
+    :class:`~snaketrack.training.live.OnnxNetwork`; ``window``: segment each frame in a
+    :class:`~snaketrack.training.window.Window` around the previous frame's mask (frames are then taken as a
+    video's consecutive frames; :meth:`reset` before another video).
 
     DeepLabV3+ predicts at 1/4 of its input and upsamples; a thin robot's
     edge can be placed more finely when the frame is enlarged (``scale``
@@ -69,7 +73,7 @@ class Segmenter:
     def __init__(self, model: torch.nn.Module, config: SegmenterConfig, threshold: Optional[float] = None,
                  device: str = "cpu", scale: Optional[float] = None, flips: Optional[int] = None,
                  precision: Optional[str] = None,
-                 network: Optional[Callable[[np.ndarray], np.ndarray]] = None):
+                 network: Optional[Callable[[np.ndarray], np.ndarray]] = None, window: bool = False):
         scale = config.scale if scale is None else scale
         if not 0.1 <= float(scale) <= 8.0:
             raise InputError(f"--scale {scale}: expected a factor between 0.1 and 8")
@@ -87,6 +91,7 @@ class Segmenter:
         self.size = (max(int(round(h * self.scale)), 16), max(int(round(w * self.scale)), 16))
         self.net_size = padded_size(self.size)
         self.network = network
+        self.window = Window(self.size) if window else None
 
     @property
     def backend(self) -> str:
@@ -100,7 +105,8 @@ class Segmenter:
         return self.model(x).float()
 
     def predict_proba_batch(self, frames: Sequence[np.ndarray] | np.ndarray) -> np.ndarray:
-        """Robot probability float32 (B, H, W) for RGB uint8 frames (B, H, W, 3) of one size."""
+        """Robot probability float32 (B, H, W) for RGB uint8 frames (B, H, W, 3) of one size; with a
+        :attr:`window`, the frames are taken as consecutive frames of one video (module doc)."""
         frames = [np.asarray(f) for f in frames]
         if not frames:
             return np.zeros((0, 0, 0), np.float32)
@@ -110,20 +116,33 @@ class Segmenter:
                 raise InputError(f"frame: {f.dtype} {f.shape}; expected RGB uint8 (H, W, 3)")
             if f.shape[:2] != (H, W):
                 raise InputError(f"frames differ in size: {f.shape[:2]} vs {(H, W)}; predict them separately")
-        h, w = self.size
-        x = np.stack([normalise(resize_to(f, (h, w)), self.config.mean, self.config.std) for f in frames])
+        if self.window is not None:
+            return np.stack([self.window.follow(f, self._proba_at, self.threshold) for f in frames])
+        p = self._proba_at(frames, self.size)
+        if self.size == (H, W):
+            return p
+        return np.stack([cv2.resize(pi, (W, H), interpolation=cv2.INTER_LINEAR) for pi in p])
+
+    def _proba_at(self, images: Sequence[np.ndarray], size: tuple[int, int]) -> np.ndarray:
+        """Robot probability float32 (B, h, w) of RGB uint8 images (B, H', W', 3), each resized to
+        ``size`` = (h, w), padded to a multiple of 16 and run through the network with the flips."""
+        h, w = size
+        x = np.stack([normalise(resize_to(f, (h, w)), self.config.mean, self.config.std) for f in images])
         x = torch.from_numpy(np.ascontiguousarray(x)).to(self.device)
-        pad = (0, self.net_size[1] - w, 0, self.net_size[0] - h)  # right and bottom
+        net_h, net_w = padded_size((h, w))
+        pad = (0, net_w - w, 0, net_h - h)  # right and bottom
         with torch.inference_mode(), precision_context(self.precision, self.device):
             p = torch.zeros((x.shape[0], h, w), dtype=torch.float32, device=self.device)
             for dims in FLIP_DIMS[:self.flips]:  # flip the frame, pad, segment, crop, flip back
                 xf = torch.flip(x, dims) if dims else x
                 pf = torch.sigmoid(self._logits(torch.nn.functional.pad(xf, pad)))[:, 0, :h, :w]
                 p += torch.flip(pf, [d - 1 for d in dims]) if dims else pf
-            p = (p / self.flips).cpu().numpy()
-        if (h, w) == (H, W):
-            return p
-        return np.stack([cv2.resize(pi, (W, H), interpolation=cv2.INTER_LINEAR) for pi in p])
+            return (p / self.flips).cpu().numpy()
+
+    def reset(self) -> None:
+        """Forget the previous frame (a new video follows); nothing to forget without a window."""
+        if self.window is not None:
+            self.window.reset()
 
     def predict_batch(self, frames: Sequence[np.ndarray] | np.ndarray) -> np.ndarray:
         """Masks bool (B, H, W) for RGB uint8 frames (B, H, W, 3)."""
@@ -141,26 +160,29 @@ class Segmenter:
 def load_segmenter(path: str | os.PathLike, device: str = "cpu", threshold: Optional[float] = None,
                    scale: Optional[float] = None, flips: Optional[int] = None,
                    precision: Optional[str] = None, setting: str = "accurate",
-                   threads: Optional[int] = None, engine: Optional[str] = None) -> Segmenter:
+                   threads: Optional[int] = None, engine: Optional[str] = None,
+                   window: Optional[bool] = None) -> Segmenter:
     """Load a model file written by ``snaketrack train`` as a :class:`Segmenter`.
 
     threshold: robot probability threshold; None takes the model file's
     (chosen on the validation split by training; 0.5 in older files);
-    scale: inference size over the trained input size; None takes the setting's (``accurate``: the model
-    file's, chosen on validation by training, 1 in older files; ``live``: 1); flips: test-time flips
-    (1, 2, 4); None takes the setting's (``accurate``: the model file's; ``live``: 1); precision: ``fp32``
-    or ``bf16`` of the torch network, None takes the model file's (``fp32`` in older files).
-    setting: ``accurate`` (torch) or ``live`` (an inference engine on the CPU, :mod:`snaketrack.training.live`;
-    on another device, or when no engine can be used, torch at the live scale and flips);
+    scale: inference size over the trained input size; None takes the model file's (chosen on
+    validation by training, 1 in older files); flips: test-time flips (1, 2, 4); None takes the setting's
+    (``accurate``: the model file's; ``live``: 1); precision: ``fp32`` or ``bf16`` of the torch network,
+    None takes the model file's (``fp32`` in older files).
+    setting: ``accurate`` (torch, the whole frame) or ``live`` (an inference engine on the CPU,
+    :mod:`snaketrack.training.live`, in a :class:`~snaketrack.training.window.Window` that follows the robot;
+    on another device, or when no engine can be used, torch); window: whether to follow the robot in a
+    window (None: the setting's);
     threads: the engine's threads (None: torch's); engine: ``openvino`` or ``onnxruntime`` for the live
     setting (None: the fastest installed)."""
     check_setting(setting)
     model, config, _ = load_model(path)
     if setting == "live":
-        scale = 1.0 if scale is None else scale
         flips = 1 if flips is None else flips
+    window = setting == "live" if window is None else bool(window)
     seg = Segmenter(model, config, threshold=threshold, device=device, scale=scale, flips=flips,
-                    precision=precision)
+                    precision=precision, window=window)
     if setting == "live" and torch.device(device).type == "cpu":
         seg.network = live_network(path, model, config, seg.net_size, threads=threads, engine=engine)
     return seg

@@ -37,7 +37,7 @@ def _frames(n=3, seed=0):
 def test_export_equals_torch(model_file, engine):
     with warnings.catch_warnings():
         warnings.simplefilter("error", live.LiveFallbackWarning)
-        seg = load_segmenter(model_file, setting="live", engine=engine)
+        seg = load_segmenter(model_file, setting="live", engine=engine, window=False)
     assert seg.backend == engine and (seg.scale, seg.flips) == (1.0, 1)
     assert live.live_path(model_file).is_file() and live.live_path(model_file).name == "m.live.onnx"
     torch_seg = load_segmenter(model_file, scale=1.0, flips=1)
@@ -53,6 +53,10 @@ def test_export_equals_torch(model_file, engine):
     # another frame size (resized to the model's input and back) and a batch of one
     big = np.random.default_rng(1).integers(0, 255, (90, 150, 3), dtype=np.uint8)
     assert np.abs(seg.predict_proba(big) - torch_seg.predict_proba(big)).max() <= tol
+    # one graph for every input size (a window's among them)
+    for size in ((32, 48), (48, 96), (96, 160)):
+        x = live.check_frame(size, seg.config.mean, seg.config.std)
+        assert live.max_probability_difference(seg.network, torch_seg.model, x) <= tol
 
 
 def test_openvino_float32_equals_torch(model_file):
@@ -87,17 +91,17 @@ def test_cache_reused_and_rebuilt_when_the_model_changes(model_file, monkeypatch
     assert seg.backend == "openvino" and not calls  # the cache matched: nothing exported
     assert live.live_path(model_file).read_bytes() == cached
     _save(model_file, 1)  # retrained: other weights in the same file
-    seg = load_segmenter(model_file, setting="live")
+    seg = load_segmenter(model_file, setting="live", window=False)
     assert seg.backend == "openvino" and len(calls) == 1
     assert live.live_path(model_file).read_bytes() != cached
     assert seg.network.metadata[live.KEY_FIELD] == live.file_sha256(model_file)
     frames = _frames()
     ref = load_segmenter(model_file, scale=1.0, flips=1).predict_proba_batch(frames)
     assert np.abs(seg.predict_proba_batch(frames) - ref).max() <= live.tolerance(seg.network)
-    load_segmenter(model_file, setting="live", scale=1.5)  # another input size: exported for that size
-    assert len(calls) == 2
+    load_segmenter(model_file, setting="live", scale=1.5)  # another input size: the same graph
+    assert len(calls) == 1
     live.live_path(model_file).write_bytes(b"not onnx")  # a damaged cache is exported again
-    assert load_segmenter(model_file, setting="live").backend == "openvino" and len(calls) == 3
+    assert load_segmenter(model_file, setting="live").backend == "openvino" and len(calls) == 2
 
 
 def test_settings_and_overrides(model_file):
@@ -108,10 +112,12 @@ def test_settings_and_overrides(model_file):
     assert (acc.scale, acc.flips, acc.backend) == (1.5, 4, "torch")
     acc = load_segmenter(model_file, setting="accurate")
     assert (acc.scale, acc.flips, acc.backend) == (1.5, 4, "torch")
-    seg = load_segmenter(model_file, setting="live")  # scale 1, no flips
-    assert (seg.scale, seg.flips, seg.backend) == (1.0, 1, "openvino")
-    seg = load_segmenter(model_file, setting="live", flips=2, scale=1.25)  # explicit values override the setting's
-    assert (seg.scale, seg.flips, seg.backend) == (1.25, 2, "openvino")
+    assert acc.window is None
+    seg = load_segmenter(model_file, setting="live")  # the stored scale, no flips, in a window
+    assert (seg.scale, seg.flips, seg.backend) == (1.5, 1, "openvino") and seg.window is not None
+    seg = load_segmenter(model_file, setting="live", flips=2, scale=1.25, window=False)  # explicit values win
+    assert (seg.scale, seg.flips, seg.backend, seg.window) == (1.25, 2, "openvino", None)
+    assert load_segmenter(model_file, window=True).window is not None
     frame = _frames(1)[0]
     ref = load_segmenter(model_file, scale=1.25, flips=2).predict_proba(frame)
     assert np.abs(seg.predict_proba(frame) - ref).max() <= live.tolerance(seg.network)
@@ -128,8 +134,8 @@ def test_failed_export_falls_back_to_torch_with_a_warning(model_file, monkeypatc
         seg = load_segmenter(model_file, setting="live")
     assert seg.backend == "torch" and (seg.scale, seg.flips) == (1.0, 1)
     assert not live.live_path(model_file).exists()
-    frame = _frames(1)[0]
-    assert np.array_equal(seg.predict_proba(frame), load_segmenter(model_file, scale=1.0, flips=1).predict_proba(frame))
+    frames, ref = _frames(), load_segmenter(model_file, flips=1, window=True)
+    assert np.array_equal(seg.predict_proba_batch(frames), ref.predict_proba_batch(frames))
 
 
 def test_graph_unlike_torch_falls_back(model_file, monkeypatch):
@@ -143,8 +149,8 @@ def test_segment_command_default_is_live_and_matches_torch(model_file, toy_root,
     assert main(["segment", str(toy_root), "--model", str(model_file), "--out", str(tmp_path / "s")]) == 0
     assert live.live_path(model_file).is_file()  # the default setting exported the network
     ds, src = Dataset(tmp_path / "s"), Dataset(toy_root)
-    ref = load_segmenter(model_file, scale=1.0, flips=1)
-    for i in range(0, len(src), 6):
+    ref = load_segmenter(model_file, flips=1, window=True)  # the frames in order, as the command gives them
+    for i in range(len(src)):
         got, want = ds.mask(i), ref.predict(src.frame(i))
         assert got.shape == want.shape and np.count_nonzero(got != want) <= 4
     # a failed export: one warning line, and the masks still written (by torch)

@@ -1,0 +1,116 @@
+"""The live segmenter's window: the network looks where the robot was in the previous frame.
+
+A robot covers a small part of a frame, and a segmenter's cost grows with the pixels it is given. With a
+window, each frame is segmented only inside the previous frame's mask box grown by a margin
+(``margin_px + margin_frac × the box's longer side``), at the same scale as the whole frame would be;
+the robot probability outside it is 0. The window's size on the network's input is rounded up to
+``steps`` fixed fractions of the whole frame's, per axis, so that an inference engine compiles a few
+input shapes only. The whole frame is segmented instead:
+
+- on the first frame, after a frame size change and after a frame whose mask was empty;
+- when the window would cover the whole frame anyway;
+- and again on the same frame when the window's mask is empty or touches a side of the window that lies
+  inside the frame: the robot left the window, so the window's answer is not taken.
+
+The masks equal the whole frame's inside the window, up to the crop's sub-pixel resampling and the
+network's view of the crop's edge, ``margin_px`` away from the robot.
+
+>>> w = Window((360, 640))
+>>> proba = lambda images, size: np.ones((len(images), *size), np.float32)  # everything is robot
+>>> w.follow(np.zeros((360, 640, 3), np.uint8), proba, 0.5).shape, w.searches, w.windows
+((360, 640), 1, 0)
+>>> w.box = (100, 140, 200, 300)   # the previous mask's rows [100, 140) and columns [200, 300)
+>>> w.crop(360, 640)               # rows, columns and the network input (h, w) of the next window
+(30, 210, 90, 410, 180, 320)
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Optional, Sequence
+
+import cv2
+import numpy as np
+
+ProbaAt = Callable[[Sequence[np.ndarray], tuple[int, int]], np.ndarray]
+
+
+class Window:
+    """Where the segmenter looks in the next frame of a video (module doc).
+
+    size: the network input (h, w) [px] of a whole frame at the segmenter's scale; margin_px [frame px]
+    and margin_frac: the margin around the previous mask's box; steps: window sizes per axis (1/steps,
+    2/steps, … of the whole frame's input). Counts the frames segmented in a window (:attr:`windows`)
+    and over the whole frame (:attr:`searches`).
+    """
+
+    def __init__(self, size: tuple[int, int], margin_px: int = 24, margin_frac: float = 0.15, steps: int = 4):
+        self.size = (int(size[0]), int(size[1]))
+        self.margin_px, self.margin_frac, self.steps = int(margin_px), float(margin_frac), int(steps)
+        self.box: Optional[tuple[int, int, int, int]] = None  # previous mask's (y0, y1, x0, x1), frame px
+        self.frame_shape: Optional[tuple[int, int]] = None
+        self.windows = self.searches = 0
+
+    def reset(self) -> None:
+        """Forget the previous frame: the next one is segmented whole."""
+        self.box = None
+
+    def _axis(self, lo: float, hi: float, n: int, net: int) -> tuple[int, int, int]:
+        """Start and stop [frame px] of the window along one axis of ``n`` pixels whose whole-frame input is
+        ``net`` px, given the wanted span ``[lo, hi)``, and the window's input size [px]."""
+        lo, hi = max(0.0, lo), min(float(n), hi)
+        k = min(self.steps, max(1, math.ceil((hi - lo) * net / n / (net / self.steps) - 1e-9)))
+        if k == self.steps:
+            return 0, n, net
+        size = math.ceil(k * net / self.steps)
+        length = min(n, int(round(size * n / net)))
+        start = int(round((lo + hi - length) / 2))
+        start = min(max(start, 0), n - length)
+        return start, start + length, size
+
+    def crop(self, H: int, W: int) -> Optional[tuple[int, int, int, int, int, int]]:
+        """The next window in an (H, W) frame: ``(y0, y1, x0, x1, h, w)``, rows ``[y0, y1)`` and columns
+        ``[x0, x1)`` run at input size (h, w); None when the whole frame is to be segmented."""
+        if self.box is None:
+            return None
+        y0, y1, x0, x1 = self.box
+        m = self.margin_px + self.margin_frac * max(y1 - y0, x1 - x0)
+        ya, yb, h = self._axis(y0 - m, y1 + m, H, self.size[0])
+        xa, xb, w = self._axis(x0 - m, x1 + m, W, self.size[1])
+        if (h, w) == self.size:
+            return None
+        return ya, yb, xa, xb, h, w
+
+    def follow(self, rgb: np.ndarray, proba_at: ProbaAt, threshold: float) -> np.ndarray:
+        """Robot probability float32 (H, W) of the RGB uint8 frame ``rgb`` (H, W, 3), the frame after the
+        one last given; ``proba_at(images, (h, w))`` segments images resized to (h, w); a pixel is robot
+        above ``threshold``."""
+        H, W = rgb.shape[:2]
+        if self.frame_shape != (H, W):
+            self.frame_shape, self.box = (H, W), None
+        c = self.crop(H, W)
+        if c is not None:
+            y0, y1, x0, x1, h, w = c
+            pc = proba_at([rgb[y0:y1, x0:x1]], (h, w))[0]
+            if pc.shape != (y1 - y0, x1 - x0):
+                pc = cv2.resize(pc, (x1 - x0, y1 - y0), interpolation=cv2.INTER_LINEAR)
+            m = pc > threshold
+            cut = ((y0 > 0 and m[0].any()) or (y1 < H and m[-1].any())
+                   or (x0 > 0 and m[:, 0].any()) or (x1 < W and m[:, -1].any()))
+            if m.any() and not cut:
+                p = np.zeros((H, W), np.float32)
+                p[y0:y1, x0:x1] = pc
+                self.windows += 1
+                self._remember(m, y0, x0)
+                return p
+        p = proba_at([rgb], self.size)[0]
+        if p.shape != (H, W):
+            p = cv2.resize(p, (W, H), interpolation=cv2.INTER_LINEAR)
+        self.searches += 1
+        self._remember(p > threshold, 0, 0)
+        return p
+
+    def _remember(self, mask: np.ndarray, y0: int, x0: int) -> None:
+        """Keep the box of ``mask`` (placed at row ``y0``, column ``x0`` of the frame); None when empty."""
+        rows, cols = np.flatnonzero(mask.any(1)), np.flatnonzero(mask.any(0))
+        self.box = None if rows.size == 0 else (y0 + int(rows[0]), y0 + int(rows[-1]) + 1,
+                                                x0 + int(cols[0]), x0 + int(cols[-1]) + 1)

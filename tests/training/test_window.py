@@ -1,0 +1,134 @@
+"""The live segmenter's window, checked against segmenting whole frames with a per-pixel segmenter (whose
+answer at a pixel cannot depend on the crop): equal masks, and a whole-frame pass wherever the window
+cannot be trusted."""
+import numpy as np
+import pytest
+import torch
+
+from snaketrack.training.data import resize_to
+from snaketrack.training.model import SegmenterConfig, build_model
+from snaketrack.training.segmenter import Segmenter
+from snaketrack.training.window import Window
+
+H, W = 120, 200
+
+
+def _frame(cx, cy, r=8, seed=0):
+    """A grey textured frame with a red disc of radius ``r`` centred at (cx, cy)."""
+    rng = np.random.default_rng(seed)
+    img = rng.integers(60, 140, (H, W, 3)).astype(np.uint8)
+    yy, xx = np.mgrid[:H, :W]
+    img[(xx - cx) ** 2 + (yy - cy) ** 2 <= r * r] = (220, 40, 30)
+    return img
+
+
+def _redness(images, size):
+    """A per-pixel segmenter: the robot probability of each pixel from its colour alone."""
+    out = []
+    for img in images:
+        x = resize_to(img, size).astype(np.float32) / 255.0
+        out.append(1.0 / (1.0 + np.exp(-20.0 * (x[..., 0] - x[..., 1] - 0.4))))
+    return np.stack(out).astype(np.float32)
+
+
+def _whole(img):
+    return _redness([img], (H, W))[0]
+
+
+def test_following_equals_the_whole_frame_and_looks_at_less_of_it():
+    w, looked = Window((H, W)), []
+
+    def proba(images, size):
+        looked.append(size)
+        return _redness(images, size)
+
+    for k in range(10):
+        img = _frame(60 + 3 * k, 50 + 2 * k, seed=k)
+        p = w.follow(img, proba, 0.5)
+        np.testing.assert_array_equal(p > 0.5, _whole(img) > 0.5)
+    assert (w.searches, w.windows) == (1, 9)
+    assert looked[0] == (H, W) and all(h * w <= 0.4 * H * W for h, w in looked[1:])
+
+
+def test_a_robot_that_left_the_window_is_searched_for_in_the_same_frame():
+    w = Window((H, W))
+    w.follow(_frame(40, 30), _redness, 0.5)
+    jumped = _frame(170, 95)  # far outside the window around (40, 30)
+    p = w.follow(jumped, _redness, 0.5)
+    np.testing.assert_array_equal(p > 0.5, _whole(jumped) > 0.5)
+    assert (w.searches, w.windows) == (2, 0)
+    w.follow(_frame(171, 95), _redness, 0.5)  # and followed from there
+    assert w.windows == 1
+
+
+def test_a_robot_cut_by_the_window_is_searched_for_in_the_same_frame():
+    w = Window((H, W))
+    w.follow(_frame(80, 60, r=6), _redness, 0.5)
+    grown = _frame(80, 60, r=50)  # now taller than the window around the small disc
+    p = w.follow(grown, _redness, 0.5)
+    np.testing.assert_array_equal(p > 0.5, _whole(grown) > 0.5)
+    assert w.searches == 2
+
+
+def test_empty_frames_a_new_size_and_reset_each_search_the_whole_frame():
+    w = Window((H, W))
+    empty = np.full((H, W, 3), 100, np.uint8)
+    for _ in range(2):
+        assert not (w.follow(empty, _redness, 0.5) > 0.5).any()
+    assert (w.searches, w.windows) == (2, 0)
+    w.follow(_frame(80, 60), _redness, 0.5)
+    w.follow(_frame(81, 60), _redness, 0.5)
+    assert w.windows == 1
+    w.reset()
+    w.follow(_frame(82, 60), _redness, 0.5)
+    assert w.searches == 4
+    small = np.ascontiguousarray(_frame(80, 60)[:100, :160])
+    w.follow(small, _redness, 0.5)  # another frame size: the window's box belongs to the old one
+    assert w.searches == 5
+
+
+def test_a_robot_filling_the_frame_is_segmented_whole():
+    w = Window((H, W))
+    red = np.zeros((H, W, 3), np.uint8)
+    red[..., 0] = 220
+    for _ in range(3):
+        assert (w.follow(red, _redness, 0.5) > 0.5).all()
+    assert (w.searches, w.windows) == (3, 0)
+
+
+def test_window_sizes_are_a_few_fixed_fractions():
+    w = Window((360, 640), steps=4)
+    sizes = set()
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        y0, x0 = rng.integers(0, 300), rng.integers(0, 600)
+        w.box = (y0, min(360, y0 + rng.integers(1, 60)), x0, min(640, x0 + rng.integers(1, 200)))
+        c = w.crop(360, 640)
+        if c is not None:
+            y0, y1, x0, x1, h, wd = c
+            assert 0 <= y0 < y1 <= 360 and 0 <= x0 < x1 <= 640
+            assert y0 <= w.box[0] and w.box[1] <= y1 and x0 <= w.box[2] and w.box[3] <= x1
+            sizes.add((h, wd))
+    assert sizes <= {(90 * i, 160 * j) for i in range(1, 5) for j in range(1, 5)}
+
+
+@pytest.mark.parametrize("scale", [1.0, 1.5])
+def test_segmenter_window_matches_the_whole_frame(scale):
+    """A Segmenter whose network is per-pixel: with its window it gives the whole frame's masks."""
+    cfg = SegmenterConfig(encoder="resnet18", input_size=(H, W), mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0))
+
+    def network(x):  # logits from the normalised, padded input's colour, pixel by pixel
+        return 20.0 * (x[:, 0:1] - x[:, 1:2] - 0.4)
+
+    torch.manual_seed(0)
+    model = build_model(cfg)
+    whole = Segmenter(model, cfg, scale=scale, flips=1, network=network)
+    followed = Segmenter(model, cfg, scale=scale, flips=1, network=network, window=True)
+    frames = [_frame(60 + 4 * k, 40 + 3 * k, seed=k) for k in range(8)]
+    a, b = whole.predict_batch(frames), followed.predict_batch(frames)
+    agree = (a == b).mean(axis=(1, 2))
+    assert agree.min() >= (1.0 if scale == 1.0 else 0.999)
+    assert followed.window.windows == 7
+    followed.reset()
+    followed.predict(frames[0])
+    assert followed.window.searches == 2

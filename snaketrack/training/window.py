@@ -3,14 +3,17 @@
 A robot covers a small part of a frame, and a segmenter's cost grows with the pixels it is given. With a
 window, each frame is segmented only inside the previous frame's mask box grown by a margin
 (``margin_px + margin_frac × the box's longer side``), at the same scale as the whole frame would be;
-the robot probability outside it is 0. The window's size on the network's input is rounded up to
+the robot probability outside it is 0. The box is that of the mask's pieces (connected components) of at
+least ``min_piece_frac`` of the largest one's area: a speck of false robot elsewhere does not stretch
+it over the frame. The window's size on the network's input is rounded up to
 ``steps`` fixed fractions of the whole frame's, per axis, so that an inference engine compiles a few
 input shapes only. The whole frame is segmented instead:
 
-- on the first frame, after a frame size change and after a frame whose mask was empty;
+- on the first frame, after a frame size change, after a frame whose mask was empty, and every
+  ``refresh`` frames (what left the window, or a piece smaller than ``min_piece_frac``, is found again);
 - when the window would cover the whole frame anyway;
-- and again on the same frame when the window's mask is empty or touches a side of the window that lies
-  inside the frame: the robot left the window, so the window's answer is not taken.
+- and again on the same frame when the window's mask is empty or one of its large pieces touches a side of
+  the window that lies inside the frame: the robot left the window, so the window's answer is not taken.
 
 The masks equal the whole frame's inside the window, up to the crop's sub-pixel resampling and the
 network's view of the crop's edge, ``margin_px`` away from the robot.
@@ -39,13 +42,17 @@ class Window:
 
     size: the network input (h, w) [px] of a whole frame at the segmenter's scale; margin_px [frame px]
     and margin_frac: the margin around the previous mask's box; steps: window sizes per axis (1/steps,
-    2/steps, … of the whole frame's input). Counts the frames segmented in a window (:attr:`windows`)
-    and over the whole frame (:attr:`searches`).
+    2/steps, … of the whole frame's input); min_piece_frac: the least area of a mask's piece, as a
+    fraction of the largest's, that the box holds; refresh: frames between whole-frame passes. Counts
+    the frames segmented in a window (:attr:`windows`) and over the whole frame (:attr:`searches`).
     """
 
-    def __init__(self, size: tuple[int, int], margin_px: int = 24, margin_frac: float = 0.15, steps: int = 4):
+    def __init__(self, size: tuple[int, int], margin_px: int = 24, margin_frac: float = 0.15, steps: int = 4,
+                 min_piece_frac: float = 0.2, refresh: int = 30):
         self.size = (int(size[0]), int(size[1]))
         self.margin_px, self.margin_frac, self.steps = int(margin_px), float(margin_frac), int(steps)
+        self.min_piece_frac, self.refresh = float(min_piece_frac), int(refresh)
+        self._since = 0  # frames since the last whole-frame pass
         self.box: Optional[tuple[int, int, int, int]] = None  # previous mask's (y0, y1, x0, x1), frame px
         self.frame_shape: Optional[tuple[int, int]] = None
         self.windows = self.searches = 0
@@ -87,30 +94,45 @@ class Window:
         H, W = rgb.shape[:2]
         if self.frame_shape != (H, W):
             self.frame_shape, self.box = (H, W), None
-        c = self.crop(H, W)
+        c = self.crop(H, W) if self._since < self.refresh else None
         if c is not None:
             y0, y1, x0, x1, h, w = c
             pc = proba_at([rgb[y0:y1, x0:x1]], (h, w))[0]
             if pc.shape != (y1 - y0, x1 - x0):
                 pc = cv2.resize(pc, (x1 - x0, y1 - y0), interpolation=cv2.INTER_LINEAR)
             m = pc > threshold
-            cut = ((y0 > 0 and m[0].any()) or (y1 < H and m[-1].any())
-                   or (x0 > 0 and m[:, 0].any()) or (x1 < W and m[:, -1].any()))
-            if m.any() and not cut:
+            big = self._big_pieces(m)
+            cut = ((y0 > 0 and big[0].any()) or (y1 < H and big[-1].any())
+                   or (x0 > 0 and big[:, 0].any()) or (x1 < W and big[:, -1].any()))
+            if big.any() and not cut:
                 p = np.zeros((H, W), np.float32)
                 p[y0:y1, x0:x1] = pc
                 self.windows += 1
+                self._since += 1
                 self._remember(m, y0, x0)
                 return p
         p = proba_at([rgb], self.size)[0]
         if p.shape != (H, W):
             p = cv2.resize(p, (W, H), interpolation=cv2.INTER_LINEAR)
         self.searches += 1
+        self._since = 1
         self._remember(p > threshold, 0, 0)
         return p
 
+    def _big_pieces(self, mask: np.ndarray) -> np.ndarray:
+        """The pieces (8-connected) of ``mask`` (bool) of at least ``min_piece_frac`` of the largest one's area."""
+        n, labels, stats, _ = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=8)
+        if n <= 2:
+            return mask.astype(bool)
+        area = stats[:, cv2.CC_STAT_AREA]
+        keep = area >= self.min_piece_frac * area[1:].max()
+        keep[0] = False
+        return keep[labels]
+
     def _remember(self, mask: np.ndarray, y0: int, x0: int) -> None:
-        """Keep the box of ``mask`` (placed at row ``y0``, column ``x0`` of the frame); None when empty."""
-        rows, cols = np.flatnonzero(mask.any(1)), np.flatnonzero(mask.any(0))
+        """Keep the box of ``mask``'s large pieces (module doc; ``mask`` placed at row ``y0``, column ``x0`` of
+        the frame); None when it is empty."""
+        big = self._big_pieces(mask)
+        rows, cols = np.flatnonzero(big.any(1)), np.flatnonzero(big.any(0))
         self.box = None if rows.size == 0 else (y0 + int(rows[0]), y0 + int(rows[-1]) + 1,
                                                 x0 + int(cols[0]), x0 + int(cols[-1]) + 1)

@@ -132,3 +132,22 @@ def test_segmenter_window_matches_the_whole_frame(scale):
     followed.reset()
     followed.predict(frames[0])
     assert followed.window.searches == 2
+
+
+def test_a_speck_of_false_robot_does_not_stretch_the_window_and_a_refresh_finds_what_it_missed():
+    w, looked = Window((H, W), refresh=5), []
+
+    def proba(images, size):
+        looked.append(size)
+        return _redness(images, size)
+
+    frames = []
+    for k in range(10):
+        img = _frame(60 + 2 * k, 50, seed=k)
+        img[110:113, 190:193] = (220, 40, 30)  # a 3 x 3 px speck in the far corner
+        frames.append(img)
+    for img in frames:
+        p = w.follow(img, proba, 0.5)
+    assert all(h * wd <= 0.4 * H * W for h, wd in looked[1:5])  # the speck is left out of the box
+    assert not (p[105:, 185:] > 0.5).any() and (_whole(frames[-1])[105:, 185:] > 0.5).any()
+    assert (w.searches, w.windows) == (2, 8)  # frames 0 and 5 whole: every refresh

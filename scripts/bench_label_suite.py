@@ -131,8 +131,9 @@ def run_one(job: tuple) -> dict:
     box = mask_to_box(truth.mask(0)).expand(BOXES[box_kind]).clip(truth.width, truth.height)
     out = Path(work) / labeller / clip.name / box_kind
     source = open_frames(str(clip))
-    label_video(source, out, build_backend(labeller, source), box, LabelConfig(), max_frames=frames,
-                progress=False)
+    backend = (build_backend("grabcut", source, motion=False) if labeller == "colour"
+               else build_backend(labeller, source))
+    label_video(source, out, backend, box, LabelConfig(), max_frames=frames, progress=False)
     return {"clip": clip.name, "box": box_kind, **score(clip, out, frames)}
 
 
@@ -140,7 +141,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--labeller", default="default",
                     help="the backend `snaketrack label` runs: default (what it runs without a backend flag), "
-                         "grabcut or guided (with the robot the clip's meta.json names)")
+                         "grabcut, guided (with the robot the clip's meta.json names) or colour (grabcut without the "
+                         "motion guide)")
     ap.add_argument("--data", default="bench_data/label-suite", help="folder of the rendered clips")
     ap.add_argument("--work", default="bench_out/label-suite", help="folder for the labels")
     ap.add_argument("--frames", type=int, default=200, help="frames a clip")

@@ -25,9 +25,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--box", required=True, metavar="X,Y,W,H",
                    help="the robot's box in the first frame [pixels]: top-left x, y, width, height")
     p.add_argument("--backend", choices=("sam", "guided", "grabcut"), default=None,
-                   help="box-prompted segmenter: sam (Segment Anything), grabcut (from the box alone) or guided "
+                   help="box-prompted segmenter: sam (Segment Anything), grabcut (from the box, guided by where "
+                        "the video moves) or guided "
                         "(GrabCut guided by the robot's model fitted frame by frame; needs --robot or a dataset "
                         "naming it) (default: sam with --sam-checkpoint, else grabcut)")
+    p.add_argument("--no-motion", action="store_true",
+                   help="grabcut from the box and colours alone, not guided by where the video moves")
     p.add_argument("--robot", default=None,
                    help="shipped robot name or robot YAML file, for the guided backend (default: the source's "
                         "meta.json robot, if any)")
@@ -60,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = LabelConfig(**{k: v for k, v in given.items() if v is not None})
     backend = build_backend(args.backend or "default", src, args.robot, camera_of(args),
                             sam_checkpoint=args.sam_checkpoint, sam_model=args.sam_model, device=args.device,
-                            stride=args.stride)
+                            stride=args.stride, motion=not args.no_motion)
     res = label_video(src, args.out, backend, box, cfg, stride=args.stride, max_frames=args.max_frames)
     summary = {"out": res.out, "frames": res.frames, "written": res.written, "flagged": res.flagged,
                "flag_counts": res.report["flag_counts"]}
@@ -73,12 +76,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def build_backend(name: str, source=None, robot: str | None = None, intrinsics=None,
-                  sam_checkpoint: str | None = None, sam_model: str = "vit_b", device: str = "cpu", stride: int = 1):
+                  sam_checkpoint: str | None = None, sam_model: str = "vit_b", device: str = "cpu", stride: int = 1,
+                  motion: bool = True):
     """The box-prompted backend ``label`` runs for ``--backend NAME``.
 
     ``default`` is what ``label`` runs without ``--backend``: SAM when a checkpoint is given, else
-    GrabCut from the box alone (higher mean IoU over the label suite than the guided backend,
-    docs/segmentation.md). ``guided`` needs the robot: ``robot``, or the source's meta.json names it.
+    GrabCut (higher mean IoU over the label suite than the guided backend, docs/segmentation.md),
+    guided by where the video moves (:mod:`~snaketrack.datasets.motion_backend`) when ``motion`` and
+    ``source`` is given, else from the box and colours alone.
+    ``guided`` needs the robot: ``robot``, or the source's meta.json names it.
     ``source``: the
     :class:`~snaketrack.datasets.video.FrameSource` (the guided backend's frame size, rate and camera);
     ``intrinsics``: a calibration file or ``FieldOfView`` (default: the source's meta.json ``K``).
@@ -96,6 +102,10 @@ def build_backend(name: str, source=None, robot: str | None = None, intrinsics=N
     if name == "grabcut":
         from snaketrack.datasets.grabcut_backend import GrabCutBackend
 
+        if motion and source is not None:
+            from snaketrack.datasets.motion_backend import MotionGuidedBackend
+
+            return MotionGuidedBackend(source, stride=stride)
         return GrabCutBackend()
     if name == "guided":
         from snaketrack.datasets.guided_backend import GuidedBackend

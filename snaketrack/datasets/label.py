@@ -69,7 +69,9 @@ class BoxPredictor(Protocol):
     ``prior`` is the last good mask (bool (H, W)) or None, a hint a backend
     may use or ignore. A backend may also have ``polish(mask)``: the label
     to write for a mask ``predict`` returned (e.g. a smoothed outline); the
-    quality guard and the propagation then use the unpolished mask.
+    quality guard and the propagation then use the unpolished mask; and
+    ``seek(index)``: :func:`label_video` names the source frame before each
+    ``set_image`` (a backend that reads the video around it).
     """
 
     name: str
@@ -371,6 +373,8 @@ def label_video(source: FrameSource, out: str | os.PathLike, predictor: BoxPredi
                     i = writer.next_frame
                     if total is not None and i >= total:
                         break
+                    if hasattr(predictor, "seek"):  # a backend that reads the video around the frame
+                        predictor.seek(src_i)
                     lab = labeller.start(rgb, box) if not labeller.started else labeller.step(rgb)
                     writer.write_frame(rgb, lab.mask)
                     jumped = lab.flags == ("area_jump",)

@@ -1,0 +1,95 @@
+"""GrabCut guided by motion: the labeller's default backend on a video.
+
+Box-prompted GrabCut (:mod:`~snaketrack.datasets.grabcut_backend`) sees colours only. On a video it
+also has the frames around the one it labels, and so where things move
+(:class:`~snaketrack.datasets.motion.MotionMap`). Each frame is cut with a guide
+(``GrabCutBackend.predict(guide=...)``): the moving pieces that reach into the prompt box
+(:func:`~snaketrack.datasets.motion.motion_near`), with the last good mask (a part of the robot that
+did not move stays in). The guide's pixels start as "probably robot"; pixels farther than ``far_px``
+from it are certain background before the cut and cut off after it (a post, a stone, ground of the
+robot's colour), and the prompt box takes in the whole guide, so an end of the robot that a label
+lost, and that moves, is found again. A frame whose map is missing (fewer registered neighbours than
+``MotionConfig.min_plates``) or whose guide is smaller than ``min_guide_px`` is cut from the box
+alone.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from snaketrack.datasets.boxes import Box
+from snaketrack.datasets.grabcut_backend import GrabCutBackend
+from snaketrack.datasets.motion import MotionConfig, MotionMap, SequentialFrames, motion_near
+from snaketrack.errors import InputError
+
+
+@dataclass(frozen=True)
+class MotionGuideConfig:
+    """near_px: how far [px] from the guide robot-coloured pixels still start as "probably robot";
+    far_px: pixels farther than this from the guide are certain background [px]; join_px: gaps [px]
+    across which a moving piece counts as reaching into the box; min_guide_px: a smaller guide is not
+    used [px]; motion: the motion map's settings."""
+
+    near_px: int = 3
+    far_px: int = 8
+    join_px: int = 2
+    min_guide_px: int = 30
+    motion: MotionConfig = MotionConfig()
+
+    def __post_init__(self) -> None:
+        if self.near_px < 0 or self.far_px < self.near_px:
+            raise InputError(f"guide distances near {self.near_px}, far {self.far_px}: expected 0 <= near <= far")
+
+
+class MotionGuidedBackend:
+    """GrabCut guided by the video's motion (module doc). source: the
+    :class:`~snaketrack.datasets.video.FrameSource` being labelled; :meth:`seek` names the source frame
+    the next :meth:`set_image` holds (:func:`~snaketrack.datasets.label.label_video` calls it; without
+    it, frames are counted from 0 by ``stride``)."""
+
+    name = "grabcut"
+
+    def __init__(self, source, config: MotionGuideConfig = MotionGuideConfig(),
+                 grabcut: Optional[GrabCutBackend] = None, stride: int = 1):
+        self.config = config
+        self.grabcut = grabcut or GrabCutBackend()
+        self.motion = MotionMap(SequentialFrames(source, keep=config.motion.cache), len(source) or None,
+                                float(source.fps), config.motion)
+        self.stride = max(int(stride), 1)
+        self._index: Optional[int] = None
+        self._seeked = False
+        self.guided = self.unguided = 0  # frames cut with a guide and from the box alone
+
+    def seek(self, index: int) -> None:
+        """The next :meth:`set_image` holds source frame ``index``."""
+        self._index, self._seeked = int(index), True
+
+    def set_image(self, rgb: np.ndarray) -> None:
+        if not self._seeked:
+            self._index = 0 if self._index is None else self._index + self.stride
+        self._seeked = False
+        self.grabcut.set_image(rgb)
+
+    def reset_image(self) -> None:
+        self.grabcut.reset_image()
+
+    def polish(self, mask: np.ndarray) -> np.ndarray:
+        return self.grabcut.polish(mask)
+
+    def predict(self, box: Box, prior: Optional[np.ndarray] = None) -> np.ndarray:
+        """Mask bool (H, W) of the robot in ``box`` (pixels) in the held frame; ``prior``: the last good mask
+        or None."""
+        cfg = self.config
+        moving = self.motion.motion(self._index) if self._index is not None else None
+        guide = None
+        if moving is not None:
+            guide = motion_near(moving, box, cfg.join_px)
+            if prior is not None and prior.shape == guide.shape:
+                guide = guide | prior
+            if guide.sum() < cfg.min_guide_px:
+                guide = None
+        self.guided += guide is not None
+        self.unguided += guide is None
+        return self.grabcut.predict(box, prior, guide=guide, guide_near_px=cfg.near_px, guide_far_px=cfg.far_px)

@@ -1,0 +1,135 @@
+"""The motion map and GrabCut guided by it, on synthetic videos whose robot mask is known: a static and a
+panning camera, a post of the robot's colour inside the box, reading a video forwards."""
+import warnings
+
+import cv2
+import numpy as np
+import pytest
+
+from snaketrack.datasets.boxes import Box, mask_to_box
+from snaketrack.datasets.grabcut_backend import GrabCutBackend
+from snaketrack.datasets.label import LabelConfig, label_video
+from snaketrack.datasets.layout import Dataset, DatasetWriter
+from snaketrack.datasets.motion import MotionConfig, MotionMap, SequentialFrames, motion_near, nan_median
+from snaketrack.datasets.motion_backend import MotionGuidedBackend
+from snaketrack.datasets.video import open_frames
+from snaketrack.errors import InputError
+from snaketrack.masks import mask_iou
+
+H, W, N = 120, 200, 40
+
+
+def _ground(seed=0, size=(H + 80, W + 120)):
+    rng = np.random.default_rng(seed)
+    g = rng.integers(70, 190, (size[0] // 4, size[1] // 4, 3)).astype(np.uint8)
+    return cv2.resize(g, (size[1], size[0]), interpolation=cv2.INTER_LINEAR)
+
+
+def _video(pan_px=0.0, post=False):
+    """Frames (N, H, W, 3) and robot masks (N, H, W): an orange bar crawling over textured ground
+    seen by a camera panning ``pan_px`` per frame, with (``post``, still camera only) an orange post beside
+    its path."""
+    ground = _ground()
+    frames, masks = [], []
+    for k in range(N):
+        ox = int(round(20 + pan_px * k))
+        img = ground[20:20 + H, ox:ox + W].copy()
+        m = np.zeros((H, W), np.uint8)
+        x0, y0 = 30 + k, 25 + int(round(1.6 * k))  # crawling across its length, as a snake's body sweeps
+        cv2.line(m, (x0, y0), (x0 + 50, y0 + int(8 * np.sin(k / 4))), 1, 7)
+        m = m.astype(bool)
+        if post:  # still, in the robot's colour, beside its path
+            img[5:60, 110:118] = (230, 120, 40)
+        img[m] = (230, 120, 40)
+        frames.append(img)
+        masks.append(m)
+    return np.stack(frames), np.stack(masks)
+
+
+def _write(tmp_path, frames, masks, name="clip"):
+    out = tmp_path / name
+    with DatasetWriter(out, {"fps": 30.0, "width": W, "height": H}) as w:
+        for f, m in zip(frames, masks):
+            w.write_frame(f, m)
+    return out
+
+
+@pytest.mark.parametrize("pan_px", [0.0, 1.5])
+def test_motion_map_finds_the_moving_robot_from_a_still_or_panning_camera(pan_px):
+    frames, masks = _video(pan_px)
+    m = MotionMap(lambda i: frames[i] if 0 <= i < N else None, N, fps=30.0,
+                  config=MotionConfig(offsets_s=(-0.5, -0.33, -0.17, 0.17, 0.33, 0.5)))
+    for i in (0, 20, N - 1):
+        moving = m.motion(i)
+        recall = (moving & masks[i]).sum() / masks[i].sum()
+        extra = (moving & ~masks[i]).sum() / masks[i].sum()
+        assert recall > 0.9, (i, recall)
+        # the ends take all their neighbours from one side: where the robot lay in two of them, its ghost
+        assert extra < (0.15 if i == 20 else 1.0), (i, extra)
+
+
+def test_no_plate_without_enough_neighbours_and_bad_settings():
+    frames, _ = _video()
+    m = MotionMap(lambda i: frames[i] if 0 <= i < 3 else None, None, fps=30.0)
+    assert m.motion(1) is None  # the offsets reach past a three-frame video on both sides
+    with pytest.raises(InputError, match="offsets"):
+        MotionConfig(offsets_s=(0.0, 0.5))
+
+
+def test_motion_near_keeps_the_pieces_reaching_into_the_box():
+    moving = np.zeros((40, 60), bool)
+    moving[10:13, 5:40] = True   # reaches into the box
+    moving[30:33, 50:58] = True  # elsewhere
+    kept = motion_near(moving, Box(0, 0, 10, 20))
+    assert kept[10:13, 5:40].all() and not kept[30:].any()
+
+
+def test_sequential_frames_equal_the_source_and_reopen_backwards(tmp_path):
+    frames, masks = _video()
+    clip = _write(tmp_path, frames, masks)
+    read, ds = SequentialFrames(open_frames(clip), keep=8), Dataset(clip)
+    for i in (0, 5, 20, 19, 3, 39):
+        assert np.array_equal(read(i), ds.frame(i))
+    assert read(40) is None and read(-1) is None
+
+
+def test_a_post_of_the_robots_colour_is_cut_off_where_colour_alone_takes_it_in(tmp_path):
+    frames, masks = _video(post=True)
+    clip = _write(tmp_path, frames, masks)
+    box = mask_to_box(masks[0]).expand(6)
+
+    def run(backend, name):
+        out = tmp_path / name
+        label_video(open_frames(clip), out, backend, box, LabelConfig(), progress=False)
+        ds = Dataset(out)
+        return np.mean([mask_iou(ds.mask(i), masks[i]) for i in range(N)])
+
+    colour = run(GrabCutBackend(), "colour")
+    backend = MotionGuidedBackend(open_frames(clip))
+    motion = run(backend, "motion")
+    assert backend.guided >= N - 2
+    assert motion > 0.85 and motion > colour + 0.1, (motion, colour)
+
+
+def test_label_video_names_each_source_frame_to_a_seeking_backend(tmp_path):
+    frames, masks = _video()
+    clip = _write(tmp_path, frames, masks)
+    seen = []
+
+    class Recorder(GrabCutBackend):
+        def seek(self, index):
+            seen.append(index)
+
+    label_video(open_frames(clip), tmp_path / "out", Recorder(), mask_to_box(masks[0]).expand(6), LabelConfig(),
+                stride=3, max_frames=5, progress=False)
+    assert seen == [0, 3, 6, 9, 12]
+
+
+def test_nan_median_equals_numpys():
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 5, 6):
+        x = rng.normal(size=(n, 30, 20, 3)).astype(np.float32)
+        x[rng.random(x.shape) < 0.3] = np.nan
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN pixels
+            np.testing.assert_allclose(nan_median(x), np.nanmedian(x, axis=0), rtol=1e-6)

@@ -196,14 +196,15 @@ class GrabCutBackend:
         return smooth_outline(mask, self.config.smooth_px, self.config.smooth_keep_frac)
 
     def predict(self, box: Box, prior: Optional[np.ndarray] = None, guide: Optional[np.ndarray] = None,
-                guide_near_px: int = 3, guide_far_px: int = 8) -> np.ndarray:
+                guide_near_px: int = 3, guide_far_px: int = 8, guide_shade: bool = True) -> np.ndarray:
         """Mask bool (H, W) of the object in ``box`` (pixels); ``prior`` the last good mask or None.
 
         ``guide``: where the object is expected, bool (H, W) (a model's silhouette), or None. With
         it, "probably robot" also takes in the guide and keeps to within ``guide_near_px`` of it
         (shade there is no longer certain background: a robot's dark parts), and pixels farther
         than ``guide_far_px`` from it are certain background before the cut and cut off after it
-        (a post or another object inside the box) [pixels].
+        (a post or another object inside the box) [pixels]. ``guide_shade`` False: ground in shade
+        stays certain background inside the guide too (a guide that holds the robot's cast shadow).
         """
         if self._bgr is None:
             raise StateError("GrabCutBackend.predict called before set_image(); call set_image(rgb) first")
@@ -242,7 +243,7 @@ class GrabCutBackend:
         gc_mask = self._contrast_init(crop, inside, box, roi, ring_mask, prior if has_prior else None)
         if guide_c is not None:
             gc_mask[inside & (gc_mask == cv2.GC_PR_FGD) & ~near] = cv2.GC_PR_BGD
-            gc_mask[inside & guide_c] = cv2.GC_PR_FGD
+            gc_mask[inside & guide_c & (guide_shade | (gc_mask != cv2.GC_BGD))] = cv2.GC_PR_FGD
             gc_mask[far] = cv2.GC_BGD
         if cfg.rng_seed is not None:
             cv2.setRNGSeed(int(cfg.rng_seed))  # same frame and prompt, same mask

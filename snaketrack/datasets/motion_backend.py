@@ -30,12 +30,15 @@ class MotionGuideConfig:
     """near_px: how far [px] from the guide robot-coloured pixels still start as "probably robot";
     far_px: pixels farther than this from the guide are certain background [px]; join_px: gaps [px]
     across which a moving piece counts as reaching into the box; min_guide_px: a smaller guide is not
-    used [px]; motion: the motion map's settings."""
+    used [px]; shade: whether the guide's pixels in shade start as "probably robot" (False: ground in shade
+    stays certain background, as from the box alone: the robot's cast shadow moves with it); motion: the
+    motion map's settings."""
 
     near_px: int = 3
     far_px: int = 8
     join_px: int = 2
     min_guide_px: int = 30
+    shade: bool = False
     motion: MotionConfig = MotionConfig()
 
     def __post_init__(self) -> None:
@@ -92,4 +95,5 @@ class MotionGuidedBackend:
                 guide = None
         self.guided += guide is not None
         self.unguided += guide is None
-        return self.grabcut.predict(box, prior, guide=guide, guide_near_px=cfg.near_px, guide_far_px=cfg.far_px)
+        return self.grabcut.predict(box, prior, guide=guide, guide_near_px=cfg.near_px, guide_far_px=cfg.far_px,
+                                    guide_shade=cfg.shade)

@@ -133,3 +133,19 @@ def test_nan_median_equals_numpys():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN pixels
             np.testing.assert_allclose(nan_median(x), np.nanmedian(x, axis=0), rtol=1e-6)
+
+
+def test_the_default_labeller_on_a_video_is_motion_guided_and_no_motion_turns_it_off(tmp_path):
+    from snaketrack.cli import main
+    from snaketrack.commands.label import build_backend
+
+    frames, masks = _video()
+    clip = _write(tmp_path, frames, masks)
+    assert isinstance(build_backend("default", open_frames(clip)), MotionGuidedBackend)
+    assert type(build_backend("grabcut", open_frames(clip), motion=False)) is GrabCutBackend
+    assert type(build_backend("grabcut")) is GrabCutBackend  # no video to read motion from
+    box = mask_to_box(masks[0]).expand(6)
+    for flags, name in (([], "motion"), (["--no-motion"], "colour")):
+        assert main(["label", str(clip), "--box", f"{box.x},{box.y},{box.w},{box.h}", *flags,
+                     "--out", str(tmp_path / name)]) == 0
+        assert len(Dataset(tmp_path / name)) == N

@@ -1,5 +1,8 @@
 """Measure the GrabCut labeller against truth masks on synthetic videos, in process.
 
+The labeller is what ``snaketrack label`` runs by default without SAM weights: GrabCut guided by where
+the video moves (``--no-motion``: from the box and colours alone).
+
 For each video: frame 0 is prompted with the truth mask's box grown by
 ``--box-margin`` pixels (the stand-in for the user's box, as in
 ``scripts/bench_labels.py``); every later frame with the labeller's own
@@ -49,6 +52,7 @@ def main() -> None:
     ap.add_argument("--label-set", nargs="*", default=[], metavar="KEY=VALUE", help="LabelConfig overrides")
     ap.add_argument("--threads", type=int, default=1, help="cv2.setNumThreads")
     ap.add_argument("--per-frame", action="store_true", help="also list per-frame IoU in the JSON")
+    ap.add_argument("--no-motion", action="store_true", help="GrabCut from the box and colours alone")
     args = ap.parse_args()
 
     import cv2
@@ -58,21 +62,28 @@ def main() -> None:
     from snaketrack.datasets.grabcut_backend import GrabCutBackend, GrabCutConfig
     from snaketrack.datasets.label import LabelConfig, Labeller
     from snaketrack.datasets.layout import Dataset
+    from snaketrack.datasets.motion_backend import MotionGuidedBackend
+    from snaketrack.datasets.video import open_frames
     from snaketrack.masks import mask_iou
 
     cv2.setNumThreads(args.threads)
     gcfg = GrabCutConfig(**_overrides(args.set, GrabCutConfig))
     lcfg = LabelConfig(**_overrides(args.label_set, LabelConfig))
-    result = {"grabcut_config": asdict(gcfg), "label_config": asdict(lcfg), "videos": {}}
+    result = {"grabcut_config": asdict(gcfg), "label_config": asdict(lcfg), "motion": not args.no_motion,
+              "videos": {}}
     for v in args.videos:
         ds = Dataset(v)
         n = len(ds) if args.frames is None else min(args.frames, len(ds))
         box = mask_to_box(ds.mask(0)).expand(args.box_margin).clip(ds.width, ds.height)
-        lab = Labeller(GrabCutBackend(gcfg), lcfg)
+        backend = GrabCutBackend(gcfg) if args.no_motion else \
+            MotionGuidedBackend(open_frames(v), grabcut=GrabCutBackend(gcfg))
+        lab = Labeller(backend, lcfg)
         ious, flagged, secs = [], 0, 0.0
         for i in range(n):
             rgb = ds.frame(i)
             t0 = time.perf_counter()
+            if not args.no_motion:
+                backend.seek(i)
             fl = lab.start(rgb, box) if i == 0 else lab.step(rgb)
             secs += time.perf_counter() - t0
             ious.append(mask_iou(fl.mask, ds.mask(i)))

@@ -29,6 +29,11 @@ VARIANTS = {
     "static-resized": (dict(corrupt_masks=True, corrupt_seed=3, static_camera=True, track_size=(240, 180)), "imu"),
     "ground": (dict(track_ground=True, hold_frames=0), "imu"),
 }
+#: How far a track may lie from its golden file [rad, m]. On corrupted masks, ten frames of refinement
+#: amplify the last bits of torch's sums into the fourth decimal: on a CPU other than the one that wrote
+#: the golden files, the same track differed by 3.9e-4 between one and two torch threads and by 5.6e-4
+#: from the golden file. A change to what the pipeline does moves a track by far more.
+ATOL = {"corrupt": 3e-3, "static-resized": 3e-3, "ground": 1e-9}
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +72,7 @@ def test_tracks_equal_the_command_before_the_pipeline_moved(dataset, tmp_path, v
     track_source(dataset, tmp_path, "planar-snake-11", config=PipelineConfig(**kw),
                  options=RunOptions(up=up, video=False, plots=False, progress=False))
     _assert_tracks_equal(read_csv_columns(tmp_path / "track.csv"),
-                         read_csv_columns(GOLDEN / f"{variant}.csv"), atol=1e-9)
+                         read_csv_columns(GOLDEN / f"{variant}.csv"), atol=ATOL[variant])
 
 
 def test_a_session_driven_by_hand_gives_the_command_s_rows(dataset, tmp_path):

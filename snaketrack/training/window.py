@@ -109,14 +109,14 @@ class Window:
                 p[y0:y1, x0:x1] = pc
                 self.windows += 1
                 self._since += 1
-                self._remember(m, y0, x0)
+                self._remember(big, y0, x0)
                 return p
         p = proba_at([rgb], self.size)[0]
         if p.shape != (H, W):
             p = cv2.resize(p, (W, H), interpolation=cv2.INTER_LINEAR)
         self.searches += 1
         self._since = 1
-        self._remember(p > threshold, 0, 0)
+        self._remember(self._big_pieces(p > threshold), 0, 0)
         return p
 
     def _big_pieces(self, mask: np.ndarray) -> np.ndarray:
@@ -129,10 +129,9 @@ class Window:
         keep[0] = False
         return keep[labels]
 
-    def _remember(self, mask: np.ndarray, y0: int, x0: int) -> None:
-        """Keep the box of ``mask``'s large pieces (module doc; ``mask`` placed at row ``y0``, column ``x0`` of
-        the frame); None when it is empty."""
-        big = self._big_pieces(mask)
+    def _remember(self, big: np.ndarray, y0: int, x0: int) -> None:
+        """Keep the box of ``big``, a mask's large pieces (:meth:`_big_pieces`; placed at row ``y0``, column
+        ``x0`` of the frame); None when it is empty."""
         rows, cols = np.flatnonzero(big.any(1)), np.flatnonzero(big.any(0))
         self.box = None if rows.size == 0 else (y0 + int(rows[0]), y0 + int(rows[-1]) + 1,
                                                 x0 + int(cols[0]), x0 + int(cols[-1]) + 1)

@@ -47,6 +47,8 @@ def main() -> None:
     ap.add_argument("--labels", default=None, help="train on this label dataset of the training clip instead of "
                                                    "labelling it (e.g. an earlier run's)")
     ap.add_argument("--encoder", default=None, help="the network's encoder (default the recipe's)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a training setting over the recipe's (TrainConfig field, e.g. synthetic_ground=0.5)")
     ap.add_argument("--model", default=None, help="model file to write or, when it exists, to score")
     args = ap.parse_args()
     from bench_label_suite import SUITE, clip_name, render, run_one
@@ -78,6 +80,10 @@ def main() -> None:
     model.parent.mkdir(parents=True, exist_ok=True)
     if not model.is_file():
         extra = {"encoder": args.encoder} if args.encoder else {}
+        for item in args.set:
+            key, _, value = item.partition("=")
+            extra[key] = json.loads(value)
+        out["settings"] = extra
         res = train([str(labels)], model, recipe_config("cpu", time_limit_s=60.0 * args.minutes,
                                                          threads=args.threads, **extra))
         out.update(epochs=res.epochs_done, chosen=res.selection)

@@ -49,6 +49,8 @@ class TrainConfig:
     zoom: (low, high) of the log-uniform training zoom; default (0.7, 1.4).
     rotate_deg: training rotations are drawn from ± this [deg]; default 0.
     shadow: probability of a synthetic cast shadow beside the robot in a training sample; default 0.
+    synthetic_ground: probability that a training sample's robot is pasted onto a procedural ground
+        (:func:`~snaketrack.training.grounds.paste_on_ground`); default 0.
     average_from: fraction of the run from which the weights are averaged (None: no averaging); default None.
     bn_batches: training batches over which the average's batch-norm statistics are recomputed; default 32.
     precision: ``fp32`` or ``bf16`` (autocast forward passes), stored in the model file; default ``fp32``.
@@ -86,6 +88,7 @@ class TrainConfig:
     zoom: tuple[float, float] = (0.7, 1.4)
     rotate_deg: float = 0.0
     shadow: float = 0.0
+    synthetic_ground: float = 0.0
     average_from: Optional[float] = None
     bn_batches: int = 32
     precision: str = "fp32"
@@ -129,6 +132,8 @@ class TrainConfig:
             raise InputError(f"--rotate {self.rotate_deg}: expected degrees in [0, 180]")
         if not 0.0 <= float(self.shadow) <= 1.0:
             raise InputError(f"--shadow {self.shadow}: expected a probability in [0, 1]")
+        if not 0.0 <= float(self.synthetic_ground) <= 1.0:
+            raise InputError(f"--synthetic-ground {self.synthetic_ground}: expected a probability in [0, 1]")
         if self.average_from is not None and not 0.0 <= float(self.average_from) < 1.0:
             raise InputError(f"--average-from {self.average_from}: expected a fraction of the run in [0, 1)")
         if int(self.bn_batches) < 1:

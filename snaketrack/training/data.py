@@ -41,6 +41,7 @@ import torch
 from snaketrack.datasets.label_report import flagged_frames
 from snaketrack.datasets.layout import Dataset
 from snaketrack.errors import FileFormatError, InputError
+from snaketrack.training.grounds import paste_on_ground
 from snaketrack.training.model import IMAGENET_MEAN, IMAGENET_STD, padded_size
 
 
@@ -223,7 +224,8 @@ class SegmentationData(torch.utils.data.Dataset):
     the robot; max_frames: evenly spaced subset
     (e.g. to keep validation cheap); ground_colour: probability of
     recolouring the ground of a training sample (:func:`recolour_ground`); zoom, rotate_deg,
-    shadow: the zoom range, rotation bound and shadow probability of :func:`augment`. Resized frames are cached in
+    shadow: the zoom range, rotation bound and shadow probability of :func:`augment`; synthetic_ground:
+    probability of :func:`~snaketrack.training.grounds.paste_on_ground`, after the crop. Resized frames are cached in
     memory after first use.
     """
 
@@ -233,7 +235,8 @@ class SegmentationData(torch.utils.data.Dataset):
                  augment_train: bool = True, skip_flagged: bool = True,
                  crop_size: Optional[tuple[int, int]] = None, max_frames: Optional[int] = None,
                  p_robot: float = 0.7, ground_colour: float = 0.0,
-                 zoom: tuple[float, float] = (0.7, 1.4), rotate_deg: float = 0.0, shadow: float = 0.0):
+                 zoom: tuple[float, float] = (0.7, 1.4), rotate_deg: float = 0.0, shadow: float = 0.0,
+                 synthetic_ground: float = 0.0):
         if split not in ("train", "val", "all"):
             raise InputError(f"split {split!r}: expected train, val or all")
         if not roots:
@@ -268,6 +271,7 @@ class SegmentationData(torch.utils.data.Dataset):
         self.zoom = (float(zoom[0]), float(zoom[1]))
         self.rotate_deg = float(rotate_deg)
         self.shadow = float(shadow)
+        self.synthetic_ground = float(synthetic_ground)
 
     def set_epoch(self, epoch: int) -> None:
         """Vary the augmentation draws by epoch (same seed and epoch, same samples)."""
@@ -297,6 +301,12 @@ class SegmentationData(torch.utils.data.Dataset):
         if self.crop_size is not None:
             rng = np.random.default_rng([self.seed, self._epoch, k, 1])
             rgb, m = robot_crop(rgb, m, self.crop_size, rng, self.p_robot)
+        if self.augment and self.synthetic_ground > 0:
+            rng = np.random.default_rng([self.seed, self._epoch, k, 2])
+            if rng.random() < self.synthetic_ground:
+                rgb = paste_on_ground(rgb, m, rng)
+                if rng.random() < 0.5:  # the robot's own shadow went with its ground
+                    rgb = cast_shadow(rgb, m, rng)
         x = pad_to(normalise(rgb, self.mean, self.std), self.net_size)
         y = pad_to(m[None].astype(np.float32), self.net_size)
         return torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(np.ascontiguousarray(y))

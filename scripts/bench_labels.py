@@ -72,6 +72,8 @@ def main() -> None:
     ap.add_argument("--rotate", type=float, default=30.0, help="training rotations within +-DEG")
     ap.add_argument("--flips", default="1,4", help="test-time flip counts the final choice may pick (1,2,4)")
     ap.add_argument("--shadow", type=float, default=0.0, help="probability of a synthetic cast shadow")
+    ap.add_argument("--synthetic-ground", type=float, default=0.0,
+                    help="probability of pasting the robot onto a procedural ground")
     ap.add_argument("--average-from", type=float, default=None,
                     help="average the weights from this fraction of the run on (default: off)")
     ap.add_argument("--seed", type=int, default=0, help="training seed (shuffling, augmentation, init)")
@@ -145,7 +147,8 @@ def main() -> None:
                           ignore_edge=args.ignore_edge, ground_colour=args.ground_colour, seed=args.seed,
                           zoom=tuple(float(v) for v in args.zoom.split(",")), rotate_deg=args.rotate,
                           flips=tuple(int(v) for v in args.flips.split(",")),
-                          average_from=args.average_from, shadow=args.shadow, precision=args.precision)
+                          average_from=args.average_from, shadow=args.shadow, precision=args.precision,
+                          synthetic_ground=args.synthetic_ground)
         t0 = time.perf_counter()
         tr = train([str(labels)], model, cfg)
         train_s = time.perf_counter() - t0
@@ -156,7 +159,8 @@ def main() -> None:
                     "lr": args.lr, "schedule": args.schedule, "loss": args.loss, "p_robot": args.p_robot,
                     "architecture": args.architecture, "ignore_edge": args.ignore_edge,
                     "ground_colour": args.ground_colour, "zoom": args.zoom, "rotate": args.rotate, "flips": args.flips,
-                    "average_from": args.average_from, "shadow": args.shadow, "n_averaged": sel.get("n_averaged"),
+                    "average_from": args.average_from, "shadow": args.shadow,
+                    "synthetic_ground": args.synthetic_ground, "n_averaged": sel.get("n_averaged"),
                     "precision": seg.precision,
                     "lr_step_epoch": args.lr_step_epoch,
                     "batch_size": args.batch_size, "threads": args.threads, "seed": args.seed,

@@ -4,8 +4,9 @@ Box-prompted GrabCut (:mod:`~snaketrack.datasets.grabcut_backend`) sees colours 
 also has the frames around the one it labels, and so where things move
 (:class:`~snaketrack.datasets.motion.MotionMap`). Each frame is cut with a guide
 (``GrabCutBackend.predict(guide=...)``): the moving pieces that reach into the prompt box
-(:func:`~snaketrack.datasets.motion.motion_near`), with the last good mask (a part of the robot that
-did not move stays in). The guide's pixels start as "probably robot"; pixels farther than ``far_px``
+(:func:`~snaketrack.datasets.motion.motion_near`), with the last good mask within ``far_px`` of them (a
+part of the robot that did not move stays in; a still object that the last label took in and that the
+robot has left drops out). The guide's pixels start as "probably robot"; pixels farther than ``far_px``
 from it are certain background before the cut and cut off after it (a post, a stone, ground of the
 robot's colour), and the prompt box takes in the whole guide, so an end of the robot that a label
 lost, and that moves, is found again. A frame whose map is missing (fewer registered neighbours than
@@ -19,7 +20,7 @@ from typing import Optional
 
 import numpy as np
 
-from snaketrack.datasets.boxes import Box
+from snaketrack.datasets.boxes import Box, dilate_mask
 from snaketrack.datasets.grabcut_backend import GrabCutBackend
 from snaketrack.datasets.motion import MotionConfig, MotionMap, SequentialFrames, motion_near
 from snaketrack.errors import InputError
@@ -90,7 +91,9 @@ class MotionGuidedBackend:
         if moving is not None:
             guide = motion_near(moving, box, cfg.join_px)
             if prior is not None and prior.shape == guide.shape:
-                guide = guide | prior
+                # only the part of the last mask near what moves: a still thing the last label took in
+                # (a stump beside the robot) must not stay in the guide after the robot has left it
+                guide = guide | (prior & dilate_mask(guide, cfg.far_px))
             if guide.sum() < cfg.min_guide_px:
                 guide = None
         self.guided += guide is not None

@@ -114,8 +114,11 @@ def _strokes(shape: tuple[int, int], rng: np.random.Generator, width: float) -> 
     return img
 
 
-def _clutter(img: np.ndarray, rng: np.random.Generator, width: float) -> np.ndarray:
-    """``img`` with 0–6 objects (rocks, blocks, sticks, stumps), each over its own soft shadow."""
+def _clutter(img: np.ndarray, rng: np.random.Generator, width: float,
+             robot_colours: np.ndarray | None = None) -> np.ndarray:
+    """``img`` with 0–6 objects (rocks, blocks, sticks, stumps), each over its own soft shadow; a third of
+    them take the colour of a random row of ``robot_colours`` (n, 3) when given (a stick or a stone of
+    the robot's colour, which only the robot's shape tells apart)."""
     h, w = img.shape[:2]
     n = int(rng.integers(0, 7))
     if n == 0:
@@ -146,6 +149,8 @@ def _clutter(img: np.ndarray, rng: np.random.Generator, width: float) -> np.ndar
         shadow = np.maximum(shadow, cv2.warpAffine(one.astype(np.float32), M, (w, h)))
         shade = cv2.GaussianBlur(one.astype(np.float32), (0, 0), max(size / 4, 1.0))
         colour = _colour(rng, sat=(0.0, 0.8), val=(0.1, 0.9))
+        if robot_colours is not None and len(robot_colours) and rng.random() < 1 / 3:
+            colour = robot_colours[int(rng.integers(0, len(robot_colours)))].astype(np.float32)
         obj = colour * (0.7 + 0.5 * shade[..., None] / max(float(shade.max()), 1e-6))
         layer = np.where(one[..., None] > 0, obj, layer)
         cover = np.maximum(cover, one.astype(np.float32))
@@ -155,11 +160,12 @@ def _clutter(img: np.ndarray, rng: np.random.Generator, width: float) -> np.ndar
 
 
 def synthetic_ground(shape: tuple[int, int], rng: np.random.Generator, width_px: float,
-                     kind: str | None = None) -> np.ndarray:
+                     kind: str | None = None, robot_colours: np.ndarray | None = None) -> np.ndarray:
     """A procedural ground RGB uint8 (h, w, 3) for a robot ``width_px`` pixels wide.
 
     ``kind``, one of :data:`TEXTURES` (None: drawn at random), clutter with
-    shadows, a linear light gradient (±30 %) and pixel noise (σ 0–6 grey levels).
+    shadows (some in ``robot_colours``, RGB (n, 3), when given), a linear light gradient (±30 %) and pixel
+    noise (σ 0–6 grey levels).
     """
     h, w = int(shape[0]), int(shape[1])
     width = max(float(width_px), 2.0)
@@ -168,7 +174,7 @@ def synthetic_ground(shape: tuple[int, int], rng: np.random.Generator, width_px:
     elif kind not in TEXTURES:
         raise ValueError(f"ground texture {kind!r}: expected one of {', '.join(TEXTURES)}")
     img = {"noise": _noise, "stones": _stones, "bricks": _bricks, "strokes": _strokes}[kind]((h, w), rng, width)
-    img = _clutter(img.astype(np.float32), rng, width)
+    img = _clutter(img.astype(np.float32), rng, width, robot_colours)
     a = rng.uniform(0, 2 * np.pi)
     yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
     ramp = (xx * np.cos(a) + yy * np.sin(a)) / max(h, w)
@@ -189,10 +195,11 @@ def paste_on_ground(rgb: np.ndarray, mask: np.ndarray, rng: np.random.Generator)
     """RGB uint8 (h, w, 3) with everything outside the bool robot mask (h, w) replaced by a synthetic ground.
 
     The robot's pixels are kept; its edge is blended over ~1 px so no
-    cut-out seam is left for the network to learn. The label is unchanged.
+    cut-out seam is left for the network to learn. Some of the clutter takes
+    the robot's colours. The label is unchanged.
     """
     h, w = mask.shape
-    ground = synthetic_ground((h, w), rng, body_width(mask, default=min(h, w) / 16))
+    ground = synthetic_ground((h, w), rng, body_width(mask, default=min(h, w) / 16), robot_colours=rgb[mask])
     alpha = cv2.GaussianBlur(np.ascontiguousarray(mask).astype(np.float32), (0, 0), 0.6)
     alpha = np.maximum(alpha, mask.astype(np.float32))[..., None]
     out = alpha * rgb.astype(np.float32) + (1.0 - alpha) * ground.astype(np.float32)

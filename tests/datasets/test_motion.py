@@ -149,3 +149,18 @@ def test_the_default_labeller_on_a_video_is_motion_guided_and_no_motion_turns_it
         assert main(["label", str(clip), "--box", f"{box.x},{box.y},{box.w},{box.h}", *flags,
                      "--out", str(tmp_path / name)]) == 0
         assert len(Dataset(tmp_path / name)) == N
+
+
+def test_a_still_object_the_last_label_took_in_drops_out_once_the_robot_is_away_from_it(tmp_path):
+    frames, masks = _video(post=True)
+    post = np.zeros((H, W), bool)
+    post[5:60, 110:118] = True
+    i = 5  # the robot's nearest pixel is ~20 px from the post
+    prior = masks[i - 1] | post  # the last label took the post in
+    backend = MotionGuidedBackend(open_frames(_write(tmp_path, frames, masks)))
+    backend.seek(i)
+    backend.set_image(frames[i])
+    out = backend.predict(mask_to_box(prior).expand(6), prior)
+    assert backend.guided == 1
+    assert not out[post].any()
+    assert mask_iou(out, masks[i]) > 0.8

@@ -18,9 +18,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("datasets", nargs="+", metavar="DATASET", help="labelled dataset folders (frames/ + masks/)")
     p.add_argument("--recipe", default="cpu", choices=["cpu", "paper"],
                    help="starting settings the flags below change: cpu, measured on a 2-core CPU from random "
-                        "weights (crops near the robot, lr 2e-3 cosine over --minutes, zoom, rotations, test-time "
-                        "choices on validation); paper, the tracking paper's (whole frames, lr 1e-4, 20 epochs) "
-                        "(default cpu)")
+                        "weights (crops near the robot, lr 2e-3 cosine over --minutes, zoom, rotations, synthetic "
+                        "grounds, test-time choices on validation); paper, the tracking paper's (whole frames, "
+                        "lr 1e-4, 20 epochs) (default cpu)")
     p.add_argument("--minutes", "--max-minutes", dest="max_minutes", type=float, default=None, metavar="M",
                    help="time budget; training stops after the epoch in which it passed, the lr schedule annealed "
                         "to it (default: 20 with --recipe cpu, none with paper)")
@@ -77,7 +77,7 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="probability of a synthetic cast shadow beside the robot in a training sample (default 0)")
     p.add_argument("--synthetic-ground", type=float, default=None, metavar="P",
                    help="probability that a training sample's robot is pasted onto a procedural ground (textures, "
-                        "clutter, shadows) instead of its own: for videos of other grounds (default 0)")
+                        "clutter, shadows) instead of its own: for videos of other grounds (default: 0.5 cpu, 0 paper)")
     p.add_argument("--precision", default=None, choices=["fp32", "bf16"],
                    help="arithmetic of the forward passes: fp32 (default) or bf16 autocast (1.7x faster steps on a "
                         "CPU with AVX512-BF16); stored in the model file for segment, eval-seg and track")
@@ -228,7 +228,7 @@ COMMANDS = [
     Command(name="train", help="train a DeepLabV3+ segmenter on labelled datasets",
             add_arguments=add_train_arguments, run=run_train,
             description="Train a DeepLabV3+ segmenter on labelled datasets. By default the CPU recipe: 20 minutes "
-                        "(--minutes) from random weights on crops near the robot, then the checkpoint and "
+                        "from random weights on crops near the robot, half on synthetic grounds; checkpoint and "
                         "test-time settings chosen on a held-out split (--recipe paper: the paper's settings)."),
     Command(name="segment", help="mask a video or dataset with a trained segmenter",
             add_arguments=add_segment_arguments, run=run_segment),

@@ -173,7 +173,9 @@ def _slow_client_run(dataset, n_max: int, until_gap: bool, seconds: float = 600.
     threads = [threading.Thread(target=_collect, args=(service.url, fast)), threading.Thread(target=read_slowly)]
     for t in threads:
         t.start()
-    time.sleep(0.5)
+    deadline = time.monotonic() + 30  # both clients subscribed (2 topics each) before the first frame
+    while service.publisher._subscriptions.count < 4 and time.monotonic() < deadline:
+        time.sleep(0.05)
     images = list(frames.frames())
     # noise makes each overlay JPEG large (about 50 kB), so the messages outgrow the sockets' buffers sooner
     noise = np.random.default_rng(0).integers(0, 256, images[0][1].shape, dtype=np.uint8)

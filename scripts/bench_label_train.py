@@ -48,7 +48,8 @@ def main() -> None:
                                                    "labelling it (e.g. an earlier run's)")
     ap.add_argument("--encoder", default=None, help="the network's encoder (default the recipe's)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="a training setting over the recipe's (TrainConfig field, e.g. synthetic_ground=0.5)")
+                    help="a training setting over the recipe's: a TrainConfig field and a JSON value "
+                         "(e.g. synthetic_ground=0.5)")
     ap.add_argument("--model", default=None, help="model file to write or, when it exists, to score")
     args = ap.parse_args()
     from bench_label_suite import SUITE, clip_name, render, run_one

@@ -41,7 +41,7 @@ import torch
 from snaketrack.datasets.label_report import flagged_frames
 from snaketrack.datasets.layout import Dataset
 from snaketrack.errors import FileFormatError, InputError
-from snaketrack.training.grounds import paste_on_ground
+from snaketrack.training.grounds import body_width, paste_on_ground
 from snaketrack.training.model import IMAGENET_MEAN, IMAGENET_STD, padded_size
 
 
@@ -117,8 +117,7 @@ def cast_shadow(rgb: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> 
     m8 = np.ascontiguousarray(mask).astype(np.uint8)
     if not m8.any():
         return rgb
-    width = 2.0 * float(cv2.distanceTransform(m8, cv2.DIST_L2, 3).max())
-    d, theta = rng.uniform(0.2, 1.0) * max(width, 1.0), rng.uniform(0, 2 * np.pi)
+    d, theta = rng.uniform(0.2, 1.0) * body_width(m8, default=1.0), rng.uniform(0, 2 * np.pi)
     M = np.float32([[1, 0, d * np.cos(theta)], [0, 1, d * np.sin(theta)]])
     h, w = m8.shape
     alpha = cv2.warpAffine(m8.astype(np.float32), M, (w, h), flags=cv2.INTER_LINEAR, borderValue=0.0)

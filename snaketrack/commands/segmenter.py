@@ -173,6 +173,9 @@ def add_segment_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", default=None, choices=["fp32", "bf16"],
                    help="arithmetic of the torch network: fp32 or bf16 autocast (default: the model's, as trained)")
     add_setting_argument(p, "live")
+    p.add_argument("--all-pieces", action="store_true",
+                   help="keep robot pixels far from the mask's large pieces (by default each mask keeps only the "
+                        "box around them, grown by a margin: one robot in view)")
 
 
 def run_segment(args: argparse.Namespace) -> int:
@@ -180,7 +183,7 @@ def run_segment(args: argparse.Namespace) -> int:
     from snaketrack.training.segmenter import load_segmenter
 
     seg = load_segmenter(args.model, threshold=args.threshold, scale=args.scale, flips=args.flips,
-                         precision=args.precision, setting=args.setting)
+                         precision=args.precision, setting=args.setting, region=not args.all_pieces)
     n = segment_source(args.source, args.out, seg, model_path=str(args.model), batch_size=args.batch_size)
     print(f"{args.out}: {n} frames segmented")
     return 0
@@ -201,6 +204,9 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", default=None, choices=["fp32", "bf16"],
                    help="arithmetic of the torch network: fp32 or bf16 autocast (default: the model's, as trained)")
     add_setting_argument(p, "accurate")
+    p.add_argument("--all-pieces", action="store_true",
+                   help="keep robot pixels far from the mask's large pieces (by default each mask keeps only the "
+                        "box around them, grown by a margin: one robot in view)")
     p.add_argument("--every", type=int, default=1, metavar="K", help="evaluate every K-th frame (default 1)")
     p.add_argument("--json", action="store_true", help='print {"iou": ..., "frames": ...}')
 
@@ -214,7 +220,7 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.every < 1:
         raise InputError(f"--every {args.every}: expected a positive integer")
     seg = load_segmenter(args.model, threshold=args.threshold, scale=args.scale, flips=args.flips,
-                         precision=args.precision, setting=args.setting)
+                         precision=args.precision, setting=args.setting, region=not args.all_pieces)
     res = evaluate_segmenter(seg, args.dataset, batch_size=args.batch_size, progress=not args.json,
                              frames=range(0, len(Dataset(args.dataset)), args.every))
     if args.json:

@@ -48,7 +48,7 @@ from snaketrack.training.model import (
     padded_size,
     precision_context,
 )
-from snaketrack.training.window import Window
+from snaketrack.training.window import Window, robot_region
 
 FLIP_DIMS = ((), (3,), (2,), (2, 3))  # (B, 3, h, w) axes flipped: none, left-right, up-down, both
 
@@ -63,7 +63,9 @@ class Segmenter:
     float32 (B, 3, h, w) normalised, padded frames to float32 (B, 1, h, w) logits, e.g. the live setting's
     :class:`~snaketrack.training.live.OnnxNetwork`; ``window``: segment each frame in a
     :class:`~snaketrack.training.window.Window` around the previous frame's mask (frames are then taken as a
-    video's consecutive frames; :meth:`reset` before another video).
+    video's consecutive frames; :meth:`reset` before another video); ``region``: keep the robot probability
+    only in the box of each mask's large pieces grown by a margin
+    (:func:`~snaketrack.training.window.robot_region`: specks of false robot far from it are dropped).
 
     DeepLabV3+ predicts at 1/4 of its input and upsamples; a thin robot's
     edge can be placed more finely when the frame is enlarged (``scale``
@@ -73,7 +75,8 @@ class Segmenter:
     def __init__(self, model: torch.nn.Module, config: SegmenterConfig, threshold: Optional[float] = None,
                  device: str = "cpu", scale: Optional[float] = None, flips: Optional[int] = None,
                  precision: Optional[str] = None,
-                 network: Optional[Callable[[np.ndarray], np.ndarray]] = None, window: bool = False):
+                 network: Optional[Callable[[np.ndarray], np.ndarray]] = None, window: bool = False,
+                 region: bool = True):
         scale = config.scale if scale is None else scale
         if not 0.1 <= float(scale) <= 8.0:
             raise InputError(f"--scale {scale}: expected a factor between 0.1 and 8")
@@ -92,6 +95,7 @@ class Segmenter:
         self.net_size = padded_size(self.size)
         self.network = network
         self.window = Window(self.size) if window else None
+        self.region = bool(region)
 
     @property
     def backend(self) -> str:
@@ -117,11 +121,15 @@ class Segmenter:
             if f.shape[:2] != (H, W):
                 raise InputError(f"frames differ in size: {f.shape[:2]} vs {(H, W)}; predict them separately")
         if self.window is not None:
-            return np.stack([self.window.follow(f, self._proba_at, self.threshold) for f in frames])
-        p = self._proba_at(frames, self.size)
-        if self.size == (H, W):
-            return p
-        return np.stack([cv2.resize(pi, (W, H), interpolation=cv2.INTER_LINEAR) for pi in p])
+            p = np.stack([self.window.follow(f, self._proba_at, self.threshold) for f in frames])
+        else:
+            p = self._proba_at(frames, self.size)
+            if self.size != (H, W):
+                p = np.stack([cv2.resize(pi, (W, H), interpolation=cv2.INTER_LINEAR) for pi in p])
+        if self.region:
+            for pi in p:
+                pi[~robot_region(pi > self.threshold)] = 0.0
+        return p
 
     def _proba_at(self, images: Sequence[np.ndarray], size: tuple[int, int]) -> np.ndarray:
         """Robot probability float32 (B, h, w) of RGB uint8 images (B, H', W', 3), each resized to
@@ -161,7 +169,7 @@ def load_segmenter(path: str | os.PathLike, device: str = "cpu", threshold: Opti
                    scale: Optional[float] = None, flips: Optional[int] = None,
                    precision: Optional[str] = None, setting: str = "accurate",
                    threads: Optional[int] = None, engine: Optional[str] = None,
-                   window: Optional[bool] = None) -> Segmenter:
+                   window: Optional[bool] = None, region: bool = True) -> Segmenter:
     """Load a model file written by ``snaketrack train`` as a :class:`Segmenter`.
 
     threshold: robot probability threshold; None takes the model file's
@@ -173,7 +181,8 @@ def load_segmenter(path: str | os.PathLike, device: str = "cpu", threshold: Opti
     setting: ``accurate`` (torch, the whole frame) or ``live`` (an inference engine on the CPU,
     :mod:`snaketrack.training.live`, in a :class:`~snaketrack.training.window.Window` that follows the robot;
     on another device, or when no engine can be used, torch); window: whether to follow the robot in a
-    window (None: the setting's);
+    window (None: the setting's); region: keep only the robot's region of each mask
+    (:class:`Segmenter`);
     threads: the engine's threads (None: torch's); engine: ``openvino`` or ``onnxruntime`` for the live
     setting (None: the fastest installed)."""
     check_setting(setting)
@@ -182,7 +191,7 @@ def load_segmenter(path: str | os.PathLike, device: str = "cpu", threshold: Opti
         flips = 1 if flips is None else flips
     window = setting == "live" if window is None else bool(window)
     seg = Segmenter(model, config, threshold=threshold, device=device, scale=scale, flips=flips,
-                    precision=precision, window=window)
+                    precision=precision, window=window, region=region)
     if setting == "live" and torch.device(device).type == "cpu":
         seg.network = live_network(path, model, config, seg.net_size, threads=threads, engine=engine)
     return seg

@@ -120,14 +120,7 @@ class Window:
         return p
 
     def _big_pieces(self, mask: np.ndarray) -> np.ndarray:
-        """The pieces (8-connected) of ``mask`` (bool) of at least ``min_piece_frac`` of the largest one's area."""
-        n, labels, stats, _ = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=8)
-        if n <= 2:
-            return mask.astype(bool)
-        area = stats[:, cv2.CC_STAT_AREA]
-        keep = area >= self.min_piece_frac * area[1:].max()
-        keep[0] = False
-        return keep[labels]
+        return big_pieces(mask, self.min_piece_frac)
 
     def _remember(self, big: np.ndarray, y0: int, x0: int) -> None:
         """Keep the box of ``big``, a mask's large pieces (:meth:`_big_pieces`; placed at row ``y0``, column
@@ -135,3 +128,42 @@ class Window:
         rows, cols = np.flatnonzero(big.any(1)), np.flatnonzero(big.any(0))
         self.box = None if rows.size == 0 else (y0 + int(rows[0]), y0 + int(rows[-1]) + 1,
                                                 x0 + int(cols[0]), x0 + int(cols[-1]) + 1)
+
+
+def big_pieces(mask: np.ndarray, min_frac: float = 0.2) -> np.ndarray:
+    """The pieces (8-connected) of ``mask`` (bool (H, W)) of at least ``min_frac`` of the largest one's area.
+
+    >>> m = np.zeros((10, 30), bool); m[2:8, 2:12] = True; m[4:6, 20:22] = True
+    >>> int(big_pieces(m).sum()), int(big_pieces(m, 0.05).sum())
+    (60, 64)
+    """
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=8)
+    if n <= 2:
+        return mask.astype(bool)
+    area = stats[:, cv2.CC_STAT_AREA]
+    keep = area >= min_frac * area[1:].max()
+    keep[0] = False
+    return keep[labels]
+
+
+def robot_region(mask: np.ndarray, margin_px: int = 24, margin_frac: float = 0.15,
+                 min_piece_frac: float = 0.2) -> np.ndarray:
+    """Where the robot of a one-robot ``mask`` (bool (H, W)) lies: the box of its large pieces
+    (:func:`big_pieces`) grown by ``margin_px + margin_frac ×`` its longer side [px], bool (H, W); the whole
+    frame when the mask is empty. The same box as the live window's; a segmenter's robot pixels outside it
+    are specks of false robot (stones, sticks, shadows far from the robot).
+
+    >>> m = np.zeros((100, 200), bool); m[40:50, 20:80] = True; m[90:92, 190:192] = True
+    >>> r = robot_region(m, margin_px=5, margin_frac=0.0)
+    >>> bool(r[45, 50]), bool(r[91, 191]), int((m & r).sum())
+    (True, False, 600)
+    """
+    big = big_pieces(mask, min_piece_frac)
+    if not big.any():
+        return np.ones(mask.shape, bool)
+    rows, cols = np.flatnonzero(big.any(1)), np.flatnonzero(big.any(0))
+    y0, y1, x0, x1 = int(rows[0]), int(rows[-1]) + 1, int(cols[0]), int(cols[-1]) + 1
+    m = int(round(margin_px + margin_frac * max(y1 - y0, x1 - x0)))
+    out = np.zeros(mask.shape, bool)
+    out[max(y0 - m, 0):y1 + m, max(x0 - m, 0):x1 + m] = True
+    return out

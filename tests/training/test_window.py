@@ -151,3 +151,26 @@ def test_a_speck_of_false_robot_does_not_stretch_the_window_and_a_refresh_finds_
     assert all(h * wd <= 0.4 * H * W for h, wd in looked[1:5])  # the speck is left out of the box
     assert not (p[105:, 185:] > 0.5).any() and (_whole(frames[-1])[105:, 185:] > 0.5).any()
     assert (w.searches, w.windows) == (2, 8)  # frames 0 and 5 whole: every refresh
+
+
+def test_the_robot_region_drops_far_specks_and_keeps_a_robot_cut_in_two():
+    """A Segmenter keeps robot pixels only near the mask's large pieces: a far speck goes, both halves of a
+    robot cut in two by a post stay, and nothing else changes (against the per-pixel answer)."""
+    cfg = SegmenterConfig(encoder="resnet18", input_size=(H, W), mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0))
+
+    def network(x):
+        return 20.0 * (x[:, 0:1] - x[:, 1:2] - 0.4)
+
+    torch.manual_seed(0)
+    model = build_model(cfg)
+    img = _frame(60, 50)
+    img[46:55, 58:62] = (90, 90, 90)          # a post across the disc: two large pieces
+    img[110:113, 190:193] = (220, 40, 30)      # a 3 x 3 px speck in the far corner
+    truth = _whole(img) > 0.5
+    kept = Segmenter(model, cfg, flips=1, network=network).predict(img)
+    every = Segmenter(model, cfg, flips=1, network=network, region=False).predict(img)
+    np.testing.assert_array_equal(every, truth)
+    speck = np.zeros_like(truth)
+    speck[105:, 185:] = True
+    np.testing.assert_array_equal(kept, truth & ~speck)
+    assert truth[:, :60].any() and truth[:, 62:100].any() and (truth & speck).any()

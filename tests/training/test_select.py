@@ -81,6 +81,36 @@ class _Low(torch.nn.Module):
         return 20.0 * (r - 0.5)
 
 
+class _RedAndBlue(torch.nn.Module):
+    """A stand-in network: robot probability 1 where red is high, 0.4 where blue is high, else 0."""
+
+    def forward(self, x):
+        red, blue = (x[:, :1] > 0.5).float(), (x[:, 2:3] > 0.5).float()
+        return 20.0 * red - 20.0 * (1 - red - blue) + float(np.log(0.4 / 0.6)) * blue
+
+
+def test_selection_scores_the_masks_inference_gives_at_each_threshold():
+    """Each mask is cut to its own robot region: a red speck far from the stripe goes at every threshold,
+    a far blue slab of probability 0.4 is a large piece at threshold 0.3 and so stays there. The
+    selection's IoU at each threshold is that of inference's masks at it."""
+    from snaketrack.masks import mask_iou
+    from snaketrack.training.segmenter import Segmenter
+
+    cfg = SegmenterConfig(input_size=(96, 160))
+    frames = []
+    for rgb, m in _stripe_frames(h=96, w=160):
+        rgb[85:88, 150:153] = (255, 60, 0)   # a far red speck
+        rgb[70:80, 90:140] = (0, 0, 255)     # a far blue slab
+        frames.append((rgb, m))
+    net = _RedAndBlue()
+    sel = select_inference([("rb", net)], frames, cfg, scales=(1.0,), thresholds=(0.3, 0.5, 0.7))
+    got = {r["threshold"]: r["iou"] for r in sel["table"]}
+    for t in (0.3, 0.5, 0.7):
+        seg = Segmenter(net, cfg, flips=1, threshold=t)
+        assert got[t] == pytest.approx(np.mean([mask_iou(seg.predict(f), m) for f, m in frames]))
+    assert got[0.5] == pytest.approx(1.0) and got[0.3] < 0.7 and sel["threshold"] != 0.3
+
+
 def test_flips_are_tried_at_the_chosen_scale_and_kept_only_when_better():
     cfg = SegmenterConfig(input_size=(48, 64))
     frames = _stripe_frames()

@@ -16,7 +16,9 @@ Two settings (:mod:`snaketrack.training.live`): ``accurate`` runs the stored sca
 frame in torch; ``live`` runs the stored scale without flips in a window that follows the robot
 (:mod:`snaketrack.training.window`) through OpenVINO or ONNX Runtime (the network exported once and
 cached beside the model file as ``MODEL.live.onnx``), falling back to torch with a warning when it
-cannot.
+cannot. In both, each mask keeps only its robot region
+(:func:`~snaketrack.training.window.robot_region`): one robot is in view, and specks of false robot far
+from its large pieces are dropped.
 
 >>> import tempfile, os, numpy as np, torch
 >>> from snaketrack.training.model import SegmenterConfig, build_model, save_model

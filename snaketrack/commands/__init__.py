@@ -59,3 +59,11 @@ def add_setting_argument(p: argparse.ArgumentParser, default: str, flag: str = "
                         "last mask, OpenVINO) or accurate (the stored scale and flips, the whole frame, torch; "
                         "up to seconds a frame) "
                         f"(default {default}; docs/segmentation.md)")
+
+
+def add_all_pieces_argument(p: argparse.ArgumentParser) -> None:
+    """``--all-pieces``: keep a segmenter mask's pixels outside its robot region
+    (:func:`~snaketrack.training.window.robot_region`)."""
+    p.add_argument("--all-pieces", action="store_true",
+                   help="keep robot pixels far from the mask's large pieces (by default each mask keeps only the "
+                        "box around them, grown by a margin: one robot in view)")

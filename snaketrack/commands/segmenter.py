@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from snaketrack.commands import Command, add_setting_argument
+from snaketrack.commands import Command, add_all_pieces_argument, add_setting_argument
 
 
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
@@ -173,9 +173,7 @@ def add_segment_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", default=None, choices=["fp32", "bf16"],
                    help="arithmetic of the torch network: fp32 or bf16 autocast (default: the model's, as trained)")
     add_setting_argument(p, "live")
-    p.add_argument("--all-pieces", action="store_true",
-                   help="keep robot pixels far from the mask's large pieces (by default each mask keeps only the "
-                        "box around them, grown by a margin: one robot in view)")
+    add_all_pieces_argument(p)
 
 
 def run_segment(args: argparse.Namespace) -> int:
@@ -204,9 +202,7 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", default=None, choices=["fp32", "bf16"],
                    help="arithmetic of the torch network: fp32 or bf16 autocast (default: the model's, as trained)")
     add_setting_argument(p, "accurate")
-    p.add_argument("--all-pieces", action="store_true",
-                   help="keep robot pixels far from the mask's large pieces (by default each mask keeps only the "
-                        "box around them, grown by a margin: one robot in view)")
+    add_all_pieces_argument(p)
     p.add_argument("--every", type=int, default=1, metavar="K", help="evaluate every K-th frame (default 1)")
     p.add_argument("--json", action="store_true", help='print {"iou": ..., "frames": ...}')
 

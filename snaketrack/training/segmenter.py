@@ -122,12 +122,17 @@ class Segmenter:
                 raise InputError(f"frame: {f.dtype} {f.shape}; expected RGB uint8 (H, W, 3)")
             if f.shape[:2] != (H, W):
                 raise InputError(f"frames differ in size: {f.shape[:2]} vs {(H, W)}; predict them separately")
-        if self.window is not None:
-            p = np.stack([self.window.follow(f, self._proba_at, self.threshold) for f in frames])
-        else:
-            p = self._proba_at(frames, self.size)
-            if self.size != (H, W):
-                p = np.stack([cv2.resize(pi, (W, H), interpolation=cv2.INTER_LINEAR) for pi in p])
+        if self.window is not None:  # the window keeps the box of each mask's large pieces: its region
+            out = []
+            for f in frames:
+                pi = self.window.follow(f, self._proba_at, self.threshold)
+                if self.region:
+                    pi[~self.window.region((H, W))] = 0.0
+                out.append(pi)
+            return np.stack(out)
+        p = self._proba_at(frames, self.size)
+        if self.size != (H, W):
+            p = np.stack([cv2.resize(pi, (W, H), interpolation=cv2.INTER_LINEAR) for pi in p])
         if self.region:
             for pi in p:
                 pi[~robot_region(pi > self.threshold)] = 0.0

@@ -35,6 +35,10 @@ import cv2
 import numpy as np
 
 ProbaAt = Callable[[Sequence[np.ndarray], tuple[int, int]], np.ndarray]
+Box = tuple[int, int, int, int]  # rows [y0, y1) and columns [x0, x1) of a frame [px]
+
+MARGIN_PX, MARGIN_FRAC = 24, 0.15  # the margin around a mask's box: px + fraction of the box's longer side
+MIN_PIECE_FRAC = 0.2  # a mask's pieces smaller than this fraction of the largest are left out of its box
 
 
 class Window:
@@ -47,13 +51,13 @@ class Window:
     the frames segmented in a window (:attr:`windows`) and over the whole frame (:attr:`searches`).
     """
 
-    def __init__(self, size: tuple[int, int], margin_px: int = 24, margin_frac: float = 0.15, steps: int = 4,
-                 min_piece_frac: float = 0.2, refresh: int = 30):
+    def __init__(self, size: tuple[int, int], margin_px: int = MARGIN_PX, margin_frac: float = MARGIN_FRAC,
+                 steps: int = 4, min_piece_frac: float = MIN_PIECE_FRAC, refresh: int = 30):
         self.size = (int(size[0]), int(size[1]))
         self.margin_px, self.margin_frac, self.steps = int(margin_px), float(margin_frac), int(steps)
         self.min_piece_frac, self.refresh = float(min_piece_frac), int(refresh)
         self._since = 0  # frames since the last whole-frame pass
-        self.box: Optional[tuple[int, int, int, int]] = None  # previous mask's (y0, y1, x0, x1), frame px
+        self.box: Optional[Box] = None  # the box of the previous mask's large pieces
         self.frame_shape: Optional[tuple[int, int]] = None
         self.windows = self.searches = 0
 
@@ -80,7 +84,7 @@ class Window:
         if self.box is None:
             return None
         y0, y1, x0, x1 = self.box
-        m = self.margin_px + self.margin_frac * max(y1 - y0, x1 - x0)
+        m = margin(self.box, self.margin_px, self.margin_frac)
         ya, yb, h = self._axis(y0 - m, y1 + m, H, self.size[0])
         xa, xb, w = self._axis(x0 - m, x1 + m, W, self.size[1])
         if (h, w) == self.size:
@@ -101,7 +105,7 @@ class Window:
             if pc.shape != (y1 - y0, x1 - x0):
                 pc = cv2.resize(pc, (x1 - x0, y1 - y0), interpolation=cv2.INTER_LINEAR)
             m = pc > threshold
-            big = self._big_pieces(m)
+            big = big_pieces(m, self.min_piece_frac)
             cut = ((y0 > 0 and big[0].any()) or (y1 < H and big[-1].any())
                    or (x0 > 0 and big[:, 0].any()) or (x1 < W and big[:, -1].any()))
             if big.any() and not cut:
@@ -116,21 +120,21 @@ class Window:
             p = cv2.resize(p, (W, H), interpolation=cv2.INTER_LINEAR)
         self.searches += 1
         self._since = 1
-        self._remember(self._big_pieces(p > threshold), 0, 0)
+        self._remember(big_pieces(p > threshold, self.min_piece_frac), 0, 0)
         return p
 
-    def _big_pieces(self, mask: np.ndarray) -> np.ndarray:
-        return big_pieces(mask, self.min_piece_frac)
+    def region(self, shape: tuple[int, int]) -> np.ndarray:
+        """The robot region (:func:`robot_region`) of the mask :meth:`follow` last returned, bool ``shape``,
+        from the box it kept (no second pass over the mask's pieces)."""
+        return box_region(self.box, shape, self.margin_px, self.margin_frac)
 
     def _remember(self, big: np.ndarray, y0: int, x0: int) -> None:
-        """Keep the box of ``big``, a mask's large pieces (:meth:`_big_pieces`; placed at row ``y0``, column
+        """Keep the box of ``big``, a mask's large pieces (:func:`big_pieces`; placed at row ``y0``, column
         ``x0`` of the frame); None when it is empty."""
-        rows, cols = np.flatnonzero(big.any(1)), np.flatnonzero(big.any(0))
-        self.box = None if rows.size == 0 else (y0 + int(rows[0]), y0 + int(rows[-1]) + 1,
-                                                x0 + int(cols[0]), x0 + int(cols[-1]) + 1)
+        box = mask_box(big)
+        self.box = None if box is None else (box[0] + y0, box[1] + y0, box[2] + x0, box[3] + x0)
 
-
-def big_pieces(mask: np.ndarray, min_frac: float = 0.2) -> np.ndarray:
+def big_pieces(mask: np.ndarray, min_frac: float = MIN_PIECE_FRAC) -> np.ndarray:
     """The pieces (8-connected) of ``mask`` (bool (H, W)) of at least ``min_frac`` of the largest one's area.
 
     >>> m = np.zeros((10, 30), bool); m[2:8, 2:12] = True; m[4:6, 20:22] = True
@@ -146,8 +150,39 @@ def big_pieces(mask: np.ndarray, min_frac: float = 0.2) -> np.ndarray:
     return keep[labels]
 
 
-def robot_region(mask: np.ndarray, margin_px: int = 24, margin_frac: float = 0.15,
-                 min_piece_frac: float = 0.2) -> np.ndarray:
+def mask_box(mask: np.ndarray) -> Optional[Box]:
+    """The box (y0, y1, x0, x1) of a bool mask's pixels, None when it has none.
+
+    >>> m = np.zeros((10, 30), bool); m[2:8, 2:12] = True
+    >>> mask_box(m), mask_box(m[:1])
+    ((2, 8, 2, 12), None)
+    """
+    rows, cols = np.flatnonzero(mask.any(1)), np.flatnonzero(mask.any(0))
+    if rows.size == 0:
+        return None
+    return int(rows[0]), int(rows[-1]) + 1, int(cols[0]), int(cols[-1]) + 1
+
+
+def margin(box: Box, margin_px: float, margin_frac: float) -> float:
+    """The margin [px] around ``box``: ``margin_px`` plus ``margin_frac`` of its longer side."""
+    y0, y1, x0, x1 = box
+    return margin_px + margin_frac * max(y1 - y0, x1 - x0)
+
+
+def box_region(box: Optional[Box], shape: tuple[int, int], margin_px: float = MARGIN_PX,
+               margin_frac: float = MARGIN_FRAC) -> np.ndarray:
+    """``box`` grown by its :func:`margin` as a bool mask of ``shape``; the whole frame when ``box`` is None."""
+    if box is None:
+        return np.ones(shape, bool)
+    y0, y1, x0, x1 = box
+    m = int(round(margin(box, margin_px, margin_frac)))
+    out = np.zeros(shape, bool)
+    out[max(y0 - m, 0):y1 + m, max(x0 - m, 0):x1 + m] = True
+    return out
+
+
+def robot_region(mask: np.ndarray, margin_px: float = MARGIN_PX, margin_frac: float = MARGIN_FRAC,
+                 min_piece_frac: float = MIN_PIECE_FRAC) -> np.ndarray:
     """Where the robot of a one-robot ``mask`` (bool (H, W)) lies: the box of its large pieces
     (:func:`big_pieces`) grown by ``margin_px + margin_frac ×`` its longer side [px], bool (H, W); the whole
     frame when the mask is empty. The same box as the live window's; a segmenter's robot pixels outside it
@@ -158,12 +193,4 @@ def robot_region(mask: np.ndarray, margin_px: int = 24, margin_frac: float = 0.1
     >>> bool(r[45, 50]), bool(r[91, 191]), int((m & r).sum())
     (True, False, 600)
     """
-    big = big_pieces(mask, min_piece_frac)
-    if not big.any():
-        return np.ones(mask.shape, bool)
-    rows, cols = np.flatnonzero(big.any(1)), np.flatnonzero(big.any(0))
-    y0, y1, x0, x1 = int(rows[0]), int(rows[-1]) + 1, int(cols[0]), int(cols[-1]) + 1
-    m = int(round(margin_px + margin_frac * max(y1 - y0, x1 - x0)))
-    out = np.zeros(mask.shape, bool)
-    out[max(y0 - m, 0):y1 + m, max(x0 - m, 0):x1 + m] = True
-    return out
+    return box_region(mask_box(big_pieces(mask, min_piece_frac)), mask.shape, margin_px, margin_frac)

@@ -185,3 +185,22 @@ def test_train_runs_the_cpu_recipe_by_default(monkeypatch, tmp_path, toy_root, c
     with pytest.raises(SystemExit):
         main(["train", "--help"])
     assert "By default the CPU recipe" in " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize("command", ["segment", "eval-seg"])
+def test_all_pieces_turns_the_robot_region_off(command, model_file, toy_root, tmp_path, monkeypatch, capsys):
+    """The flag reaches the segmenter: without it the region is on, with it off."""
+    import snaketrack.training.segmenter as segmenter
+
+    seen = []
+    real = segmenter.load_segmenter
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["region"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(segmenter, "load_segmenter", spy)
+    for k, flag in enumerate(([], ["--all-pieces"])):
+        extra = ["--out", str(tmp_path / f"o{k}")] if command == "segment" else ["--every", "12", "--json"]
+        assert main([command, toy_root, "--model", str(model_file), *flag, *extra]) == 0
+    assert seen == [True, False]

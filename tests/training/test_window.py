@@ -174,3 +174,27 @@ def test_the_robot_region_drops_far_specks_and_keeps_a_robot_cut_in_two():
     speck[105:, 185:] = True
     np.testing.assert_array_equal(kept, truth & ~speck)
     assert truth[:, :60].any() and truth[:, 62:100].any() and (truth & speck).any()
+
+
+def test_following_cuts_each_mask_to_the_region_of_its_own_pieces():
+    """With a window, the region comes from the box the window kept; it must be the region recomputed from
+    the mask itself (:func:`robot_region`), on window and whole-frame passes alike."""
+    from snaketrack.training.window import robot_region
+
+    cfg = SegmenterConfig(encoder="resnet18", input_size=(H, W), mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0))
+
+    def network(x):
+        return 20.0 * (x[:, 0:1] - x[:, 1:2] - 0.4)
+
+    torch.manual_seed(0)
+    model = build_model(cfg)
+    frames = []
+    for k in range(6):
+        img = _frame(60 + 4 * k, 40 + 3 * k, seed=k)
+        img[110:113, 190:193] = (220, 40, 30)  # a far speck: in the whole-frame passes' masks
+        frames.append(img)
+    raw = Segmenter(model, cfg, flips=1, network=network, window=True, region=False).predict_batch(frames)
+    cut = Segmenter(model, cfg, flips=1, network=network, window=True).predict_batch(frames)
+    assert raw[0, 110:113, 190:193].all() and not cut[0, 110:113, 190:193].any()
+    for r, c in zip(raw, cut):
+        np.testing.assert_array_equal(c, r & robot_region(r))

@@ -78,9 +78,6 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--synthetic-ground", type=float, default=None, metavar="P",
                    help="probability that a training sample's robot is pasted onto a procedural ground (textures, "
                         "clutter, shadows) instead of its own: for videos of other grounds (default: 0.5 cpu, 0 paper)")
-    p.add_argument("--decoys", type=float, default=None, metavar="P",
-                   help="probability that a training sample gets sticks in the robot's colours beside it, labelled "
-                        "ground: for scenes with hoses, cables or sticks the colour of a link (default 0)")
     p.add_argument("--precision", default=None, choices=["fp32", "bf16"],
                    help="arithmetic of the forward passes: fp32 (default) or bf16 autocast (1.7x faster steps on a "
                         "CPU with AVX512-BF16); stored in the model file for segment, eval-seg and track")
@@ -122,8 +119,7 @@ def run_train(args: argparse.Namespace) -> int:
     if args.max_minutes is not None:
         kw["time_limit_s"] = 60.0 * args.max_minutes
     for name in ("epochs", "lr", "loss", "pos_weight", "schedule", "p_robot", "architecture", "tie_tolerance",
-                 "ignore_edge", "ground_colour", "shadow", "synthetic_ground", "decoys",
-                 "average_from", "precision"):
+                 "ignore_edge", "ground_colour", "shadow", "synthetic_ground", "average_from", "precision"):
         if getattr(args, name) is not None:
             kw[name] = getattr(args, name)
     if args.rotate is not None:

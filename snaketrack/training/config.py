@@ -51,8 +51,6 @@ class TrainConfig:
     shadow: probability of a synthetic cast shadow beside the robot in a training sample; default 0.
     synthetic_ground: probability that a training sample's robot is pasted onto a procedural ground
         (:func:`~snaketrack.training.grounds.paste_on_ground`); default 0.
-    decoys: probability that a training sample gets sticks in the robot's colours beside it, labelled ground
-        (:func:`~snaketrack.training.decoys.add_decoys`); default 0.
     average_from: fraction of the run from which the weights are averaged (None: no averaging); default None.
     bn_batches: training batches over which the average's batch-norm statistics are recomputed; default 32.
     precision: ``fp32`` or ``bf16`` (autocast forward passes), stored in the model file; default ``fp32``.
@@ -91,7 +89,6 @@ class TrainConfig:
     rotate_deg: float = 0.0
     shadow: float = 0.0
     synthetic_ground: float = 0.0
-    decoys: float = 0.0
     average_from: Optional[float] = None
     bn_batches: int = 32
     precision: str = "fp32"
@@ -137,8 +134,6 @@ class TrainConfig:
             raise InputError(f"--shadow {self.shadow}: expected a probability in [0, 1]")
         if not 0.0 <= float(self.synthetic_ground) <= 1.0:
             raise InputError(f"--synthetic-ground {self.synthetic_ground}: expected a probability in [0, 1]")
-        if not 0.0 <= float(self.decoys) <= 1.0:
-            raise InputError(f"--decoys {self.decoys}: expected a probability in [0, 1]")
         if self.average_from is not None and not 0.0 <= float(self.average_from) < 1.0:
             raise InputError(f"--average-from {self.average_from}: expected a fraction of the run in [0, 1)")
         if int(self.bn_batches) < 1:

@@ -19,10 +19,7 @@ from defocus or motion) and Gaussian pixel noise; optionally
 for a robot filmed on other ground than it was labelled on; and (``shadow``)
 a synthetic cast shadow beside the robot (:func:`cast_shadow`), the mask
 unchanged, for views where the robot's shadow lies against it at other
-offsets than in the labelled video; (``synthetic_ground``) the robot pasted
-onto a procedural ground (:mod:`~snaketrack.training.grounds`); and
-(``decoys``) sticks in the robot's colours beside it, labelled ground
-(:mod:`~snaketrack.training.decoys`).
+offsets than in the labelled video.
 
 >>> import tempfile, os
 >>> from snaketrack.datasets.toy import write_toy_dataset
@@ -44,7 +41,6 @@ import torch
 from snaketrack.datasets.label_report import flagged_frames
 from snaketrack.datasets.layout import Dataset
 from snaketrack.errors import FileFormatError, InputError
-from snaketrack.training.decoys import add_decoys, robot_palette
 from snaketrack.training.grounds import body_width, paste_on_ground
 from snaketrack.training.model import IMAGENET_MEAN, IMAGENET_STD, padded_size
 
@@ -228,9 +224,8 @@ class SegmentationData(torch.utils.data.Dataset):
     (e.g. to keep validation cheap); ground_colour: probability of
     recolouring the ground of a training sample (:func:`recolour_ground`); zoom, rotate_deg,
     shadow: the zoom range, rotation bound and shadow probability of :func:`augment`; synthetic_ground:
-    probability of :func:`~snaketrack.training.grounds.paste_on_ground`, after the crop; decoys: probability of
-    :func:`~snaketrack.training.decoys.add_decoys` (the whole frame's robot colours and width), last. Resized
-    frames are cached in memory after first use.
+    probability of :func:`~snaketrack.training.grounds.paste_on_ground`, after the crop. Resized frames are cached in
+    memory after first use.
     """
 
     def __init__(self, roots: Sequence[str | os.PathLike], input_size: tuple[int, int], split: str = "train",
@@ -240,7 +235,7 @@ class SegmentationData(torch.utils.data.Dataset):
                  crop_size: Optional[tuple[int, int]] = None, max_frames: Optional[int] = None,
                  p_robot: float = 0.7, ground_colour: float = 0.0,
                  zoom: tuple[float, float] = (0.7, 1.4), rotate_deg: float = 0.0, shadow: float = 0.0,
-                 synthetic_ground: float = 0.0, decoys: float = 0.0):
+                 synthetic_ground: float = 0.0):
         if split not in ("train", "val", "all"):
             raise InputError(f"split {split!r}: expected train, val or all")
         if not roots:
@@ -276,7 +271,6 @@ class SegmentationData(torch.utils.data.Dataset):
         self.rotate_deg = float(rotate_deg)
         self.shadow = float(shadow)
         self.synthetic_ground = float(synthetic_ground)
-        self.decoys = float(decoys)
 
     def set_epoch(self, epoch: int) -> None:
         """Vary the augmentation draws by epoch (same seed and epoch, same samples)."""
@@ -303,11 +297,6 @@ class SegmentationData(torch.utils.data.Dataset):
         if self.augment:
             rng = np.random.default_rng([self.seed, self._epoch, k])
             rgb, m = augment(rgb, m, rng, self.ground_colour, self.zoom, self.rotate_deg, self.shadow)
-        decoy = None  # the robot's colours and width, from the whole frame: a crop may hold none of it
-        if self.augment and self.decoys > 0:
-            rng = np.random.default_rng([self.seed, self._epoch, k, 3])
-            if rng.random() < self.decoys:
-                decoy = (robot_palette(rgb, m, rng=rng), body_width(m, default=min(m.shape) / 16), rng)
         if self.crop_size is not None:
             rng = np.random.default_rng([self.seed, self._epoch, k, 1])
             rgb, m = robot_crop(rgb, m, self.crop_size, rng, self.p_robot)
@@ -317,8 +306,6 @@ class SegmentationData(torch.utils.data.Dataset):
                 rgb = paste_on_ground(rgb, m, rng)
                 if rng.random() < 0.5:  # the robot's own shadow went with its ground
                     rgb = cast_shadow(rgb, m, rng)
-        if decoy is not None:
-            rgb = add_decoys(rgb, m, decoy[2], palette=decoy[0], width_px=decoy[1])
         x = pad_to(normalise(rgb, self.mean, self.std), self.net_size)
         y = pad_to(m[None].astype(np.float32), self.net_size)
         return torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(np.ascontiguousarray(y))

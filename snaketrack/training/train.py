@@ -140,7 +140,7 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
                                 crop_size=config.crop_size, p_robot=config.p_robot,
                                 ground_colour=config.ground_colour, zoom=config.zoom,
                                 rotate_deg=config.rotate_deg, shadow=config.shadow,
-                                synthetic_ground=config.synthetic_ground, decoys=config.decoys)
+                                synthetic_ground=config.synthetic_ground)
     val_ds = SegmentationData(roots, seg_cfg.input_size, "val", config.val_fraction, config.block,
                               config.seed, seg_cfg.mean, seg_cfg.std, max_frames=config.max_val_frames)
     if len(train_ds) == 0:

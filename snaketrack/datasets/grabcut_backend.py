@@ -11,7 +11,9 @@ labeller passes the last good mask as ``prior``, it also lies near that
 mask; ground in shade (the ring's chromaticity, darker than ``shadow_dark``
 but brighter than ``shadow_floor`` times the ring's brightness: cast
 shadows, not the robot's darker joints and underside) is certain
-background.
+background. A pixel coloured away from grey counts as shade down to
+``shadow_deep_floor``: on grass or brick the deep shade beside the robot
+keeps the ground's hue, which a grey or black housing does not have.
 
 The cut runs on ``tone="loglab"``: Lab colour with the lightness on a
 log scale, so the robot's dark underside against its cast shadow (≈ 40 vs
@@ -21,7 +23,8 @@ log scale, so the robot's dark underside against its cast shadow (≈ 40 vs
 After GrabCut: dark gaps shorter than ``close_factor`` times the typical
 half-width are closed (joint housings between coloured links); the mask
 grows up to ``grow_dark_steps`` pixels into adjacent pixels darker than
-``grow_dark_ratio`` of the ring (joints, underside); up to ``peel_steps``
+``grow_dark_ratio`` of the ring (joints, underside), except those of the
+ground's hue (``grow_dark_shade``, the same test); up to ``peel_steps``
 layers of edge pixels that are washed out (less saturated than
 ``peel_sat_frac`` of the mask's median) and not dark are peeled off
 (robot colour mixed with ground or shadow), on a coloured robot only (the
@@ -103,14 +106,17 @@ class GrabCutConfig:
     ``thick_factor`` times the typical width; use_prior: keep the initial robot guess near the last good mask;
     colour_space: "bgr" or "lab"; refine_band_px, refine_bins: boundary refinement band [pixels] and its
     histogram bins (0 turns it off); shadow_chroma, shadow_dark, shadow_floor: shade detection (chromaticity
-    distance to the ring's, brightness range as fractions of the ring's); shadow_soft: shade starts as
+    distance to the ring's, brightness range as fractions of the ring's); shadow_deep_floor: the lower end of
+    that range for a pixel that is not grey (None: ``shadow_floor`` for all); shadow_soft: shade starts as
     "probably" (True) or "certain" background; close_factor: closing disc over the typical half-width (0: off);
     tone: the image GrabCut cuts, "linear" (BGR), "log" (log BGR) or "loglab" (Lab, log lightness), tone_knee:
-    the log's knee [grey levels]; grow_dark_steps, grow_dark_ratio: growth into adjacent dark pixels [pixels,
-    fraction of the ring's brightness]; peel_steps, peel_sat_frac, peel_floor, peel_min_sat: edge peeling
-    [pixels, fraction of the mask's median saturation, fraction of the ring's brightness, the least median
-    saturation of a mask that is peeled]; rng_seed: seed of OpenCV's RNG before each cut (GrabCut's k-means
-    initialisation draws from it; None leaves it alone, and the masks then depend on what used the RNG before);
+    the log's knee [grey levels]; grow_dark_steps, grow_dark_ratio, grow_dark_shade: growth into adjacent dark
+    pixels [pixels, fraction of the ring's brightness, chromaticity distance under which a dark pixel coloured
+    like the ground is its shade and is not grown into (0: off)]; peel_steps, peel_sat_frac, peel_floor,
+    peel_min_sat: edge peeling [pixels, fraction of the mask's median saturation, fraction of the ring's
+    brightness, the least median saturation of a mask that is peeled]; rng_seed: seed of OpenCV's RNG before
+    each cut (GrabCut's k-means initialisation draws from it; None leaves it alone, and the masks then depend on
+    what used the RNG before);
     smooth_px, smooth_keep_frac: the outline smoothing of :meth:`GrabCutBackend.polish` [pixels, fraction of the
     area it may remove]; keep_prior_pieces: also keep the pieces smaller than ``min_component_frac`` that
     overlap the last good mask (an end of the robot cut off by a post it crawls behind); foreign_share: of those
@@ -136,6 +142,7 @@ class GrabCutConfig:
     shadow_dark: float = 0.85
     shadow_soft: bool = False
     shadow_floor: float = 0.55
+    shadow_deep_floor: Optional[float] = 0.15
     close_factor: float = 2.0
     refine_bins: int = 32
     thick_factor: float = 1.7
@@ -143,6 +150,7 @@ class GrabCutConfig:
     tone_knee: float = 4.0
     grow_dark_steps: int = 4
     grow_dark_ratio: float = 0.45
+    grow_dark_shade: float = 0.06
     peel_steps: int = 3
     peel_sat_frac: float = 0.75
     peel_floor: float = 0.5
@@ -256,7 +264,7 @@ class GrabCutBackend:
             fg = remove_thick_blobs(fg, cfg.thick_factor)
         if cfg.grow_dark_steps > 0:
             fg = grow_dark(crop, fg, ring_mask[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w] > 0, cfg.grow_dark_steps,
-                            cfg.grow_dark_ratio) & inside
+                            cfg.grow_dark_ratio, cfg.grow_dark_shade) & inside
         if cfg.peel_steps > 0:
             fg = peel_ground(crop, fg, ring_mask[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w] > 0, cfg.peel_steps,
                               cfg.peel_sat_frac, cfg.peel_floor, cfg.peel_min_sat)
@@ -293,7 +301,7 @@ class GrabCutBackend:
         gc_mask[likely] = cv2.GC_PR_FGD
         if cfg.shadow_chroma > 0:
             shadow = inside & shadow_like(crop, ring_mask[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w] > 0,
-                                           cfg.shadow_chroma, cfg.shadow_dark, cfg.shadow_floor)
+                                           cfg.shadow_chroma, cfg.shadow_dark, cfg.shadow_floor, cfg.shadow_deep_floor)
             gc_mask[shadow] = cv2.GC_PR_BGD if cfg.shadow_soft else cv2.GC_BGD
             likely &= ~shadow
         if not likely.any():

@@ -42,17 +42,37 @@ def tone_map(bgr: np.ndarray, tone: str, knee: float = 4.0) -> np.ndarray:
     raise InputError(f"GrabCutConfig.tone {tone!r}: expected 'linear', 'log' or 'loglab'")
 
 
-def grow_dark(img: np.ndarray, mask: np.ndarray, ring: np.ndarray, steps: int, ratio: float) -> np.ndarray:
+def grow_dark(img: np.ndarray, mask: np.ndarray, ring: np.ndarray, steps: int, ratio: float,
+              shade_chroma: float = 0.0) -> np.ndarray:
     """Grow a mask into adjacent very dark pixels, one pixel layer per step.
 
     A pixel 8-adjacent to the mask joins it when its brightness (channel
     sum) is below ``ratio`` times the ring's median: the robot's dark joint
     housings and shaded underside, darker than the ground's cast shadows.
+    With ``shade_chroma`` > 0, a dark pixel whose chromaticity (each channel
+    over the channel sum) lies within ``shade_chroma`` of the ring's median
+    and farther than that from grey does not join: the deep shade of a
+    coloured ground (grass, brick) keeps its hue, a grey or black housing
+    does not have it. On a grey ground the two cannot be told apart by
+    colour, and every dark pixel may join.
+
+    >>> img = np.full((7, 20, 3), (60, 120, 200), np.uint8)         # a brick-red ground (BGR)
+    >>> img[1:, 6:] = (20, 40, 66)                                   # its deep shade to the right
+    >>> img[3, 3:6] = (25, 25, 25); m = np.zeros((7, 20), bool); m[3, 3:5] = True
+    >>> ring = np.zeros((7, 20), bool); ring[0] = True
+    >>> int(grow_dark(img, m, ring, 3, 0.45).sum()), int(grow_dark(img, m, ring, 3, 0.45, 0.06).sum())
+    (13, 3)
     """
     if ring.sum() < 16 or not mask.any():
         return mask
-    ssum = img.astype(np.float32).sum(axis=-1)
+    f = img.astype(np.float32)
+    ssum = f.sum(axis=-1)
     dark = ssum < ratio * float(np.median(ssum[ring]))
+    if shade_chroma > 0:
+        chrom = (f + 1.0) / (ssum[..., None] + 3.0)
+        ground = np.linalg.norm(chrom - np.median(chrom[ring], axis=0), axis=-1) < shade_chroma
+        grey = np.linalg.norm(chrom - 1.0 / 3.0, axis=-1) < shade_chroma
+        dark &= ~(ground & ~grey)
     m = mask.astype(np.uint8)
     k = np.ones((3, 3), np.uint8)
     for _ in range(steps):
@@ -213,13 +233,25 @@ def refine_boundary(img: np.ndarray, mask: np.ndarray, band_px: int = 2, bins: i
 
 
 def shadow_like(img: np.ndarray, ring: np.ndarray, chroma_tol: float, dark: float,
-                 floor: float = 0.0) -> np.ndarray:
+                floor: float = 0.0, deep_floor: float | None = None) -> np.ndarray:
     """Pixels that look like the ground in shade: the ring's chromaticity, darker than it.
 
     Chromaticity is each channel over the channel sum; a pixel within
     ``chroma_tol`` of the ring's median chromaticity whose brightness is
     below ``dark`` times the ring's median is shadow-like. (A cast shadow
     dims the ground but keeps its colour; the robot's colours differ.)
+    Above ``floor`` times the ring's brightness only: darker pixels may be
+    the robot's black or grey housings, which on a grey ground have the
+    ground's chromaticity too. ``deep_floor`` (below ``floor``): a pixel
+    farther than ``chroma_tol`` from grey counts as shade down to this
+    brightness, since a grey housing does not have a coloured ground's hue
+    (the deep shade beside a robot on brick or grass).
+
+    >>> img = np.full((4, 16, 3), (60, 120, 200), np.uint8); img[1:, 12:] = (18, 36, 60)  # red ground, deep shade
+    >>> img[1:, :2] = (18, 18, 18)                                                         # a black housing
+    >>> ring = np.zeros((4, 16), bool); ring[0] = True
+    >>> int(shadow_like(img, ring, 0.06, 0.85, 0.55).sum()), int(shadow_like(img, ring, 0.06, 0.85, 0.55, 0.15).sum())
+    (0, 12)
     """
     if ring.sum() < 16:
         return np.zeros(img.shape[:2], bool)
@@ -228,8 +260,12 @@ def shadow_like(img: np.ndarray, ring: np.ndarray, chroma_tol: float, dark: floa
     chrom = f / s
     c_ref = np.median(chrom[ring], axis=0)
     i_ref = float(np.median(s[ring]))
-    return ((np.linalg.norm(chrom - c_ref, axis=-1) < chroma_tol) & (s[..., 0] < dark * i_ref)
-            & (s[..., 0] > floor * i_ref))
+    s = s[..., 0]
+    bright_enough = s > floor * i_ref
+    if deep_floor is not None and deep_floor < floor:
+        coloured = np.linalg.norm(chrom - 1.0 / 3.0, axis=-1) >= chroma_tol
+        bright_enough |= coloured & (s > deep_floor * i_ref)
+    return (np.linalg.norm(chrom - c_ref, axis=-1) < chroma_tol) & (s < dark * i_ref) & bright_enough
 
 
 def smooth_outline(mask: np.ndarray, sigma_px: float, keep_frac: float = 0.75) -> np.ndarray:

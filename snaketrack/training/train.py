@@ -59,6 +59,7 @@ from snaketrack.training.distributed import Workers, data_parallel, launch, plai
 from snaketrack.training.losses import batch_iou, seg_loss
 from snaketrack.training.model import SegmenterConfig, build_model, model_bytes, precision_context
 from snaketrack.training.plots import plot_history
+from snaketrack.training.quantize import QUANTIZE_RESERVE_S, attach_live_int8
 from snaketrack.training.schedule import lr_at
 from snaketrack.training.selection import THRESHOLDS, final_choice
 
@@ -171,7 +172,9 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
                                  + max(config.scales) ** 2 * sum(f for f in config.flips if f > 1))
         # the batch-norm pass is forward only: 27 s for 32 batches at ~2 s a training step
         bn = n_bn * float(np.median(step_s[-50:])) / 2 if step_s else 0.0
-        return RESERVE_MARGIN * (choice + bn)
+        # the int8 network: export and quantization, then two passes over the frames at the largest scale
+        int8 = QUANTIZE_RESERVE_S + 2.0 * float(val_s) * max(config.scales) ** 2 if config.live_int8 else 0.0
+        return RESERVE_MARGIN * (choice + bn + int8)
 
     def elapsed() -> float:
         return elapsed0 + time.perf_counter() - t_run
@@ -291,6 +294,9 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
             average = average_bn
         selection = final_choice(paths, model, seg_cfg, val_ds, config, thresholds, history, roots,
                                  redo=ran_epochs > 0, progress=progress, average=average)
+        if config.live_int8:
+            selection["live_int8"] = attach_live_int8(paths["model"], train_ds.items, val_ds.items,
+                                                      config.threads, progress)
     return TrainResult(best, len(history), history, {k: str(v) for k, v in paths.items()}, stopped, selection)
 
 

@@ -45,7 +45,7 @@ def test_export_equals_torch(model_file, engine):
     tol = live.tolerance(seg.network)
     assert tol == (live.BF16_TOLERANCE if seg.network.precision == "bf16" else live.EXPORT_TOLERANCE)
     x = live.check_frame(seg.net_size, seg.config.mean, seg.config.std)
-    assert live.max_probability_difference(seg.network, torch_seg.model, x) <= tol
+    assert live.probability_difference(seg.network, torch_seg.model, x) <= tol
     frames = _frames()
     p_live, p_torch = seg.predict_proba_batch(frames), torch_seg.predict_proba_batch(frames)
     assert p_live.shape == p_torch.shape == (3, *SIZE)
@@ -56,7 +56,7 @@ def test_export_equals_torch(model_file, engine):
     # one graph for every input size (a window's among them)
     for size in ((32, 48), (48, 96), (96, 160)):
         x = live.check_frame(size, seg.config.mean, seg.config.std)
-        assert live.max_probability_difference(seg.network, torch_seg.model, x) <= tol
+        assert live.probability_difference(seg.network, torch_seg.model, x) <= tol
 
 
 def test_openvino_float32_equals_torch(model_file):
@@ -64,7 +64,7 @@ def test_openvino_float32_equals_torch(model_file):
     net = live.OpenVinoNetwork(live.export_bytes(seg.model, seg.net_size, "key"), precision="fp32")
     assert net.precision == "fp32" and net.metadata[live.KEY_FIELD] == "key"
     x = live.check_frame(seg.net_size, seg.config.mean, seg.config.std)
-    assert live.max_probability_difference(net, seg.model, x) <= live.EXPORT_TOLERANCE
+    assert live.probability_difference(net, seg.model, x) <= live.EXPORT_TOLERANCE
     assert live.tolerance(net) == live.EXPORT_TOLERANCE
 
 
@@ -139,7 +139,7 @@ def test_failed_export_falls_back_to_torch_with_a_warning(model_file, monkeypatc
 
 
 def test_graph_unlike_torch_falls_back(model_file, monkeypatch):
-    monkeypatch.setattr(live, "max_probability_difference", lambda *a: 0.25)
+    monkeypatch.setattr(live, "probability_difference", lambda *a: 0.25)
     with pytest.warns(live.LiveFallbackWarning, match="in openvino .* differs from torch by 0.25"):
         assert load_segmenter(model_file, setting="live").backend == "torch"
     assert not live.live_path(model_file).exists()  # a graph that failed its check is not cached

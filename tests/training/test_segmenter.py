@@ -9,7 +9,7 @@ import torch
 from snaketrack.cli import main
 from snaketrack.datasets.layout import Dataset
 from snaketrack.training.evaluate import evaluate_segmenter, mean_iou
-from snaketrack.training.model import SegmenterConfig, build_model, save_model
+from snaketrack.training.model import SegmenterConfig, build_model, read_model_file, save_model
 from snaketrack.training.segmenter import load_segmenter
 
 
@@ -73,9 +73,10 @@ def test_evaluate_against_an_oracle(toy_root):
 def test_train_segment_eval_commands(tmp_path, toy_root, capsys):
     model = tmp_path / "seg.pt"
     assert main(["train", toy_root, "--epochs", "1", "--batch-size", "4", "--input-size", "64x48",
-                 "--max-val-frames", "4", "--threads", "1", "--out", str(model), "--json"]) == 0
+                 "--max-val-frames", "4", "--threads", "1", "--no-live-int8", "--out", str(model), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["epochs"] == 1 and model.is_file()
+    assert summary["live_int8"] is None and "live_int8" not in read_model_file(model)["extra"]
     assert load_segmenter(model).config.input_size == (48, 64)  # --input-size is WIDTHxHEIGHT
     out = tmp_path / "masks"
     assert main(["segment", toy_root, "--model", str(model), "--out", str(out)]) == 0
@@ -178,6 +179,9 @@ def test_train_runs_the_cpu_recipe_by_default(monkeypatch, tmp_path, toy_root, c
     # --minutes sets the budget; a flag changes only its own setting
     config = _captured_config(monkeypatch, tmp_path, toy_root, "--minutes", "5", "--lr", "1e-3")
     assert config == recipe_config("cpu", time_limit_s=300.0, lr=1e-3)
+    assert recipe_config("cpu").live_int8 and not TrainConfig().live_int8  # the live int8 network: the recipe's
+    config = _captured_config(monkeypatch, tmp_path, toy_root, "--no-live-int8")
+    assert config == recipe_config("cpu", live_int8=False)
     # --recipe paper: the paper's settings, no budget
     config = _captured_config(monkeypatch, tmp_path, toy_root, "--recipe", "paper")
     assert config == TrainConfig() and RECIPES["paper"] == {}

@@ -117,7 +117,8 @@ def test_a_label_then_train_campaign_chains_every_stage(tmp_path, ray_local):
         x, y, w, h = cv2.boundingRect((cv2.imread(str(ds / "masks" / "000000.png"), 0) > 127).astype(np.uint8))
         videos.append({"path": f"clips/v{k}", "box": f"{x - 6},{y - 6},{w + 12},{h + 12}"})
     spec = {"robot": "planar-snake-11", "masks": "label", "estimate": False, "videos": videos,
-            "train": {"epochs": 8, "batch_size": 2, "input_size": "96x64", "val_fraction": 0.34, "threads": 1},
+            "train": {"epochs": 8, "batch_size": 2, "input_size": "96x64", "val_fraction": 0.34, "threads": 1,
+                      "no_live_int8": True},  # the int8 network: tests/training/test_quantize.py
             "track": TRACK}
     (root / "campaign.yaml").write_text(yaml.safe_dump(spec))
     out = tmp_path / "out"
@@ -129,5 +130,5 @@ def test_a_label_then_train_campaign_chains_every_stage(tmp_path, ray_local):
     for k in range(2):
         assert len(list((out / f"v{k}" / "labels" / "masks").glob("*.png"))) == 6
         assert len(read_csv_columns(out / f"v{k}" / "track" / "track.csv")["frame"]) == 6
-    _, config, _ = load_model(out / "segmenter" / "model.pt")
-    assert tuple(config.input_size) == (64, 96)
+    _, config, extra = load_model(out / "segmenter" / "model.pt")
+    assert tuple(config.input_size) == (64, 96) and "live_int8" not in extra  # the section's flags reached train

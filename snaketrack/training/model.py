@@ -9,7 +9,8 @@ weights saved by the user) may be given instead.
 A model file is one ``torch.save`` dict: ``format``, ``version``,
 ``config`` (:class:`SegmenterConfig` as a dict: architecture, encoder,
 input size, mean/std, classes, threshold, inference scale) and ``state_dict``, plus ``extra``
-(training summary). :func:`load_model` rebuilds from it alone.
+(training summary; ``extra["live_int8"]``: the live setting's int8 ONNX graph and its validation
+measurement, :mod:`~snaketrack.training.quantize`). :func:`load_model` rebuilds from it alone.
 
 DeepLabV3+ has output stride 16, so the network sees the input size
 padded up to a multiple of 16 (:func:`padded_size`): 360×640 runs as

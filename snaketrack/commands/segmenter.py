@@ -236,7 +236,8 @@ COMMANDS = [
             add_arguments=add_train_arguments, run=run_train,
             description="Train a DeepLabV3+ segmenter on labelled datasets. By default the CPU recipe: 20 minutes "
                         "from random weights on crops near the robot, half on synthetic grounds; checkpoint and "
-                        "test-time settings chosen on a held-out split (--recipe paper: the paper's settings)."),
+                        "test-time settings chosen on a held-out split, then an int8 network for the live setting "
+                        "(--recipe paper: the paper's settings)."),
     Command(name="segment", help="mask a video or dataset with a trained segmenter",
             add_arguments=add_segment_arguments, run=run_segment),
     Command(name="eval-seg", help="mean IoU of a trained segmenter against a dataset's masks",

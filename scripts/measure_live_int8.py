@@ -51,9 +51,9 @@ def main() -> None:
 
     from snaketrack.datasets.layout import Dataset
     from snaketrack.masks import mask_iou
-    from snaketrack.training.data import normalise, resize_to
     from snaketrack.training.live import export_bytes
     from snaketrack.training.model import load_model, padded_size
+    from snaketrack.training.quantize import network_input
 
     torch.set_num_threads(args.threads)
     model, cfg, _ = load_model(args.model)
@@ -61,8 +61,7 @@ def main() -> None:
     net = padded_size(size)
 
     def prep(rgb):
-        x = normalise(resize_to(rgb, size), cfg.mean, cfg.std)[None]
-        return np.pad(x, ((0, 0), (0, 0), (0, net[0] - size[0]), (0, net[1] - size[1]))).astype(np.float32)
+        return network_input(rgb, cfg, size)
 
     class Frames(CalibrationDataReader):
         def __init__(self, xs):

@@ -43,9 +43,7 @@ def network_input(rgb: np.ndarray, config: SegmenterConfig, size: tuple[int, int
 
 def quantize_graph(graph: bytes, inputs: Sequence[np.ndarray]) -> bytes:
     """The float32 ONNX ``graph`` (input ``image``) statically quantized to int8 in the QDQ format, its
-    activation ranges the minima and maxima over ``inputs`` (float32 (1, 3, h, w) each); the graph's
-    metadata is kept."""
-    import onnx
+    activation ranges the minima and maxima over ``inputs`` (float32 (1, 3, h, w) each)."""
     from onnxruntime.quantization import (
         CalibrationDataReader,
         CalibrationMethod,
@@ -62,7 +60,6 @@ def quantize_graph(graph: bytes, inputs: Sequence[np.ndarray]) -> bytes:
         def get_next(self):
             return next(self.items, None)
 
-    meta = {p.key: p.value for p in onnx.load_from_string(graph).metadata_props}
     # the quantization tools write scratch files into the working folder: work in a temporary one
     with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -71,39 +68,28 @@ def quantize_graph(graph: bytes, inputs: Sequence[np.ndarray]) -> bytes:
         quantize_static("pre.onnx", "int8.onnx", Inputs(), quant_format=QuantFormat.QDQ, per_channel=True,
                         activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
                         calibrate_method=CalibrationMethod.MinMax)
-        out = onnx.load("int8.onnx")
-    del out.metadata_props[:]
-    for k, v in meta.items():
-        entry = out.metadata_props.add()
-        entry.key, entry.value = k, v
-    return out.SerializeToString()
-
-
-def mean_iou(masks: Sequence[np.ndarray], truth: Sequence[np.ndarray]) -> float:
-    """Mean IoU of bool masks against bool truth masks, frame by frame (1 where both are empty)."""
-    from snaketrack.masks import mask_iou
-
-    return float(np.mean([mask_iou(m, t) for m, t in zip(masks, truth)])) if truth else float("nan")
+        return Path("int8.onnx").read_bytes()
 
 
 def live_int8_entry(model: torch.nn.Module, config: SegmenterConfig, calibration: Sequence[np.ndarray],
-                    validation: Sequence[tuple[np.ndarray, np.ndarray]], key: str,
+                    validation: Sequence[tuple[np.ndarray, np.ndarray]],
                     threads: Optional[int] = None) -> dict[str, Any]:
     """The model file's :data:`FIELD` for ``model`` (its file's ``config``, with the chosen scale and
-    threshold): the int8 graph (``graph``, bytes, tagged with ``key``) when it keeps its validation IoU
+    threshold): the int8 graph (``graph``, bytes) when it keeps its validation IoU
     within :data:`IOU_LOSS` of float32's, and the measurement (``val_iou_fp32``, ``val_iou_int8``,
     ``frames``, ``calibration_frames``, ``kept``, ``seconds``).
 
     calibration: RGB uint8 training frames (H, W, 3); validation: (RGB uint8 frame, bool label) pairs.
     Both networks run at the model's scale without flips, the float32 one in torch, the int8 one in
     ONNX Runtime with ``threads`` intra-op threads (None: torch's)."""
+    from snaketrack.training.evaluate import mean_iou
     from snaketrack.training.live import OnnxNetwork, export_bytes
     from snaketrack.training.segmenter import Segmenter
 
     t0 = time.perf_counter()
     fp32 = Segmenter(model, config, flips=1, precision="fp32")
     xs = [network_input(f, config, fp32.size) for f in calibration]
-    graph = quantize_graph(export_bytes(model, fp32.net_size, key), xs)
+    graph = quantize_graph(export_bytes(model, fp32.net_size, "model-file"), xs)  # kept in the file: no cache key
     int8 = Segmenter(model, config, flips=1, precision="fp32", network=OnnxNetwork(graph, threads))
     frames, labels = [f for f, _ in validation], [m for _, m in validation]
     ious = {name: mean_iou([seg.predict(f) for f in frames], labels) for name, seg in (("fp32", fp32), ("int8", int8))}
@@ -139,7 +125,7 @@ def attach_live_int8(model_path: str | Path, train_items: Sequence[tuple[Any, in
     calibration = [ds.frame(i) for ds, i in evenly(list(train_items), CALIBRATION_FRAMES)]
     validation = [(ds.frame(i), ds.mask(i) > 0) for ds, i in val_items]
     try:
-        entry = live_int8_entry(model, config, calibration, validation, "model-file", threads)
+        entry = live_int8_entry(model, config, calibration, validation, threads)
     except Exception as e:  # an encoder the exporter or the quantizer refuses
         entry = {"kept": False, "error": f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"}
     atomic_write_bytes(model_path, model_bytes(model, config, {**extra, FIELD: entry}))

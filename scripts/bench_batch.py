@@ -6,7 +6,10 @@
   as ``snaketrack batch`` on a local Ray with ``--workers`` CPUs (``ray_2workers_s``, Ray's start
   included). ``campaign_frames_equal``: both runs wrote the same frames for every video.
 - **Long clip**: one ``--long-frames`` clip tracked in one pass (``sequential_s``) and in 2 chunks
-  on the same Ray (``chunked_s``), with both tracks' errors against the simulator's truth.
+  on the same Ray (``chunked_s``), with both tracks' errors against the simulator's truth. Just
+  before, what two processes get done on this CPU against one (``cpu_two_process_throughput_x``, a
+  pure-Python loop: ``scripts/measure_chunk_bound.py``): two chunks cannot gain more than that, and
+  on a shared virtual machine it moves from run to run.
 - **Training**: the segmenter for 3 epochs in one process and with 2 DDP workers, same seed and
   global batch (``single_epoch_s``, ``ddp_2workers_epoch_s``; ``--no-training`` skips it; the
   comparison over seeds is ``scripts/bench_train_ddp.py``).
@@ -147,6 +150,10 @@ def main(argv=None) -> int:
     result = {"workers": args.workers, "cpus": os.cpu_count(),
               "track_size": args.track_size or "frames' own",
               **measure_campaign(clips, out / "campaign", args.workers, args.track_size)}
+    from measure_chunk_bound import cpu_throughput
+
+    print("CPU: one process, then two", file=sys.stderr)
+    result.update(cpu_throughput(repeats=2))
     print("long clip: one pass, then 2 chunks", file=sys.stderr)
     result.update(measure_chunks(long_clip, out / "chunks", args.workers, args.track_size))
     if not args.no_training:

@@ -14,9 +14,12 @@ Two optimisers over the same silhouette (:mod:`snaketrack.tracker.render`):
   silhouette grow or shrink by a constant width. ``b`` absorbs mask bias
   (erosion/dilation by segmentation) that would otherwise be explained by
   depth: the body is only ~10 px wide, so 1–3 px of bias is 10–60 % of its
-  width. The edge softness follows ``sigma_schedule`` (coarse to fine: a
-  wide edge attracts from farther away, the final sharp edge removes the
-  soft-union depth bias).
+  width. ``b`` stays above ``−offset_floor`` × the smallest projected radius:
+  an empty silhouette costs nothing, so against a mask eroded to fragments
+  an unbounded ``b`` shrinks the body away and the fit says nothing. The
+  edge softness follows ``sigma_schedule`` (coarse to fine: a wide edge
+  attracts from farther away, the final sharp edge removes the soft-union
+  depth bias).
 - ``method="adam"``: the paper's refinement, Adam (lr 0.005) on the summed
   squared difference ``Σ (o − m)²`` over the pose vector, ``steps`` steps.
 
@@ -106,6 +109,12 @@ class Refiner:
         J = self.J
         R0 = _exp(theta[J:J + 3]) @ R_ref
         return point_jacobian(self.robot, self.renderer.model, theta[:J], R0, theta[J + 3:])
+
+    def _offset_floor(self, pts: torch.Tensor) -> float:
+        """The lowest edge offset [px] for end points ``pts`` (M, 2, 3) [m, camera frame]: −``offset_floor``
+        × the smallest primitive radius projected at its farther end (module doc)."""
+        depth = pts[:, :, 2].max(dim=1).values.clamp_min(1e-6)
+        return -self.config.offset_floor * float(self.K[0, 0]) * float((self._radii / depth).min())
 
     def _roi(self, pts: torch.Tensor, sigma: float, offset: float, margin_extra: float = 0.0):
         from snaketrack.tracker.bands import primitive_boxes
@@ -255,6 +264,9 @@ class Refiner:
             return ground_terms(self.robot, cfg, theta, R_ref, up_t, height, nP)
 
         it_done = 0
+        # the floor at the start's depth: a refinement moves the body too little to change it
+        b_floor = self._offset_floor(self._points_and_jac(theta, R_ref)[0]) if cfg.estimate_offset else 0.0
+        b = max(b, b_floor) if cfg.estimate_offset else b
         lin = linearise(theta, R_ref, b, cfg.sigma(0))
         if lin is None:
             return RefineResult(x0, b, float("inf"), 0.0, None, 0, {"reason": "off-screen"})
@@ -282,7 +294,7 @@ class Refiner:
             new_theta[J + 3:] = theta[J + 3:] + step[J + 3:D]
             new_R = _exp(step[J:J + 3]) @ R_ref
             new_theta[J:J + 3] = 0.0
-            new_b = b + float(step[D]) if cfg.estimate_offset else 0.0
+            new_b = max(b + float(step[D]), b_floor) if cfg.estimate_offset else 0.0
             new_lin = linearise(new_theta, new_R, new_b, sigma)
             if new_lin is None:
                 lam *= 10

@@ -1,4 +1,5 @@
-"""Refinement: analytic point Jacobian vs autograd, LM on MuJoCo masks, edge offset under mask bias, Adam."""
+"""Refinement: analytic point Jacobian vs autograd, LM on MuJoCo masks, edge offset under mask bias and
+its floor on a mask eroded to fragments, Adam."""
 import cv2
 import numpy as np
 import pytest
@@ -87,6 +88,48 @@ def test_edge_offset_absorbs_mask_dilation(scene):
     depth_err = lambda r: abs(r.x[lay.trans][2] - xt[lay.trans][2])  # noqa: E731
     assert depth_err(with_b) < 0.5 * depth_err(without)
     assert _errors(with_b.x, xt, lay)[0] < 0.05
+
+
+def _silhouette_px(ren, x, offset_px):
+    sil = ren(torch.as_tensor(x)[None], (0, 0, W, H), offset_px=torch.tensor([offset_px], dtype=torch.float64))[0]
+    return int((sil[0] > 0.5).sum())
+
+
+def test_the_offset_floor_keeps_a_ribbon_of_the_body(scene):
+    """At the floor the silhouette keeps a good part of its area; past minus the largest projected radius
+    (the floor is a fraction of the smallest) nothing is left of it: the renderer's own silhouettes."""
+    robot, K, mask, xt, lay = scene
+    ren = SilhouetteRenderer(robot, K, W, H)
+    ref = Refiner(ren)
+    theta = torch.as_tensor(np.concatenate([xt[lay.q], np.zeros(3), xt[lay.trans]]))
+    floor = ref._offset_floor(ref._points_and_jac(theta, torch.as_tensor(axis_angle_to_matrix_np(xt[lay.rot])))[0])
+    radii = ren.model.radius
+    largest_px = -floor / RefineConfig().offset_floor * max(radii) / min(radii)
+    full = _silhouette_px(ren, xt, 0.0)
+    assert full > 0.5 * mask.sum()
+    assert _silhouette_px(ren, xt, floor) > 0.25 * full
+    assert _silhouette_px(ren, xt, -1.2 * largest_px) == 0
+
+
+def test_a_mask_eroded_to_fragments_is_fitted_by_a_silhouette_not_by_none(scene):
+    """A mask eroded 2 px and cut into pieces (a thin body's bad segmentation): with an unbounded edge
+    offset LM shrinks the body away, since an empty silhouette costs nothing; above the floor it keeps
+    a silhouette on the pieces and the base stays nearer the truth."""
+    robot, K, mask, xt, lay = scene
+    dist = cv2.distanceTransform(mask.astype(np.uint8), cv2.DIST_L2, 3)
+    pieces = (dist > 2.0) & ((np.arange(W)[None, :] // 5) % 3 == 0)
+    assert 0.1 * mask.sum() < pieces.sum() < 0.25 * mask.sum()
+    rng = np.random.default_rng(1)
+    x0 = xt.copy()
+    x0[lay.q] += rng.normal(0, 0.03, robot.dof)
+    x0[lay.trans] += np.array([0.005, -0.005, 0.02])
+    ren = SilhouetteRenderer(robot, K, W, H)
+    obs = Observation.from_mask(pieces)
+    unbounded = Refiner(ren, RefineConfig(offset_floor=float("inf"))).refine(x0, obs)
+    floored = Refiner(ren, RefineConfig()).refine(x0, obs)
+    assert unbounded.iou == 0.0 and _silhouette_px(ren, unbounded.x, unbounded.offset_px) == 0
+    assert floored.iou > 0.1 and _silhouette_px(ren, floored.x, floored.offset_px) > 0
+    assert _errors(floored.x, xt, lay)[1] < 0.5 * _errors(unbounded.x, xt, lay)[1]
 
 
 def test_adam_moves_towards_the_mask(scene):

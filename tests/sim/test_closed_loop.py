@@ -22,7 +22,7 @@ ROBOT = load_robot("planar-snake-11")
 def test_a_short_tracked_loop_reaches_a_waypoint_the_open_loop_misses(tmp_path):
     out = tmp_path / "loop"
     # 0.3 m to the left of the plain gait's path: only a turn gets the head within 0.1 m of it
-    assert main(["sim", "closed-loop", "--targets=0.5,0.3", "--duration", "5", "--seed", "0",
+    assert main(["sim", "closed-loop", "--targets=0.5,0.3", "--duration", "6", "--seed", "0",
                  "--out", str(out)]) == 0
     s = json.loads((out / "summary.json").read_text())
     assert s["reach_times_s"]["none"] == [None]  # the open loop misses it: steering did it

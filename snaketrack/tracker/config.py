@@ -26,8 +26,8 @@ class RefineConfig:
     estimate_offset: fit the edge offset b [px] that grows or shrinks the silhouette (LM only); default True.
     offset_prior_px: std of the prior on b around 0 [px]; default 2.
     offset_floor: b is kept above −offset_floor × the body's smallest projected radius [px], so that the
-        silhouette cannot shrink to nothing (which explains a mask eroded to fragments at no cost);
-        default 0.5.
+        silhouette cannot shrink to nothing (which explains a mask eroded to fragments at no cost;
+        inf: unbounded); default 0.85.
     prior_q: std of the prior towards the prediction on the joint angles [rad]; default 0.15.
     prior_rot: std of the prior towards the prediction on the base rotation [rad]; default 0.05.
     prior_trans: std of the prior towards the prediction on the base translation [m]; default 0.02.

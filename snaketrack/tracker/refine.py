@@ -266,7 +266,7 @@ class Refiner:
         it_done = 0
         # the floor at the start's depth: a refinement moves the body too little to change it
         b_floor = self._offset_floor(self._points_and_jac(theta, R_ref)[0]) if cfg.estimate_offset else 0.0
-        b = max(b, b_floor) if cfg.estimate_offset else b
+        b = max(b, b_floor)
         lin = linearise(theta, R_ref, b, cfg.sigma(0))
         if lin is None:
             return RefineResult(x0, b, float("inf"), 0.0, None, 0, {"reason": "off-screen"})

@@ -24,7 +24,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import torch
 
-from snaketrack.training.data import normalise, resize_to
+from snaketrack.training.data import normalise, pad_to, resize_to
 from snaketrack.training.model import SegmenterConfig, padded_size
 
 CALIBRATION_FRAMES = 16  # training frames whose activation ranges set the int8 scales
@@ -36,9 +36,7 @@ QUANTIZE_RESERVE_S = 15.0  # export and quantization of a resnet18 on a slow 2-c
 def network_input(rgb: np.ndarray, config: SegmenterConfig, size: tuple[int, int]) -> np.ndarray:
     """One RGB uint8 frame (H, W, 3) as the network takes it at ``size`` = (h, w): resized, normalised
     and padded right and bottom to a multiple of 16; float32 (1, 3, h', w')."""
-    x = normalise(resize_to(rgb, size), config.mean, config.std)[None]
-    net_h, net_w = padded_size(size)
-    return np.pad(x, ((0, 0), (0, 0), (0, net_h - size[0]), (0, net_w - size[1]))).astype(np.float32)
+    return pad_to(normalise(resize_to(rgb, size), config.mean, config.std)[None], padded_size(size)).astype(np.float32)
 
 
 def quantize_graph(graph: bytes, inputs: Sequence[np.ndarray]) -> bytes:
@@ -117,6 +115,7 @@ def attach_live_int8(model_path: str | Path, train_items: Sequence[tuple[Any, in
     it is. Returns the entry without its graph. An export or quantization that fails is recorded
     (``kept`` False, ``error``) and the live setting runs float32."""
     from snaketrack.io import atomic_write_bytes
+    from snaketrack.training.live import _first_line
     from snaketrack.training.model import load_model, model_bytes
 
     model, config, extra = load_model(model_path)
@@ -127,7 +126,7 @@ def attach_live_int8(model_path: str | Path, train_items: Sequence[tuple[Any, in
     try:
         entry = live_int8_entry(model, config, calibration, validation, threads)
     except Exception as e:  # an encoder the exporter or the quantizer refuses
-        entry = {"kept": False, "error": f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"}
+        entry = {"kept": False, "error": _first_line(e)}
     atomic_write_bytes(model_path, model_bytes(model, config, {**extra, FIELD: entry}))
     summary = {k: v for k, v in entry.items() if k != "graph"}
     if progress:

@@ -176,10 +176,13 @@ class TrackingService:
             return
         settled = bool(getattr(self.session.tracker, "reading_settled", True))
         for r in results:
-            latency = self.publisher.publish(r, frame.capture_time, frame.up, settled)
-            self.latencies_ms.append(latency)
             self.frames_tracked += 1
             self.state = {"tracked": "tracking"}.get(r.status, r.status)
+            if not r.state.has_pose:  # the robot not yet seen: no pose to publish, the status says lost
+                self._last = {"frame": r.index}
+                continue
+            latency = self.publisher.publish(r, frame.capture_time, frame.up, settled)
+            self.latencies_ms.append(latency)
             self._last = {"frame": r.index, "iou": float(r.state.iou), "latency_ms": latency}
 
     def _source_status(self, status: str) -> None:

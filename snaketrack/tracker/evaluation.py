@@ -71,7 +71,8 @@ def tracking_metrics(
 
     All frames count (lost and coasting ones too), so a tracker cannot
     improve its error by giving up. Means ignore NaNs (e.g. an IoU of a
-    frame with an empty mask).
+    frame with an empty mask, or the pose of a frame before the robot was
+    first seen, which counts as lost).
 
     - ``base_position_error_m``: mean ‖base − base_true‖ [m];
     - ``joint_error_rad``: mean over frames and joints of |q − q_true|

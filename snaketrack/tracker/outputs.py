@@ -240,7 +240,8 @@ def overlay_frame(result: Any, robot: Any, K: np.ndarray) -> np.ndarray:
     """The overlay image (RGB uint8 (H, W, 3)) of one finished
     :class:`~snaketrack.tracker.pipeline.FrameResult`, drawn with the tracking camera's ``K`` (3, 3)."""
     state = result.state
-    axes, head = link_axes_uv(robot, state.q, state.base_rotation, state.base_position, K)
+    axes, head = link_axes_uv(robot, state.q, state.base_rotation, state.base_position, K) \
+        if state.has_pose else (None, None)
     text = f"frame {result.index}  {state.status}  IoU {state.iou:.2f}" if np.isfinite(state.iou) else \
         f"frame {result.index}  {state.status}"
     return draw_overlay(result.frame, result.mask, axes, head, result.silhouette, text,

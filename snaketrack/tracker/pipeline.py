@@ -199,7 +199,10 @@ class TrackingSession:
 
     ``start()``, then ``step(frame, mask=None, up=None, t=None)`` per frame; it returns the
     frames finished by that step, in order (usually the frame itself; none while the first frames
-    are held; several when the hold releases them). ``close()`` returns those still held.
+    are held; several when the hold releases them). ``close()`` returns those still held. Until a
+    mask shows the robot (``TrackerConfig.min_mask_px``), each frame is finished at once as ``lost``
+    with no pose (:meth:`~snaketrack.tracker.state.TrackState.before_start`: NaN entries), and the
+    track starts on the first mask that does.
     """
 
     def __init__(self, robot, camera, fps: float = 30.0, config: PipelineConfig = PipelineConfig(),
@@ -218,7 +221,8 @@ class TrackingSession:
 
             self.corrupt = MaskCorruptor(config.corrupt_seed)
         self.tracker = None
-        self.frames = 0
+        self.frames = 0  # frames stepped since start()
+        self.started = False  # whether the tracker has begun a track (a mask large enough was seen)
         self.track_time_s = 0.0
         self._renderer = None
 
@@ -249,7 +253,7 @@ class TrackingSession:
 
             self.ground = GroundTracker(self.camera.K, follow=c.follow_up)
         self.hold = ReadingHold(self.tracker, c.hold_frames)
-        self.frames, self.track_time_s = 0, 0.0
+        self.frames, self.started, self.track_time_s = 0, False, 0.0
         return self
 
     def step(self, frame: np.ndarray, mask: Optional[np.ndarray] = None, up: Optional[np.ndarray] = None,
@@ -283,6 +287,13 @@ class TrackingSession:
             mask = self.corrupt(mask, i)
         if any(a <= i < b for a, b in self.config.hidden):
             mask = np.zeros_like(mask)
+        time_s = i / self.fps if t is None else float(t)
+        if not self.started and int(np.count_nonzero(mask)) < self.tracker.config.min_mask_px:
+            from snaketrack.tracker.state import TrackState
+
+            self.frames += 1  # nothing to start from: the frame is lost, and the next one tries again
+            return [self._finish(TrackState.before_start(self.robot.dof, i, time_s), i, time_s, rgb, mask,
+                                 None, truth_mask, up)]
         t0 = time.perf_counter()
         kw: dict[str, Any] = {}
         rotation = None
@@ -295,9 +306,9 @@ class TrackingSession:
                 rotation = self.ground.rotation.copy()
         if up is not None:
             kw["up"] = up
-        time_s = i / self.fps if t is None else float(t)
-        state = self.tracker.start(mask, t=time_s, **kw) if self.frames == 0 else \
-            self.tracker.step(mask, t=time_s, **kw)
+        state = self.tracker.step(mask, t=time_s, **kw) if self.started else \
+            self.tracker.start(mask, t=time_s, **kw)
+        self.started = True
         if state is None:
             raise InputError(f"frame {i}: the tracker returned no state")
         done = self.hold.push(state, mask, up, payload=(i, time_s, rgb, mask, kw.get("ground"), truth_mask,
@@ -341,7 +352,7 @@ class TrackingSession:
                 truth_mask: Optional[np.ndarray], up: Optional[np.ndarray] = None,
                 rotation: Optional[np.ndarray] = None) -> FrameResult:
         extra: dict[str, Any] = {"frame": i, "t": t}
-        silhouette = self.render(state) if self.config.render else None
+        silhouette = self.render(state) if self.config.render and state.has_pose else None
         if silhouette is not None:
             extra["iou_no_offset"] = mask_iou(silhouette, mask > 0) if mask.any() else float("nan")
         else:
@@ -351,7 +362,9 @@ class TrackingSession:
         if self.config.follow_up:
             extra.update(zip(("up_x", "up_y", "up_z"), [float("nan")] * 3 if up is None else map(float, up)))
         if self.truth_masks:
-            if truth_mask is None or silhouette is None:
+            if truth_mask is not None and not state.has_pose:  # nothing drawn: no overlap with a robot in view
+                extra["iou_truth"] = 0.0 if np.any(truth_mask) else float("nan")
+            elif truth_mask is None or silhouette is None:
                 extra["iou_truth"] = float("nan")
             else:
                 extra["iou_truth"] = mask_iou(silhouette, self.resize.mask(self.undistort.mask(truth_mask)))

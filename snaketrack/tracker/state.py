@@ -202,6 +202,18 @@ class TrackState:
         return cls(frame=int(frame), t=float(t), q=q, base_quat=quat, base_position=t0,
                    head=np.asarray(head, float).reshape(3), **kw)
 
+    @classmethod
+    def before_start(cls, n_joints: int, frame: int, t: float) -> "TrackState":
+        """A frame before the track could start (the robot not yet seen): ``lost``, every pose entry NaN."""
+        nan = float("nan")
+        return cls(frame=int(frame), t=float(t), q=np.full(n_joints, nan), base_quat=np.full(4, nan),
+                   base_position=np.full(3, nan), head=np.full(3, nan), status="lost")
+
+    @property
+    def has_pose(self) -> bool:
+        """Whether the state holds a pose (False only :meth:`before_start`)."""
+        return bool(np.all(np.isfinite(self.base_position)))
+
     def with_status(self, status: str, **kw) -> "TrackState":
         return replace(self, status=status, **kw)
 

@@ -330,3 +330,35 @@ def test_a_subscribed_client_is_counted_so_that_closing_lets_its_last_messages_o
             assert publisher._subscriptions.count >= 1
     finally:
         publisher.close()
+
+
+def test_a_robot_not_yet_in_view_is_reported_lost_until_it_enters_and_no_frame_is_an_error(dataset):
+    frames = open_frames(dataset)
+    source = PushSource(frames.width, frames.height, 30.0)
+    service = TrackingService(source, load_robot("planar-snake-11"), Camera.from_meta(frames.meta), PIPELINE,
+                              ServiceConfig(port=0, overlay_hz=0))
+    service.start()
+    got, statuses = [], []
+
+    def listen():
+        with StateClient(service.url) as client:
+            for topic, msg, _ in client.messages(timeout=10):
+                (got if topic == m.STATE else statuses).append(msg)
+
+    t = threading.Thread(target=listen)
+    t.start()
+    time.sleep(0.5)
+    enters = 5
+    for i, rgb in frames.frames():
+        mask = frames.mask(i)
+        source.push(rgb, mask if i >= enters else np.zeros_like(mask), t=i / 30)
+        while service.frames_tracked + service.errors < i + 1:
+            time.sleep(0.002)
+    source.stop()
+    service.wait(30)
+    service.stop()
+    t.join()
+    assert service.errors == 0 and service.frames_tracked == N
+    assert [s["frame"] for s in got] == list(range(enters, N))  # no pose is published before the robot is seen
+    assert all(s["q_1"] is not None and s["base_x"] is not None for s in got) and got[0]["status"] == "tracked"
+    assert any(s.get("state") == "lost" and s.get("frame", N) < enters for s in statuses)

@@ -89,6 +89,28 @@ def test_a_session_driven_by_hand_gives_the_command_s_rows(dataset, tmp_path):
     _assert_tracks_equal(by_hand, written, atol=1e-12)
 
 
+def test_a_track_starts_on_the_first_frame_that_shows_the_robot(dataset, tmp_path):
+    """The robot hidden in the first frames: they are written as lost with no pose (and no overlap with the
+    truth), and the track from the first frame that shows it is the track of the clip cut to start there."""
+    hidden = 4
+    config = PipelineConfig(hold_frames=0, hidden=((0, hidden),))
+    track_source(dataset, tmp_path / "run", config=config, options=RunOptions(progress=False))  # overlay, plots too
+    written = read_csv_columns(tmp_path / "run" / "track.csv")
+    assert list(written["frame"]) == list(range(N))
+    assert list(written["status"][:hidden]) == ["lost"] * hidden
+    assert np.all(np.isnan(written["q_1"][:hidden])) and np.all(np.isnan(written["base_x"][:hidden]))
+    assert list(written["iou_truth"][:hidden]) == [0.0] * hidden
+    assert (tmp_path / "run" / "overlay.mp4").stat().st_size > 0
+
+    frames = open_frames(dataset)
+    session = TrackingSession(load_robot(frames.meta["robot"]), Camera.from_meta(frames.meta), frames.fps,
+                              PipelineConfig(hold_frames=0))
+    rows = [r.row for i, rgb in frames.frames(start=hidden)
+            for r in session.step(rgb, mask=frames.mask(i), index=i, truth_mask=None)]
+    cut = {k: [row[k] for row in rows] for k in rows[0]}
+    _assert_tracks_equal(cut, {k: v[hidden:] for k, v in written.items() if k != "iou_truth"}, atol=1e-9)
+
+
 def test_held_frames_are_released_in_order_and_on_close(dataset):
     frames = open_frames(dataset)
     session = TrackingSession(load_robot("planar-snake-11"), Camera.from_meta(frames.meta), frames.fps,

@@ -198,7 +198,9 @@ class TruePoses:
     mask is empty), so the run's figures are known."""
 
     def __init__(self, robot):
-        self.robot, self.i = robot, -1
+        from snaketrack.tracker.config import TrackerConfig
+
+        self.robot, self.i, self.config = robot, -1, TrackerConfig()
 
     def _state(self, mask):
         from snaketrack.models.kinematics import forward_kinematics_np

@@ -198,9 +198,7 @@ class TruePoses:
     mask is empty), so the run's figures are known."""
 
     def __init__(self, robot):
-        from snaketrack.tracker.config import TrackerConfig
-
-        self.robot, self.i, self.config = robot, -1, TrackerConfig()
+        self.robot, self.i = robot, -1
 
     def _state(self, mask):
         from snaketrack.models.kinematics import forward_kinematics_np

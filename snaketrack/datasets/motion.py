@@ -160,20 +160,28 @@ def nan_median(stack: np.ndarray) -> np.ndarray:
     return np.where(k > 0, (lo + hi) / 2, np.nan).astype(stack.dtype)
 
 
-def motion_near(moving: np.ndarray, box: Box, join_px: int = 2) -> np.ndarray:
-    """The pieces of ``moving`` (bool (H, W)) that reach into ``box``, each piece joined across gaps of up to
+def motion_near(moving: np.ndarray, box: Box, join_px: int = 2, near: Optional[np.ndarray] = None) -> np.ndarray:
+    """The pieces of ``moving`` (bool (H, W)) that reach into ``box``, or, given ``near`` (bool (H, W): the
+    last good mask grown by the propagation margin), into ``near``; each piece joined across gaps of up to
     ``join_px`` px: the robot's motion, including an end a shrunken box no longer holds, without whatever
-    else moves elsewhere in the frame.
+    else moves elsewhere in the frame (a box round a long diagonal robot also holds ground far from it,
+    where a change of light on a glossy floor reads as motion).
 
     >>> m = np.zeros((20, 40), bool); m[5:8, 2:30] = True; m[15:18, 35:39] = True
     >>> int(motion_near(m, Box(0, 0, 10, 10)).sum())    # the bar reaching into the box, not the far speck
     84
+    >>> near = np.zeros((20, 40), bool); near[16, 30:34] = True
+    >>> int(motion_near(m, Box(0, 0, 40, 20), near=near).sum())  # the box holds both, ``near`` the speck
+    12
     """
     h, w = moving.shape
-    b = box.clip(w, h)
     joined = dilate_mask(moving, join_px) if join_px > 0 else moving
     _, labels = cv2.connectedComponents(joined.astype(np.uint8), connectivity=8)
-    hit = np.unique(labels[b.y:b.y + b.h, b.x:b.x + b.w])
+    if near is not None and near.shape == moving.shape and near.any():
+        hit = np.unique(labels[near])
+    else:
+        b = box.clip(w, h)
+        hit = np.unique(labels[b.y:b.y + b.h, b.x:b.x + b.w])
     hit = hit[hit > 0]
     return np.isin(labels, hit) & moving
 

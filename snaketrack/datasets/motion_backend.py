@@ -3,8 +3,9 @@
 Box-prompted GrabCut (:mod:`~snaketrack.datasets.grabcut_backend`) sees colours only. On a video it
 also has the frames around the one it labels, and so where things move
 (:class:`~snaketrack.datasets.motion.MotionMap`). Each frame is cut with a guide
-(``GrabCutBackend.predict(guide=...)``): the moving pieces that reach into the prompt box
-(:func:`~snaketrack.datasets.motion.motion_near`), with the last good mask within ``far_px`` of them (a
+(``GrabCutBackend.predict(guide=...)``): the moving pieces
+that come within ``reach_px`` of the last good mask (:func:`~snaketrack.datasets.motion.motion_near`;
+the prompt box on the first frame), with the last good mask within ``far_px`` of them (a
 part of the robot that did not move stays in; a still object that the last label took in and that the
 robot has left drops out). The guide's pixels start as "probably robot"; pixels farther than ``far_px``
 from it are certain background before the cut and cut off after it (a post, a stone, ground of the
@@ -29,6 +30,11 @@ from snaketrack.errors import InputError
 @dataclass(frozen=True)
 class MotionGuideConfig:
     """near_px: how far [px] from the guide robot-coloured pixels still start as "probably robot";
+    reach_px: a moving piece joins the guide when it comes this close [px] to the last good mask (the box
+    when there is none); extend_px: of such a piece, the part within this distance [px] of the last good
+    mask (a light change on a glossy floor joined to the robot's motion stays out); min_moving_frac: a frame
+    whose motion within ``reach_px`` of the last good mask covers less than this fraction of its area is cut
+    without a guide (the robot paused: the guide would hold only the part that still moves);
     far_px: pixels farther than this from the guide are certain background [px]; join_px: gaps [px]
     across which a moving piece counts as reaching into the box; min_guide_px: a smaller guide is not
     used [px]; shade: whether the guide's pixels in shade start as "probably robot" (False: ground in shade
@@ -36,6 +42,9 @@ class MotionGuideConfig:
     motion map's settings."""
 
     near_px: int = 3
+    reach_px: int = 15
+    extend_px: int = 40
+    min_moving_frac: float = 0.2
     far_px: int = 8
     join_px: int = 2
     min_guide_px: int = 30
@@ -89,8 +98,14 @@ class MotionGuidedBackend:
         moving = self.motion.motion(self._index) if self._index is not None else None
         guide = None
         if moving is not None:
-            guide = motion_near(moving, box, cfg.join_px)
-            if prior is not None and prior.shape == guide.shape:
+            has_prior = prior is not None and prior.shape == moving.shape and bool(prior.any())
+            near = dilate_mask(prior, cfg.reach_px) if has_prior else None
+            guide = motion_near(moving, box, cfg.join_px, near=near)
+            if has_prior:
+                guide &= dilate_mask(prior, cfg.extend_px)
+                if (guide & near).sum() < cfg.min_moving_frac * prior.sum():
+                    guide = np.zeros_like(guide)  # the robot paused: cut from the box and the last mask
+            if has_prior:
                 # only the part of the last mask near what moves: a still thing the last label took in
                 # (a stump beside the robot) must not stay in the guide after the robot has left it
                 guide = guide | (prior & dilate_mask(guide, cfg.far_px))

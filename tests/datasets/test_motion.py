@@ -6,7 +6,7 @@ import cv2
 import numpy as np
 import pytest
 
-from snaketrack.datasets.boxes import Box, mask_to_box
+from snaketrack.datasets.boxes import Box, dilate_mask, mask_to_box
 from snaketrack.datasets.grabcut_backend import GrabCutBackend
 from snaketrack.datasets.label import LabelConfig, label_video
 from snaketrack.datasets.layout import Dataset, DatasetWriter
@@ -164,3 +164,70 @@ def test_a_still_object_the_last_label_took_in_drops_out_once_the_robot_is_away_
     assert backend.guided == 1
     assert not out[post].any()
     assert mask_iou(out, masks[i]) > 0.8
+
+
+class _GuideRecorder(GrabCutBackend):
+    """GrabCut that records the guide each cut was given."""
+
+    def __init__(self):
+        super().__init__()
+        self.guides = []
+
+    def predict(self, box, prior=None, guide=None, **kw):
+        self.guides.append(guide)
+        return super().predict(box, prior, guide=guide, **kw)
+
+
+def _still_robot_video(flicker: np.ndarray, changed: int = 20):
+    """Frames (N, H, W, 3) and the robot's mask: an orange bar lying still on textured ground; the pixels of
+    ``flicker`` (bool (H, W), its tail tip) are orange but grey in frame ``changed`` (the tip has moved)."""
+    ground = _ground()[20:20 + H, 20:20 + W]
+    robot = np.zeros((H, W), np.uint8)
+    cv2.line(robot, (30, 60), (150, 70), 1, 7)
+    robot = robot.astype(bool)
+    frames = []
+    for k in range(N):
+        img = ground.copy()
+        img[robot] = (230, 120, 40)
+        img[flicker] = (90, 90, 90) if k == changed else (230, 120, 40)
+        frames.append(img)
+    return np.stack(frames), robot
+
+
+def test_a_paused_robot_keeps_its_whole_label_though_its_tip_still_moves(tmp_path):
+    tip = np.zeros((H, W), bool)
+    tip[62:72, 150:158] = True
+    frames, robot = _still_robot_video(tip)
+    gc = _GuideRecorder()
+    backend = MotionGuidedBackend(open_frames(_write(tmp_path, frames, np.stack([robot] * N))), grabcut=gc)
+    backend.seek(20)
+    backend.set_image(frames[20])
+    out = backend.predict(mask_to_box(robot).expand(15), robot)
+    assert gc.guides[-1] is None  # the motion near the last mask is a fraction of it: cut without the guide
+    assert mask_iou(out, robot) > 0.85
+    # guided by the tip alone (and the last mask near it), the cut loses the rest of the robot
+    from snaketrack.datasets.motion_backend import MotionGuideConfig
+
+    tip_only = MotionGuidedBackend(open_frames(tmp_path / "clip"), MotionGuideConfig(min_moving_frac=0.0))
+    tip_only.seek(20)
+    tip_only.set_image(frames[20])
+    assert mask_iou(tip_only.predict(mask_to_box(robot).expand(15), robot), robot) < 0.5 and tip_only.guided == 1
+
+
+def test_a_light_change_joined_to_the_robot_s_motion_stays_out_of_the_guide(tmp_path):
+    frames, masks = _video()
+    sheen = np.zeros((H, W), bool)
+    sheen[:, 185:] = True  # a band of glossy floor whose light changes, far from the robot
+    sheen[60:63, 60:186] = True  # joined to the robot's path by a streak
+    frames = frames.copy()
+    i = 20
+    frames[i][sheen & ~masks[i]] = np.clip(frames[i][sheen & ~masks[i]].astype(int) + 60, 0, 255)  # brighter now
+    gc = _GuideRecorder()
+    backend = MotionGuidedBackend(open_frames(_write(tmp_path, frames, masks)), grabcut=gc)
+    backend.seek(i)
+    backend.set_image(frames[i])
+    backend.predict(mask_to_box(masks[i - 1]).expand(15), masks[i - 1])
+    guide = gc.guides[-1]
+    assert guide is not None and guide[masks[i]].mean() > 0.3  # the robot's motion guides the cut
+    assert not (guide & ~dilate_mask(masks[i - 1], backend.config.extend_px)).any()
+    assert (backend.motion.motion(i) & ~dilate_mask(masks[i - 1], backend.config.extend_px)).sum() > 500

@@ -80,3 +80,21 @@ def test_a_chunked_track_that_needs_an_up_direction_fails_before_ray_starts(tmp_
     with pytest.raises(InputError, match="up direction"):
         track_chunked(ds, tmp_path / "o", chunks=2, overlap=6, config=PipelineConfig(static_camera=True))
     assert not ray.is_initialized() and not (tmp_path / "o").exists()
+
+
+def test_a_chunk_that_starts_while_the_robot_is_hidden_waits_for_it_and_the_stitch_keeps_the_earlier_one(tmp_path):
+    """The later chunk's first frames have no robot: they are lost with no pose (not a failed task), it starts
+    once the robot is seen, and the seam falls where both chunks track it."""
+    from snaketrack.batch.chunks import track_range
+    from snaketrack.tracker.pipeline import PipelineConfig
+
+    ds = write_posed_dataset(tmp_path / "ds", 24, seed=6)
+    config = PipelineConfig(refine_steps=4, hold_frames=0, hidden=((12, 16),))
+    early = track_range(str(ds), None, None, "truth", config, None, 0, 18)
+    late = track_range(str(ds), None, None, "truth", config, None, 12, 24)
+    assert [r["status"] for r in late["rows"][:4]] == ["lost"] * 4 and np.isnan(late["rows"][0]["q_1"])
+    assert all(r["status"] == "tracked" for r in late["rows"][4:])
+    assert [r["status"] for r in early["rows"][12:16]] == ["coasting"] * 4  # the settled chunk coasts through
+    rows, seams = stitch([early["rows"], late["rows"]], early["dof"])
+    assert [r["frame"] for r in rows] == list(range(24)) and seams[0].frame in (16, 17) and seams[0].agreed
+    assert not any(np.isnan(r["q_1"]) for r in rows)

@@ -217,12 +217,14 @@ def test_a_slow_client_loses_old_messages(dataset):
     assert set(range(max(slow))) - set(slow), f"no state was dropped in {n} frames"
 
 
-def test_the_robot_leaving_the_view_gives_coasting_then_lost_then_reacquisition(dataset):
-    robot = load_robot("planar-snake-11")
+def _push_through_service(dataset, hide) -> tuple:
+    """Push 40 frames of ``dataset`` (its last frame repeated) through a service on a :class:`PushSource`, each
+    with its mask, emptied where ``hide(k)`` (the robot out of view), waiting for each to be tracked; returns
+    the service, the states and the status messages a client received."""
     frames = open_frames(dataset)
-    camera = Camera.from_meta(frames.meta)
     source = PushSource(frames.width, frames.height, 30.0)
-    service = TrackingService(source, robot, camera, PIPELINE, ServiceConfig(port=0, overlay_hz=0))
+    service = TrackingService(source, load_robot("planar-snake-11"), Camera.from_meta(frames.meta), PIPELINE,
+                              ServiceConfig(port=0, overlay_hz=0))
     service.start()
     got, statuses = [], []
 
@@ -235,17 +237,21 @@ def test_the_robot_leaving_the_view_gives_coasting_then_lost_then_reacquisition(
     t.start()
     time.sleep(0.5)
     images = list(frames.frames())
-    away = range(6, 30)
     for k in range(40):
-        i, rgb = images[min(k, N - 1)] if k not in away else images[min(k, N - 1)]
+        _, rgb = images[min(k, N - 1)]
         mask = frames.mask(min(k, N - 1))
-        source.push(rgb, np.zeros_like(mask) if k in away else mask, t=k / 30)
+        source.push(rgb, np.zeros_like(mask) if hide(k) else mask, t=k / 30)
         while service.frames_tracked + service.errors < k + 1:
             time.sleep(0.002)
     source.stop()
     service.wait(30)
     service.stop()
     t.join()
+    return service, got, statuses
+
+
+def test_the_robot_leaving_the_view_gives_coasting_then_lost_then_reacquisition(dataset):
+    _, got, statuses = _push_through_service(dataset, lambda k: 6 <= k < 30)
     status = [s["status"] for s in got]
     assert status[:6] == ["tracked"] * 6
     first_lost = status.index("lost")
@@ -333,32 +339,9 @@ def test_a_subscribed_client_is_counted_so_that_closing_lets_its_last_messages_o
 
 
 def test_a_robot_not_yet_in_view_is_reported_lost_until_it_enters_and_no_frame_is_an_error(dataset):
-    frames = open_frames(dataset)
-    source = PushSource(frames.width, frames.height, 30.0)
-    service = TrackingService(source, load_robot("planar-snake-11"), Camera.from_meta(frames.meta), PIPELINE,
-                              ServiceConfig(port=0, overlay_hz=0))
-    service.start()
-    got, statuses = [], []
-
-    def listen():
-        with StateClient(service.url) as client:
-            for topic, msg, _ in client.messages(timeout=10):
-                (got if topic == m.STATE else statuses).append(msg)
-
-    t = threading.Thread(target=listen)
-    t.start()
-    time.sleep(0.5)
     enters = 5
-    for i, rgb in frames.frames():
-        mask = frames.mask(i)
-        source.push(rgb, mask if i >= enters else np.zeros_like(mask), t=i / 30)
-        while service.frames_tracked + service.errors < i + 1:
-            time.sleep(0.002)
-    source.stop()
-    service.wait(30)
-    service.stop()
-    t.join()
-    assert service.errors == 0 and service.frames_tracked == N
-    assert [s["frame"] for s in got] == list(range(enters, N))  # no pose is published before the robot is seen
+    service, got, statuses = _push_through_service(dataset, lambda k: k < enters)
+    assert service.errors == 0 and service.frames_tracked == 40
+    assert [s["frame"] for s in got] == list(range(enters, 40))  # no pose is published before the robot is seen
     assert all(s["q_1"] is not None and s["base_x"] is not None for s in got) and got[0]["status"] == "tracked"
-    assert any(s.get("state") == "lost" and s.get("frame", N) < enters for s in statuses)
+    assert any(s.get("state") == "lost" and s.get("frame", 40) < enters for s in statuses)

@@ -207,8 +207,8 @@ class Refiner:
         lam = cfg.lambda0
         cover = cfg.cover_weight > 0 and obs.skeleton is not None and len(obs.skeleton) > 0
 
-        def linearise(theta, R_ref, b, sigma):
-            pts, G = self._points_and_jac(theta, R_ref)
+        def linearise(theta, R_ref, b, sigma, points=None):
+            pts, G = points if points is not None else self._points_and_jac(theta, R_ref)
             roi = self._roi(pts, sigma, b)
             if roi is None:
                 return None
@@ -265,9 +265,10 @@ class Refiner:
 
         it_done = 0
         # the floor at the start's depth: a refinement moves the body too little to change it
-        b_floor = self._offset_floor(self._points_and_jac(theta, R_ref)[0]) if cfg.estimate_offset else 0.0
+        start = self._points_and_jac(theta, R_ref)
+        b_floor = self._offset_floor(start[0]) if cfg.estimate_offset else 0.0
         b = max(b, b_floor)
-        lin = linearise(theta, R_ref, b, cfg.sigma(0))
+        lin = linearise(theta, R_ref, b, cfg.sigma(0), start)
         if lin is None:
             return RefineResult(x0, b, float("inf"), 0.0, None, 0, {"reason": "off-screen"})
         # the prior and ground terms of the current state, kept until a trial step is accepted

@@ -104,12 +104,12 @@ class MotionGuidedBackend:
             if has_prior:
                 guide &= dilate_mask(prior, cfg.extend_px)
                 if (guide & near).sum() < cfg.min_moving_frac * prior.sum():
-                    guide = np.zeros_like(guide)  # the robot paused: cut from the box and the last mask
-            if has_prior:
-                # only the part of the last mask near what moves: a still thing the last label took in
-                # (a stump beside the robot) must not stay in the guide after the robot has left it
-                guide = guide | (prior & dilate_mask(guide, cfg.far_px))
-            if guide.sum() < cfg.min_guide_px:
+                    guide = None  # the robot paused: cut from the box and the last mask
+                else:
+                    # only the part of the last mask near what moves: a still thing the last label took in
+                    # (a stump beside the robot) must not stay in the guide after the robot has left it
+                    guide |= prior & dilate_mask(guide, cfg.far_px)
+            if guide is not None and guide.sum() < cfg.min_guide_px:
                 guide = None
         self.guided += guide is not None
         self.unguided += guide is None

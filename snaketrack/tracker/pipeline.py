@@ -288,8 +288,7 @@ class TrackingSession:
         if any(a <= i < b for a, b in self.config.hidden):
             mask = np.zeros_like(mask)
         time_s = i / self.fps if t is None else float(t)
-        min_px = getattr(getattr(self.tracker, "config", None), "min_mask_px", 1)  # a stand-in tracker: any pixel
-        if not self.started and int(np.count_nonzero(mask)) < min_px:
+        if not self.started and int(np.count_nonzero(mask)) < self.tracker.config.min_mask_px:
             from snaketrack.tracker.state import TrackState
 
             self.frames += 1  # nothing to start from: the frame is lost, and the next one tries again

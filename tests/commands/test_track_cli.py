@@ -6,6 +6,7 @@ that reports the truth plus a known offset, so the metrics the command
 writes can be checked exactly. A last test runs the real tracker.
 """
 import json
+from types import SimpleNamespace
 
 import cv2
 import numpy as np
@@ -33,6 +34,8 @@ def dataset(tmp_path_factory):
 
 class OracleTracker:
     """Stand-in for the Tracker session: reports truth + a known offset; records the masks it sees."""
+
+    config = SimpleNamespace(min_mask_px=1)  # the session starts it on any mask pixel; no other tracker setting
 
     def __init__(self, robot, dq=0.0, dbase=(0.0, 0.0, 0.0)):
         self.robot, self.dq, self.dbase = robot, dq, np.asarray(dbase)

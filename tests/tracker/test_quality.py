@@ -1,5 +1,6 @@
 """Track quality without truth: each figure against a synthetic case whose answer is known."""
 import json
+from types import SimpleNamespace
 
 import cv2
 import numpy as np
@@ -196,6 +197,8 @@ def test_quality_metrics_of_a_track_table():
 class TruePoses:
     """Stand-in for the Tracker: reports the posed dataset's true pose of each frame (``coasting`` when the
     mask is empty), so the run's figures are known."""
+
+    config = SimpleNamespace(min_mask_px=1)  # the session starts it on any mask pixel; no other tracker setting
 
     def __init__(self, robot):
         self.robot, self.i = robot, -1

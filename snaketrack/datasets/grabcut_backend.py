@@ -115,9 +115,9 @@ from snaketrack.datasets.grabcut_rules import (
     shadow_like,
     smooth_outline,
     tone_map,
-    unmix_edges,
 )
 from snaketrack.errors import InputError, StateError
+from snaketrack.mask_edges import unmix_edges
 
 
 @dataclass(frozen=True)

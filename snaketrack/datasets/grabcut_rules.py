@@ -19,7 +19,7 @@ import numpy as np
 from snaketrack.errors import InputError
 
 __all__ = ["tone_map", "colour_hist", "shadow_like", "close_gaps", "grow_dark", "peel_ground",
-           "remove_thick_blobs", "keep_large_components", "refine_boundary", "smooth_outline", "unmix_edges"]
+           "remove_thick_blobs", "keep_large_components", "refine_boundary", "smooth_outline"]
 
 
 def tone_map(bgr: np.ndarray, tone: str, knee: float = 4.0) -> np.ndarray:
@@ -308,53 +308,3 @@ def close_gaps(mask: np.ndarray, factor: float) -> np.ndarray:
     disc = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * R + 1, 2 * R + 1))
     return cv2.morphologyEx(m, cv2.MORPH_CLOSE, disc) > 0
 
-
-def unmix_edges(img: np.ndarray, mask: np.ndarray, margin: float = 0.3, sigma_px: float = 3.0,
-                min_contrast: float = 20.0, inner_px: float = 2.0, ring_px: tuple[float, float] = (3.0, 5.0)
-                ) -> np.ndarray:
-    """Move a mask's edge by one pixel where the pixels on either side of it say so by their colour.
-
-    A pixel on the edge (inside or outside, 1 px from it) is a mix of the robot's colour beside it and the
-    ground's. The robot's local colour ``R`` is the Gaussian-weighted mean (σ ``sigma_px``) of the mask's
-    pixels more than ``inner_px`` inside its edge, the ground's ``G`` that of the pixels ``ring_px`` outside;
-    the pixel's share of robot is ``a = (c − G)·(R − G) / |R − G|²``. An outside pixel with
-    ``a > 0.5 + margin`` joins the mask, an inside one with ``a < 0.5 − margin`` leaves it; where ``|R − G|``
-    is under ``min_contrast`` (grey levels) nothing moves. The margin leaves the ambiguous pixels (a grey
-    body's shaded rim, its cast shadow) as the cut decided them. ``img`` (H, W, 3) uint8, ``mask`` bool (H, W);
-    returns a new bool (H, W).
-
-    >>> img = np.full((20, 30, 3), 200, np.uint8); img[6:14, 5:25] = (20, 180, 230)   # a yellow bar on grey
-    >>> m = np.zeros((20, 30), bool); m[7:13, 5:25] = True                            # the cut lost a row each side
-    >>> int(m.sum()), int(unmix_edges(img, m).sum())
-    (120, 160)
-    """
-    m = np.asarray(mask, bool)
-    if m.sum() < 20 or margin >= 0.5:
-        return m.copy()
-    pad = int(np.ceil(ring_px[1] + 3 * sigma_px))
-    ys, xs = np.nonzero(m)
-    y0, y1 = max(ys.min() - pad, 0), min(ys.max() + pad + 1, m.shape[0])
-    x0, x1 = max(xs.min() - pad, 0), min(xs.max() + pad + 1, m.shape[1])
-    mc = m[y0:y1, x0:x1].astype(np.uint8)
-    c = img[y0:y1, x0:x1].astype(np.float32)
-    d_in = cv2.distanceTransform(mc, cv2.DIST_L2, 3)
-    d_out = cv2.distanceTransform(1 - mc, cv2.DIST_L2, 3)
-    robot = (d_in > inner_px).astype(np.float32)
-    if robot.sum() < 10:
-        robot = (d_in > 1.0).astype(np.float32)
-    ground = ((d_out > ring_px[0]) & (d_out <= ring_px[1])).astype(np.float32)
-
-    def local_mean(w: np.ndarray) -> np.ndarray:
-        wsum = cv2.GaussianBlur(w, (0, 0), sigma_px)
-        return cv2.GaussianBlur(c * w[..., None], (0, 0), sigma_px) / np.maximum(wsum, 1e-6)[..., None]
-
-    r, g = local_mean(robot), local_mean(ground)
-    dv = r - g
-    n2 = (dv * dv).sum(-1)
-    a = ((c - g) * dv).sum(-1) / np.maximum(n2, 1e-6)
-    ok = (n2 > min_contrast ** 2) & (((d_in > 0) & (d_in <= 1.0)) | ((d_out > 0) & (d_out <= 1.0)))
-    out = m.copy()
-    sub = out[y0:y1, x0:x1]
-    sub[ok & (mc == 0) & (a > 0.5 + margin)] = True
-    sub[ok & (mc == 1) & (a < 0.5 - margin)] = False
-    return out

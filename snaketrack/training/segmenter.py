@@ -19,7 +19,9 @@ when training made one, else the network exported once and cached beside the mod
 ``MODEL.live.onnx``), falling back to torch with a warning when it
 cannot. In both, each mask keeps only its robot region
 (:func:`~snaketrack.training.window.robot_region`): one robot is in view, and specks of false robot far
-from its large pieces are dropped.
+from its large pieces are dropped; and its edge pixels are then decided by their colour
+(:func:`~snaketrack.mask_edges.unmix_edges`): a pixel beside the edge that is clearly more robot than
+ground joins the mask, one clearly less leaves it.
 
 >>> import tempfile, os, numpy as np, torch
 >>> from snaketrack.training.model import SegmenterConfig, build_model, save_model
@@ -41,6 +43,7 @@ import numpy as np
 import torch
 
 from snaketrack.errors import InputError
+from snaketrack.mask_edges import unmix_edges
 from snaketrack.training.data import normalise, resize_to
 from snaketrack.training.live import check_setting, live_network
 from snaketrack.training.model import (
@@ -69,7 +72,9 @@ class Segmenter:
     :class:`~snaketrack.training.window.Window` around the previous frame's mask (frames are then taken as a
     video's consecutive frames; :meth:`reset` before another video); ``region``: keep the robot probability
     only in the box of each mask's large pieces grown by a margin
-    (:func:`~snaketrack.training.window.robot_region`: specks of false robot far from it are dropped).
+    (:func:`~snaketrack.training.window.robot_region`: specks of false robot far from it are dropped);
+    ``edges``: decide each mask's edge pixels by their colour (:func:`~snaketrack.mask_edges.unmix_edges`,
+    after the threshold; the probabilities are the network's).
 
     DeepLabV3+ predicts at 1/4 of its input and upsamples; a thin robot's
     edge can be placed more finely when the frame is enlarged (``scale``
@@ -80,7 +85,7 @@ class Segmenter:
                  device: str = "cpu", scale: Optional[float] = None, flips: Optional[int] = None,
                  precision: Optional[str] = None,
                  network: Optional[Callable[[np.ndarray], np.ndarray]] = None, window: bool = False,
-                 region: bool = True):
+                 region: bool = True, edges: bool = True):
         scale = config.scale if scale is None else scale
         if not 0.1 <= float(scale) <= 8.0:
             raise InputError(f"--scale {scale}: expected a factor between 0.1 and 8")
@@ -100,6 +105,7 @@ class Segmenter:
         self.network = network
         self.window = Window(self.size) if window else None
         self.region = bool(region)
+        self.edges = bool(edges)
 
     @property
     def backend(self) -> str:
@@ -163,7 +169,10 @@ class Segmenter:
 
     def predict_batch(self, frames: Sequence[np.ndarray] | np.ndarray) -> np.ndarray:
         """Masks bool (B, H, W) for RGB uint8 frames (B, H, W, 3)."""
-        return self.predict_proba_batch(frames) > self.threshold
+        masks = self.predict_proba_batch(frames) > self.threshold
+        if self.edges:
+            masks = np.stack([unmix_edges(np.asarray(f), m) for f, m in zip(frames, masks)])
+        return masks
 
     def predict_proba(self, rgb: np.ndarray) -> np.ndarray:
         """Robot probability float32 (H, W) of one RGB uint8 frame (H, W, 3)."""
@@ -171,14 +180,15 @@ class Segmenter:
 
     def predict(self, rgb: np.ndarray) -> np.ndarray:
         """Mask bool (H, W) of one RGB uint8 frame (H, W, 3)."""
-        return self.predict_proba(rgb) > self.threshold
+        return self.predict_batch([rgb])[0]
 
 
 def load_segmenter(path: str | os.PathLike, device: str = "cpu", threshold: Optional[float] = None,
                    scale: Optional[float] = None, flips: Optional[int] = None,
                    precision: Optional[str] = None, setting: str = "accurate",
                    threads: Optional[int] = None, engine: Optional[str] = None,
-                   window: Optional[bool] = None, region: bool = True, int8: bool = True) -> Segmenter:
+                   window: Optional[bool] = None, region: bool = True, int8: bool = True,
+                   edges: bool = True) -> Segmenter:
     """Load a model file written by ``snaketrack train`` as a :class:`Segmenter`.
 
     threshold: robot probability threshold; None takes the model file's
@@ -190,8 +200,8 @@ def load_segmenter(path: str | os.PathLike, device: str = "cpu", threshold: Opti
     setting: ``accurate`` (torch, the whole frame) or ``live`` (an inference engine on the CPU,
     :mod:`snaketrack.training.live`, in a :class:`~snaketrack.training.window.Window` that follows the robot;
     on another device, or when no engine can be used, torch); window: whether to follow the robot in a
-    window (None: the setting's); region: keep only the robot's region of each mask
-    (:class:`Segmenter`);
+    window (None: the setting's); region: keep only the robot's region of each mask, edges: decide its edge
+    pixels by colour (:class:`Segmenter`);
     threads: the engine's threads (None: torch's); engine: ``openvino`` or ``onnxruntime`` for the live
     setting (None: the fastest installed); int8: the live setting runs the model file's int8 network when it
     carries one (:mod:`~snaketrack.training.quantize`; False: the float32 network)."""
@@ -201,7 +211,7 @@ def load_segmenter(path: str | os.PathLike, device: str = "cpu", threshold: Opti
         flips = 1 if flips is None else flips
     window = setting == "live" if window is None else bool(window)
     seg = Segmenter(model, config, threshold=threshold, device=device, scale=scale, flips=flips,
-                    precision=precision, window=window, region=region)
+                    precision=precision, window=window, region=region, edges=edges)
     if setting == "live" and torch.device(device).type == "cpu":
         graph = extra.get(FIELD, {}).get("graph") if int8 else None
         seg.network = live_network(path, model, config, seg.net_size, threads=threads, engine=engine, int8=graph)

@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+from drawn_robot import supersampled_snake
 
 from snaketrack.cli import main
 from snaketrack.datasets.boxes import Box, dilate_mask, mask_to_box
@@ -291,66 +292,12 @@ def test_a_cut_that_collapses_onto_the_red_head_is_cut_again_with_the_body_s_col
     assert mask_iou(m, robot) > 0.65 and (m & ~robot).sum() < 0.02 * robot.sum()  # 0.69-0.99 over seeds 0-5
 
 
-def _supersampled_snake(seed: int, factor: int = 4):
-    """A curved robot of yellow links and black housings, 10 px wide, on speckled green ground, drawn at
-    ``factor``× and averaged down: edge pixels are true mixes. Returns RGB uint8 and the truth (coverage ≥ ½)."""
-    import cv2
-
-    rng = np.random.default_rng(seed)
-    h, w = 90, 240
-    t = np.linspace(0, 1, 400)
-    pts = np.stack([20 + 200 * t, 45 + 18 * np.sin(2 * np.pi * t + seed)], 1) * factor
-    big_mask = np.zeros((h * factor, w * factor), np.uint8)
-    big = np.zeros((h * factor, w * factor, 3), np.uint8)
-    for k in range(len(pts) - 1):                       # links, each 1/8 of the length, every 4th a housing
-        colour = (20, 20, 20) if (k * 8 // len(pts)) % 4 == 3 else (230, 200, 30)
-        p, q = tuple(int(v) for v in pts[k]), tuple(int(v) for v in pts[k + 1])
-        cv2.line(big, p, q, colour, 10 * factor)
-        cv2.line(big_mask, p, q, 1, 10 * factor)
-    cover = cv2.resize(big_mask.astype(np.float32), (w, h), interpolation=cv2.INTER_AREA)
-    robot = cv2.resize(big.astype(np.float32), (w, h), interpolation=cv2.INTER_AREA)
-    ground = np.array([70, 130, 50], np.float32) + rng.normal(0, 12, (h, w, 3))
-    mix = cover[..., None]
-    img = robot + (1 - mix) * ground                      # robot is premultiplied by its coverage
-    return np.clip(img, 0, 255).astype(np.uint8), cover >= 0.5
-
-
-def test_edge_pixels_are_decided_by_their_colour_mix():
-    """A cut whose edge is off by a pixel here and there (both ways) is moved back onto the drawn edge."""
-    from snaketrack.datasets.grabcut_rules import unmix_edges
-    from snaketrack.masks import mask_iou
-
-    for seed in range(3):
-        img, truth = _supersampled_snake(seed)
-        rng = np.random.default_rng(seed)
-        grown, shrunk = dilate_mask(truth, 1), cv2_erode(truth)
-        cut = truth.copy()
-        side = rng.random(truth.shape)
-        cut[(grown & ~truth) & (side < 0.3)] = True       # ground taken in
-        cut[(truth & ~shrunk) & (side > 0.7)] = False     # robot left out
-        fixed = unmix_edges(img, cut)
-        assert mask_iou(fixed, truth) > mask_iou(cut, truth) + 0.05
-        assert mask_iou(fixed, truth) > 0.93
-        assert (fixed ^ truth).sum() < 0.4 * (cut ^ truth).sum()
-
-
-def test_edge_pixels_between_two_alike_colours_stay_as_cut():
-    """A grey robot on grey ground: too little contrast to tell a mix, so the cut's edge is kept."""
-    from snaketrack.datasets.grabcut_rules import unmix_edges
-
-    img = np.full((40, 80, 3), 120, np.uint8)
-    img[15:25, 10:70] = 128                               # 8 grey levels brighter than the ground
-    cut = np.zeros((40, 80), bool)
-    cut[14:27, 10:70] = True                              # three rows too many
-    assert np.array_equal(unmix_edges(img, cut), cut)
-
-
 def test_the_written_label_takes_back_an_edge_row_the_cut_lost():
     """The polish (after ``set_image``) decides the edge by colour; the unpolished mask is left as cut."""
     from snaketrack.datasets.grabcut_backend import GrabCutConfig
     from snaketrack.masks import mask_iou
 
-    img, truth = _supersampled_snake(7)
+    img, truth = supersampled_snake(7)
     cut = truth & cv2_erode(truth) | (truth & (np.arange(truth.shape[1]) % 2 == 0))   # half the rim lost
     gc = GrabCutBackend()
     gc.set_image(img)

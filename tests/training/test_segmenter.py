@@ -192,19 +192,49 @@ def test_train_runs_the_cpu_recipe_by_default(monkeypatch, tmp_path, toy_root, c
 
 
 @pytest.mark.parametrize("command", ["segment", "eval-seg"])
-def test_all_pieces_turns_the_robot_region_off(command, model_file, toy_root, tmp_path, monkeypatch, capsys):
-    """The flag reaches the segmenter: without it the region is on, with it off."""
+def test_all_pieces_and_network_edges_turn_the_region_and_the_edge_step_off(command, model_file, toy_root,
+                                                                            tmp_path, monkeypatch, capsys):
+    """The flags reach the segmenter: without them the region and the edge step are on, each flag turns
+    its own off."""
     import snaketrack.training.segmenter as segmenter
 
     seen = []
     real = segmenter.load_segmenter
 
     def spy(*args, **kwargs):
-        seen.append(kwargs["region"])
+        seen.append((kwargs["region"], kwargs["edges"]))
         return real(*args, **kwargs)
 
     monkeypatch.setattr(segmenter, "load_segmenter", spy)
-    for k, flag in enumerate(([], ["--all-pieces"])):
+    for k, flag in enumerate(([], ["--all-pieces"], ["--network-edges"])):
         extra = ["--out", str(tmp_path / f"o{k}")] if command == "segment" else ["--every", "12", "--json"]
         assert main([command, toy_root, "--model", str(model_file), *flag, *extra]) == 0
-    assert seen == [True, False]
+    assert seen == [(True, True), (False, True), (True, False)]
+
+
+def test_the_segmenter_decides_its_masks_edges_by_colour():
+    """A network whose mask lies one pixel low on a drawn robot (ground taken in below it, its top rim left
+    out): the masks' edge step moves it back; ``edges=False`` returns the network's mask as it is."""
+    from drawn_robot import supersampled_snake
+
+    from snaketrack.masks import mask_iou
+    from snaketrack.training.segmenter import Segmenter
+
+    img, truth = supersampled_snake(3)
+    h, w = truth.shape
+    low = np.roll(truth, 1, axis=0)
+    cfg = SegmenterConfig(encoder="resnet18", input_size=(h, w), mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0))
+
+    def network(x):
+        logits = np.full((x.shape[0], 1, x.shape[2], x.shape[3]), -10.0, np.float32)
+        logits[:, 0, :h, :w][:, low] = 10.0
+        return logits
+
+    torch.manual_seed(0)
+    model = build_model(cfg)
+    raw = Segmenter(model, cfg, scale=1.0, flips=1, network=network, edges=False).predict(img)
+    np.testing.assert_array_equal(raw, low)
+    seg = Segmenter(model, cfg, scale=1.0, flips=1, network=network)
+    fixed = seg.predict(img)
+    assert mask_iou(fixed, truth) > mask_iou(raw, truth) + 0.1 and mask_iou(fixed, truth) > 0.93
+    np.testing.assert_array_equal(seg.predict_batch([img, img])[1], fixed)

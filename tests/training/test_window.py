@@ -167,8 +167,8 @@ def test_the_robot_region_drops_far_specks_and_keeps_a_robot_cut_in_two():
     img[46:55, 58:62] = (90, 90, 90)          # a post across the disc: two large pieces
     img[110:113, 190:193] = (220, 40, 30)      # a 3 x 3 px speck in the far corner
     truth = _whole(img) > 0.5
-    kept = Segmenter(model, cfg, flips=1, network=network).predict(img)
-    every = Segmenter(model, cfg, flips=1, network=network, region=False).predict(img)
+    kept = Segmenter(model, cfg, flips=1, network=network, edges=False).predict(img)
+    every = Segmenter(model, cfg, flips=1, network=network, region=False, edges=False).predict(img)
     np.testing.assert_array_equal(every, truth)
     speck = np.zeros_like(truth)
     speck[105:, 185:] = True
@@ -193,8 +193,8 @@ def test_following_cuts_each_mask_to_the_region_of_its_own_pieces():
         img = _frame(60 + 4 * k, 40 + 3 * k, seed=k)
         img[110:113, 190:193] = (220, 40, 30)  # a far speck: in the whole-frame passes' masks
         frames.append(img)
-    raw = Segmenter(model, cfg, flips=1, network=network, window=True, region=False).predict_batch(frames)
-    cut = Segmenter(model, cfg, flips=1, network=network, window=True).predict_batch(frames)
+    raw = Segmenter(model, cfg, flips=1, network=network, window=True, region=False, edges=False).predict_batch(frames)
+    cut = Segmenter(model, cfg, flips=1, network=network, window=True, edges=False).predict_batch(frames)
     assert raw[0, 110:113, 190:193].all() and not cut[0, 110:113, 190:193].any()
     for r, c in zip(raw, cut):
         np.testing.assert_array_equal(c, r & robot_region(r))

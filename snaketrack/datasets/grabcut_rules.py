@@ -307,4 +307,3 @@ def close_gaps(mask: np.ndarray, factor: float) -> np.ndarray:
         return mask
     disc = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * R + 1, 2 * R + 1))
     return cv2.morphologyEx(m, cv2.MORPH_CLOSE, disc) > 0
-

@@ -246,7 +246,8 @@ class GrabCutBackend:
         return label
 
     def predict(self, box: Box, prior: Optional[np.ndarray] = None, guide: Optional[np.ndarray] = None,
-                guide_near_px: int = 3, guide_far_px: int = 8, guide_shade: bool = True) -> np.ndarray:
+                guide_near_px: int = 3, guide_far_px: int = 8, guide_shade: bool = True,
+                background: Optional[np.ndarray] = None) -> np.ndarray:
         """Mask bool (H, W) of the object in ``box`` (pixels); ``prior`` the last good mask or None.
 
         ``guide``: where the object is expected, bool (H, W) (a model's silhouette), or None. With
@@ -255,6 +256,8 @@ class GrabCutBackend:
         than ``guide_far_px`` from it are certain background before the cut and cut off after it
         (a post or another object inside the box) [pixels]. ``guide_shade`` False: ground in shade
         stays certain background inside the guide too (a guide that holds the robot's cast shadow).
+        ``background``: bool (H, W), pixels known not to be the object (the still scene of a video), or
+        None: certain background before the cut, guide or not, and cut off after it.
         """
         if self._bgr is None:
             raise StateError("GrabCutBackend.predict called before set_image(); call set_image(rgb) first")
@@ -295,6 +298,10 @@ class GrabCutBackend:
             gc_mask[inside & (gc_mask == cv2.GC_PR_FGD) & ~near] = cv2.GC_PR_BGD
             gc_mask[inside & guide_c & (guide_shade | (gc_mask != cv2.GC_BGD))] = cv2.GC_PR_FGD
             gc_mask[far] = cv2.GC_BGD
+        bg_c = None
+        if background is not None and background.shape == (H, W):
+            bg_c = background[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w]
+            gc_mask[bg_c] = cv2.GC_BGD
         if cfg.rng_seed is not None:
             cv2.setRNGSeed(int(cfg.rng_seed))  # same frame and prompt, same mask
         likely = gc_mask == cv2.GC_PR_FGD
@@ -323,6 +330,8 @@ class GrabCutBackend:
                               cfg.peel_sat_frac, cfg.peel_floor, cfg.peel_min_sat)
         if far is not None:
             fg &= ~far
+        if bg_c is not None:
+            fg &= ~bg_c
         keep = guide_c
         if keep is None and cfg.keep_prior_pieces and has_prior:  # a piece cut off by a post, not a stone
             keep = prior[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w]

@@ -12,6 +12,10 @@ The map sees what colour cannot: a grey robot on grey gravel, and a robot's end 
 ground (parallax from a moving camera) and anything else that moves; and a part of the robot that did
 not move over the whole span is not in it.
 
+Its converse, the still pixels (:meth:`MotionMap.still`), are those every registered neighbour shows in
+the same colour, within ``still_threshold``: under a still camera the ground, the posts and stumps and
+their shadows, which a moving robot cannot be (it crosses its pixels within the span).
+
 >>> import numpy as np
 >>> ground = np.random.default_rng(0).integers(60, 200, (90, 160, 3), dtype=np.uint8)
 >>> frames = []
@@ -39,13 +43,15 @@ from snaketrack.errors import InputError
 class MotionConfig:
     """offsets_s: the neighbours of a frame that make its plate [s] (rounded to frames; a neighbour
     beyond the video's ends is taken on the other side); threshold: the least colour difference from the
-    plate of a moving pixel [grey levels]; open_px: the opening that removes specks [px]; features: ORB
-    features per frame; ransac_px: RANSAC's reprojection tolerance [px]; min_matches: fewer cross-checked
-    matches leave a neighbour out; min_plates: fewer registered neighbours give no map; cache: frames
-    (and their features) kept in memory."""
+    plate of a moving pixel [grey levels]; still_threshold: the most colour difference from every
+    registered neighbour of a still pixel [grey levels] (None: :meth:`MotionMap.still` finds none);
+    open_px: the opening that removes specks [px]; features: ORB features per frame; ransac_px: RANSAC's
+    reprojection tolerance [px]; min_matches: fewer cross-checked matches leave a neighbour out; min_plates:
+    fewer registered neighbours give no map; cache: frames (and their features) kept in memory."""
 
     offsets_s: tuple[float, ...] = (-1.0, -0.67, -0.33, 0.33, 0.67, 1.0)
     threshold: float = 25.0
+    still_threshold: Optional[float] = 16.0
     open_px: int = 3
     features: int = 1500
     ransac_px: float = 2.0
@@ -76,6 +82,7 @@ class MotionMap:
         self._orb = cv2.ORB_create(config.features)
         self._matcher = cv2.BFMatcher(cv2.NORM_HAMMING, crossCheck=True)
         self._cache: OrderedDict[int, tuple] = OrderedDict()  # i → (rgb, keypoints, descriptors)
+        self._warps: tuple = (None, None)  # (i, frame i's registered neighbours or None)
 
     def _get(self, i: int) -> Optional[tuple]:
         if i in self._cache:
@@ -115,11 +122,13 @@ class MotionMap:
         H, _ = cv2.findHomography(src, dst, cv2.RANSAC, self.config.ransac_px)
         return H
 
-    def plate(self, i: int) -> Optional[np.ndarray]:
-        """Frame ``i``'s background plate, float32 (H, W, 3) (NaN where no neighbour reaches), or None (fewer
-        than ``min_plates`` neighbours registered)."""
+    def registered(self, i: int) -> Optional[np.ndarray]:
+        """Frame ``i``'s neighbours registered onto it, float32 (K, H, W, 3) (NaN where a neighbour does not
+        reach), or None (fewer than ``min_plates`` registered); the last frame's are kept."""
         if self._get(i) is None:
             raise InputError(f"frame {i}: not in the video")
+        if self._warps[0] == i:
+            return self._warps[1]
         rgb = self._get(i)[0]
         h, w = rgb.shape[:2]
         warped = []
@@ -129,9 +138,28 @@ class MotionMap:
                 warped.append(cv2.warpPerspective(self._get(j)[0].astype(np.float32), H, (w, h),
                                                   flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT,
                                                   borderValue=(np.nan, np.nan, np.nan)))
-        if len(warped) < self.config.min_plates:
+        out = np.stack(warped) if len(warped) >= self.config.min_plates else None
+        self._warps = (i, out)
+        return out
+
+    def plate(self, i: int) -> Optional[np.ndarray]:
+        """Frame ``i``'s background plate, float32 (H, W, 3) (NaN where no neighbour reaches), or None (fewer
+        than ``min_plates`` neighbours registered)."""
+        warped = self.registered(i)
+        return None if warped is None else nan_median(warped)
+
+    def still(self, i: int) -> Optional[np.ndarray]:
+        """Frame ``i``'s still pixels, bool (H, W): every registered neighbour has the same colour there,
+        within ``still_threshold`` in each channel (the ground, a post, a stump under a still camera; a
+        moving robot crosses its pixels within the span and a stretch of it that stayed still for the whole
+        span is in it too); None when there is no plate or ``still_threshold`` is None."""
+        if self.config.still_threshold is None:
             return None
-        return nan_median(np.stack(warped))
+        warped = self.registered(i)
+        if warped is None:
+            return None
+        diff = np.abs(warped - self._get(i)[0].astype(np.float32)).max(-1)  # NaN where not covered: not still
+        return np.all(diff < self.config.still_threshold, axis=0)
 
     def motion(self, i: int) -> Optional[np.ndarray]:
         """Frame ``i``'s moving pixels, bool (H, W), or None when it has no plate."""

@@ -10,7 +10,9 @@ part of the robot that did not move stays in; a still object that the last label
 robot has left drops out). The guide's pixels start as "probably robot"; pixels farther than ``far_px``
 from it are certain background before the cut and cut off after it (a post, a stone, ground of the
 robot's colour), and the prompt box takes in the whole guide, so an end of the robot that a label
-lost, and that moves, is found again. A frame whose map is missing (fewer registered neighbours than
+lost, and that moves, is found again. The still pixels (:meth:`~snaketrack.datasets.motion.MotionMap.still`:
+the same colour in every neighbour) are certain background too, inside the guide as well (a stump the
+last label took in, or shade beside the robot, within ``far_px`` of what moves). A frame whose map is missing (fewer registered neighbours than
 ``MotionConfig.min_plates``) or whose guide is smaller than ``min_guide_px`` is cut from the box
 alone.
 """
@@ -42,7 +44,7 @@ class MotionGuideConfig:
     motion map's settings."""
 
     near_px: int = 3
-    reach_px: int = 15
+    reach_px: int = 30
     extend_px: int = 40
     min_moving_frac: float = 0.2
     far_px: int = 8
@@ -111,7 +113,8 @@ class MotionGuidedBackend:
                     guide |= prior & dilate_mask(guide, cfg.far_px)
             if guide is not None and guide.sum() < cfg.min_guide_px:
                 guide = None
+        still = self.motion.still(self._index) if guide is not None else None
         self.guided += guide is not None
         self.unguided += guide is None
         return self.grabcut.predict(box, prior, guide=guide, guide_near_px=cfg.near_px, guide_far_px=cfg.far_px,
-                                    guide_shade=cfg.shade)
+                                    guide_shade=cfg.shade, background=still)

@@ -11,7 +11,7 @@ from snaketrack.datasets.grabcut_backend import GrabCutBackend
 from snaketrack.datasets.label import LabelConfig, label_video
 from snaketrack.datasets.layout import Dataset, DatasetWriter
 from snaketrack.datasets.motion import MotionConfig, MotionMap, SequentialFrames, motion_near, nan_median
-from snaketrack.datasets.motion_backend import MotionGuidedBackend
+from snaketrack.datasets.motion_backend import MotionGuideConfig, MotionGuidedBackend
 from snaketrack.datasets.video import open_frames
 from snaketrack.errors import InputError
 from snaketrack.masks import mask_iou
@@ -166,6 +166,47 @@ def test_a_still_object_the_last_label_took_in_drops_out_once_the_robot_is_away_
     assert mask_iou(out, masks[i]) > 0.8
 
 
+@pytest.mark.parametrize("pan_px", [0.0, 1.5])
+def test_still_pixels_are_the_scene_that_does_not_change_and_never_the_moving_robot(pan_px):
+    frames, masks = _video(pan_px, post=pan_px == 0)
+    m = MotionMap(lambda i: frames[i] if 0 <= i < N else None, N, fps=30.0,
+                  config=MotionConfig(offsets_s=(-0.5, -0.33, -0.17, 0.17, 0.33, 0.5)))
+    swept = masks.any(0)  # under a still camera, every pixel the robot ever covers
+    for i in (0, 20, N - 1):
+        still = m.still(i)
+        assert not (still & masks[i]).any(), i
+        assert still[~dilate_mask(swept, 2)].mean() > (0.95 if pan_px == 0 else 0.6), i
+        if pan_px == 0:
+            assert still[5:60, 110:118][~swept[5:60, 110:118]].all()  # the post, where the robot never is
+    assert MotionMap(lambda i: frames[i] if 0 <= i < N else None, N, fps=30.0,
+                     config=MotionConfig(still_threshold=None)).still(20) is None
+
+
+def test_a_still_object_touching_the_robot_that_the_last_label_took_in_is_cut_off(tmp_path):
+    frames, masks = _video()
+    post = np.zeros((H, W), bool)
+    post[30:50, 104:112] = True  # the robot's colour, touching its front end in frame 20, never crossed by it
+    assert not (post & masks.any(0)).any() and (post & dilate_mask(masks[20], 3)).any()
+    frames = frames.copy()
+    frames[:, post] = (230, 120, 40)
+    clip = _write(tmp_path, frames, masks)
+    i = 20
+    prior = masks[i - 1] | post  # the last label took the post in
+
+    def cut(still_threshold):
+        backend = MotionGuidedBackend(open_frames(clip),
+                                      MotionGuideConfig(motion=MotionConfig(still_threshold=still_threshold)))
+        backend.seek(i)
+        backend.set_image(frames[i])
+        return backend.predict(mask_to_box(prior).expand(15), prior)
+
+    without = cut(None)  # within the guide's reach of the moving robot, and of its colour: kept
+    assert without[post].sum() > 0.5 * post.sum()
+    out = cut(MotionConfig().still_threshold)
+    assert out[post].sum() < 0.05 * post.sum()
+    assert mask_iou(out, masks[i]) > 0.95
+
+
 class _GuideRecorder(GrabCutBackend):
     """GrabCut that records the guide each cut was given."""
 
@@ -206,8 +247,6 @@ def test_a_paused_robot_keeps_its_whole_label_though_its_tip_still_moves(tmp_pat
     assert gc.guides[-1] is None  # the motion near the last mask is a fraction of it: cut without the guide
     assert mask_iou(out, robot) > 0.85
     # guided by the tip alone (and the last mask near it), the cut loses the rest of the robot
-    from snaketrack.datasets.motion_backend import MotionGuideConfig
-
     tip_only = MotionGuidedBackend(open_frames(tmp_path / "clip"), MotionGuideConfig(min_moving_frac=0.0))
     tip_only.seek(20)
     tip_only.set_image(frames[20])

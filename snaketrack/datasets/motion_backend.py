@@ -12,9 +12,9 @@ from it are certain background before the cut and cut off after it (a post, a st
 robot's colour), and the prompt box takes in the whole guide, so an end of the robot that a label
 lost, and that moves, is found again. The still pixels (:meth:`~snaketrack.datasets.motion.MotionMap.still`:
 the same colour in every neighbour) are certain background too, inside the guide as well (a stump the
-last label took in, or shade beside the robot, within ``far_px`` of what moves). A frame whose map is missing (fewer registered neighbours than
-``MotionConfig.min_plates``) or whose guide is smaller than ``min_guide_px`` is cut from the box
-alone.
+last label took in, or shade beside the robot, within ``far_px`` of what moves). A frame whose map is
+missing (fewer registered neighbours than ``MotionConfig.min_plates``) or whose guide is smaller than
+``min_guide_px`` is cut from the box alone.
 """
 from __future__ import annotations
 

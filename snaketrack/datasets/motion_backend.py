@@ -1,20 +1,19 @@
 """GrabCut guided by motion: the labeller's default backend on a video.
 
-Box-prompted GrabCut (:mod:`~snaketrack.datasets.grabcut_backend`) sees colours only. On a video it
-also has the frames around the one it labels, and so where things move
+Box-prompted GrabCut (:mod:`~snaketrack.datasets.grabcut_backend`) sees colours only. On a video it also has
+the frames around the one it labels, and so where things move
 (:class:`~snaketrack.datasets.motion.MotionMap`). Each frame is cut with a guide
-(``GrabCutBackend.predict(guide=...)``): the moving pieces
-that come within ``reach_px`` of the last good mask (:func:`~snaketrack.datasets.motion.motion_near`;
-the prompt box on the first frame), with the last good mask within ``far_px`` of them (a
-part of the robot that did not move stays in; a still object that the last label took in and that the
-robot has left drops out). The guide's pixels start as "probably robot"; pixels farther than ``far_px``
-from it are certain background before the cut and cut off after it (a post, a stone, ground of the
-robot's colour), and the prompt box takes in the whole guide, so an end of the robot that a label
-lost, and that moves, is found again. The still pixels (:meth:`~snaketrack.datasets.motion.MotionMap.still`:
-the same colour in every neighbour) are certain background too, inside the guide as well (a stump the
-last label took in, or shade beside the robot, within ``far_px`` of what moves). A frame whose map is
-missing (fewer registered neighbours than ``MotionConfig.min_plates``) or whose guide is smaller than
-``min_guide_px`` is cut from the box alone.
+(``GrabCutBackend.predict(guide=...)``): the moving pieces that come within ``reach_px`` of the last good mask
+(:func:`~snaketrack.datasets.motion.motion_near`; the prompt box on the first frame), with the last good mask
+within ``far_px`` of them (a part of the robot that moved too little to leave the plate stays in, unless it is
+still, below; a still object that the last label took in and that the robot has left drops out). The guide's
+pixels start as "probably robot"; pixels farther than ``far_px`` from it are certain background before the cut
+and cut off after it (a post, a stone, ground of the robot's colour), and the prompt box takes in the whole
+guide, so an end of the robot that a label lost, and that moves, is found again. The still pixels
+(:meth:`~snaketrack.datasets.motion.MotionMap.still`: the same colour in every neighbour) are certain
+background too, inside the guide as well (a stump the last label took in, or shade beside the robot, within
+``far_px`` of what moves). A frame whose map is missing (fewer registered neighbours than
+``MotionConfig.min_plates``) or whose guide is smaller than ``min_guide_px`` is cut from the box alone.
 """
 from __future__ import annotations
 

@@ -163,7 +163,8 @@ def _slow_client_run(dataset, n_max: int, until_gap: bool, seconds: float = 600.
 
     def read_slowly():  # takes the images too
         with StateClient(service.url, topics=(m.STATE, m.OVERLAY), receive_buffer=4096) as client:
-            for topic, msg, _ in client.messages(timeout=5):
+            # the first state may be seconds away on a loaded machine (the tracker's first-frame search)
+            for topic, msg, _ in client.messages(timeout=30):
                 if topic == m.STATE:
                     slow.append(msg["frame"])
                 if enough.is_set():

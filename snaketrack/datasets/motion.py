@@ -150,9 +150,9 @@ class MotionMap:
 
     def still(self, i: int) -> Optional[np.ndarray]:
         """Frame ``i``'s still pixels, bool (H, W): every registered neighbour has the same colour there,
-        within ``still_threshold`` in each channel (the ground, a post, a stump under a still camera; a
-        moving robot crosses its pixels within the span and a stretch of it that stayed still for the whole
-        span is in it too); None when there is no plate or ``still_threshold`` is None."""
+        within ``still_threshold`` in each channel (the ground, a post, a stump under a still camera; not a
+        moving robot, which crosses its pixels within the span, but a stretch of it that stayed still for
+        the whole span); None when there is no plate or ``still_threshold`` is None."""
         if self.config.still_threshold is None:
             return None
         warped = self.registered(i)

@@ -287,21 +287,21 @@ class GrabCutBackend:
             return out
         feat = np.ascontiguousarray(self._feat[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w])
         has_prior = prior is not None and prior.shape == (H, W) and bool(prior.any())
-        guide_c = far = None
+        guide_c = not_robot = None  # not_robot: certain background before the cut, cut off after it
         if has_guide:
             # the crop holds the guide and guide_far_px around it (the box took it in): dilate the crop
             guide_c = guide[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w]
-            far = ~dilate_mask(guide_c, guide_far_px)
+            not_robot = ~dilate_mask(guide_c, guide_far_px)
             near = dilate_mask(guide_c, guide_near_px)
+        if background is not None and background.shape == (H, W):
+            bg_c = background[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w]
+            not_robot = bg_c if not_robot is None else not_robot | bg_c
         gc_mask, sure = self._contrast_init(crop, inside, box, roi, ring_mask, prior if has_prior else None)
         if guide_c is not None:
             gc_mask[inside & (gc_mask == cv2.GC_PR_FGD) & ~near] = cv2.GC_PR_BGD
             gc_mask[inside & guide_c & (guide_shade | (gc_mask != cv2.GC_BGD))] = cv2.GC_PR_FGD
-            gc_mask[far] = cv2.GC_BGD
-        bg_c = None
-        if background is not None and background.shape == (H, W):
-            bg_c = background[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w]
-            gc_mask[bg_c] = cv2.GC_BGD
+        if not_robot is not None:
+            gc_mask[not_robot] = cv2.GC_BGD
         if cfg.rng_seed is not None:
             cv2.setRNGSeed(int(cfg.rng_seed))  # same frame and prompt, same mask
         likely = gc_mask == cv2.GC_PR_FGD
@@ -328,10 +328,8 @@ class GrabCutBackend:
         if cfg.peel_steps > 0:
             fg = peel_ground(crop, fg, ring_mask[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w] > 0, cfg.peel_steps,
                               cfg.peel_sat_frac, cfg.peel_floor, cfg.peel_min_sat)
-        if far is not None:
-            fg &= ~far
-        if bg_c is not None:
-            fg &= ~bg_c
+        if not_robot is not None:
+            fg &= ~not_robot
         keep = guide_c
         if keep is None and cfg.keep_prior_pieces and has_prior:  # a piece cut off by a post, not a stone
             keep = prior[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w]

@@ -27,6 +27,13 @@ every frame instead, these seeds took in flowers and sticks on the drone
 clips of the planar snake (0.842 → 0.702); held only after a collapse,
 the suite's mean rose from 0.795 to 0.820 (drone arcsnake on gravel
 0.486 → 0.739, static 0.773 → 0.821, no clip lower by more than 0.007).
+When the ground has the body's colours too often for any of them to be
+held (a bluish-grey body on pinkish-grey gravel whose stones take every
+grey), a guided cut collapses onto the red head again; the second cut then
+also holds the guide's pixels that are neither the ground's colour nor its
+shade (``collapse_chroma``: farther than that from the ring's median
+chromaticity, brighter than ``shadow_dark`` of its brightness: a cast
+shadow tinted by the sky is as far in colour, but dark).
 
 The cut runs on ``tone="loglab"``: Lab colour with the lightness on a
 log scale, so the robot's dark underside against its cast shadow (≈ 40 vs
@@ -115,6 +122,7 @@ from snaketrack.datasets.grabcut_rules import (
     shadow_like,
     smooth_outline,
     tone_map,
+    unlike_ground,
 )
 from snaketrack.errors import InputError, StateError
 from snaketrack.mask_edges import unmix_edges
@@ -151,7 +159,9 @@ class GrabCutConfig:
     grey levels is median-filtered with a ``speckle_median`` px kernel before the cut (0: never);
     collapse_frac, sure_ratio: when the cut keeps less than ``collapse_frac`` of the pixels that started as
     "probably robot", it is run again with those whose colour's ring frequency is below ``sure_ratio`` times its
-    box frequency (eroded by 1 px) held as certain robot (0: never); edge_margin, edge_sigma_px,
+    box frequency (eroded by 1 px) held as certain robot (0: never); collapse_chroma: in that second cut a guide's
+    pixels farther than this from the ring's median chromaticity and brighter than ``shadow_dark`` times its
+    brightness (:func:`unlike_ground`, eroded by 1 px) are held as robot too (0: off); edge_margin, edge_sigma_px,
     edge_min_contrast: the written label's edge pixels decided by their colour (:func:`unmix_edges`: the margin
     around a half share of robot, the local colours' σ [pixels], the least robot-ground contrast [grey levels];
     ``edge_margin`` None: off). See the module doc."""
@@ -197,6 +207,7 @@ class GrabCutConfig:
     edge_margin: Optional[float] = 0.3
     edge_sigma_px: float = 3.0
     edge_min_contrast: float = 20.0
+    collapse_chroma: float = 0.04
 
     def __post_init__(self) -> None:
         if self.tone not in ("linear", "log", "loglab"):
@@ -311,6 +322,13 @@ class GrabCutBackend:
             # (a grey robot on gravel) and it fell back onto the robot's distinct parts (a red head, dark
             # joints); cut again with the colours the ring hardly has held as robot
             sure &= likely
+            if guide_c is not None and cfg.collapse_chroma > 0:
+                # the guide's pixels whose colour is not the ground's and that are brighter than its shade (a
+                # grey robot's bluish links on pinkish gravel, not its cast shadow's tinted ground) are robot too
+                core = likely & guide_c & unlike_ground(self._image[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w],
+                                                        ring_mask[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w] > 0,
+                                                        cfg.collapse_chroma, cfg.shadow_dark)
+                sure |= cv2.erode(core.astype(np.uint8), np.ones((3, 3), np.uint8)) > 0
             if sure.any():
                 gc_mask[sure] = cv2.GC_FGD
                 if cfg.rng_seed is not None:

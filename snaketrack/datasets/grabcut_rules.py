@@ -232,6 +232,29 @@ def refine_boundary(img: np.ndarray, mask: np.ndarray, band_px: int = 2, bins: i
     return out
 
 
+def unlike_ground(img: np.ndarray, ring: np.ndarray, chroma_tol: float, dark: float) -> np.ndarray:
+    """Pixels that are neither the ground nor its shade: farther than ``chroma_tol`` from the ring's median
+    chromaticity (each channel over the channel sum) and brighter than ``dark`` times the ring's median
+    brightness. Bool (H, W); none when the ring has fewer than 16 pixels. Gravel in video lies about 0.01
+    from its own median chromaticity, a grey robot's bluish links on it 0.05-0.10; the ground in a cast
+    shadow tinted by the sky is as far in colour, but dark.
+
+    >>> img = np.full((4, 12, 3), (135, 140, 155), np.uint8)   # pinkish-grey gravel (BGR)
+    >>> img[:, 4:8] = (185, 165, 150)                          # a bluish-grey link
+    >>> img[:, 8:] = (95, 75, 65)                              # shade tinted blue
+    >>> ring = np.zeros((4, 12), bool); ring[:, :4] = True
+    >>> unlike_ground(img, ring, 0.04, 0.85)[0].astype(int).tolist()
+    [0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0]
+    """
+    if ring.sum() < 16:
+        return np.zeros(img.shape[:2], bool)
+    f = img.astype(np.float32) + 1.0
+    s = f.sum(axis=-1, keepdims=True)
+    chrom = f / s
+    far = np.linalg.norm(chrom - np.median(chrom[ring], axis=0), axis=-1) > chroma_tol
+    return far & (s[..., 0] > dark * float(np.median(s[ring])))
+
+
 def shadow_like(img: np.ndarray, ring: np.ndarray, chroma_tol: float, dark: float,
                 floor: float = 0.0, deep_floor: float | None = None) -> np.ndarray:
     """Pixels that look like the ground in shade: the ring's chromaticity, darker than it.

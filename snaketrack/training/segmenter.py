@@ -17,9 +17,10 @@ frame in torch; ``live`` runs the stored scale without flips in a window that fo
 (:mod:`snaketrack.training.window`) through OpenVINO or ONNX Runtime (the model file's int8 network
 when training made one, else the network exported once and cached beside the model file as
 ``MODEL.live.onnx``), falling back to torch with a warning when it
-cannot. In both, each mask keeps only its robot region
-(:func:`~snaketrack.training.window.robot_region`): one robot is in view, and specks of false robot far
-from its large pieces are dropped; and its edge pixels are then decided by their colour
+cannot. In both, each mask keeps only its robot
+(:func:`~snaketrack.training.window.robot_pieces`: its largest piece and the pieces within three body
+widths of it, and of them): one robot is in view, and specks of false robot farther off are dropped,
+however large; and its edge pixels are then decided by their colour
 (:func:`~snaketrack.mask_edges.unmix_edges`): a pixel beside the edge that is clearly more robot than
 ground joins the mask, one clearly less leaves it.
 
@@ -55,7 +56,7 @@ from snaketrack.training.model import (
     precision_context,
 )
 from snaketrack.training.quantize import FIELD
-from snaketrack.training.window import Window, robot_region
+from snaketrack.training.window import Window, robot_pieces
 
 FLIP_DIMS = ((), (3,), (2,), (2, 3))  # (B, 3, h, w) axes flipped: none, left-right, up-down, both
 
@@ -71,8 +72,8 @@ class Segmenter:
     :class:`~snaketrack.training.live.OnnxNetwork`; ``window``: segment each frame in a
     :class:`~snaketrack.training.window.Window` around the previous frame's mask (frames are then taken as a
     video's consecutive frames; :meth:`reset` before another video); ``region``: keep the robot probability
-    only in the box of each mask's large pieces grown by a margin
-    (:func:`~snaketrack.training.window.robot_region`: specks of false robot far from it are dropped);
+    only on each mask's robot (:func:`~snaketrack.training.window.robot_pieces`: specks of false robot
+    farther than three body widths from it are dropped);
     ``edges``: decide each mask's edge pixels by their colour (:func:`~snaketrack.mask_edges.unmix_edges`,
     after the threshold; the probabilities are the network's).
 
@@ -130,20 +131,15 @@ class Segmenter:
                 raise InputError(f"frame: {f.dtype} {f.shape}; expected RGB uint8 (H, W, 3)")
             if f.shape[:2] != (H, W):
                 raise InputError(f"frames differ in size: {f.shape[:2]} vs {(H, W)}; predict them separately")
-        if self.window is not None:  # the window keeps the box of each mask's large pieces: its region
-            out = []
-            for f in frames:
-                pi = self.window.follow(f, self._proba_at, self.threshold)
-                if self.region:
-                    pi[~self.window.region((H, W))] = 0.0
-                out.append(pi)
-            return np.stack(out)
-        p = self._proba_at(frames, self.size)
-        if self.size != (H, W):
-            p = np.stack([cv2.resize(pi, (W, H), interpolation=cv2.INTER_LINEAR) for pi in p])
+        if self.window is not None:
+            p = np.stack([self.window.follow(f, self._proba_at, self.threshold) for f in frames])
+        else:
+            p = self._proba_at(frames, self.size)
+            if self.size != (H, W):
+                p = np.stack([cv2.resize(pi, (W, H), interpolation=cv2.INTER_LINEAR) for pi in p])
         if self.region:
             for pi in p:
-                pi[~robot_region(pi > self.threshold)] = 0.0
+                pi[~robot_pieces(pi > self.threshold)] = 0.0
         return p
 
     def _proba_at(self, images: Sequence[np.ndarray], size: tuple[int, int]) -> np.ndarray:

@@ -131,10 +131,10 @@ def select_inference(candidates: Sequence[tuple[str, torch.nn.Module]], frames: 
 def _score(model: torch.nn.Module, ci: int, scale: float, flips: int, frames: Sequence[tuple[np.ndarray, np.ndarray]],
            config: SegmenterConfig, thresholds: Sequence[float], batch_size: int) -> list[dict[str, Any]]:
     """Table rows (one a threshold) of one model at one scale and flip count: mean IoU over ``frames`` of
-    the masks inference gives at that threshold (each mask cut to its robot region)."""
+    the masks inference gives at that threshold (each mask cut to its robot pieces)."""
     from snaketrack.masks import mask_iou
     from snaketrack.training.segmenter import Segmenter
-    from snaketrack.training.window import robot_region
+    from snaketrack.training.window import robot_pieces
 
     ts = np.asarray([float(t) for t in thresholds], np.float32)
     seg = Segmenter(model, config, scale=scale, flips=flips, region=False)
@@ -148,7 +148,7 @@ def _score(model: torch.nn.Module, ci: int, scale: float, flips: int, frames: Se
         for j, (p, (_, m)) in enumerate(zip(probs, chunk)):
             for ti, t in enumerate(ts):
                 mask = p > t
-                ious[k + j, ti] = mask_iou(mask & robot_region(mask), m)
+                ious[k + j, ti] = mask_iou(robot_pieces(mask), m)
     return [{"candidate": ci, "scale": scale, "flips": flips, "threshold": float(thresholds[ti]),
              "iou": float(ious[:, ti].mean())} for ti in range(len(ts))]
 

@@ -3,14 +3,14 @@
 A robot covers a small part of a frame, and a segmenter's cost grows with the pixels it is given. With a
 window, each frame is segmented only inside the previous frame's mask box grown by a margin
 (``margin_px + margin_frac × the box's longer side``), at the same scale as the whole frame would be;
-the robot probability outside it is 0. The box is that of the mask's pieces (connected components) of at
-least ``min_piece_frac`` of the largest one's area: a speck of false robot elsewhere does not stretch
-it over the frame. The window's size on the network's input is rounded up to
+the robot probability outside it is 0. The box is that of the mask's robot (:func:`robot_pieces`: its
+largest piece and the pieces near it): a speck of false robot elsewhere does not stretch it over the
+frame. The window's size on the network's input is rounded up to
 ``steps`` fixed fractions of the whole frame's, per axis, so that an inference engine compiles a few
 input shapes only. The whole frame is segmented instead:
 
 - on the first frame, after a frame size change, after a frame whose mask was empty, and every
-  ``refresh`` frames (what left the window, or a piece smaller than ``min_piece_frac``, is found again);
+  ``refresh`` frames (what left the window, or a piece of the robot beyond a wide gap, is found again);
 - when the window would cover the whole frame anyway;
 - and again on the same frame when the window's mask is empty or one of its large pieces touches a side of
   the window that lies inside the frame: the robot left the window, so the window's answer is not taken.
@@ -38,7 +38,7 @@ ProbaAt = Callable[[Sequence[np.ndarray], tuple[int, int]], np.ndarray]
 Box = tuple[int, int, int, int]  # rows [y0, y1) and columns [x0, x1) of a frame [px]
 
 MARGIN_PX, MARGIN_FRAC = 24, 0.15  # the margin around a mask's box: px + fraction of the box's longer side
-MIN_PIECE_FRAC = 0.2  # a mask's pieces smaller than this fraction of the largest are left out of its box
+GAP_WIDTHS = 3.0  # the robot's pieces lie within this many of its body widths of each other
 
 
 class Window:
@@ -46,18 +46,17 @@ class Window:
 
     size: the network input (h, w) [px] of a whole frame at the segmenter's scale; margin_px [frame px]
     and margin_frac: the margin around the previous mask's box; steps: window sizes per axis (1/steps,
-    2/steps, … of the whole frame's input); min_piece_frac: the least area of a mask's piece, as a
-    fraction of the largest's, that the box holds; refresh: frames between whole-frame passes. Counts
+    2/steps, … of the whole frame's input); refresh: frames between whole-frame passes. Counts
     the frames segmented in a window (:attr:`windows`) and over the whole frame (:attr:`searches`).
     """
 
     def __init__(self, size: tuple[int, int], margin_px: int = MARGIN_PX, margin_frac: float = MARGIN_FRAC,
-                 steps: int = 4, min_piece_frac: float = MIN_PIECE_FRAC, refresh: int = 30):
+                 steps: int = 4, refresh: int = 30):
         self.size = (int(size[0]), int(size[1]))
         self.margin_px, self.margin_frac, self.steps = int(margin_px), float(margin_frac), int(steps)
-        self.min_piece_frac, self.refresh = float(min_piece_frac), int(refresh)
+        self.refresh = int(refresh)
         self._since = 0  # frames since the last whole-frame pass
-        self.box: Optional[Box] = None  # the box of the previous mask's large pieces
+        self.box: Optional[Box] = None  # the box of the previous mask's robot pieces
         self.frame_shape: Optional[tuple[int, int]] = None
         self.windows = self.searches = 0
 
@@ -105,50 +104,29 @@ class Window:
             if pc.shape != (y1 - y0, x1 - x0):
                 pc = cv2.resize(pc, (x1 - x0, y1 - y0), interpolation=cv2.INTER_LINEAR)
             m = pc > threshold
-            big = big_pieces(m, self.min_piece_frac)
-            cut = ((y0 > 0 and big[0].any()) or (y1 < H and big[-1].any())
-                   or (x0 > 0 and big[:, 0].any()) or (x1 < W and big[:, -1].any()))
-            if big.any() and not cut:
+            robot = robot_pieces(m)
+            cut = ((y0 > 0 and robot[0].any()) or (y1 < H and robot[-1].any())
+                   or (x0 > 0 and robot[:, 0].any()) or (x1 < W and robot[:, -1].any()))
+            if robot.any() and not cut:
                 p = np.zeros((H, W), np.float32)
                 p[y0:y1, x0:x1] = pc
                 self.windows += 1
                 self._since += 1
-                self._remember(big, y0, x0)
+                self._remember(robot, y0, x0)
                 return p
         p = proba_at([rgb], self.size)[0]
         if p.shape != (H, W):
             p = cv2.resize(p, (W, H), interpolation=cv2.INTER_LINEAR)
         self.searches += 1
         self._since = 1
-        self._remember(big_pieces(p > threshold, self.min_piece_frac), 0, 0)
+        self._remember(robot_pieces(p > threshold), 0, 0)
         return p
 
-    def region(self, shape: tuple[int, int]) -> np.ndarray:
-        """The robot region (:func:`robot_region`) of the mask :meth:`follow` last returned, bool ``shape``,
-        from the box it kept (no second pass over the mask's pieces)."""
-        return box_region(self.box, shape, self.margin_px, self.margin_frac)
-
-    def _remember(self, big: np.ndarray, y0: int, x0: int) -> None:
-        """Keep the box of ``big``, a mask's large pieces (:func:`big_pieces`; placed at row ``y0``, column
+    def _remember(self, robot: np.ndarray, y0: int, x0: int) -> None:
+        """Keep the box of ``robot``, a mask's robot pieces (:func:`robot_pieces`; placed at row ``y0``, column
         ``x0`` of the frame); None when it is empty."""
-        box = mask_box(big)
+        box = mask_box(robot)
         self.box = None if box is None else (box[0] + y0, box[1] + y0, box[2] + x0, box[3] + x0)
-
-def big_pieces(mask: np.ndarray, min_frac: float = MIN_PIECE_FRAC) -> np.ndarray:
-    """The pieces (8-connected) of ``mask`` (bool (H, W)) of at least ``min_frac`` of the largest one's area.
-
-    >>> m = np.zeros((10, 30), bool); m[2:8, 2:12] = True; m[4:6, 20:22] = True
-    >>> int(big_pieces(m).sum()), int(big_pieces(m, 0.05).sum())
-    (60, 64)
-    """
-    n, labels, stats, _ = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=8)
-    if n <= 2:
-        return mask.astype(bool)
-    area = stats[:, cv2.CC_STAT_AREA]
-    keep = area >= min_frac * area[1:].max()
-    keep[0] = False
-    return keep[labels]
-
 
 def mask_box(mask: np.ndarray) -> Optional[Box]:
     """The box (y0, y1, x0, x1) of a bool mask's pixels, None when it has none.
@@ -169,28 +147,36 @@ def margin(box: Box, margin_px: float, margin_frac: float) -> float:
     return margin_px + margin_frac * max(y1 - y0, x1 - x0)
 
 
-def box_region(box: Optional[Box], shape: tuple[int, int], margin_px: float = MARGIN_PX,
-               margin_frac: float = MARGIN_FRAC) -> np.ndarray:
-    """``box`` grown by its :func:`margin` as a bool mask of ``shape``; the whole frame when ``box`` is None."""
-    if box is None:
-        return np.ones(shape, bool)
-    y0, y1, x0, x1 = box
-    m = int(round(margin(box, margin_px, margin_frac)))
-    out = np.zeros(shape, bool)
-    out[max(y0 - m, 0):y1 + m, max(x0 - m, 0):x1 + m] = True
-    return out
+def robot_pieces(mask: np.ndarray, gap_widths: float = GAP_WIDTHS) -> np.ndarray:
+    """The robot of a one-robot ``mask`` (bool (H, W)): its largest piece (8-connected), and every piece that
+    lies within ``gap_widths`` body widths of the pieces taken so far, repeated until none is added; bool
+    (H, W). The body width is that of the largest piece, 2 × area / perimeter [px]. A post or stump that
+    hides the robot between two pieces is about as wide as the robot; specks of false robot (stones,
+    sticks, shadows on a ground the segmenter was not trained on) lie farther off, however large.
 
-
-def robot_region(mask: np.ndarray, margin_px: float = MARGIN_PX, margin_frac: float = MARGIN_FRAC,
-                 min_piece_frac: float = MIN_PIECE_FRAC) -> np.ndarray:
-    """Where the robot of a one-robot ``mask`` (bool (H, W)) lies: the box of its large pieces
-    (:func:`big_pieces`) grown by ``margin_px + margin_frac ×`` its longer side [px], bool (H, W); the whole
-    frame when the mask is empty. The same box as the live window's; a segmenter's robot pixels outside it
-    are specks of false robot (stones, sticks, shadows far from the robot).
-
-    >>> m = np.zeros((100, 200), bool); m[40:50, 20:80] = True; m[90:92, 190:192] = True
-    >>> r = robot_region(m, margin_px=5, margin_frac=0.0)
-    >>> bool(r[45, 50]), bool(r[91, 191]), int((m & r).sum())
-    (True, False, 600)
+    >>> m = np.zeros((60, 200), bool); m[20:30, 10:80] = True   # a body 10 px wide
+    >>> m[20:30, 95:140] = True                                  # the rest of it, beyond a 15 px post
+    >>> m[45:58, 170:195] = True                                 # a stone as large, 30 px away
+    >>> r = robot_pieces(m); int(r.sum()), bool(r[25, 100]), bool(r[50, 180])
+    (1150, True, False)
     """
-    return box_region(mask_box(big_pieces(mask, min_piece_frac)), mask.shape, margin_px, margin_frac)
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=8)
+    if n <= 2:
+        return mask.astype(bool)
+    area = stats[1:, cv2.CC_STAT_AREA]
+    largest = int(np.argmax(area)) + 1
+    taken = labels == largest
+    contours, _ = cv2.findContours(taken.astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
+    width = 2.0 * float(area[largest - 1]) / max(sum(cv2.arcLength(c, True) for c in contours), 1.0)
+    gap = gap_widths * width
+    from scipy.ndimage import minimum
+
+    left = [k for k in range(1, n) if k != largest]
+    while left:
+        dist = cv2.distanceTransform((~taken).astype(np.uint8), cv2.DIST_L2, cv2.DIST_MASK_PRECISE)
+        near = [k for k, d in zip(left, np.atleast_1d(minimum(dist, labels, left))) if d <= gap]
+        if not near:
+            break
+        taken |= np.isin(labels, near)
+        left = [k for k in left if k not in near]
+    return taken

@@ -153,8 +153,8 @@ def test_a_speck_of_false_robot_does_not_stretch_the_window_and_a_refresh_finds_
     assert (w.searches, w.windows) == (2, 8)  # frames 0 and 5 whole: every refresh
 
 
-def test_the_robot_region_drops_far_specks_and_keeps_a_robot_cut_in_two():
-    """A Segmenter keeps robot pixels only near the mask's large pieces: a far speck goes, both halves of a
+def test_the_robot_pieces_drop_far_specks_and_keep_a_robot_cut_in_two():
+    """A Segmenter keeps only the mask's robot pieces: a far speck goes, both halves of a
     robot cut in two by a post stay, and nothing else changes (against the per-pixel answer)."""
     cfg = SegmenterConfig(encoder="resnet18", input_size=(H, W), mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0))
 
@@ -176,10 +176,10 @@ def test_the_robot_region_drops_far_specks_and_keeps_a_robot_cut_in_two():
     assert truth[:, :60].any() and truth[:, 62:100].any() and (truth & speck).any()
 
 
-def test_following_cuts_each_mask_to_the_region_of_its_own_pieces():
-    """With a window, the region comes from the box the window kept; it must be the region recomputed from
-    the mask itself (:func:`robot_region`), on window and whole-frame passes alike."""
-    from snaketrack.training.window import robot_region
+def test_following_cuts_each_mask_to_its_own_robot_pieces():
+    """With a window, each mask keeps the robot pieces of the mask itself (:func:`robot_pieces`), on window and
+    whole-frame passes alike."""
+    from snaketrack.training.window import robot_pieces
 
     cfg = SegmenterConfig(encoder="resnet18", input_size=(H, W), mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0))
 
@@ -197,4 +197,56 @@ def test_following_cuts_each_mask_to_the_region_of_its_own_pieces():
     cut = Segmenter(model, cfg, flips=1, network=network, window=True, edges=False).predict_batch(frames)
     assert raw[0, 110:113, 190:193].all() and not cut[0, 110:113, 190:193].any()
     for r, c in zip(raw, cut):
-        np.testing.assert_array_equal(c, r & robot_region(r))
+        np.testing.assert_array_equal(c, robot_pieces(r))
+
+
+def _pieces_brute_force(mask, gap_widths):
+    """robot_pieces by its definition: pixel-to-pixel distances, the width from the largest piece's outline."""
+    import cv2
+    from scipy.spatial.distance import cdist
+
+    n, labels = cv2.connectedComponents(mask.astype(np.uint8), connectivity=8)
+    pieces = [np.argwhere(labels == k) for k in range(1, n)]
+    largest = max(range(len(pieces)), key=lambda k: len(pieces[k]))
+    contours, _ = cv2.findContours((labels == largest + 1).astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
+    gap = gap_widths * 2.0 * len(pieces[largest]) / sum(cv2.arcLength(c, True) for c in contours)
+    taken, grew = {largest}, True
+    while grew:
+        pts = np.concatenate([pieces[k] for k in taken])
+        new = {k for k in range(len(pieces)) if k not in taken and cdist(pieces[k], pts).min() <= gap}
+        taken |= new
+        grew = bool(new)
+    out = np.zeros(mask.shape, bool)
+    for k in taken:
+        out[tuple(pieces[k].T)] = True
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_robot_pieces_match_their_definition_on_random_masks(seed):
+    from snaketrack.training.window import robot_pieces
+
+    rng = np.random.default_rng(seed)
+    mask = np.zeros((80, 120), bool)
+    for _ in range(12):  # rectangles of every size, some touching, some apart
+        y, x, h, w = rng.integers(0, 75), rng.integers(0, 115), rng.integers(1, 12), rng.integers(1, 30)
+        mask[y:y + h, x:x + w] = True
+    for gap_widths in (1.0, 3.0):
+        np.testing.assert_array_equal(robot_pieces(mask, gap_widths), _pieces_brute_force(mask, gap_widths))
+
+
+def test_robot_pieces_keep_a_body_behind_posts_and_drop_a_stone_as_large_further_off():
+    """A 10 px body hidden by two 20 px posts is three pieces, each within three widths of the next; a stone
+    as large as one of them 40 px off is dropped (a box around the large pieces would keep it), one 20 px
+    off is taken (the rule's reach)."""
+    from snaketrack.training.window import robot_pieces
+
+    body = np.zeros((100, 300), bool)
+    body[40:50, 10:90] = body[40:50, 110:170] = body[40:50, 190:260] = True
+    far = body.copy()
+    far[90:100, 200:260] = True          # 40 px below the body
+    near = body.copy()
+    near[70:80, 200:260] = True          # 20 px below it
+    np.testing.assert_array_equal(robot_pieces(body), body)
+    np.testing.assert_array_equal(robot_pieces(far), body)
+    np.testing.assert_array_equal(robot_pieces(near), near)

@@ -18,8 +18,8 @@ frame in torch; ``live`` runs the stored scale without flips in a window that fo
 when training made one, else the network exported once and cached beside the model file as
 ``MODEL.live.onnx``), falling back to torch with a warning when it
 cannot. In both, each mask keeps only its robot
-(:func:`~snaketrack.training.window.robot_pieces`: its largest piece and the pieces within three body
-widths of it, and of them): one robot is in view, and specks of false robot farther off are dropped,
+(:func:`~snaketrack.training.window.robot_pieces`: its largest piece and, in turn, the pieces within
+three body widths of those taken): one robot is in view, and specks of false robot farther off are dropped,
 however large; and its edge pixels are then decided by their colour
 (:func:`~snaketrack.mask_edges.unmix_edges`): a pixel beside the edge that is clearly more robot than
 ground joins the mask, one clearly less leaves it.

@@ -12,7 +12,7 @@ input shapes only. The whole frame is segmented instead:
 - on the first frame, after a frame size change, after a frame whose mask was empty, and every
   ``refresh`` frames (what left the window, or a piece of the robot beyond a wide gap, is found again);
 - when the window would cover the whole frame anyway;
-- and again on the same frame when the window's mask is empty or one of its large pieces touches a side of
+- and again on the same frame when the window's mask is empty or its robot pieces touch a side of
   the window that lies inside the frame: the robot left the window, so the window's answer is not taken.
 
 The masks equal the whole frame's inside the window, up to the crop's sub-pixel resampling and the

@@ -33,6 +33,7 @@ from typing import Callable, Optional, Sequence
 
 import cv2
 import numpy as np
+from scipy.spatial import cKDTree
 
 ProbaAt = Callable[[Sequence[np.ndarray], tuple[int, int]], np.ndarray]
 Box = tuple[int, int, int, int]  # rows [y0, y1) and columns [x0, x1) of a frame [px]
@@ -165,18 +166,21 @@ def robot_pieces(mask: np.ndarray, gap_widths: float = GAP_WIDTHS) -> np.ndarray
         return mask.astype(bool)
     area = stats[1:, cv2.CC_STAT_AREA]
     largest = int(np.argmax(area)) + 1
-    taken = labels == largest
-    contours, _ = cv2.findContours(taken.astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
+    contours, _ = cv2.findContours((labels == largest).astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
     width = 2.0 * float(area[largest - 1]) / max(sum(cv2.arcLength(c, True) for c in contours), 1.0)
     gap = gap_widths * width
-    from scipy.ndimage import minimum
-
-    left = [k for k in range(1, n) if k != largest]
-    while left:
-        dist = cv2.distanceTransform((~taken).astype(np.uint8), cv2.DIST_L2, cv2.DIST_MASK_PRECISE)
-        near = [k for k, d in zip(left, np.atleast_1d(minimum(dist, labels, left))) if d <= gap]
-        if not near:
+    # the nearest pixels of two pieces lie on their edges: measure between edge pixels only
+    edge = mask.astype(bool) & ~(cv2.erode(mask.astype(np.uint8), np.ones((3, 3), np.uint8)) > 0)
+    ys, xs = np.nonzero(edge)
+    points, owner = np.column_stack([ys, xs]).astype(np.float64), labels[ys, xs]
+    kept = np.zeros(n, bool)
+    kept[largest] = True
+    ring = np.array([largest])  # the pieces taken last: only they can reach a piece not taken yet
+    while ring.size:
+        rest = ~kept[owner]
+        if not rest.any():
             break
-        taken |= np.isin(labels, near)
-        left = [k for k in left if k not in near]
-    return taken
+        d, _ = cKDTree(points[np.isin(owner, ring)]).query(points[rest], distance_upper_bound=gap + 1e-6)
+        ring = np.unique(owner[rest][d <= gap])
+        kept[ring] = True
+    return kept[labels]

@@ -131,15 +131,20 @@ class Segmenter:
                 raise InputError(f"frame: {f.dtype} {f.shape}; expected RGB uint8 (H, W, 3)")
             if f.shape[:2] != (H, W):
                 raise InputError(f"frames differ in size: {f.shape[:2]} vs {(H, W)}; predict them separately")
-        if self.window is not None:
-            p = np.stack([self.window.follow(f, self._proba_at, self.threshold) for f in frames])
+        if self.window is not None:  # the window finds each frame's robot pieces as it follows them
+            p, robots = [], []
+            for f in frames:
+                p.append(self.window.follow(f, self._proba_at, self.threshold))
+                robots.append(self.window.robot)
+            p = np.stack(p)
         else:
             p = self._proba_at(frames, self.size)
             if self.size != (H, W):
                 p = np.stack([cv2.resize(pi, (W, H), interpolation=cv2.INTER_LINEAR) for pi in p])
+            robots = [robot_pieces(pi > self.threshold) for pi in p] if self.region else []
         if self.region:
-            for pi in p:
-                pi[~robot_pieces(pi > self.threshold)] = 0.0
+            for pi, robot in zip(p, robots):
+                pi[~robot] = 0.0
         return p
 
     def _proba_at(self, images: Sequence[np.ndarray], size: tuple[int, int]) -> np.ndarray:

@@ -58,12 +58,13 @@ class Window:
         self.refresh = int(refresh)
         self._since = 0  # frames since the last whole-frame pass
         self.box: Optional[Box] = None  # the box of the previous mask's robot pieces
+        self.robot: Optional[np.ndarray] = None  # those pieces, bool (H, W), of the frame last followed
         self.frame_shape: Optional[tuple[int, int]] = None
         self.windows = self.searches = 0
 
     def reset(self) -> None:
         """Forget the previous frame: the next one is segmented whole."""
-        self.box = None
+        self.box = self.robot = None
 
     def _axis(self, lo: float, hi: float, n: int, net: int) -> tuple[int, int, int]:
         """Start and stop [frame px] of the window along one axis of ``n`` pixels whose whole-frame input is
@@ -94,7 +95,7 @@ class Window:
     def follow(self, rgb: np.ndarray, proba_at: ProbaAt, threshold: float) -> np.ndarray:
         """Robot probability float32 (H, W) of the RGB uint8 frame ``rgb`` (H, W, 3), the frame after the
         one last given; ``proba_at(images, (h, w))`` segments images resized to (h, w); a pixel is robot
-        above ``threshold``."""
+        above ``threshold``. Its robot pieces (:func:`robot_pieces`) are left in :attr:`robot`."""
         H, W = rgb.shape[:2]
         if self.frame_shape != (H, W):
             self.frame_shape, self.box = (H, W), None
@@ -111,23 +112,23 @@ class Window:
             if robot.any() and not cut:
                 p = np.zeros((H, W), np.float32)
                 p[y0:y1, x0:x1] = pc
+                whole = np.zeros((H, W), bool)
+                whole[y0:y1, x0:x1] = robot
                 self.windows += 1
                 self._since += 1
-                self._remember(robot, y0, x0)
+                self._remember(whole)
                 return p
         p = proba_at([rgb], self.size)[0]
         if p.shape != (H, W):
             p = cv2.resize(p, (W, H), interpolation=cv2.INTER_LINEAR)
         self.searches += 1
         self._since = 1
-        self._remember(robot_pieces(p > threshold), 0, 0)
+        self._remember(robot_pieces(p > threshold))
         return p
 
-    def _remember(self, robot: np.ndarray, y0: int, x0: int) -> None:
-        """Keep the box of ``robot``, a mask's robot pieces (:func:`robot_pieces`; placed at row ``y0``, column
-        ``x0`` of the frame); None when it is empty."""
-        box = mask_box(robot)
-        self.box = None if box is None else (box[0] + y0, box[1] + y0, box[2] + x0, box[3] + x0)
+    def _remember(self, robot: np.ndarray) -> None:
+        """Keep a frame's robot pieces (bool (H, W)) and their box (None when there are none)."""
+        self.robot, self.box = robot, mask_box(robot)
 
 def mask_box(mask: np.ndarray) -> Optional[Box]:
     """The box (y0, y1, x0, x1) of a bool mask's pixels, None when it has none.

@@ -248,11 +248,17 @@ def unlike_ground(img: np.ndarray, ring: np.ndarray, chroma_tol: float, dark: fl
     """
     if ring.sum() < 16:
         return np.zeros(img.shape[:2], bool)
+    chrom, s, c_ref, i_ref = _against_ring(img, ring)
+    return (np.linalg.norm(chrom - c_ref, axis=-1) > chroma_tol) & (s > dark * i_ref)
+
+
+def _against_ring(img: np.ndarray, ring: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """Each pixel's chromaticity (channel over channel sum, (H, W, 3)) and brightness (channel sum + 3,
+    (H, W)), and the ring's medians of both."""
     f = img.astype(np.float32) + 1.0
-    s = f.sum(axis=-1, keepdims=True)
-    chrom = f / s
-    far = np.linalg.norm(chrom - np.median(chrom[ring], axis=0), axis=-1) > chroma_tol
-    return far & (s[..., 0] > dark * float(np.median(s[ring])))
+    s = f.sum(axis=-1)
+    chrom = f / s[..., None]
+    return chrom, s, np.median(chrom[ring], axis=0), float(np.median(s[ring]))
 
 
 def shadow_like(img: np.ndarray, ring: np.ndarray, chroma_tol: float, dark: float,
@@ -278,12 +284,7 @@ def shadow_like(img: np.ndarray, ring: np.ndarray, chroma_tol: float, dark: floa
     """
     if ring.sum() < 16:
         return np.zeros(img.shape[:2], bool)
-    f = img.astype(np.float32) + 1.0
-    s = f.sum(axis=-1, keepdims=True)
-    chrom = f / s
-    c_ref = np.median(chrom[ring], axis=0)
-    i_ref = float(np.median(s[ring]))
-    s = s[..., 0]
+    chrom, s, c_ref, i_ref = _against_ring(img, ring)
     bright_enough = s > floor * i_ref
     if deep_floor is not None and deep_floor < floor:
         coloured = np.linalg.norm(chrom - 1.0 / 3.0, axis=-1) >= chroma_tol

@@ -165,4 +165,8 @@ def test_iou_ceiling_of_a_dataset(tmp_path):
     done = subprocess.run([sys.executable, str(root / "scripts" / "measure_iou_ceiling.py"), str(tmp_path / "ds")],
                           capture_output=True, text=True, cwd=root, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == res
+    # the same figures; a float may differ in its last bit between two processes (summation order)
+    printed = json.loads(done.stdout.strip().splitlines()[-1])
+    assert printed.keys() == res.keys()
+    for k, v in res.items():
+        assert printed[k] == (v if isinstance(v, str) else pytest.approx(v, rel=1e-12)), k

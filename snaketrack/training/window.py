@@ -130,6 +130,7 @@ class Window:
         """Keep a frame's robot pieces (bool (H, W)) and their box (None when there are none)."""
         self.robot, self.box = robot, mask_box(robot)
 
+
 def mask_box(mask: np.ndarray) -> Optional[Box]:
     """The box (y0, y1, x0, x1) of a bool mask's pixels, None when it has none.
 

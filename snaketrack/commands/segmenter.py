@@ -25,9 +25,8 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="time budget; training stops after the epoch in which it passed, the lr schedule annealed "
                         "to it (default: 20 with --recipe cpu, none with paper)")
     p.add_argument("--encoder", default="resnet18",
-                   help="smp encoder: resnet18 (default), mobilenet_v2 (1.3-1.7 times as fast to segment live; below "
-                        "resnet18 on the scene it was trained on, above it on other scenes in one measured run), "
-                        "resnet34, efficientnet-b0, ...")
+                   help="smp encoder: resnet18 (default), mobilenet_v2 (1.3-1.7 times as fast to segment live, "
+                        "about as accurate on scenes not trained on), resnet34, efficientnet-b0, ...")
     p.add_argument("--encoder-weights", metavar="FILE", help="local encoder weights file (default: random init)")
     p.add_argument("--epochs", type=int, default=None, help="epochs, an upper bound under --minutes (default: 200 "
                    "with --recipe cpu, 20 with paper)")

@@ -72,7 +72,7 @@ arcsnake's moved by −0.010 to +0.009) and that of six clips it was not
 tuned on from 0.748 to 0.758, each of them up. A margin of 0, every edge
 pixel decided either way, lost up to 0.024 on the grey arcsnake, whose
 shaded rim and cast shadow are neither colour, and up to 0.025 on the
-planar snake (the rim of its cast shadow). OpenCV's RNG, from which
+planar snake. OpenCV's RNG, from which
 GrabCut's k-means draws, is seeded before each cut (``rng_seed``). A
 speckled frame (asphalt seen through a GIF's dithered palette) is
 median-filtered before anything else (``speckle_level``): on raw speckle

@@ -2,7 +2,8 @@
 
 A robot covers a small part of a frame, and a segmenter's cost grows with the pixels it is given. With a
 window, each frame is segmented only inside the previous frame's mask box grown by a margin
-(``margin_px + margin_frac × the box's longer side``), at the same scale as the whole frame would be;
+(``margin_px + margin_frac × the box's longer side``; 12 px + 5 % by default, measured in
+docs/segmentation.md, "Live and accurate"), at the same scale as the whole frame would be;
 the robot probability outside it is 0. The box is that of the mask's robot (:func:`robot_pieces`: its
 largest piece and the pieces near it): a speck of false robot elsewhere does not stretch it over the
 frame. The window's size on the network's input is rounded up to
@@ -13,7 +14,10 @@ input shapes only. The whole frame is segmented instead:
   ``refresh`` frames (what left the window, or a piece of the robot beyond a wide gap, is found again);
 - when the window would cover the whole frame anyway;
 - and again on the same frame when the window's mask is empty or its robot pieces touch a side of
-  the window that lies inside the frame: the robot left the window, so the window's answer is not taken.
+  the window that lies inside the frame (the robot left the window), or when they cover less than
+  ``keep`` of the previous frame's robot pixels: DeepLabV3+ pools features over its whole input, so a
+  crop's narrower context can lose a piece of the robot that the whole frame keeps, and a piece lost
+  once would stay outside every later window until the next whole frame.
 
 The masks equal the whole frame's inside the window, up to the crop's sub-pixel resampling and the
 network's view of the crop's edge, ``margin_px`` away from the robot.
@@ -24,7 +28,7 @@ network's view of the crop's edge, ``margin_px`` away from the robot.
 ((360, 640), 1, 0)
 >>> w.box = (100, 140, 200, 300)   # the previous mask's rows [100, 140) and columns [200, 300)
 >>> w.crop(360, 640)               # rows, columns and the network input (h, w) of the next window
-(30, 210, 90, 410, 180, 320)
+(75, 165, 170, 330, 90, 160)
 """
 from __future__ import annotations
 
@@ -38,7 +42,9 @@ from scipy.spatial import cKDTree
 ProbaAt = Callable[[Sequence[np.ndarray], tuple[int, int]], np.ndarray]
 Box = tuple[int, int, int, int]  # rows [y0, y1) and columns [x0, x1) of a frame [px]
 
-MARGIN_PX, MARGIN_FRAC = 24, 0.15  # the margin around a mask's box: px + fraction of the box's longer side
+MARGIN_PX, MARGIN_FRAC = 12, 0.05  # the margin around a mask's box: px + fraction of the box's longer side
+STEPS = 8  # window sizes per axis: 1/8, 2/8, … of the whole frame's input
+KEEP = 0.75  # a window whose robot has less than this share of the previous frame's is not taken
 GAP_WIDTHS = 3.0  # the robot's pieces lie within this many of its body widths of each other
 
 
@@ -47,15 +53,17 @@ class Window:
 
     size: the network input (h, w) [px] of a whole frame at the segmenter's scale; margin_px [frame px]
     and margin_frac: the margin around the previous mask's box; steps: window sizes per axis (1/steps,
-    2/steps, … of the whole frame's input); refresh: frames between whole-frame passes. Counts
+    2/steps, … of the whole frame's input); refresh: frames between whole-frame passes; keep: the share of
+    the previous frame's robot pixels below which a window's answer is not taken (0: always taken). Counts
     the frames segmented in a window (:attr:`windows`) and over the whole frame (:attr:`searches`).
     """
 
     def __init__(self, size: tuple[int, int], margin_px: int = MARGIN_PX, margin_frac: float = MARGIN_FRAC,
-                 steps: int = 4, refresh: int = 30):
+                 steps: int = STEPS, refresh: int = 30, keep: float = KEEP):
         self.size = (int(size[0]), int(size[1]))
         self.margin_px, self.margin_frac, self.steps = int(margin_px), float(margin_frac), int(steps)
-        self.refresh = int(refresh)
+        self.refresh, self.keep = int(refresh), float(keep)
+        self.area: Optional[int] = None  # the previous frame's robot pixels
         self._since = 0  # frames since the last whole-frame pass
         self.box: Optional[Box] = None  # the box of the previous mask's robot pieces
         self.robot: Optional[np.ndarray] = None  # those pieces, bool (H, W), of the frame last followed
@@ -64,7 +72,7 @@ class Window:
 
     def reset(self) -> None:
         """Forget the previous frame: the next one is segmented whole."""
-        self.box = self.robot = None
+        self.box = self.robot = self.area = None
 
     def _axis(self, lo: float, hi: float, n: int, net: int) -> tuple[int, int, int]:
         """Start and stop [frame px] of the window along one axis of ``n`` pixels whose whole-frame input is
@@ -98,7 +106,7 @@ class Window:
         above ``threshold``. Its robot pieces (:func:`robot_pieces`) are left in :attr:`robot`."""
         H, W = rgb.shape[:2]
         if self.frame_shape != (H, W):
-            self.frame_shape, self.box = (H, W), None
+            self.frame_shape, self.box, self.area = (H, W), None, None
         c = self.crop(H, W) if self._since < self.refresh else None
         if c is not None:
             y0, y1, x0, x1, h, w = c
@@ -109,7 +117,8 @@ class Window:
             robot = robot_pieces(m)
             cut = ((y0 > 0 and robot[0].any()) or (y1 < H and robot[-1].any())
                    or (x0 > 0 and robot[:, 0].any()) or (x1 < W and robot[:, -1].any()))
-            if robot.any() and not cut:
+            shrunk = self.area is not None and robot.sum() < self.keep * self.area
+            if robot.any() and not cut and not shrunk:
                 p = np.zeros((H, W), np.float32)
                 p[y0:y1, x0:x1] = pc
                 whole = np.zeros((H, W), bool)
@@ -127,8 +136,9 @@ class Window:
         return p
 
     def _remember(self, robot: np.ndarray) -> None:
-        """Keep a frame's robot pieces (bool (H, W)) and their box (None when there are none)."""
+        """Keep a frame's robot pieces (bool (H, W)), their box (None when there are none) and area [px]."""
         self.robot, self.box = robot, mask_box(robot)
+        self.area = int(robot.sum()) if self.box is not None else None
 
 
 def mask_box(mask: np.ndarray) -> Optional[Box]:

@@ -70,6 +70,28 @@ def test_a_robot_cut_by_the_window_is_searched_for_in_the_same_frame():
     assert w.searches == 2
 
 
+@pytest.mark.parametrize("keep", [0.75, 0.0])
+def test_a_window_that_loses_part_of_the_robot_is_not_taken(keep):
+    """A network whose answer in a window drops part of the robot (as a crop's narrower context can make
+    it): with ``keep`` the frame is segmented whole again; without, the window's answer is taken."""
+    def half_blind(images, size):
+        p = _redness(images, size)
+        if size != (H, W):
+            p[:, :, size[1] // 2:] = 0.0  # the right half of every window is lost
+        return p
+
+    w = Window((H, W), keep=keep)
+    w.follow(_frame(80, 60, r=12), half_blind, 0.5)
+    img = _frame(81, 60, r=12)
+    p = w.follow(img, half_blind, 0.5)
+    whole = _whole(img) > 0.5
+    if keep:
+        np.testing.assert_array_equal(p > 0.5, whole)
+        assert (w.searches, w.windows) == (2, 0)
+    else:
+        assert (p > 0.5).sum() < 0.75 * whole.sum() and w.windows == 1
+
+
 def test_empty_frames_a_new_size_and_reset_each_search_the_whole_frame():
     w = Window((H, W))
     empty = np.full((H, W, 3), 100, np.uint8)
@@ -96,8 +118,10 @@ def test_a_robot_filling_the_frame_is_segmented_whole():
     assert (w.searches, w.windows) == (3, 0)
 
 
-def test_window_sizes_are_a_few_fixed_fractions():
-    w = Window((360, 640), steps=4)
+@pytest.mark.parametrize("steps", [4, None])
+def test_window_sizes_are_a_few_fixed_fractions(steps):
+    w = Window((360, 640), steps=steps) if steps else Window((360, 640))
+    steps = w.steps
     sizes = set()
     rng = np.random.default_rng(0)
     for _ in range(200):
@@ -109,7 +133,7 @@ def test_window_sizes_are_a_few_fixed_fractions():
             assert 0 <= y0 < y1 <= 360 and 0 <= x0 < x1 <= 640
             assert y0 <= w.box[0] and w.box[1] <= y1 and x0 <= w.box[2] and w.box[3] <= x1
             sizes.add((h, wd))
-    assert sizes <= {(90 * i, 160 * j) for i in range(1, 5) for j in range(1, 5)}
+    assert sizes <= {(360 * i // steps, 640 * j // steps) for i in range(1, steps + 1) for j in range(1, steps + 1)}
 
 
 @pytest.mark.parametrize("scale", [1.0, 1.5])

@@ -31,18 +31,26 @@ def mean_iou(pred: Sequence[np.ndarray], truth: Sequence[np.ndarray]) -> float:
 
 def evaluate_segmenter(segmenter, dataset: str | os.PathLike, batch_size: int = 4,
                        frames: Optional[Sequence[int]] = None, progress: bool = False) -> dict:
-    """``{"iou": mean IoU, "frames": n, "iou_per_frame": [...]}`` of ``segmenter`` on a dataset's masks."""
+    """``{"iou": mean IoU, "frames": n, "iou_per_frame": [...]}`` of ``segmenter`` on a dataset's masks,
+    over ``frames`` (None: all). A segmenter that follows the robot in a window (the ``live`` setting)
+    segments every frame from the first to the last of ``frames`` in order, as a video gives them; only
+    ``frames`` are scored."""
     from tqdm import tqdm
 
     ds = Dataset(dataset)
     if not ds.has_masks:
         raise FileFormatError(f"{dataset}: no masks/ to compare with")
     idx = list(range(len(ds))) if frames is None else list(frames)
+    scored = set(idx)
+    if getattr(segmenter, "window", None) is not None and idx:
+        idx = list(range(min(idx), max(idx) + 1))
     ious: list[float] = []
     for s in tqdm(range(0, len(idx), batch_size), desc="eval-seg", unit="batch", disable=not progress):
         chunk = idx[s:s + batch_size]
         pred = segmenter.predict_batch([ds.frame(i) for i in chunk])
         for p, i in zip(pred, chunk):
+            if i not in scored:
+                continue
             t = ds.mask(i)
             if t is None:
                 raise FileFormatError(f"{dataset}: frame {i} has no mask")

@@ -70,6 +70,29 @@ def test_evaluate_against_an_oracle(toy_root):
     assert mean_iou(masks, masks[::-1]) < 1.0
 
 
+def test_a_followed_segmenter_sees_every_frame_in_order_and_is_scored_on_those_asked(toy_root):
+    """A window follows consecutive frames: every 3rd frame scored, every frame from the first to the
+    last of them segmented in order; a segmenter without a window segments only the scored ones."""
+    ds = Dataset(toy_root)
+
+    class Seen(_Truth):
+        def __init__(self, ds, window):
+            super().__init__(ds)
+            self.window, self.seen = window, []
+
+        def predict_batch(self, frames):
+            masks = super().predict_batch(frames)
+            self.seen += [next(i for i in range(len(self.ds)) if np.array_equal(self.ds.frame(i), f))
+                          for f in frames]
+            return masks
+
+    followed, plain = Seen(ds, window=object()), Seen(ds, window=None)
+    a = evaluate_segmenter(followed, toy_root, frames=range(2, 12, 3))
+    b = evaluate_segmenter(plain, toy_root, frames=range(2, 12, 3))
+    assert followed.seen == list(range(2, 12)) and plain.seen == [2, 5, 8, 11]
+    assert a["frames"] == b["frames"] == 4 and a["iou"] == b["iou"] == 1.0
+
+
 def test_train_segment_eval_commands(tmp_path, toy_root, capsys):
     model = tmp_path / "seg.pt"
     assert main(["train", toy_root, "--epochs", "1", "--batch-size", "4", "--input-size", "64x48",

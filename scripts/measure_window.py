@@ -1,0 +1,95 @@
+"""The live segmenter's window, setting by setting: time and IoU over whole clips followed in order.
+
+For each ``--window`` setting (keyword arguments of :class:`snaketrack.training.window.Window`, as JSON;
+``{}`` is the default window), the ``live`` setting of ``--model`` segments every frame of each clip in
+order, twice: the first pass compiles each input size the engine meets, the second is timed (mean ms per
+frame, its whole-frame passes included). Its masks are scored against the clip's truth masks on every
+frame and on every ``--every``-th (the frames ``scripts/bench_segmenter.py`` scores), with the worst
+frame, and the counts of frames segmented in a window and whole. ``--accurate`` also scores the
+``accurate`` setting on every ``--every``-th frame (≈ 2 s a frame on two cores), for the difference
+the live target is about.
+
+Usage::
+
+    python scripts/measure_window.py --model MODEL.pt --videos CLIP[,CLIP…] --threads 2 [--accurate] \\
+        [--window NAME='{"margin_px": 24, "margin_frac": 0.15, "steps": 4, "keep": 0}' …]
+
+Prints one JSON line per clip and setting, and one JSON object per clip last.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def measure(seg, frames, truth, every: int) -> dict:
+    """Mean ms per frame of a second pass of ``seg.predict`` over ``frames`` in order, and IoU of its masks."""
+    import numpy as np
+
+    from snaketrack.masks import mask_iou
+
+    ms = []
+    for _ in range(2):
+        seg.reset()
+        seg.window.windows = seg.window.searches = 0
+        t = time.perf_counter()
+        masks = [seg.predict(f) for f in frames]
+        ms.append(1000 * (time.perf_counter() - t) / len(frames))
+    ious = [mask_iou(m, t) for m, t in zip(masks, truth)]
+    return {"ms": round(ms[1], 1), "first_pass_ms": round(ms[0], 1), "fps": round(1000 / ms[1], 1),
+            "iou": round(float(np.mean(ious)), 4), f"iou_every{every}": round(float(np.mean(ious[::every])), 4),
+            "worst": round(float(np.min(ious)), 3), "window_frames": seg.window.windows,
+            "whole_frames": seg.window.searches}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", required=True, help="a model file written by snaketrack train")
+    ap.add_argument("--videos", required=True, help="dataset folders with truth masks, comma-separated")
+    ap.add_argument("--window", action="append", default=[], metavar="NAME=JSON",
+                    help="a window setting to measure (repeatable; default: the default window only)")
+    ap.add_argument("--every", type=int, default=8, help="also score every K-th frame (default 8)")
+    ap.add_argument("--accurate", action="store_true", help="score the accurate setting on every K-th frame")
+    ap.add_argument("--threads", type=int, default=None)
+    args = ap.parse_args()
+
+    import numpy as np
+    import torch
+
+    from snaketrack.datasets.layout import Dataset
+    from snaketrack.masks import mask_iou
+    from snaketrack.training.segmenter import load_segmenter
+    from snaketrack.training.window import Window
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    windows = {"default": {}}
+    if args.window:
+        windows = {}
+        for item in args.window:
+            name, _, text = item.partition("=")
+            windows[name] = json.loads(text)
+    for clip in args.videos.split(","):
+        ds = Dataset(clip)
+        frames = [ds.frame(i) for i in range(len(ds))]
+        truth = [ds.mask(i) for i in range(len(ds))]
+        res: dict[str, object] = {"clip": Path(clip).name, "frames": len(frames)}
+        if args.accurate:
+            acc = load_segmenter(args.model, setting="accurate")
+            res[f"accurate_iou_every{args.every}"] = round(float(np.mean(
+                [mask_iou(acc.predict(frames[i]), truth[i]) for i in range(0, len(frames), args.every)])), 4)
+        seg = load_segmenter(args.model, setting="live")
+        for name, kw in windows.items():
+            seg.window = Window(seg.size, **kw)
+            res[name] = measure(seg, frames, truth, args.every)
+            print(json.dumps({res["clip"]: {name: res[name]}}), flush=True)
+        print(json.dumps(res), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -63,7 +63,6 @@ class Window:
         self.size = (int(size[0]), int(size[1]))
         self.margin_px, self.margin_frac, self.steps = int(margin_px), float(margin_frac), int(steps)
         self.refresh, self.keep = int(refresh), float(keep)
-        self.area: Optional[int] = None  # the previous frame's robot pixels
         self._since = 0  # frames since the last whole-frame pass
         self.box: Optional[Box] = None  # the box of the previous mask's robot pieces
         self.robot: Optional[np.ndarray] = None  # those pieces, bool (H, W), of the frame last followed
@@ -72,7 +71,7 @@ class Window:
 
     def reset(self) -> None:
         """Forget the previous frame: the next one is segmented whole."""
-        self.box = self.robot = self.area = None
+        self.box = self.robot = None
 
     def _axis(self, lo: float, hi: float, n: int, net: int) -> tuple[int, int, int]:
         """Start and stop [frame px] of the window along one axis of ``n`` pixels whose whole-frame input is
@@ -106,7 +105,7 @@ class Window:
         above ``threshold``. Its robot pieces (:func:`robot_pieces`) are left in :attr:`robot`."""
         H, W = rgb.shape[:2]
         if self.frame_shape != (H, W):
-            self.frame_shape, self.box, self.area = (H, W), None, None
+            self.frame_shape, self.box = (H, W), None
         c = self.crop(H, W) if self._since < self.refresh else None
         if c is not None:
             y0, y1, x0, x1, h, w = c
@@ -117,7 +116,7 @@ class Window:
             robot = robot_pieces(m)
             cut = ((y0 > 0 and robot[0].any()) or (y1 < H and robot[-1].any())
                    or (x0 > 0 and robot[:, 0].any()) or (x1 < W and robot[:, -1].any()))
-            shrunk = self.area is not None and robot.sum() < self.keep * self.area
+            shrunk = self.robot is not None and robot.sum() < self.keep * self.robot.sum()
             if robot.any() and not cut and not shrunk:
                 p = np.zeros((H, W), np.float32)
                 p[y0:y1, x0:x1] = pc
@@ -136,9 +135,8 @@ class Window:
         return p
 
     def _remember(self, robot: np.ndarray) -> None:
-        """Keep a frame's robot pieces (bool (H, W)), their box (None when there are none) and area [px]."""
+        """Keep a frame's robot pieces (bool (H, W)) and their box (None when there are none)."""
         self.robot, self.box = robot, mask_box(robot)
-        self.area = int(robot.sum()) if self.box is not None else None
 
 
 def mask_box(mask: np.ndarray) -> Optional[Box]:

@@ -118,10 +118,9 @@ def test_a_robot_filling_the_frame_is_segmented_whole():
     assert (w.searches, w.windows) == (3, 0)
 
 
-@pytest.mark.parametrize("steps", [4, None])
-def test_window_sizes_are_a_few_fixed_fractions(steps):
-    w = Window((360, 640), steps=steps) if steps else Window((360, 640))
-    steps = w.steps
+@pytest.mark.parametrize("given, steps", [(4, 4), (None, 8)])  # None: the default, eighths
+def test_window_sizes_are_a_few_fixed_fractions(given, steps):
+    w = Window((360, 640), steps=given) if given else Window((360, 640))
     sizes = set()
     rng = np.random.default_rng(0)
     for _ in range(200):

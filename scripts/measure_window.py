@@ -58,11 +58,10 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=None)
     args = ap.parse_args()
 
-    import numpy as np
     import torch
 
     from snaketrack.datasets.layout import Dataset
-    from snaketrack.masks import mask_iou
+    from snaketrack.training.evaluate import evaluate_segmenter
     from snaketrack.training.segmenter import load_segmenter
     from snaketrack.training.window import Window
 
@@ -80,9 +79,9 @@ def main() -> None:
         truth = [ds.mask(i) for i in range(len(ds))]
         res: dict[str, object] = {"clip": Path(clip).name, "frames": len(frames)}
         if args.accurate:
-            acc = load_segmenter(args.model, setting="accurate")
-            res[f"accurate_iou_every{args.every}"] = round(float(np.mean(
-                [mask_iou(acc.predict(frames[i]), truth[i]) for i in range(0, len(frames), args.every)])), 4)
+            acc = evaluate_segmenter(load_segmenter(args.model, setting="accurate"), clip,
+                                     frames=range(0, len(frames), args.every))
+            res[f"accurate_iou_every{args.every}"] = round(acc["iou"], 4)
         seg = load_segmenter(args.model, setting="live")
         for name, kw in windows.items():
             seg.window = Window(seg.size, **kw)

@@ -9,10 +9,18 @@ frame, and the counts of frames segmented in a window and whole. ``--accurate`` 
 ``accurate`` setting on every ``--every``-th frame (≈ 2 s a frame on two cores), for the difference
 the live target is about.
 
+``--first-pass N`` measures instead what a live run meets at its start: N times in turn, a freshly
+loaded ``live`` segmenter (nothing compiled but the whole frame's size) segments each clip once in order,
+its window waiting for each new input size to compile (``wait``) or taking a larger compiled window while
+the engine compiles the new size in the background (``background``, the default); per-frame latency
+(median, p99, max, frames over 250 ms), the pass's time and its IoU.
+
 Usage::
 
     python scripts/measure_window.py --model MODEL.pt --videos CLIP[,CLIP…] --threads 2 [--accurate] \\
         [--window NAME='{"margin_px": 24, "margin_frac": 0.15, "steps": 4, "keep": 0}' …]
+    python scripts/measure_window.py --model MODEL.pt --videos CLIP[,CLIP…] --threads 2 --first-pass 3 \
+        [--frames 200]
 
 Prints one JSON line per clip and setting, and one JSON object per clip last.
 """
@@ -47,6 +55,30 @@ def measure(seg, frames, truth, every: int) -> dict:
             "whole_frames": seg.window.searches}
 
 
+def first_pass(model: str, frames, truth, background: bool) -> dict:
+    """Per-frame latency [ms] and IoU of a freshly loaded ``live`` segmenter's one pass over ``frames``;
+    ``background``: whether its window takes a compiled larger size while a new one compiles."""
+    import numpy as np
+
+    from snaketrack.masks import mask_iou
+    from snaketrack.training.segmenter import load_segmenter
+
+    seg = load_segmenter(model, setting="live", wait=not background)
+    ms, masks = [], []
+    for f in frames:
+        t = time.perf_counter()
+        masks.append(seg.predict(f))
+        ms.append(1000 * (time.perf_counter() - t))
+    ms = np.array(ms)
+    network = seg.network
+    return {"median_ms": round(float(np.median(ms)), 1), "p99_ms": round(float(np.percentile(ms, 99)), 1),
+            "max_ms": round(float(ms.max()), 1), "frames_over_250ms": int((ms > 250).sum()),
+            "pass_s": round(float(ms.sum()) / 1000, 2),
+            "iou": round(float(np.mean([mask_iou(m, t) for m, t in zip(masks, truth)])), 4),
+            "sizes_compiled": len(getattr(network, "requests", {})), "window_frames": seg.window.windows,
+            "whole_frames": seg.window.searches}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", required=True, help="a model file written by snaketrack train")
@@ -56,6 +88,9 @@ def main() -> None:
     ap.add_argument("--every", type=int, default=8, help="also score every K-th frame (default 8)")
     ap.add_argument("--accurate", action="store_true", help="score the accurate setting on every K-th frame")
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--first-pass", type=int, default=0, metavar="N",
+                    help="measure a fresh segmenter's first pass, waiting for each new size and not, N times each")
+    ap.add_argument("--frames", type=int, default=None, help="the first N frames of each clip (default all)")
     args = ap.parse_args()
 
     import torch
@@ -75,9 +110,18 @@ def main() -> None:
             windows[name] = json.loads(text)
     for clip in args.videos.split(","):
         ds = Dataset(clip)
-        frames = [ds.frame(i) for i in range(len(ds))]
-        truth = [ds.mask(i) for i in range(len(ds))]
+        n = min(len(ds), args.frames or len(ds))
+        frames = [ds.frame(i) for i in range(n)]
+        truth = [ds.mask(i) for i in range(n)]
         res: dict[str, object] = {"clip": Path(clip).name, "frames": len(frames)}
+        if args.first_pass:
+            runs: dict[str, list] = {"wait": [], "background": []}
+            for _ in range(args.first_pass):
+                for name in runs:
+                    runs[name].append(first_pass(args.model, frames, truth, background=name == "background"))
+                    print(json.dumps({res["clip"]: {name: runs[name][-1]}}), flush=True)
+            print(json.dumps({**res, **runs}), flush=True)
+            continue
         if args.accurate:
             acc = evaluate_segmenter(load_segmenter(args.model, setting="accurate"), clip,
                                      frames=range(0, len(frames), args.every))

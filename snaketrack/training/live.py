@@ -27,6 +27,7 @@ import hashlib
 import io
 import os
 import warnings
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Optional
 
@@ -136,8 +137,10 @@ class OpenVinoNetwork:
     precision: ``bf16`` or ``fp32`` (None: ``bf16`` where :func:`cpu_offers_bf16`, else ``fp32``), or
     ``int8`` for a quantized graph (its quantized layers in integers, the rest in float32); the input and
     output stay float32. threads: OpenVINO's inference threads (None: torch's thread count).
-    Compiled for latency (one frame at a time, as a live source delivers them), once per input shape, on
-    its first use (≈ 0.1–1 s).
+    Compiled for latency (one frame at a time, as a live source delivers them), once per input shape
+    (≈ 0.1–1 s each): on its first use, or beforehand in a background thread when :meth:`ready` is asked
+    about it, so that a live segmenter need not wait for it (:meth:`Window.crop
+    <snaketrack.training.window.Window.crop>` takes a larger window whose shape is compiled meanwhile).
     """
 
     backend = "openvino"
@@ -154,14 +157,39 @@ class OpenVinoNetwork:
                         "INFERENCE_PRECISION_HINT": "bf16" if self.precision == "bf16" else "f32",
                         "PERFORMANCE_HINT": "LATENCY"}
         self.requests: dict[tuple[int, ...], object] = {}  # input shape → its compiled network's request
+        self.pending: dict[tuple[int, ...], Future] = {}  # input shape → its compilation in the background
+        self._compiler: Optional[ThreadPoolExecutor] = None
+
+    def _compile(self, shape: tuple[int, ...]):
+        model = self.core.read_model(self.data)
+        model.reshape({0: list(shape)})
+        return self.core.compile_model(model, "CPU", self.options).create_infer_request()
+
+    def ready(self, shape: tuple[int, ...]) -> bool:
+        """Whether input ``shape`` (B, 3, h, w) is compiled; if not, its compilation is started in a
+        background thread, unless another is being compiled (one at a time, each once)."""
+        shape = tuple(int(s) for s in shape)
+        if shape in self.requests:
+            return True
+        job = self.pending.get(shape)
+        if job is None:
+            if any(not j.done() for j in self.pending.values()):  # one at a time: ask again later
+                return False
+            if self._compiler is None:
+                self._compiler = ThreadPoolExecutor(1, thread_name_prefix="openvino-compile")
+            self.pending[shape] = self._compiler.submit(self._compile, shape)
+            return False
+        if not job.done() or job.exception() is not None:  # a failed compilation is raised by __call__
+            return False
+        self.requests[shape] = self.pending.pop(shape).result()
+        return True
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         x = np.ascontiguousarray(x, dtype=np.float32)
         request = self.requests.get(x.shape)
         if request is None:
-            model = self.core.read_model(self.data)
-            model.reshape({0: list(x.shape)})
-            request = self.core.compile_model(model, "CPU", self.options).create_infer_request()
+            job = self.pending.pop(x.shape, None)
+            request = job.result() if job is not None else self._compile(x.shape)
             self.requests[x.shape] = request
         return np.array(request.infer({0: x})[0], dtype=np.float32)
 

@@ -75,7 +75,11 @@ class Segmenter:
     only on each mask's robot (:func:`~snaketrack.training.window.robot_pieces`: specks of false robot
     farther than three body widths from it are dropped);
     ``edges``: decide each mask's edge pixels by their colour (:func:`~snaketrack.mask_edges.unmix_edges`,
-    after the threshold; the probabilities are the network's).
+    after the threshold; the probabilities are the network's); ``wait``: with a window and an engine that
+    compiles each input size on its first use (OpenVINO, ≈ 0.1–1 s a size), whether a frame waits for its
+    window's new size to compile (the same masks on every run: a file's choice) or is segmented in the
+    smallest larger window already compiled while the size compiles in the background (no frame stalls,
+    the masks depend on timing: a live source's choice).
 
     DeepLabV3+ predicts at 1/4 of its input and upsamples; a thin robot's
     edge can be placed more finely when the frame is enlarged (``scale``
@@ -86,7 +90,7 @@ class Segmenter:
                  device: str = "cpu", scale: Optional[float] = None, flips: Optional[int] = None,
                  precision: Optional[str] = None,
                  network: Optional[Callable[[np.ndarray], np.ndarray]] = None, window: bool = False,
-                 region: bool = True, edges: bool = True):
+                 region: bool = True, edges: bool = True, wait: bool = True):
         scale = config.scale if scale is None else scale
         if not 0.1 <= float(scale) <= 8.0:
             raise InputError(f"--scale {scale}: expected a factor between 0.1 and 8")
@@ -107,6 +111,7 @@ class Segmenter:
         self.window = Window(self.size) if window else None
         self.region = bool(region)
         self.edges = bool(edges)
+        self.wait = bool(wait)
 
     @property
     def backend(self) -> str:
@@ -134,7 +139,7 @@ class Segmenter:
         if self.window is not None:  # the window finds each frame's robot pieces as it follows them
             p, robots = [], []
             for f in frames:
-                p.append(self.window.follow(f, self._proba_at, self.threshold))
+                p.append(self.window.follow(f, self._proba_at, self.threshold, self._runs_now))
                 robots.append(self.window.robot)
             p = np.stack(p)
         else:
@@ -163,6 +168,13 @@ class Segmenter:
                 p += torch.flip(pf, [d - 1 for d in dims]) if dims else pf
             return (p / self.flips).cpu().numpy()
 
+    def _runs_now(self, size: tuple[int, int]) -> bool:
+        """Whether the window may run frames resized to ``size`` (h, w) now: always when :attr:`wait`, else
+        when the network has that size compiled (:meth:`~snaketrack.training.live.OpenVinoNetwork.ready`,
+        which starts compiling it); torch and ONNX Runtime run every size at once."""
+        ready = getattr(self.network, "ready", None)
+        return True if self.wait or ready is None else bool(ready((1, 3, *padded_size(size))))
+
     def reset(self) -> None:
         """Forget the previous frame (a new video follows); nothing to forget without a window."""
         if self.window is not None:
@@ -189,7 +201,7 @@ def load_segmenter(path: str | os.PathLike, device: str = "cpu", threshold: Opti
                    precision: Optional[str] = None, setting: str = "accurate",
                    threads: Optional[int] = None, engine: Optional[str] = None,
                    window: Optional[bool] = None, region: bool = True, int8: bool = True,
-                   edges: bool = True) -> Segmenter:
+                   edges: bool = True, wait: bool = True) -> Segmenter:
     """Load a model file written by ``snaketrack train`` as a :class:`Segmenter`.
 
     threshold: robot probability threshold; None takes the model file's
@@ -205,14 +217,15 @@ def load_segmenter(path: str | os.PathLike, device: str = "cpu", threshold: Opti
     pixels by colour (:class:`Segmenter`);
     threads: the engine's threads (None: torch's); engine: ``openvino`` or ``onnxruntime`` for the live
     setting (None: the fastest installed); int8: the live setting runs the model file's int8 network when it
-    carries one (:mod:`~snaketrack.training.quantize`; False: the float32 network)."""
+    carries one (:mod:`~snaketrack.training.quantize`; False: the float32 network); wait: whether a
+    window's frame waits for a new input size to compile (:class:`Segmenter`)."""
     check_setting(setting)
     model, config, extra = load_model(path)
     if setting == "live":
         flips = 1 if flips is None else flips
     window = setting == "live" if window is None else bool(window)
     seg = Segmenter(model, config, threshold=threshold, device=device, scale=scale, flips=flips,
-                    precision=precision, window=window, region=region, edges=edges)
+                    precision=precision, window=window, region=region, edges=edges, wait=wait)
     if setting == "live" and torch.device(device).type == "cpu":
         graph = extra.get(FIELD, {}).get("graph") if int8 else None
         seg.network = live_network(path, model, config, seg.net_size, threads=threads, engine=engine, int8=graph)

@@ -32,6 +32,7 @@ network's view of the crop's edge, ``margin_px`` away from the robot.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Callable, Optional, Sequence
 
@@ -73,40 +74,70 @@ class Window:
         """Forget the previous frame: the next one is segmented whole."""
         self.box = self.robot = None
 
-    def _axis(self, lo: float, hi: float, n: int, net: int) -> tuple[int, int, int]:
-        """Start and stop [frame px] of the window along one axis of ``n`` pixels whose whole-frame input is
-        ``net`` px, given the wanted span ``[lo, hi)``, and the window's input size [px]."""
+    def _steps(self, lo: float, hi: float, n: int, net: int) -> int:
+        """The window's length in steps (1 … :attr:`steps`) along one axis of ``n`` pixels whose whole-frame
+        input is ``net`` px, for the wanted span ``[lo, hi)``."""
         lo, hi = max(0.0, lo), min(float(n), hi)
-        k = min(self.steps, max(1, math.ceil((hi - lo) * net / n / (net / self.steps) - 1e-9)))
+        return min(self.steps, max(1, math.ceil((hi - lo) * net / n / (net / self.steps) - 1e-9)))
+
+    def _axis(self, lo: float, hi: float, n: int, net: int, k: int) -> tuple[int, int, int]:
+        """Start and stop [frame px] along that axis of a window ``k`` steps long, centred on ``[lo, hi)``
+        and kept in the frame, and its input size [px]."""
         if k == self.steps:
             return 0, n, net
+        lo, hi = max(0.0, lo), min(float(n), hi)
         size = math.ceil(k * net / self.steps)
         length = min(n, int(round(size * n / net)))
         start = int(round((lo + hi - length) / 2))
         start = min(max(start, 0), n - length)
         return start, start + length, size
 
-    def crop(self, H: int, W: int) -> Optional[tuple[int, int, int, int, int, int]]:
+    def _size(self, ky: int, kx: int) -> tuple[int, int]:
+        """The network input (h, w) [px] of a window ``ky`` × ``kx`` steps."""
+        h, w = (net if k == self.steps else math.ceil(k * net / self.steps) for k, net in zip((ky, kx), self.size))
+        return h, w
+
+    def _ready_steps(self, ky: int, kx: int, ready: Callable[[tuple[int, int]], bool]) -> tuple[int, int]:
+        """The smallest window of at least ``ky`` × ``kx`` steps whose input size is ``ready`` (the whole
+        frame's is taken as ready); the wanted size is asked first, which lets the engine start on it."""
+        if ready(self._size(ky, kx)):
+            return ky, kx
+        whole = (self.steps, self.steps)
+        larger = sorted((k for k in itertools.product(range(ky, self.steps + 1), range(kx, self.steps + 1))
+                         if k != (ky, kx)), key=lambda k: (math.prod(self._size(*k)), k))
+        return next((k for k in larger if k == whole or ready(self._size(*k))), whole)
+
+    def crop(self, H: int, W: int, ready: Optional[Callable[[tuple[int, int]], bool]] = None
+             ) -> Optional[tuple[int, int, int, int, int, int]]:
         """The next window in an (H, W) frame: ``(y0, y1, x0, x1, h, w)``, rows ``[y0, y1)`` and columns
-        ``[x0, x1)`` run at input size (h, w); None when the whole frame is to be segmented."""
+        ``[x0, x1)`` run at input size (h, w); None when the whole frame is to be segmented.
+
+        ``ready((h, w))``: whether the network runs input size (h, w) without a wait (an engine that
+        compiles each size on its first use); when the wanted size is not ready, the smallest larger window
+        whose size is ready is taken (None: every size is ready)."""
         if self.box is None:
             return None
         y0, y1, x0, x1 = self.box
         m = margin(self.box, self.margin_px, self.margin_frac)
-        ya, yb, h = self._axis(y0 - m, y1 + m, H, self.size[0])
-        xa, xb, w = self._axis(x0 - m, x1 + m, W, self.size[1])
-        if (h, w) == self.size:
+        ky, kx = self._steps(y0 - m, y1 + m, H, self.size[0]), self._steps(x0 - m, x1 + m, W, self.size[1])
+        if ready is not None and (ky, kx) != (self.steps, self.steps):
+            ky, kx = self._ready_steps(ky, kx, ready)
+        if (ky, kx) == (self.steps, self.steps):
             return None
+        ya, yb, h = self._axis(y0 - m, y1 + m, H, self.size[0], ky)
+        xa, xb, w = self._axis(x0 - m, x1 + m, W, self.size[1], kx)
         return ya, yb, xa, xb, h, w
 
-    def follow(self, rgb: np.ndarray, proba_at: ProbaAt, threshold: float) -> np.ndarray:
+    def follow(self, rgb: np.ndarray, proba_at: ProbaAt, threshold: float,
+               ready: Optional[Callable[[tuple[int, int]], bool]] = None) -> np.ndarray:
         """Robot probability float32 (H, W) of the RGB uint8 frame ``rgb`` (H, W, 3), the frame after the
         one last given; ``proba_at(images, (h, w))`` segments images resized to (h, w); a pixel is robot
-        above ``threshold``. Its robot pieces (:func:`robot_pieces`) are left in :attr:`robot`."""
+        above ``threshold``; ``ready``: as :meth:`crop`'s. Its robot pieces (:func:`robot_pieces`) are left
+        in :attr:`robot`."""
         H, W = rgb.shape[:2]
         if self.frame_shape != (H, W):
             self.frame_shape, self.box = (H, W), None
-        c = self.crop(H, W) if self._since < self.refresh else None
+        c = self.crop(H, W, ready) if self._since < self.refresh else None
         if c is not None:
             y0, y1, x0, x1, h, w = c
             pc = proba_at([rgb[y0:y1, x0:x1]], (h, w))[0]

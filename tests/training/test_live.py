@@ -163,3 +163,21 @@ def test_segment_command_default_is_live_and_matches_torch(model_file, toy_root,
     text = _format_warning(w.message, w.category, w.filename, w.lineno)  # as the command prints it
     assert text == "snaketrack: warning: live segmenter: export to ONNX failed (RuntimeError: no); " \
                    "running the network in torch instead\n"
+
+
+def test_openvino_compiles_a_shape_in_the_background_when_asked_whether_it_is_ready(model_file):
+    seg = load_segmenter(model_file, scale=1.0, flips=1)
+    net = live.OpenVinoNetwork(live.export_bytes(seg.model, seg.net_size, "key"), precision="fp32")
+    small, other = (1, 3, 32, 48), (1, 3, 48, 64)
+    assert not net.ready(small) and small in net.pending
+    assert not net.ready(other) and other not in net.pending  # one compilation at a time
+    net.pending[small].result(timeout=60)
+    assert net.ready(small) and small in net.requests and not net.pending
+    x = live.check_frame(small[2:], seg.config.mean, seg.config.std)
+    assert live.probability_difference(net, seg.model, x) <= live.EXPORT_TOLERANCE
+    # a shape asked about and then run before its compilation ends waits for it, compiled once
+    assert not net.ready(other)
+    job = net.pending[other]
+    y = live.check_frame(other[2:], seg.config.mean, seg.config.std)
+    assert live.probability_difference(net, seg.model, y) <= live.EXPORT_TOLERANCE
+    assert job.done() and other in net.requests and not net.pending

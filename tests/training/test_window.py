@@ -1,6 +1,8 @@
 """The live segmenter's window, checked against segmenting whole frames with a per-pixel segmenter (whose
 answer at a pixel cannot depend on the crop): equal masks, and a whole-frame pass wherever the window
 cannot be trusted."""
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -273,3 +275,103 @@ def test_robot_pieces_keep_a_body_behind_posts_and_drop_a_stone_as_large_further
     np.testing.assert_array_equal(robot_pieces(body), body)
     np.testing.assert_array_equal(robot_pieces(far), body)
     np.testing.assert_array_equal(robot_pieces(near), near)
+
+
+def test_a_size_not_compiled_yet_is_replaced_by_the_smallest_larger_one_that_is():
+    """With a ``ready`` predicate, the window is the smallest one whose input size is ready among those at
+    least as large as the wanted one on both axes (enumerated here from the sizes themselves), it still
+    holds the robot's box, the wanted size is asked about first, and nothing ready gives the whole frame."""
+    steps, net = 8, (360, 640)
+    sizes = [(math.ceil(a * net[0] / steps), math.ceil(b * net[1] / steps))
+             for a in range(1, steps + 1) for b in range(1, steps + 1)]
+    rng = np.random.default_rng(1)
+    for trial in range(150):
+        w = Window(net)
+        y0, x0 = int(rng.integers(0, 300)), int(rng.integers(0, 600))
+        w.box = (y0, min(360, y0 + int(rng.integers(1, 60))), x0, min(640, x0 + int(rng.integers(1, 200))))
+        wanted = w.crop(360, 640)
+        if wanted is None:
+            continue
+        compiled = {s for s in sizes if rng.random() < 0.3} if trial % 5 else set()
+        asked = []
+
+        def ready(size, asked=asked, compiled=compiled):
+            asked.append(size)
+            return size in compiled
+
+        got = w.crop(360, 640, ready)
+        assert asked[0] == wanted[4:]
+        larger = [s for s in compiled if s[0] >= wanted[4] and s[1] >= wanted[5]]
+        if wanted[4:] in compiled:
+            assert got == wanted
+        elif not larger:
+            assert got is None
+        else:
+            assert got is not None and got[4:] in compiled
+            assert got[4] * got[5] == min(h * wd for h, wd in larger)
+            gy0, gy1, gx0, gx1 = got[:4]
+            assert gy0 <= w.box[0] and w.box[1] <= gy1 and gx0 <= w.box[2] and w.box[3] <= gx1
+
+
+def test_following_with_sizes_compiled_late_still_equals_the_whole_frame():
+    """Sizes that become ready only after they were first asked about (an engine compiling them in the
+    background): every frame is segmented, in a larger window or whole meanwhile, with the same masks."""
+    w, compiled, pending, looked = Window((H, W)), {(H, W)}, [], []
+
+    def ready(size):  # one size compiled at a time, ready from the next frame on
+        if size in compiled:
+            return True
+        if not pending:
+            pending.append(size)
+        return False
+
+    def proba(images, size):
+        looked.append(size)
+        return _redness(images, size)
+
+    for k in range(10):
+        img = _frame(60 + 3 * k, 50 + 2 * k, seed=k)
+        np.testing.assert_array_equal(w.follow(img, proba, 0.5, ready) > 0.5, _whole(img) > 0.5)
+        compiled.update(pending)
+        pending.clear()
+    assert looked[1] == (H, W) and w.searches + w.windows == 10 and w.windows >= 8
+
+
+@pytest.mark.parametrize("wait", [True, False])
+def test_a_segmenter_that_does_not_wait_runs_only_compiled_sizes(wait):
+    """An engine compiling each size on its first use (one at a time, ready at the next frame): a
+    segmenter that waits never asks and runs each wanted size; one that does not runs only compiled sizes.
+    Both give the whole frame's masks (a per-pixel network)."""
+    cfg = SegmenterConfig(encoder="resnet18", input_size=(H, W), mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0))
+
+    class Engine:
+        def __init__(self):
+            self.compiled, self.pending, self.asked, self.ran = set(), [], 0, []
+
+        def ready(self, shape):
+            self.asked += 1
+            if tuple(shape) in self.compiled:
+                return True
+            if not self.pending:
+                self.pending.append(tuple(shape))
+            return False
+
+        def __call__(self, x):
+            self.ran.append((x.shape, x.shape in self.compiled))
+            self.compiled.add(x.shape)  # compiled on first use when it was not ready
+            return 20.0 * (x[:, 0:1] - x[:, 1:2] - 0.4)
+
+    torch.manual_seed(0)
+    engine = Engine()
+    seg = Segmenter(build_model(cfg), cfg, flips=1, network=engine, window=True, wait=wait)
+    for k in range(10):
+        img = _frame(60 + 3 * k, 50 + 2 * k, seed=k)
+        np.testing.assert_array_equal(seg.predict(img), _whole(img) > 0.5)
+        engine.compiled.update(engine.pending)
+        engine.pending.clear()
+    first_uses = sum(not was_compiled for _, was_compiled in engine.ran)
+    if wait:
+        assert engine.asked == 0 and first_uses >= 2  # the whole frame's and at least one window's
+    else:
+        assert engine.asked > 0 and first_uses == 1   # the whole frame's only
+    assert seg.window.windows >= 8

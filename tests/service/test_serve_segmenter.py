@@ -1,0 +1,29 @@
+"""``snaketrack serve`` with a segmenter: played as a camera delivers it (``--realtime``), the live window
+does not wait for a new input size to compile; read at the tracker's pace, it waits, as ``track`` does."""
+import pytest
+import torch
+
+from snaketrack.cli import build_parser
+from snaketrack.commands.service import open_service
+from snaketrack.training.model import SegmenterConfig, build_model, save_model
+
+from posed_dataset import write_posed_dataset
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    root = tmp_path_factory.mktemp("serve-seg")
+    cfg = SegmenterConfig(encoder="resnet18", input_size=(64, 96))
+    torch.manual_seed(0)
+    save_model(root / "m.pt", build_model(cfg), cfg)
+    return write_posed_dataset(root / "ds", 4, seed=3), root / "m.pt"
+
+
+@pytest.mark.parametrize("realtime", [False, True])
+def test_a_realtime_source_does_not_wait_for_compilations(served, realtime):
+    dataset, model = served
+    argv = ["serve", str(dataset), "--masks", f"segmenter:{model}", *(["--realtime"] if realtime else [])]
+    service = open_service(build_parser().parse_args(argv))
+    segmenter = service.session.segmenter
+    assert segmenter.window is not None and segmenter.backend == "openvino"
+    assert segmenter.wait is (not realtime)

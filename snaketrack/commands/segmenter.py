@@ -159,7 +159,33 @@ def run_train(args: argparse.Namespace) -> int:
     print(json.dumps(summary) if args.json else
           f"{args.out}: epoch {sel.get('epoch')} at scale {sel.get('scale')}, threshold {sel.get('threshold')}: "
           f"validation IoU {sel.get('iou', float('nan')):.4f} ({res.epochs_done} epochs)")
+    note = short_budget_note(res.epochs_done, res.stopped_by_time, config.time_limit_s)
+    if note:
+        import warnings
+
+        from snaketrack.errors import SnaketrackWarning
+
+        warnings.warn(note, SnaketrackWarning, stacklevel=2)
     return 0
+
+
+FEW_EPOCHS = 5  # fewer epochs than this on a time budget: the model is likely undertrained
+
+
+def short_budget_note(epochs: int, stopped_by_time: bool, time_limit_s) -> str:
+    """One line when a time budget stopped training after fewer than :data:`FEW_EPOCHS` epochs (the end of
+    the budget is kept for the final choice and the int8 network, so a short one leaves few), else "".
+
+    >>> short_budget_note(1, True, 360.0)[:60]
+    'training stopped after 1 epoch of its 6-minute budget (its e'
+    >>> short_budget_note(29, True, 1200.0), short_budget_note(1, False, None)
+    ('', '')
+    """
+    if not stopped_by_time or epochs >= FEW_EPOCHS or time_limit_s is None:
+        return ""
+    return (f"training stopped after {epochs} epoch{'s' if epochs != 1 else ''} of its {time_limit_s / 60:g}-minute "
+            "budget (its end is kept for the final choice and the int8 network); the model is likely "
+            "undertrained: give more --minutes (the CPU recipe was measured with 20)")
 
 
 def add_segment_arguments(p: argparse.ArgumentParser) -> None:

@@ -1,5 +1,6 @@
 """The segmenter API the tracker uses, and the train / segment / eval-seg commands."""
 import json
+import warnings
 from types import SimpleNamespace
 
 import numpy as np
@@ -261,3 +262,20 @@ def test_the_segmenter_decides_its_masks_edges_by_colour():
     fixed = seg.predict(img)
     assert mask_iou(fixed, truth) > mask_iou(raw, truth) + 0.1 and mask_iou(fixed, truth) > 0.93
     np.testing.assert_array_equal(seg.predict_batch([img, img])[1], fixed)
+
+
+def test_a_budget_that_leaves_few_epochs_is_told(monkeypatch, tmp_path, toy_root, capsys):
+    import snaketrack.training.train as train_module
+    from snaketrack.errors import SnaketrackWarning
+
+    def fake_train(datasets, out, config, epochs=1):
+        return SimpleNamespace(selection={}, best_val_iou=0.0, epochs_done=epochs, stopped_by_time=True,
+                               paths={"model": out})
+
+    monkeypatch.setattr(train_module, "train", fake_train)
+    with pytest.warns(SnaketrackWarning, match="stopped after 1 epoch of its 6-minute budget"):
+        assert main(["train", toy_root, "--out", str(tmp_path / "m.pt"), "--minutes", "6"]) == 0
+    monkeypatch.setattr(train_module, "train", lambda d, o, c: fake_train(d, o, c, epochs=29))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SnaketrackWarning)
+        assert main(["train", toy_root, "--out", str(tmp_path / "m.pt")]) == 0

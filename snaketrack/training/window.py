@@ -86,16 +86,20 @@ class Window:
         if k == self.steps:
             return 0, n, net
         lo, hi = max(0.0, lo), min(float(n), hi)
-        size = math.ceil(k * net / self.steps)
+        size = self._input(k, net)
         length = min(n, int(round(size * n / net)))
         start = int(round((lo + hi - length) / 2))
         start = min(max(start, 0), n - length)
         return start, start + length, size
 
+    def _input(self, k: int, net: int) -> int:
+        """The network input [px] along an axis whose whole-frame input is ``net`` px, of a window ``k``
+        steps long."""
+        return net if k == self.steps else math.ceil(k * net / self.steps)
+
     def _size(self, ky: int, kx: int) -> tuple[int, int]:
         """The network input (h, w) [px] of a window ``ky`` × ``kx`` steps."""
-        h, w = (net if k == self.steps else math.ceil(k * net / self.steps) for k, net in zip((ky, kx), self.size))
-        return h, w
+        return self._input(ky, self.size[0]), self._input(kx, self.size[1])
 
     def _ready_steps(self, ky: int, kx: int, ready: Callable[[tuple[int, int]], bool]) -> tuple[int, int]:
         """The smallest window of at least ``ky`` × ``kx`` steps whose input size is ``ready`` (the whole

@@ -110,7 +110,7 @@ def open_service(args: argparse.Namespace):
         stream = StreamSource(args.source)
         try:
             camera = source_camera({}, stream.width, stream.height, camera_of(args), args.source)
-            segmenter = _segmenter(args.masks, args.segmenter_setting, wait=False)
+            segmenter = _segmenter(args.masks, args.segmenter_setting)
         except BaseException:
             stream.release()
             raise
@@ -124,18 +124,18 @@ def open_service(args: argparse.Namespace):
         feed = RecordedFeed(frames, masks=None if mask_source.kind == "segmenter" else mask_source, up=up,
                             realtime=args.realtime, loop=args.loop, max_frames=args.max_frames)
         source, segmenter = Capture(feed), mask_source.segmenter
-        if segmenter is not None and args.realtime:  # played as a camera delivers it: no frame waits
-            segmenter.wait = False
+    if segmenter is not None and (is_stream(args.source) or args.realtime):  # a camera's pace: no frame waits
+        segmenter.wait = False
     return TrackingService(source, robot, camera, pipeline, config, segmenter=segmenter)
 
 
-def _segmenter(spec: str, setting: str = "live", wait: bool = True):
+def _segmenter(spec: str, setting: str = "live"):
     from snaketrack.training.segmenter import load_segmenter
 
     model = Path(spec[len("segmenter:"):])
     if not model.is_file():
         raise MissingFileError(f"--masks {spec}: no such segmenter file {model}")
-    return load_segmenter(model, setting=setting, wait=wait)
+    return load_segmenter(model, setting=setting)
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -20,7 +20,7 @@ Usage::
 
     python scripts/measure_window.py --model MODEL.pt --videos CLIP[,CLIP…] --threads 2 [--accurate] \\
         [--window NAME='{"margin_px": 24, "margin_frac": 0.15, "steps": 4, "keep": 0}' …]
-    python scripts/measure_window.py --model MODEL.pt --videos CLIP[,CLIP…] --threads 2 --first-pass 3 \
+    python scripts/measure_window.py --model MODEL.pt --videos CLIP[,CLIP…] --threads 2 --first-pass 3 \\
         [--frames 200]
 
 Prints one JSON line per clip and setting, and one JSON object per clip last.

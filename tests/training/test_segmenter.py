@@ -264,7 +264,7 @@ def test_the_segmenter_decides_its_masks_edges_by_colour():
     np.testing.assert_array_equal(seg.predict_batch([img, img])[1], fixed)
 
 
-def test_a_budget_that_leaves_few_epochs_is_told(monkeypatch, tmp_path, toy_root, capsys):
+def test_a_budget_that_leaves_few_epochs_is_told(monkeypatch, tmp_path, toy_root):
     import snaketrack.training.train as train_module
     from snaketrack.errors import SnaketrackWarning
 

@@ -37,10 +37,12 @@ def _frames(n=3, seed=0):
 def test_export_equals_torch(model_file, engine):
     with warnings.catch_warnings():
         warnings.simplefilter("error", live.LiveFallbackWarning)
-        seg = load_segmenter(model_file, setting="live", engine=engine, window=False)
+        seg = load_segmenter(model_file, setting="live", engine=engine, window=False, region=False)
     assert seg.backend == engine and (seg.scale, seg.flips) == (1.0, 1)
     assert live.live_path(model_file).is_file() and live.live_path(model_file).name == "m.live.onnx"
-    torch_seg = load_segmenter(model_file, scale=1.0, flips=1)
+    # region=False: an untrained network's probabilities lie near 0.5, where bfloat16's rounding moves
+    # pixels across the threshold and so changes which robot pieces a mask keeps; the network is compared
+    torch_seg = load_segmenter(model_file, scale=1.0, flips=1, region=False)
     assert torch_seg.backend == "torch"
     tol = live.tolerance(seg.network)
     assert tol == (live.BF16_TOLERANCE if seg.network.precision == "bf16" else live.EXPORT_TOLERANCE)
@@ -91,12 +93,12 @@ def test_cache_reused_and_rebuilt_when_the_model_changes(model_file, monkeypatch
     assert seg.backend == "openvino" and not calls  # the cache matched: nothing exported
     assert live.live_path(model_file).read_bytes() == cached
     _save(model_file, 1)  # retrained: other weights in the same file
-    seg = load_segmenter(model_file, setting="live", window=False)
+    seg = load_segmenter(model_file, setting="live", window=False, region=False)
     assert seg.backend == "openvino" and len(calls) == 1
     assert live.live_path(model_file).read_bytes() != cached
     assert seg.network.metadata[live.KEY_FIELD] == live.file_sha256(model_file)
     frames = _frames()
-    ref = load_segmenter(model_file, scale=1.0, flips=1).predict_proba_batch(frames)
+    ref = load_segmenter(model_file, scale=1.0, flips=1, region=False).predict_proba_batch(frames)
     assert np.abs(seg.predict_proba_batch(frames) - ref).max() <= live.tolerance(seg.network)
     load_segmenter(model_file, setting="live", scale=1.5)  # another input size: the same graph
     assert len(calls) == 1

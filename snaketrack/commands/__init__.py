@@ -30,6 +30,28 @@ class Command:
 
 
 
+def add_threads_argument(p: argparse.ArgumentParser) -> None:
+    """``--threads N``: torch's CPU threads for the tracker and a segmenter's network (an inference engine takes
+    as many); applied by :func:`apply_threads`."""
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="CPU threads of the tracker and the segmenter's network (default: torch's, one a core); "
+                        "the tracker's small tensors may run faster on one (docs/tracking.md, 'Threads')")
+
+
+def apply_threads(args: argparse.Namespace) -> None:
+    """Set torch's CPU threads to ``args.threads`` when given (:func:`add_threads_argument`)."""
+    threads = getattr(args, "threads", None)
+    if threads is None:
+        return
+    if threads < 1:
+        from snaketrack.errors import InputError
+
+        raise InputError(f"--threads {threads}: expected at least 1")
+    import torch
+
+    torch.set_num_threads(threads)
+
+
 def add_camera_arguments(p: argparse.ArgumentParser, default: str) -> None:
     """``--intrinsics FILE`` or ``--fov-deg DEG`` (one of them); ``default`` says what is used without either."""
     g = p.add_mutually_exclusive_group()

@@ -18,7 +18,14 @@ import sys
 import threading
 from pathlib import Path
 
-from snaketrack.commands import Command, add_camera_arguments, add_setting_argument, camera_of
+from snaketrack.commands import (
+    Command,
+    add_camera_arguments,
+    add_setting_argument,
+    add_threads_argument,
+    apply_threads,
+    camera_of,
+)
 from snaketrack.errors import FileFormatError, InputError, MissingFileError
 
 
@@ -68,6 +75,7 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--refine-steps", type=int, default=None, help="refinement iterations per frame (default 10)")
     p.add_argument("--overlay-hz", type=float, default=5.0,
                    help="the most overlay images (/camera/overlay) per second (default 5; 0: none)")
+    add_threads_argument(p)
     p.add_argument("--client-queue", type=int, default=256,
                    help="messages queued per client before its oldest are dropped (default 256)")
 
@@ -139,6 +147,7 @@ def _segmenter(spec: str, setting: str = "live"):
 
 
 def _serve(args: argparse.Namespace) -> int:
+    apply_threads(args)
     service = open_service(args)
     stop = threading.Event()
 

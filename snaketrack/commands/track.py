@@ -17,7 +17,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from snaketrack.commands import Command, add_camera_arguments, add_setting_argument, camera_of
+from snaketrack.commands import (
+    Command,
+    add_camera_arguments,
+    add_setting_argument,
+    add_threads_argument,
+    apply_threads,
+    camera_of,
+)
 from snaketrack.errors import InputError
 
 
@@ -80,6 +87,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    help="frames each chunk shares with the one before (default 30)")
     p.add_argument("--address", default=None, help="with --chunks: a Ray cluster (auto, ray://HOST:PORT)")
     p.add_argument("--workers", type=int, default=None, help="with --chunks: CPUs of the local Ray")
+    add_threads_argument(p)
     p.add_argument("--out", required=True, help="output folder (track.csv, overlay.mp4, metrics.json, plots)")
 
 
@@ -89,6 +97,7 @@ def _run(args: argparse.Namespace) -> int:
     from snaketrack.tracker.run import RunOptions, track_source
 
     src = Path(args.source)
+    apply_threads(args)
     seed = args.corrupt_seed
     if seed is None:
         seed = 0

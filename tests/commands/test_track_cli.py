@@ -489,3 +489,22 @@ def test_segmenter_sees_the_frame_as_tracked_and_its_mask_is_not_undistorted_aga
                          capsys)
     assert code == 0, err
     assert seen[-1] == (120, 160, 3) and half[0].masks[0].shape == (120, 160)
+
+
+def test_threads_reach_torch_and_a_bad_count_is_one_line(dataset, oracle, tmp_path, capsys, monkeypatch):
+    import snaketrack.tracker.run as run
+
+    seen = []
+    track = run.track_source
+    monkeypatch.setattr(run, "track_source", lambda *a, **kw: seen.append(torch.get_num_threads()) or track(*a, **kw))
+    before = torch.get_num_threads()
+    try:
+        code, _, err = _main(["track", dataset, "--threads", "1", "--max-frames", "1", "--no-video",
+                              "--out", tmp_path / "t"], capsys)
+        assert code == 0, err
+        assert seen == [1]
+    finally:
+        torch.set_num_threads(before)
+    code, _, err = _main(["track", dataset, "--threads", "0", "--out", tmp_path / "z"], capsys)
+    assert code == 2 and err.strip().splitlines() == ["snaketrack: error: --threads 0: expected at least 1"]
+    assert not (tmp_path / "z").exists()

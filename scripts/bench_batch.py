@@ -67,7 +67,7 @@ def measure_campaign(clips: list[Path], out: Path, workers: int, track_size: str
 
     out.mkdir(parents=True, exist_ok=True)
     spec = {"robot": "planar-snake-11", "masks": "truth", "track": {**TRACK, "track_size": track_size},
-            "videos": [{"path": str(c)} for c in clips]}
+            "videos": [{"path": str(c.resolve())} for c in clips]}  # a campaign resolves paths from its own folder
     (out / "campaign.yaml").write_text(yaml.safe_dump(spec))
     campaign = load_campaign(out / "campaign.yaml")
     serial_out, ray_out = out / "serial", out / "ray"

@@ -5,8 +5,10 @@
   process, torch's default threads: ``serial_s``; and on one thread: ``serial_1thread_s``), then
   as ``snaketrack batch`` on a local Ray with ``--workers`` CPUs (``ray_2workers_s``, Ray's start
   included). ``campaign_frames_equal``: both runs wrote the same frames for every video.
-- **Long clip**: one ``--long-frames`` clip tracked in one pass (``sequential_s``) and in 2 chunks
-  on the same Ray (``chunked_s``), with both tracks' errors against the simulator's truth. Just
+- **Long clip**: one ``--long-frames`` clip tracked in one pass (``sequential_s``, torch's default
+  threads; again on one thread, ``sequential_1thread_s``, faster on some CPUs) and in 2 chunks on the
+  same Ray (``chunked_s``; ``chunked_speedup_x`` against the first, ``chunked_speedup_over_1thread_x``
+  against the second), with both tracks' errors against the simulator's truth. Just
   before, what two processes get done on this CPU against one (``cpu_two_process_throughput_x``, a
   pure-Python loop: ``scripts/measure_chunk_bound.py``): two chunks cannot gain more than that, and
   on a shared virtual machine it moves from run to run.
@@ -105,6 +107,7 @@ def measure_campaign(clips: list[Path], out: Path, workers: int, track_size: str
 def measure_chunks(clip: Path, out: Path, workers: int, track_size: str | None = None) -> dict:
     """One long clip in one pass and in 2 chunks (module doc); ``track_size`` WxH or None (the frames' own)."""
     import ray
+    import torch
 
     from snaketrack.batch.chunks import track_chunked
     from snaketrack.io import parse_size
@@ -112,17 +115,25 @@ def measure_chunks(clip: Path, out: Path, workers: int, track_size: str | None =
     from snaketrack.tracker.run import RunOptions, track_source
 
     config = PipelineConfig(track_size=parse_size(track_size, "--track-size") if track_size else None)
+    options = RunOptions(video=False, plots=False, progress=False)
     t0 = time.perf_counter()
-    whole = track_source(clip, out / "sequential", config=config,
-                         options=RunOptions(video=False, plots=False, progress=False))
+    whole = track_source(clip, out / "sequential", config=config, options=options)
     sequential_s = time.perf_counter() - t0
+    threads = torch.get_num_threads()  # the one pass on one thread, which on some CPUs tracks faster
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    track_source(clip, out / "sequential_1thread", config=config, options=options)
+    sequential_1thread_s = time.perf_counter() - t0
+    torch.set_num_threads(threads)
     t0 = time.perf_counter()
     chunked = track_chunked(clip, out / "chunked", chunks=2, overlap=30, config=config, workers=workers)
     chunked_s = time.perf_counter() - t0
     ray.shutdown()
     keys = ("joint_error_rad", "base_position_error_m", "head_position_error_m")
-    return {"long_frames": whole["frames"], "sequential_s": round(sequential_s, 2), "chunked_s": round(chunked_s, 2),
+    return {"long_frames": whole["frames"], "sequential_threads": threads, "sequential_s": round(sequential_s, 2),
+            "sequential_1thread_s": round(sequential_1thread_s, 2), "chunked_s": round(chunked_s, 2),
             "chunked_speedup_x": round(sequential_s / chunked_s, 3),
+            "chunked_speedup_over_1thread_x": round(sequential_1thread_s / chunked_s, 3),
             "seams": chunked["seams"],
             **{f"sequential_{k}": whole.get(k) for k in keys},
             **{f"chunked_{k}": chunked.get(k) for k in keys},

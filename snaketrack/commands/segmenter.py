@@ -78,9 +78,10 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--synthetic-ground", type=float, default=None, metavar="P",
                    help="probability that a training sample's robot is pasted onto a procedural ground (textures, "
                         "clutter, shadows) instead of its own: for videos of other grounds (default: 0.5 cpu, 0 paper)")
-    p.add_argument("--precision", default=None, choices=["fp32", "bf16"],
-                   help="arithmetic of the forward passes: fp32 (default) or bf16 autocast (1.7x faster steps on a "
-                        "CPU with AVX512-BF16); stored in the model file for segment, eval-seg and track")
+    p.add_argument("--precision", default=None, choices=["fp32", "bf16", "auto"],
+                   help="arithmetic of the forward passes: fp32, bf16 autocast (1.4-1.8x faster steps on a CPU with "
+                        "AVX512-BF16 or AMX) or auto, bf16 on such a CPU and fp32 elsewhere (default: auto cpu, "
+                        "fp32 paper); stored in the model file for segment, eval-seg and track")
     p.add_argument("--average-from", type=float, default=None, metavar="F",
                    help="average the weights at every step from this fraction of the run on and keep the average "
                         "(stochastic weight averaging; default: off)")
@@ -202,7 +203,8 @@ def add_segment_arguments(p: argparse.ArgumentParser) -> None:
                    help="test-time flips averaged: 1 none, 2 left-right, 4 and up-down "
                         "(default: the model's, chosen on validation by training)")
     p.add_argument("--precision", default=None, choices=["fp32", "bf16"],
-                   help="arithmetic of the torch network: fp32 or bf16 autocast (default: the model's, as trained)")
+                   help="arithmetic of the torch network: fp32 or bf16 autocast (default: the model's, as trained; "
+                        "fp32 for a bf16 model on a CPU without bfloat16 arithmetic)")
     add_setting_argument(p, "live")
     add_all_pieces_argument(p)
 
@@ -232,7 +234,8 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
                    help="test-time flips averaged: 1 none, 2 left-right, 4 and up-down "
                         "(default: the model's, chosen on validation by training)")
     p.add_argument("--precision", default=None, choices=["fp32", "bf16"],
-                   help="arithmetic of the torch network: fp32 or bf16 autocast (default: the model's, as trained)")
+                   help="arithmetic of the torch network: fp32 or bf16 autocast (default: the model's, as trained; "
+                        "fp32 for a bf16 model on a CPU without bfloat16 arithmetic)")
     add_setting_argument(p, "accurate")
     add_all_pieces_argument(p)
     p.add_argument("--every", type=int, default=1, metavar="K", help="evaluate every K-th frame (default 1)")

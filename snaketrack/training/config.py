@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 from snaketrack.errors import InputError
 from snaketrack.training.losses import LOSS_TERMS
-from snaketrack.training.model import FLIPS, check_precision
+from snaketrack.training.model import AUTO_PRECISION, FLIPS, check_precision
 from snaketrack.training.schedule import SCHEDULES
 
 SCALES = (1.0, 1.25, 1.5)
@@ -53,7 +53,9 @@ class TrainConfig:
         (:func:`~snaketrack.training.grounds.paste_on_ground`); default 0.
     average_from: fraction of the run from which the weights are averaged (None: no averaging); default None.
     bn_batches: training batches over which the average's batch-norm statistics are recomputed; default 32.
-    precision: ``fp32`` or ``bf16`` (autocast forward passes), stored in the model file; default ``fp32``.
+    precision: ``fp32``, ``bf16`` (autocast forward passes) or ``auto`` (``bf16`` on a CPU that computes it,
+        :func:`~snaketrack.training.model.resolve_precision`), decided when training starts and stored in the model
+        file; default ``fp32``.
     live_int8: at the end, quantize the network to int8 for the ``live`` setting, kept in the model file when
         it loses at most 0.02 validation IoU (:mod:`~snaketrack.training.quantize`); default False.
     """
@@ -141,7 +143,8 @@ class TrainConfig:
             raise InputError(f"--average-from {self.average_from}: expected a fraction of the run in [0, 1)")
         if int(self.bn_batches) < 1:
             raise InputError(f"--bn-batches {self.bn_batches}: expected a positive number of batches")
-        check_precision(self.precision)
+        if self.precision != AUTO_PRECISION:
+            check_precision(self.precision)
 
 
 #: Named starting points for :func:`recipe_config`. ``cpu``, the default of ``snaketrack train``: the
@@ -149,12 +152,12 @@ class TrainConfig:
 #: the time, zoom 0.7–2 and rotations within ±30°, half the samples' robots pasted onto synthetic grounds, Adam
 #: 2e-3 annealed by a cosine schedule over a 20-minute budget, checkpoint, scale, flips and threshold chosen on
 #: validation, the live setting's int8 network made and kept when it segments the validation frames as
-#: well; docs/segmenter-training.md).
+#: well, bfloat16 forward passes on a CPU that computes them; docs/segmenter-training.md).
 #: ``paper``: the single-camera tracking paper's settings (whole frames, lr 1e-4 ×0.1 at epoch 10, 20 epochs).
 RECIPES: dict[str, dict[str, Any]] = {
     "cpu": dict(crop_size=(160, 160), lr=2e-3, schedule="cosine", p_robot=0.9, epochs=200, max_val_frames=16,
                 zoom=(0.7, 2.0), rotate_deg=30.0, flips=(1, 4), synthetic_ground=0.5, time_limit_s=20 * 60.0,
-                live_int8=True),
+                live_int8=True, precision=AUTO_PRECISION),
     "paper": {},
 }
 

@@ -51,6 +51,7 @@ from snaketrack.training.model import (
     FLIPS,
     SegmenterConfig,
     check_precision,
+    cpu_computes_bf16,
     load_model,
     padded_size,
     precision_context,
@@ -66,7 +67,8 @@ class Segmenter:
     ``scale``: the network runs on frames resized to ``scale`` × the model's input size (None: the
     config's, which training chose on validation; 1: as trained); ``flips``: test-time flips
     averaged, 1, 2 (left-right) or 4 (and up-down) (None: the config's); each costs one more pass;
-    ``precision``: ``fp32`` or ``bf16`` (None: the config's, i.e. what the model was trained with) of the torch
+    ``precision``: ``fp32`` or ``bf16`` (None: the config's, i.e. what the model was trained with, except that a
+    model trained in ``bf16`` runs in ``fp32`` on a CPU without bfloat16 arithmetic of its own) of the torch
     network; ``network``: runs the network instead of ``model`` (None: ``model`` in torch), a callable taking
     float32 (B, 3, h, w) normalised, padded frames to float32 (B, 1, h, w) logits, e.g. the live setting's
     :class:`~snaketrack.training.live.OnnxNetwork`; ``window``: segment each frame in a
@@ -98,7 +100,11 @@ class Segmenter:
         if int(flips) not in FLIPS:
             raise InputError(f"--flips {flips}: expected one of {', '.join(map(str, FLIPS))}")
         self.flips = int(flips)
-        self.precision = check_precision(config.precision if precision is None else precision)
+        if precision is None:  # as trained, but bfloat16 only where the CPU computes it (emulated, it is slower)
+            precision = config.precision
+            if precision == "bf16" and torch.device(device).type == "cpu" and not cpu_computes_bf16():
+                precision = "fp32"
+        self.precision = check_precision(precision)
         self.model = model.to(device).eval()
         self.config = config
         self.threshold = float(config.threshold if threshold is None else threshold)
@@ -209,7 +215,8 @@ def load_segmenter(path: str | os.PathLike, device: str = "cpu", threshold: Opti
     scale: inference size over the trained input size; None takes the model file's (chosen on
     validation by training, 1 in older files); flips: test-time flips (1, 2, 4); None takes the setting's
     (``accurate``: the model file's; ``live``: 1); precision: ``fp32`` or ``bf16`` of the torch network,
-    None takes the model file's (``fp32`` in older files).
+    None takes the model file's (``fp32`` in older files; ``fp32`` for a ``bf16`` model on a CPU without bfloat16
+    arithmetic, :class:`Segmenter`).
     setting: ``accurate`` (torch, the whole frame) or ``live`` (an inference engine on the CPU,
     :mod:`snaketrack.training.live`, in a :class:`~snaketrack.training.window.Window` that follows the robot;
     on another device, or when no engine can be used, torch); window: whether to follow the robot in a

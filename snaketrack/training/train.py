@@ -57,7 +57,13 @@ from snaketrack.training.config import TrainConfig, config_dict
 from snaketrack.training.data import SegmentationData
 from snaketrack.training.distributed import Workers, data_parallel, launch, plain_batchnorm, shard_batches
 from snaketrack.training.losses import batch_iou, seg_loss
-from snaketrack.training.model import SegmenterConfig, build_model, model_bytes, precision_context
+from snaketrack.training.model import (
+    SegmenterConfig,
+    build_model,
+    model_bytes,
+    precision_context,
+    resolve_precision,
+)
 from snaketrack.training.plots import plot_history
 from snaketrack.training.quantize import QUANTIZE_RESERVE_S, attach_live_int8
 from snaketrack.training.schedule import lr_at
@@ -104,6 +110,7 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
     from tqdm import tqdm
 
     ctx = workers or Workers()
+    config = replace(config, precision=resolve_precision(config.precision, ctx.device))
     main = ctx.is_main
     progress = progress and main
     paths = side_paths(out)

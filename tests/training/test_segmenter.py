@@ -151,9 +151,12 @@ def test_scale_enlarges_the_network_input_not_the_mask(model_file, toy_root, cap
     assert json.loads(capsys.readouterr().out)["frames"] == (n + 1) // 2
 
 
-def test_bf16_inference_follows_fp32(model_file, tmp_path):
+def test_bf16_inference_follows_fp32(model_file, tmp_path, monkeypatch):
     """bfloat16 autocast against the float32 network as the reference: the same probabilities to
-    bfloat16's precision, not bit for bit (so autocast is really on); the model file's choice is the default."""
+    bfloat16's precision, not bit for bit (so autocast is really on); the model file's choice is the default
+    on a CPU with bfloat16 arithmetic, float32 on one without (where bfloat16 is emulated, slower)."""
+    import snaketrack.training.segmenter as segmenter
+
     rgb = np.random.default_rng(2).integers(0, 255, (2, 90, 160, 3), dtype=np.uint8)
     p32 = load_segmenter(model_file, region=False).predict_proba_batch(rgb)  # the network's own probabilities
     seg16 = load_segmenter(model_file, precision="bf16", region=False)
@@ -164,8 +167,12 @@ def test_bf16_inference_follows_fp32(model_file, tmp_path):
     cfg = SegmenterConfig(encoder="resnet18", input_size=(48, 64), precision="bf16")
     torch.manual_seed(0)
     save_model(tmp_path / "b.pt", build_model(cfg), cfg)
-    assert load_segmenter(tmp_path / "b.pt").precision == "bf16"
-    assert load_segmenter(tmp_path / "b.pt", precision="fp32").precision == "fp32"
+    for native, default in ((True, "bf16"), (False, "fp32")):
+        monkeypatch.setattr(segmenter, "cpu_computes_bf16", lambda native=native: native)
+        assert load_segmenter(tmp_path / "b.pt").precision == default
+        assert load_segmenter(tmp_path / "b.pt", precision="bf16").precision == "bf16"  # asked for: as asked
+        assert load_segmenter(tmp_path / "b.pt", precision="fp32").precision == "fp32"
+        assert load_segmenter(model_file).precision == "fp32"
     with pytest.raises(Exception, match="--precision"):
         load_segmenter(model_file, precision="fp16")
 

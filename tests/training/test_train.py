@@ -9,7 +9,7 @@ import torch
 import snaketrack.training.selection as selection_module
 import snaketrack.training.train as train_module
 from snaketrack.errors import InputError
-from snaketrack.training.config import TrainConfig
+from snaketrack.training.config import TrainConfig, recipe_config
 from snaketrack.training.data import SegmentationData
 from snaketrack.training.model import SegmenterConfig, build_model, load_model
 from snaketrack.training.train import evaluate_loss_iou, side_paths, train
@@ -51,6 +51,26 @@ def test_bf16_training_is_stored(tmp_path, toy_root):
     assert config.precision == "bf16" and extra["train"]["precision"] == "bf16"
     with pytest.raises(InputError, match="--precision"):
         TrainConfig(precision="fp16")
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_auto_precision_is_bf16_where_the_cpu_computes_it(tmp_path, toy_root, monkeypatch, native):
+    """``auto`` (the cpu recipe's) is decided when training starts, by the CPU, and the model file stores the
+    decision; the forward passes ran under it (autocast on or off)."""
+    import snaketrack.training.model as model_module
+
+    assert recipe_config().precision == "auto" and recipe_config("paper").precision == "fp32"
+    monkeypatch.setattr(model_module, "cpu_computes_bf16", lambda: native)
+    seen = []
+    context = train_module.precision_context
+    monkeypatch.setattr(train_module, "precision_context", lambda p, d="cpu": seen.append(p) or context(p, d))
+    cfg = TrainConfig(epochs=1, lr_step_epoch=10, precision="auto", scales=(1.0,), flips=(1,),
+                      **dict(CFG, max_steps_per_epoch=1, max_val_frames=2))
+    train([toy_root], tmp_path / "a.pt", cfg, progress=False)
+    want = "bf16" if native else "fp32"
+    _, config, extra = load_model(tmp_path / "a.pt")
+    assert config.precision == want and extra["train"]["precision"] == want
+    assert seen and set(seen) == {want}
 
 
 @pytest.mark.slow  # bfloat16 is emulated on a CPU without it: about 2.5 minutes on two cores without AVX-512

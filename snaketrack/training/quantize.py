@@ -5,7 +5,8 @@ dot products; docs/segmentation.md, "Live and accurate"). Static quantization ne
 network's activations on frames like the ones it will see, and training has them: :func:`live_int8_entry`
 exports the trained network (:func:`~snaketrack.training.live.export_bytes`), quantizes it with ONNX
 Runtime's static quantization in the QDQ format (int8 weights per output channel, uint8 activations,
-min-max ranges over :data:`CALIBRATION_FRAMES` training frames at the model's inference scale), and
+min-max ranges over :data:`CALIBRATION_FRAMES` training frames at the model's inference scale, every second
+one with its robot pasted onto a synthetic ground, :func:`calibration_frames`), and
 scores both on the validation frames at that scale without flips, against their labels. The int8 graph
 is kept in the model file (``extra["live_int8"]``, about a quarter of the float32 network's bytes) only
 when its IoU is at most :data:`IOU_LOSS` below float32's; the measurement is kept either way. The
@@ -99,6 +100,28 @@ def live_int8_entry(model: torch.nn.Module, config: SegmenterConfig, calibration
     return entry
 
 
+def calibration_frames(items: Sequence[tuple[Any, int]], n: int = CALIBRATION_FRAMES,
+                       seed: int = 0) -> list[np.ndarray]:
+    """RGB uint8 frames (H, W, 3) to set the int8 ranges on: ``n`` of ``items`` ((dataset, frame index) pairs
+    with labels) evenly spaced, every second one with its labelled robot pasted onto a synthetic ground
+    (:func:`~snaketrack.training.grounds.paste_on_ground`, drawn from ``seed``).
+
+    The live setting runs on footage of other grounds than the training clip's, and activations outside the
+    calibrated ranges are clipped (docs/segmentation.md, "Live and accurate", measures the difference)."""
+    from snaketrack.training.grounds import paste_on_ground
+
+    rng = np.random.default_rng(seed)
+    frames = []
+    for k, (ds, i) in enumerate(evenly(list(items), n)):
+        rgb = ds.frame(i)
+        if k % 2:
+            mask = ds.mask(i)
+            if mask is not None and (mask > 0).any():
+                rgb = paste_on_ground(rgb, mask > 0, rng)
+        frames.append(rgb)
+    return frames
+
+
 def evenly(items: Sequence[Any], n: int) -> list[Any]:
     """At most ``n`` of ``items``, evenly spaced from the first to the last."""
     if len(items) <= n:
@@ -110,9 +133,9 @@ def attach_live_int8(model_path: str | Path, train_items: Sequence[tuple[Any, in
                      val_items: Sequence[tuple[Any, int]], threads: Optional[int] = None,
                      progress: bool = False) -> dict[str, Any]:
     """Add :data:`FIELD` (:func:`live_int8_entry`) to the model file at ``model_path``, calibrated on
-    training frames (``train_items``: (dataset, frame index) pairs, :data:`CALIBRATION_FRAMES` of them
-    evenly spaced) and measured on ``val_items``' frames and masks; a file that has it already is left as
-    it is. Returns the entry without its graph. An export or quantization that fails is recorded
+    training frames (``train_items``: (dataset, frame index) pairs, :func:`calibration_frames`) and
+    measured on ``val_items``' frames and masks; a file that has it already is left as it is. Returns the entry
+    without its graph. An export or quantization that fails is recorded
     (``kept`` False, ``error``) and the live setting runs float32."""
     from snaketrack.io import atomic_write_bytes
     from snaketrack.training.live import _first_line
@@ -121,7 +144,7 @@ def attach_live_int8(model_path: str | Path, train_items: Sequence[tuple[Any, in
     model, config, extra = load_model(model_path)
     if FIELD in extra:  # a finished run opened again
         return {k: v for k, v in extra[FIELD].items() if k != "graph"}
-    calibration = [ds.frame(i) for ds, i in evenly(list(train_items), CALIBRATION_FRAMES)]
+    calibration = calibration_frames(train_items)
     validation = [(ds.frame(i), ds.mask(i) > 0) for ds, i in val_items]
     try:
         entry = live_int8_entry(model, config, calibration, validation, threads)

@@ -3,6 +3,7 @@ measured against float32's and recomputed here, kept only within the allowed los
 either engine, and given up for float32 when it fails its check."""
 import warnings
 
+import cv2
 import numpy as np
 import pytest
 import torch
@@ -120,3 +121,22 @@ def test_an_int8_network_failing_its_check_gives_way_to_float32(trained, monkeyp
     with pytest.warns(live.LiveFallbackWarning, match="int8 network differs from torch.*running the float32 one"):
         seg = load_segmenter(out, setting="live", window=False)
     assert seg.backend in live.ENGINES and seg.network.precision != "int8"
+
+
+def test_calibration_frames_alternate_the_training_frames_and_their_robots_on_other_grounds(toy_root):
+    ds = Dataset(toy_root)
+    items = [(ds, i) for i in range(len(ds))]
+    frames = quantize.calibration_frames(items, 6, seed=3)
+    chosen = quantize.evenly(items, 6)
+    assert len(frames) == 6
+    for k, (f, (_, i)) in enumerate(zip(frames, chosen)):
+        rgb, robot = ds.frame(i), ds.mask(i) > 0
+        assert f.shape == rgb.shape and f.dtype == np.uint8
+        if k % 2 == 0:
+            assert np.array_equal(f, rgb)
+        else:  # the robot kept, the ground replaced
+            assert robot.any() and np.array_equal(f[robot], rgb[robot])
+            far = ~cv2.dilate(robot.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
+            assert np.abs(f[far].astype(int) - rgb[far].astype(int)).mean() > 10
+    again = quantize.calibration_frames(items, 6, seed=3)
+    assert all(np.array_equal(a, b) for a, b in zip(frames, again))  # reproducible from its seed

@@ -33,6 +33,18 @@ def _preload_triton() -> None:
         pass
 
 
+DESCRIPTION = "Track a snake robot from a single camera: its joint angles and pose, frame by frame."
+EPILOG = ("The pipeline: label (a robot mask per frame from one box) -> train (a segmenter on the labels) -> "
+          "track (joint angles and pose) -> estimate (the head Jacobian); serve tracks a live source for a "
+          "controller. `snaketrack COMMAND --help` for each; README.md and docs/ for the rest.")
+#: the order ``--help`` lists the commands in: the pipeline's, then the tools around it
+ORDER = ("demo", "label", "fit-labels", "train", "segment", "eval-seg", "track", "estimate", "serve", "listen",
+         "batch", "calibrate", "robot", "sim", "statics")
+#: what each group of subcommands holds, for ``--help``
+GROUPS = {"sim": "simulators that know the truth: synthetic video, locomotion, control, the Jacobian experiments",
+          "robot": "robot files: draw a robot's silhouette"}
+
+
 def _commands():
     import snaketrack.commands as pkg
 
@@ -40,7 +52,13 @@ def _commands():
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
         module = importlib.import_module(f"{pkg.__name__}.{info.name}")
         out.extend(getattr(module, "COMMANDS", []))
-    return out
+    return sorted(out, key=_listing_key)
+
+
+def _listing_key(cmd) -> tuple[int, str]:
+    """Where ``cmd`` comes in ``--help``: by :data:`ORDER` of its first word, the rest after, by name."""
+    word = cmd.name.split()[0]
+    return (ORDER.index(word) if word in ORDER else len(ORDER), cmd.name)
 
 
 _default_format = warnings.formatwarning
@@ -62,7 +80,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser, with every discovered subcommand."""
-    parser = _Parser(prog="snaketrack", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="snaketrack", description=DESCRIPTION, epilog=EPILOG)
     top = parser.add_subparsers(dest="command", metavar="COMMAND")
     groups: dict[str, argparse._SubParsersAction] = {}
     for cmd in _commands():
@@ -71,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
         for depth, word in enumerate(words[:-1]):
             key = " ".join(words[: depth + 1])
             if key not in groups:
-                group_parser = sub.add_parser(word, help=f"{word} subcommands")
+                group_parser = sub.add_parser(word, help=GROUPS.get(key, f"{word} subcommands"),
+                                             description=GROUPS.get(key))
                 groups[key] = group_parser.add_subparsers(dest=f"sub_{depth}", metavar="SUBCOMMAND")
                 group_parser.set_defaults(_group_parser=group_parser)
             sub = groups[key]

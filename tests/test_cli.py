@@ -17,6 +17,20 @@ def test_help_lists_commands(capsys):
     assert "COMMAND" in out
 
 
+def test_help_lists_the_pipeline_in_order_and_says_what_groups_hold(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    out = capsys.readouterr().out
+    listed = [line.split()[0] for line in out.splitlines() if line.startswith("    ") and line.split()]
+    pipeline = ["label", "train", "track", "estimate", "serve"]
+    assert all(c in listed for c in pipeline)
+    assert [listed.index(c) for c in pipeline] == sorted(listed.index(c) for c in pipeline)
+    assert "subcommands" not in out  # each group says what it holds
+    with pytest.raises(SystemExit):
+        cli.main(["sim", "--help"])
+    assert cli.GROUPS["sim"].split(":")[0] in capsys.readouterr().out
+
+
 def test_no_command_prints_help_and_fails(capsys):
     assert cli.main([]) == 2
     assert "usage" in capsys.readouterr().out

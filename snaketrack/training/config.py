@@ -54,8 +54,8 @@ class TrainConfig:
     average_from: fraction of the run from which the weights are averaged (None: no averaging); default None.
     bn_batches: training batches over which the average's batch-norm statistics are recomputed; default 32.
     precision: ``fp32``, ``bf16`` (autocast forward passes) or ``auto`` (``bf16`` on a CPU that computes it,
-        :func:`~snaketrack.training.model.resolve_precision`), decided when training starts and stored in the model
-        file; default ``fp32``.
+        :func:`~snaketrack.training.model.resolve_precision`), decided when training starts (in a data-parallel
+        run by rank 0's CPU, for every worker) and stored in the model file; default ``fp32``.
     live_int8: at the end, quantize the network to int8 for the ``live`` setting, kept in the model file when
         it loses at most 0.02 validation IoU (:mod:`~snaketrack.training.quantize`); default False.
     """

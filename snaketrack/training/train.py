@@ -58,6 +58,7 @@ from snaketrack.training.data import SegmentationData
 from snaketrack.training.distributed import Workers, data_parallel, launch, plain_batchnorm, shard_batches
 from snaketrack.training.losses import batch_iou, seg_loss
 from snaketrack.training.model import (
+    AUTO_PRECISION,
     SegmenterConfig,
     build_model,
     model_bytes,
@@ -110,7 +111,7 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
     from tqdm import tqdm
 
     ctx = workers or Workers()
-    config = replace(config, precision=resolve_precision(config.precision, ctx.device))
+    config = replace(config, precision=decide_precision(config.precision, ctx))
     main = ctx.is_main
     progress = progress and main
     paths = side_paths(out)
@@ -305,6 +306,14 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
             selection["live_int8"] = attach_live_int8(paths["model"], train_ds.items, val_ds.items,
                                                       config.threads, progress)
     return TrainResult(best, len(history), history, {k: str(v) for k, v in paths.items()}, stopped, selection)
+
+
+def decide_precision(precision: str, ctx: Workers) -> str:
+    """``precision`` decided for a run (:func:`~snaketrack.training.model.resolve_precision`); ``auto`` by rank 0's
+    device for every worker of ``ctx``, so that a data-parallel run over machines with different CPUs computes
+    alike on all of them and the model file says how."""
+    decided = resolve_precision(precision, ctx.device)
+    return ctx.from_main(decided) if precision == AUTO_PRECISION else decided
 
 
 def resume_checkpoint(paths: dict[str, Path], config: TrainConfig) -> Optional[dict[str, Any]]:

@@ -15,7 +15,7 @@ from snaketrack.training.distributed import WorkerError, Workers, data_parallel,
 from snaketrack.training.losses import seg_loss
 from snaketrack.training.model import SegmenterConfig, build_model, load_model
 from snaketrack.training.segmenter import load_segmenter
-from snaketrack.training.train import _train_loader
+from snaketrack.training.train import _train_loader, decide_precision
 
 CFG = TrainConfig(encoder="resnet18", input_size=(96, 128), crop_size=(64, 64), batch_size=4, block=4,
                   val_fraction=0.25, augment=False, threads=1, seed=3)
@@ -72,6 +72,20 @@ def test_two_workers_step_with_the_single_process_gradient_of_the_same_batch(toy
     # not vacuous: a worker's half of the batch alone gives another gradient
     half = _step_gradients(Workers(), str(toy_root), TrainConfig(**{**CFG.__dict__, "batch_size": 2}))
     assert not torch.allclose(half["encoder.conv1.weight"], single["encoder.conv1.weight"], atol=1e-3 * scale)
+
+
+def _precision_on_mixed_cpus(ctx: Workers) -> tuple[str, str, str]:
+    import snaketrack.training.model as model
+
+    model.cpu_computes_bf16 = lambda: ctx.rank == 0  # rank 0 on a CPU with bfloat16 arithmetic, rank 1 without
+    return model.resolve_precision("auto", ctx.device), decide_precision("auto", ctx), decide_precision("fp32", ctx)
+
+
+def test_auto_precision_is_rank_0s_on_every_worker():
+    """A run across CPUs of two kinds computes in one precision: rank 0's decision of ``auto``."""
+    ranks = launch(_precision_on_mixed_cpus, (), workers=2)
+    assert ranks[0] == ("bf16", "bf16", "fp32")
+    assert ranks[1] == ("fp32", "bf16", "fp32")  # its own CPU alone would have said fp32
 
 
 @pytest.mark.parametrize("flags,needle", [

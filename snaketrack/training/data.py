@@ -67,6 +67,17 @@ def resize_to(rgb: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     return cv2.resize(rgb, (w, h), interpolation=interp)
 
 
+def resize_mask(mask: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """Resize a bool mask (H, W) to (height, width) = ``size`` as its image is resized: the mask's
+    coverage is filtered as :func:`resize_to` filters the image and cut at 0.5. Nearest-neighbour
+    resizing (``cv2.INTER_NEAREST``) would shift the mask by half an output pixel against the image
+    at every scale but 1, a tenth of a 10 px robot's width."""
+    h, w = size
+    m = np.ascontiguousarray(mask, dtype=np.float32)
+    interp = cv2.INTER_AREA if m.shape[0] > h else cv2.INTER_LINEAR
+    return cv2.resize(m, (w, h), interpolation=interp) > 0.5
+
+
 def normalise(rgb: np.ndarray, mean: Sequence[float], std: Sequence[float]) -> np.ndarray:
     """RGB uint8 (..., H, W, 3) → float32 (..., 3, H, W), ``(x/255 - mean) / std``."""
     x = rgb.astype(np.float32) / 255.0
@@ -146,7 +157,8 @@ def augment(rgb: np.ndarray, mask: np.ndarray, rng: np.random.Generator,
     s = float(np.exp(rng.uniform(np.log(lo), np.log(hi))))
     sh, sw = max(int(round(h * s)), 8), max(int(round(w * s)), 8)
     rgb = cv2.resize(np.ascontiguousarray(rgb), (sw, sh), interpolation=cv2.INTER_LINEAR)
-    m = cv2.resize(np.ascontiguousarray(mask).astype(np.uint8), (sw, sh), interpolation=cv2.INTER_NEAREST)
+    m = (cv2.resize(np.ascontiguousarray(mask, dtype=np.float32), (sw, sh), interpolation=cv2.INTER_LINEAR)
+         > 0.5).astype(np.uint8)
     if sh < h or sw < w:
         py, px = max(h - sh, 0), max(w - sw, 0)
         top, left = int(rng.integers(0, py + 1)), int(rng.integers(0, px + 1))
@@ -288,7 +300,7 @@ class SegmentationData(torch.utils.data.Dataset):
             m = ds.mask(i)
             if m is None:
                 raise FileFormatError(f"{ds.root}: frame {i} has no mask")
-            m = cv2.resize(m.astype(np.uint8), self.input_size[::-1], interpolation=cv2.INTER_NEAREST) > 0
+            m = resize_mask(m, self.input_size)
             self._cache[key] = (rgb, m)
         return self._cache[key]
 

@@ -2,7 +2,16 @@ import json
 
 import numpy as np
 
-from snaketrack.training.data import SegmentationData, augment, cast_shadow, robot_crop, rotate, split_indices
+from snaketrack.training.data import (
+    SegmentationData,
+    augment,
+    cast_shadow,
+    resize_mask,
+    resize_to,
+    robot_crop,
+    rotate,
+    split_indices,
+)
 
 
 def test_split_is_a_partition_into_whole_blocks():
@@ -39,6 +48,45 @@ def test_wide_zoom_and_rotation_keep_mask_and_image_aligned():
         if ys.size > 20:
             angles.append(np.corrcoef(xs, ys)[0, 1])
     assert max(np.abs(angles)) > 0.3  # some bars came out oblique: the rotation happened
+
+
+def _centroid_offset(rgb: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Mask centroid minus the image's bright-part centroid (x, y) [px], the image's robot-ness read
+    linearly between its ground and robot levels (sub-pixel, noise averages out)."""
+    g = rgb.astype(np.float64).mean(axis=2)
+    lo, hi = np.median(g[~mask]), np.median(g[mask])
+    r = (g - lo) / (hi - lo)
+    ys, xs = np.mgrid[:g.shape[0], :g.shape[1]]
+    image = np.array([(r * xs).sum(), (r * ys).sum()]) / r.sum()
+    return np.array([xs[mask].mean(), ys[mask].mean()]) - image
+
+
+def test_zoomed_mask_is_not_shifted_against_its_image():
+    # nearest-neighbour resizing puts the mask half an output pixel right of and below its image
+    m = np.zeros((60, 80), bool)
+    m[22:34, 30:44] = True
+    rgb = np.where(m[..., None], 230, 30).astype(np.uint8).repeat(3, axis=2)
+    rng = np.random.default_rng(3)
+    offsets = []
+    for _ in range(40):
+        a, b = augment(rgb, m, rng, zoom=(0.7, 2.0))
+        if b.sum() > 50 and (~b).any():
+            offsets.append(_centroid_offset(a, b))
+    offsets = np.array(offsets)
+    assert len(offsets) > 30
+    assert np.abs(offsets.mean(axis=0)).max() < 0.1, offsets.mean(axis=0)
+
+
+def test_resize_mask_follows_its_image():
+    # the mask is where the resized image of a white-on-black robot is more than half robot
+    m = np.zeros((90, 160), bool)
+    m[31:52, 40:101] = True
+    m[60:64, 13:150] = True
+    rgb = np.where(m[..., None], 230, 30).astype(np.uint8).repeat(3, axis=2)
+    for size in ((36, 64), (63, 112), (135, 240), (180, 320)):
+        a, b = resize_to(rgb, size), resize_mask(m, size)
+        assert b.shape == size and b.dtype == bool
+        assert (b != (a[..., 0] > 130)).sum() <= 2, size
 
 
 def test_cast_shadow_darkens_ground_beside_the_robot_only():

@@ -16,6 +16,17 @@ DeepLabV3+ has output stride 16, so the network sees the input size
 padded up to a multiple of 16 (:func:`padded_size`): 360×640 runs as
 368×640, the padding cropped off again.
 
+Its two bilinear upsamplings (stride 16 → 4 in the decoder, 4 → 1 in the
+head) are half-pixel centred (``align_corners=False``), so the network is
+translation-equivariant for shifts of 16 px and places a robot's edge
+alike wherever it lies. smp builds them corner-aligned, which maps the
+output to the features at a scale of ``(n-1)/(4n-1)`` instead of 1/4: the
+edge's place then drifts with its position in the input, by 3 px across a
+whole input whatever its size, so a network trained on 160 px crops
+(robot near their centre) and run on 640 px frames shifts a robot near
+the frame's side by up to 1.5 px. Files written before this choice was
+stored load corner-aligned, as they were trained (``align_corners``).
+
 >>> cfg = SegmenterConfig(encoder="resnet18", input_size=(36, 64))
 >>> padded_size(cfg.input_size)
 (48, 64)
@@ -63,6 +74,8 @@ class SegmenterConfig:
     ``fp32``, or ``bf16`` (the forward pass under bfloat16 autocast,
     logits and loss in float32; :func:`precision_context`); training stores
     the one it trained with, and inference uses it unless told otherwise.
+    align_corners: the bilinear upsamplings' corner alignment (module doc);
+    False for new models, True for files written before it was stored.
     """
 
     encoder: str = "resnet18"
@@ -75,6 +88,7 @@ class SegmenterConfig:
     scale: float = 1.0
     flips: int = 1
     precision: str = "fp32"
+    align_corners: bool = False
 
     def __post_init__(self) -> None:
         h, w = self.input_size
@@ -177,6 +191,9 @@ def build_model(config: SegmenterConfig, encoder_weights: Optional[str | os.Path
         raise InputError(f"--encoder {config.encoder!r}: not an smp encoder; e.g. {', '.join(ENCODERS)}")
     arch = getattr(smp, config.architecture)
     model = arch(encoder_name=config.encoder, encoder_weights=None, in_channels=3, classes=1)
+    for m in model.modules():
+        if isinstance(m, torch.nn.Upsample) and m.mode == "bilinear":
+            m.align_corners = bool(config.align_corners)
     if encoder_weights is not None:
         load_encoder_weights(model, encoder_weights, config.encoder)
     return model
@@ -237,9 +254,11 @@ def read_model_file(path: str | os.PathLike) -> dict[str, Any]:
 
 
 def config_from_dict(d: dict[str, Any]) -> SegmenterConfig:
-    """:class:`SegmenterConfig` from its stored dict."""
+    """:class:`SegmenterConfig` from its stored dict (one written before ``align_corners`` was stored:
+    corner-aligned, as smp built it)."""
     d = dict(d)
     d["input_size"] = tuple(d["input_size"])
+    d.setdefault("align_corners", True)
     return SegmenterConfig(**{k: v for k, v in d.items() if k in SegmenterConfig.__dataclass_fields__})
 
 

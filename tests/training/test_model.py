@@ -74,3 +74,40 @@ def test_bad_inputs(tmp_path):
         load_segmenter(tmp_path / "other.pt")
     with pytest.raises(MissingFileError):
         load_segmenter(tmp_path / "missing.pt")
+
+
+def _shifted_response_error(align_corners: bool) -> float:
+    """Largest difference between the network's logits for a blob and those for the blob moved by 128 px
+    (8 strides of 16), moved back; relative to the response's range. A freshly built network in eval mode
+    maps a zero image to zero features, so far from the image's sides only the upsampling's geometry can
+    break translation equivariance."""
+    torch.manual_seed(0)
+    model = build_model(SegmenterConfig(encoder="resnet18", input_size=(64, 640), align_corners=align_corners))
+    model.eval()
+    x = torch.zeros(2, 3, 64, 640)
+    blob = torch.randn(3, 12, 12)
+    x[0, :, 26:38, 224:236] = blob
+    x[1, :, 26:38, 352:364] = blob
+    with torch.no_grad():
+        y = model(x)[:, 0]
+    a, b = y[0, :, 96:400], y[1, :, 224:528]
+    return float((a - b).abs().max() / (a.max() - a.min()))
+
+
+def test_upsampling_is_centred_so_the_network_is_translation_equivariant():
+    assert _shifted_response_error(align_corners=False) < 1e-4
+    assert _shifted_response_error(align_corners=True) > 0.01  # smp's corner-aligned build is not
+
+
+def test_files_written_before_the_upsampling_was_stored_load_corner_aligned(tmp_path):
+    cfg = SegmenterConfig(encoder="resnet18", input_size=(32, 32))
+    assert not cfg.align_corners
+    save_model(tmp_path / "new.pt", build_model(cfg), cfg)
+    blob = torch.load(tmp_path / "new.pt", weights_only=True)
+    assert load_model(tmp_path / "new.pt")[1].align_corners is False
+    del blob["config"]["align_corners"]
+    torch.save(blob, tmp_path / "old.pt")
+    model, old_cfg, _ = load_model(tmp_path / "old.pt")
+    assert old_cfg.align_corners is True
+    ups = [m for m in model.modules() if isinstance(m, torch.nn.Upsample)]
+    assert len(ups) == 2 and all(m.align_corners for m in ups)

@@ -20,9 +20,14 @@ from snaketrack.training.train import train
 
 @pytest.fixture(scope="module")
 def trained(toy_root, tmp_path_factory):
+    # seed 2: a toy network whose int8 graph passes the live setting's load-time check (mean probability
+    # within 0.01 of float32 on the check frame; seeds 1-4 differ by 0.0005-0.0011). A network trained for
+    # 6 epochs on 24 toy frames can miss it (seed 0's differs by 0.0105), and the live setting then runs
+    # float32, as test_an_int8_network_failing_its_check_gives_way_to_float32 checks.
     out = tmp_path_factory.mktemp("int8") / "m.pt"
     res = train([toy_root], out, TrainConfig(epochs=6, batch_size=4, input_size=(48, 64), lr=2e-3, threads=1,
-                                             max_val_frames=6, scales=(1.0,), live_int8=True), progress=False)
+                                             max_val_frames=6, scales=(1.0,), live_int8=True, seed=2),
+                progress=False)
     return out, res
 
 

@@ -63,18 +63,22 @@ def split_indices(n: int, val_fraction: float, block: int, seed: int) -> tuple[l
 def resize_to(rgb: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     """Resize an image (H, W, 3) to (height, width) = ``size`` (area filter when shrinking)."""
     h, w = size
-    interp = cv2.INTER_AREA if rgb.shape[0] > h else cv2.INTER_LINEAR
-    return cv2.resize(rgb, (w, h), interpolation=interp)
+    return cv2.resize(rgb, (w, h), interpolation=_interpolation(rgb.shape[0], h))
 
 
-def resize_mask(mask: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+def _interpolation(height: int, new_height: int) -> int:
+    """:func:`resize_to`'s OpenCV filter: area when shrinking, linear otherwise."""
+    return cv2.INTER_AREA if height > new_height else cv2.INTER_LINEAR
+
+
+def resize_mask(mask: np.ndarray, size: tuple[int, int], interpolation: Optional[int] = None) -> np.ndarray:
     """Resize a bool mask (H, W) to (height, width) = ``size`` as its image is resized: the mask's
-    coverage is filtered as :func:`resize_to` filters the image and cut at 0.5. Nearest-neighbour
-    resizing (``cv2.INTER_NEAREST``) would shift the mask by half an output pixel against the image
-    at every scale but 1, a tenth of a 10 px robot's width."""
+    coverage is filtered with the image's OpenCV ``interpolation`` (None: :func:`resize_to`'s) and cut
+    at 0.5. Nearest-neighbour resizing (``cv2.INTER_NEAREST``) would shift the mask by half an output
+    pixel against the image at every scale but 1, a tenth of a 10 px robot's width."""
     h, w = size
     m = np.ascontiguousarray(mask, dtype=np.float32)
-    interp = cv2.INTER_AREA if m.shape[0] > h else cv2.INTER_LINEAR
+    interp = _interpolation(m.shape[0], h) if interpolation is None else interpolation
     return cv2.resize(m, (w, h), interpolation=interp) > 0.5
 
 
@@ -157,8 +161,7 @@ def augment(rgb: np.ndarray, mask: np.ndarray, rng: np.random.Generator,
     s = float(np.exp(rng.uniform(np.log(lo), np.log(hi))))
     sh, sw = max(int(round(h * s)), 8), max(int(round(w * s)), 8)
     rgb = cv2.resize(np.ascontiguousarray(rgb), (sw, sh), interpolation=cv2.INTER_LINEAR)
-    m = (cv2.resize(np.ascontiguousarray(mask, dtype=np.float32), (sw, sh), interpolation=cv2.INTER_LINEAR)
-         > 0.5).astype(np.uint8)
+    m = resize_mask(mask, (sh, sw), cv2.INTER_LINEAR).astype(np.uint8)
     if sh < h or sw < w:
         py, px = max(h - sh, 0), max(w - sw, 0)
         top, left = int(rng.integers(0, py + 1)), int(rng.integers(0, px + 1))

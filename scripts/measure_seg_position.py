@@ -31,6 +31,7 @@ def main() -> None:
     args = ap.parse_args()
     import torch
 
+    from snaketrack.masks import mask_iou
     from snaketrack.training.model import load_model
     from snaketrack.training.segmenter import Segmenter
 
@@ -42,13 +43,13 @@ def main() -> None:
     if not frames or len(frames) != len(masks):
         raise SystemExit(f"{root}: expected frames/ and masks/ of equal length")
     picks = np.linspace(0, len(frames) - 1, args.frames).round().astype(int)
+    pairs = [(cv2.cvtColor(cv2.imread(str(frames[i])), cv2.COLOR_BGR2RGB),
+              cv2.imread(str(masks[i]), cv2.IMREAD_GRAYSCALE) > 127) for i in picks]
     near = np.ones((9, 9), np.uint8)
     rows = []
     for sx in (int(s) for s in args.shifts.split(",")):
         offsets, ious, columns = [], [], []
-        for i in picks:
-            rgb = cv2.cvtColor(cv2.imread(str(frames[i])), cv2.COLOR_BGR2RGB)
-            truth = cv2.imread(str(masks[i]), cv2.IMREAD_GRAYSCALE) > 127
+        for rgb, truth in pairs:
             h, w = truth.shape
             M = np.float32([[1, 0, sx], [0, 1, 0]])
             moved = cv2.warpAffine(rgb, M, (w, h), borderMode=cv2.BORDER_REFLECT_101)
@@ -61,7 +62,7 @@ def main() -> None:
             if px.size == 0:
                 continue
             offsets.append([px.mean() - tx.mean(), py.mean() - ty.mean()])
-            ious.append(float((p & t).sum() / max((p | t).sum(), 1)))
+            ious.append(mask_iou(p, t))
             columns.append(tx.mean())
         if offsets:
             d = np.mean(offsets, axis=0)

@@ -8,7 +8,8 @@ pixels; rendered by ``snaketrack sim video`` into ``--data`` when missing
 frame 0, the truth mask's box drawn tight (``tight``) and with a 10-pixel
 margin (``margin10``), then ``snaketrack label``'s own path
 (:func:`snaketrack.datasets.label.label_video` with the backend the
-command would build from ``--labeller``).
+command would build from ``--labeller``: with the robot the clip's meta.json
+names, GrabCut's labels are fitted to its model unless ``--no-fit``).
 
 Reported per clip and box: mean IoU of the written labels against the
 truth masks, the IoU of every 50-frame block (drift), flagged frames, and
@@ -138,14 +139,14 @@ def run_one(job: tuple) -> dict:
     from snaketrack.datasets.layout import Dataset
     from snaketrack.datasets.video import open_frames
 
-    clip, box_kind, labeller, work, frames = job
+    clip, box_kind, labeller, work, frames, fit = job
     clip = Path(clip)
     truth = Dataset(clip)
     box = mask_to_box(truth.mask(0)).expand(BOXES[box_kind]).clip(truth.width, truth.height)
-    out = Path(work) / labeller / clip.name / box_kind
+    out = Path(work) / (labeller + ("-nofit" if fit is False else "")) / clip.name / box_kind
     source = open_frames(str(clip))
-    backend = (build_backend("grabcut", source, motion=False) if labeller == "colour"
-               else build_backend(labeller, source))
+    backend = (build_backend("grabcut", source, motion=False, fit=fit) if labeller == "colour"
+               else build_backend(labeller, source, fit=fit))
     label_video(source, out, backend, box, LabelConfig(), max_frames=frames, progress=False)
     return {"clip": clip.name, "box": box_kind, **score(clip, out, frames)}
 
@@ -156,6 +157,8 @@ def main() -> None:
                     help="the backend `snaketrack label` runs: default (what it runs without a backend flag), "
                          "grabcut, guided (with the robot the clip's meta.json names) or colour (grabcut without the "
                          "motion guide)")
+    ap.add_argument("--no-fit", action="store_true",
+                    help="the labels as cut, not fitted to the robot model (`snaketrack label --no-fit`)")
     ap.add_argument("--data", default="bench_data/label-suite", help="folder of the rendered clips")
     ap.add_argument("--work", default="bench_out/label-suite", help="folder for the labels")
     ap.add_argument("--frames", type=int, default=200, help="frames a clip")
@@ -173,7 +176,8 @@ def main() -> None:
     specs = [s for s in SUITES[args.suite] if args.only is None
              or any(o in clip_name(*s) for o in args.only.split(","))]
     clips = [render(data, s, args.frames) for s in specs]
-    jobs = [(str(c), b, args.labeller, args.work, args.frames) for c in clips for b in args.boxes.split(",")]
+    jobs = [(str(c), b, args.labeller, args.work, args.frames, False if args.no_fit else None)
+            for c in clips for b in args.boxes.split(",")]
     with get_context("spawn").Pool(max(1, args.workers)) as pool:
         rows = pool.map(run_one, jobs, chunksize=1)
     print(f"{'clip':38s} {'box':8s} {'IoU':>6s} {'min50':>6s}  blocks                          "
@@ -183,7 +187,7 @@ def main() -> None:
               f"{' '.join(f'{b:.2f}' for b in r['blocks']):31s} {r['flagged']:4d} {r['missed_dark']:6.3f} "
               f"{r['missed_other']:6.3f} {r['extra_near']:6.3f} {r['extra_far']:6.3f}")
     met = [r for r in rows if r["mean_iou"] >= 0.85 and r["min_block"] >= 0.80]
-    summary = {"labeller": args.labeller, "frames": args.frames, "runs": len(rows),
+    summary = {"labeller": args.labeller, "fit": not args.no_fit, "frames": args.frames, "runs": len(rows),
                "runs_meeting_target": len(met),
                "mean_iou": sum(r["mean_iou"] for r in rows) / len(rows),
                "worst_iou": min(r["mean_iou"] for r in rows), "rows": rows}

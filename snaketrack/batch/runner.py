@@ -67,7 +67,8 @@ def stage_argv(campaign: Campaign, video: Video, stage: str, out: Path, fitted: 
         ["--fov-deg", str(campaign.fov_deg)] if campaign.fov_deg is not None else []
     own = flags(video.sections.get(stage, {}))
     if stage == "label":
-        return ["label", str(video.path), "--box", str(video.box), "--out", str(d / "labels"), *own]
+        # the campaign fits the labels in its own stage, with the campaign's robot and camera
+        return ["label", str(video.path), "--box", str(video.box), "--no-fit", "--out", str(d / "labels"), *own]
     if stage == "fit_labels":
         return ["fit-labels", str(d / "labels"), "--robot", campaign.robot, *cam, "--out", str(d / "fitted"), *own]
     if stage == "train":

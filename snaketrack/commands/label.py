@@ -1,15 +1,17 @@
 """``snaketrack label``: auto-label a video with box-prompted SAM or GrabCut;
-``snaketrack fit-labels``: replace the labels by the robot model's silhouette fitted to them.
+``snaketrack fit-labels``: make labels consistent with the robot model fitted to them.
 
 ``label``: frame 0 is prompted with ``--box``; each later frame with the
-dilated box of the previous good mask. Writes a dataset folder (frames/,
-masks/, meta.json) plus labels.csv, labels_report.json and, when frames are
-flagged, labels_flagged.png. Run again on the same ``--out`` to continue.
+dilated box of the previous good mask. With the robot known, GrabCut's labels
+are fitted to its model as they are written (``--no-fit``: not).
+Writes a dataset folder (frames/, masks/, meta.json) plus labels.csv,
+labels_report.json and, when frames are flagged, labels_flagged.png. Run
+again on the same ``--out`` to continue.
 
-``fit-labels``: tracks the label dataset with the robot's kinematic model
+``fit-labels``: tracks a label dataset with the robot's kinematic model
 (:mod:`snaketrack.datasets.fit_labels`) and writes a new dataset whose
-masks are the fitted silhouettes cut to the labels grown by ``--agree-px``;
-frames the fit cannot explain keep their label.
+masks are the fitted silhouettes where they explain the labels, the labels
+trimmed to them where they explain them less, the labels themselves elsewhere.
 """
 from __future__ import annotations
 
@@ -32,10 +34,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-motion", action="store_true",
                    help="grabcut from the box and colours alone, not guided by where the video moves")
     p.add_argument("--robot", default=None,
-                   help="shipped robot name or robot YAML file, for the guided backend (default: the source's "
-                        "meta.json robot, if any)")
-    add_camera_arguments(p, "the source's meta.json K, else a 65 deg horizontal field of view; only the guided "
-                            "backend uses the camera")
+                   help="shipped robot name or robot YAML file: the grabcut labels are fitted to its model, and the "
+                        "guided backend is guided by it (default: the source's meta.json robot, if any)")
+    p.add_argument("--fit", action=argparse.BooleanOptionalAction, default=None,
+                   help="fit the robot model to the labels while labelling: its silhouette replaces a label it "
+                        "explains (IoU >= 0.85) and trims one it explains less (>= 0.7) to within 1 px of it "
+                        "(default: on for grabcut when the robot is known)")
+    add_camera_arguments(p, "the source's meta.json K, else a 65 deg horizontal field of view; only the robot "
+                            "model's fit and guide use the camera")
     p.add_argument("--sam-checkpoint", metavar="FILE",
                    help="local Segment Anything weights (required for --backend sam)")
     p.add_argument("--sam-model", choices=("vit_b", "vit_l", "vit_h"), default="vit_b",
@@ -63,22 +69,28 @@ def run(args: argparse.Namespace) -> int:
     cfg = LabelConfig(**{k: v for k, v in given.items() if v is not None})
     backend = build_backend(args.backend or "default", src, args.robot, camera_of(args),
                             sam_checkpoint=args.sam_checkpoint, sam_model=args.sam_model, device=args.device,
-                            stride=args.stride, motion=not args.no_motion)
+                            stride=args.stride, motion=not args.no_motion, fit=args.fit)
     res = label_video(src, args.out, backend, box, cfg, stride=args.stride, max_frames=args.max_frames)
     summary = {"out": res.out, "frames": res.frames, "written": res.written, "flagged": res.flagged,
                "flag_counts": res.report["flag_counts"]}
+    fitter = getattr(backend, "fitter", None)
+    if fitter is not None:
+        summary["robot_fit"] = dict(fitter.counts)
     if args.json:
         print(json.dumps(summary))
     else:
+        fitted = "" if fitter is None else (f"; of the {res.written} written, {fitter.counts['fit']} replaced by "
+                                            f"the fitted robot model and {fitter.counts['trim']} trimmed to it")
         print(f"{res.out}: {res.frames} frames labelled ({res.written} now), {res.flagged} flagged"
-              + (f" - see {res.out}/labels_flagged.png" if res.flagged else ""))
+              + (f" - see {res.out}/labels_flagged.png" if res.flagged else "") + fitted)
     return 0
 
 
 def build_backend(name: str, source=None, robot: str | None = None, intrinsics=None,
                   sam_checkpoint: str | None = None, sam_model: str = "vit_b", device: str = "cpu", stride: int = 1,
-                  motion: bool = True):
-    """The box-prompted backend ``label`` runs for ``--backend NAME``.
+                  motion: bool = True, fit: bool | None = None):
+    """The box-prompted backend ``label`` runs for ``--backend NAME``, its labels fitted to the robot model
+    (:class:`~snaketrack.datasets.fit_labels.FittedBackend`) when ``fit``.
 
     ``default`` is what ``label`` runs without ``--backend``: SAM when a checkpoint is given, else
     GrabCut (higher mean IoU over the label suite than the guided backend, docs/segmentation.md),
@@ -88,10 +100,70 @@ def build_backend(name: str, source=None, robot: str | None = None, intrinsics=N
     ``source``: the
     :class:`~snaketrack.datasets.video.FrameSource` (the guided backend's frame size, rate and camera);
     ``intrinsics``: a calibration file or ``FieldOfView`` (default: the source's meta.json ``K``).
+    ``fit``: None fits the GrabCut backend's labels when the robot is known (``robot``, or the source's
+    meta.json names it; the label suite's best, docs/segmentation.md); True fits a SAM or GrabCut backend's
+    (the robot must be known); False never. The guided backend fits the model itself.
     """
     meta = getattr(source, "meta", {}) or {}
     if name == "default":
         name = "sam" if sam_checkpoint else "grabcut"
+    if fit and name == "guided":
+        raise InputError("--fit: the guided backend fits the robot model itself; drop --fit")
+    if fit and not (robot or meta.get("robot_file") or meta.get("robot")):
+        raise InputError("--fit needs the robot: give --robot NAME|FILE (the source's meta.json names none)")
+    if fit and source is None:
+        raise InputError("--fit needs the video it labels")
+    fit_robot = None
+    if fit or (fit is None and name == "grabcut" and source is not None):
+        fit_robot = _fit_robot(robot, meta, required=bool(fit))
+    backend = _box_backend(name, source, robot, intrinsics, sam_checkpoint, sam_model, device, stride, motion, meta)
+    if fit_robot is None:
+        return backend
+    import numpy as np
+
+    from snaketrack.datasets.fit_labels import FittedBackend, LabelFitter
+
+    cam = _guide_camera(source, intrinsics, meta)
+    if cam.has_distortion and np.any(np.asarray(cam.dist) != 0):
+        raise InputError("--fit: the calibration has lens distortion; label an undistorted video (the fitted "
+                         "silhouette is drawn with the pinhole model), or give --no-fit")
+    fitter = LabelFitter(fit_robot, cam.K, source.width, source.height,
+                         fps=float(source.fps) / max(int(stride), 1))
+    return FittedBackend(backend, fitter)
+
+
+def _fit_robot(robot, meta: dict, required: bool):
+    """The robot the labels are fitted to: ``robot``, else the one the source's meta.json names; None when
+    neither names one, or (not ``required``, with a warning) when the meta.json's does not load."""
+    from snaketrack.errors import SnaketrackError, SnaketrackWarning
+    from snaketrack.models.robot import source_robot
+
+    if not (robot or meta.get("robot_file") or meta.get("robot")):
+        return None
+    try:
+        return source_robot(robot, meta)
+    except SnaketrackError as e:
+        if required or robot:
+            raise
+        import warnings
+
+        warnings.warn(f"labels not fitted to a robot model: {e}", SnaketrackWarning, stacklevel=3)
+        return None
+
+
+def _guide_camera(source, intrinsics, meta: dict):
+    """The camera a robot-model guide or fit is drawn with: ``intrinsics``, else the source's meta.json ``K``,
+    else a phone's field of view (the silhouette's shape barely depends on the focal length)."""
+    from snaketrack.tracker.camera import DEFAULT_FOV_DEG, FieldOfView, source_camera
+
+    if intrinsics is None and "K" not in meta:
+        intrinsics = FieldOfView(DEFAULT_FOV_DEG)
+    return source_camera(meta, source.width, source.height, intrinsics, str(source.path))
+
+
+def _box_backend(name: str, source, robot, intrinsics, sam_checkpoint, sam_model, device, stride, motion,
+                 meta: dict):
+    """The box-prompted backend ``name`` itself (:func:`build_backend`)."""
     if name == "sam":
         from snaketrack.datasets.sam_backend import SamBackend
 
@@ -110,15 +182,10 @@ def build_backend(name: str, source=None, robot: str | None = None, intrinsics=N
     if name == "guided":
         from snaketrack.datasets.guided_backend import GuidedBackend
         from snaketrack.models.robot import source_robot
-        from snaketrack.tracker.camera import source_camera
 
         if source is None:
             raise InputError("--backend guided needs the video it labels")
-        if intrinsics is None and "K" not in meta:
-            from snaketrack.tracker.camera import DEFAULT_FOV_DEG, FieldOfView
-
-            intrinsics = FieldOfView(DEFAULT_FOV_DEG)  # the guide's shape barely depends on the focal length
-        cam = source_camera(meta, source.width, source.height, intrinsics, str(source.path))
+        cam = _guide_camera(source, intrinsics, meta)
         return GuidedBackend(source_robot(robot, meta), cam.K, source.width, source.height,
                              fps=float(source.fps) / max(int(stride), 1))
     raise InputError(f"--backend {name}: expected sam, grabcut or guided")
@@ -133,11 +200,14 @@ def add_fit_arguments(p: argparse.ArgumentParser) -> None:
                    help="how far the fitted silhouette may reach beyond the label [pixels] (default 2)")
     p.add_argument("--min-iou", type=float, default=0.7,
                    help="a frame keeps its label when the fitted silhouette overlaps it less (default 0.7)")
+    p.add_argument("--replace-iou", type=float, default=0.85,
+                   help="the fitted silhouette replaces a label it overlaps at least this much; a label it overlaps "
+                        "less (down to --min-iou) is trimmed to it (default 0.85)")
     p.add_argument("--keep-edge", action="store_true",
-                   help="keep the label's own edge; only cut what lies beyond the fitted silhouette grown by --trim-px")
+                   help="never replace: keep the label's own edge and only cut what lies beyond the fitted "
+                        "silhouette grown by --trim-px")
     p.add_argument("--trim-px", type=int, default=1, metavar="PX",
-                   help="with --keep-edge: how far the label may reach beyond the fitted silhouette [pixels] "
-                        "(default 1)")
+                   help="a trimmed label keeps what lies this close to the fitted silhouette [pixels] (default 1)")
     p.add_argument("--out", required=True, metavar="DATASET", help="output dataset folder (resumed if it exists)")
     p.add_argument("--json", action="store_true", help="print a JSON summary instead of a sentence")
 
@@ -146,14 +216,14 @@ def run_fit(args: argparse.Namespace) -> int:
     from snaketrack.datasets.fit_labels import FitConfig, fit_labels
 
     rep = fit_labels(args.labels, args.out, args.robot, camera_of(args),
-                     FitConfig(agree_px=args.agree_px, min_iou=args.min_iou,
+                     FitConfig(agree_px=args.agree_px, min_iou=args.min_iou, replace_iou=args.replace_iou,
                                keep_edge=args.keep_edge, trim_px=args.trim_px))
     if args.json:
         print(json.dumps(dict(rep, out=args.out)))
     else:
-        what = "trimmed to" if args.keep_edge else "replaced by"
-        print(f"{args.out}: {rep['fitted']} of {rep['frames']} labels {what} the fitted silhouette "
-              f"(mean IoU with the label {rep['mean_iou_fit']:.3f}); {rep['kept_label']} kept as labelled")
+        print(f"{args.out}: of {rep['frames']} labels {rep['replaced']} replaced by the fitted silhouette and "
+              f"{rep['trimmed']} trimmed to it (mean IoU with the label {rep['mean_iou_fit']:.3f}); "
+              f"{rep['kept_label']} kept as labelled")
     return 0
 
 

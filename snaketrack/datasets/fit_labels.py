@@ -1,4 +1,4 @@
-"""Robot-fitted labels: auto-labels replaced by the robot model's silhouette fitted to them.
+"""Robot-fitted labels: auto-labels made consistent with the robot model fitted to them.
 
 Box-prompted labels (GrabCut or SAM, :mod:`~snaketrack.datasets.label`)
 err at the robot's edge: GrabCut's labels take in the cast-shadow fringe
@@ -6,32 +6,39 @@ beside the robot and the dark base of an obstacle it touches, and leave
 out the lit rims of the joint housings. A user bringing up a segmenter for
 a robot also has the robot's kinematic model (the tracker needs it), so the
 labels can be made consistent with it: the tracker
-(:mod:`snaketrack.tracker.tracker`) runs through the labelled video with the
-labels as its masks, and each frame's label becomes the model's own
-silhouette at the fitted state (no edge offset), cut to the label grown by
-``agree_px`` (so parts an obstacle hides, which the label leaves out, stay
-out):
+(:mod:`snaketrack.tracker.tracker`) runs through the labels as its masks
+(:class:`LabelFitter`), and each frame's label is decided by how well the
+model's silhouette at the fitted state explains it (IoU of silhouette and label):
 
-    fitted = silhouette(x̂) ∧ dilate(label, agree_px)
+- IoU ≥ ``replace_iou`` (0.85): the model explains the label, and its silhouette
+  (no edge offset) replaces it, cut to the label grown by ``agree_px`` (so
+  parts an obstacle hides, which the label leaves out, stay out)::
 
-With ``keep_edge`` the label keeps its own edge and the silhouette only
-deletes what lies farther than ``trim_px`` (city-block distance) from it —
-the glued blobs, the post bases, a false patch — so the label's edge, which
-follows the rendered body rather than the capsule model, is kept:
+      fitted = silhouette(x̂) ∧ dilate(label, agree_px)
 
-    trimmed = label ∧ grow(silhouette(x̂), trim_px)
+- ``min_iou`` (0.7) ≤ IoU < ``replace_iou``, or any IoU ≥ ``min_iou`` with
+  ``keep_edge``: the label keeps its own edge, which follows the rendered
+  body rather than the model's capsules, and the silhouette only deletes
+  what lies farther than ``trim_px`` (city-block distance) from it — the
+  glued blobs, the post bases, a false patch::
 
-A frame keeps its label unchanged (``source = "label"`` in ``fit.csv``)
-when the fit does not explain it: the tracker's state is not ``tracked``
-(coasting, lost, no mask) or the silhouette overlaps the label by IoU < ``min_iou``.
+      trimmed = label ∧ grow(silhouette(x̂), trim_px)
 
-Measured (docs/segmentation.md, "Robot-fitted labels"): on the drone video
-the GrabCut labels' IoU against truth rises from 0.860 to 0.911 (fitted) and
-to 0.889 (``keep_edge``); a segmenter trained on the fitted or the trimmed
-labels scores on another video about as one trained on the GrabCut labels
-(docs/segmenter-training.md, "Tried and not adopted").
+- otherwise (IoU < ``min_iou``, or the tracker's state is not ``tracked``:
+  coasting, lost, no mask) the label is kept.
 
-Outputs (the dataset layout of docs/conventions.md): ``frames/`` (the label dataset's
+Where the fitted model and the label agree closely (a robot seen from above on
+open ground) the model's outline is nearer the truth than GrabCut's; where they
+agree less (the model's capsules against a body whose housings bulge, a view
+from low down, parts behind obstacles) replacing costs more than it gains, and
+trimming still removes what lies off the body. Measured on the label suite
+(docs/segmentation.md, "Labels on scenes the labeller was not tuned on").
+
+:func:`fit_labels` writes a fitted copy of a label dataset (``snaketrack
+fit-labels``); :class:`FittedBackend` fits while labelling (``snaketrack
+label`` with the robot known).
+
+Outputs of :func:`fit_labels` (the dataset layout of docs/conventions.md): ``frames/`` (the label dataset's
 files, copied byte for byte), ``masks/`` (the fitted labels), ``meta.json``
 (the labels' meta plus ``labelling.robot_fit``), the labeller's
 ``labels.csv`` / ``labels_report.json`` copied (training skips the frames it
@@ -63,13 +70,15 @@ FIT_COLUMNS = ["frame", "status", "iou_fit", "source", "area_label_px", "area_fi
 
 @dataclass(frozen=True)
 class FitConfig:
-    """agree_px: how far [pixels] the fitted silhouette may reach beyond the label;
-    min_iou: the least IoU of silhouette and label for the fitted label to replace it;
-    keep_edge: keep the label and only cut what lies more than trim_px [pixels,
-    city-block] outside the fitted silhouette (agree_px then plays no part)."""
+    """agree_px: how far [pixels] the fitted silhouette may reach beyond the label it replaces;
+    min_iou: the least IoU of silhouette and label for the fit to change the label at all;
+    replace_iou: the least IoU for the silhouette to replace the label (below it, down to min_iou, the
+    label is trimmed); keep_edge: never replace, only trim; trim_px: a trimmed label keeps what lies
+    within this many pixels [city-block] of the fitted silhouette."""
 
     agree_px: int = 2
     min_iou: float = 0.7
+    replace_iou: float = 0.85
     keep_edge: bool = False
     trim_px: int = 1
 
@@ -80,6 +89,8 @@ class FitConfig:
             raise InputError(f"--trim-px {self.trim_px}: expected >= 0 pixels")
         if not 0.0 <= self.min_iou <= 1.0:
             raise InputError(f"--min-iou {self.min_iou}: expected a fraction in [0, 1]")
+        if not 0.0 <= self.replace_iou <= 1.0:
+            raise InputError(f"--replace-iou {self.replace_iou}: expected a fraction in [0, 1]")
 
 
 def fitted_label(silhouette: np.ndarray, label: np.ndarray, agree_px: int) -> np.ndarray:
@@ -112,6 +123,90 @@ def trimmed_label(silhouette: np.ndarray, label: np.ndarray, trim_px: int) -> np
     return np.asarray(label, bool) & silhouette
 
 
+@dataclass(frozen=True)
+class FittedFrame:
+    """One frame's fit: mask bool (H, W), the label written; status: the tracker's; iou: of the fitted
+    silhouette with the label (NaN without a silhouette); source: ``fit`` (the silhouette replaced the
+    label), ``trim`` (the label trimmed to it) or ``label`` (kept as it was)."""
+
+    mask: np.ndarray
+    status: str
+    iou: float
+    source: str
+
+
+class LabelFitter:
+    """The robot model fitted to labels frame by frame, and each label decided by the fit (module doc).
+
+    robot: :class:`~snaketrack.models.robot.Robot`; K: (3, 3) pinhole intrinsics [px]; width, height: the
+    frames' size [px]; fps: the labels' frame rate [1/s]. Call it with each frame's label, in order.
+    """
+
+    def __init__(self, robot, K: np.ndarray, width: int, height: int, fps: float = 30.0,
+                 config: FitConfig = FitConfig()):
+        from snaketrack.tracker.render import SilhouetteRenderer
+        from snaketrack.tracker.tracker import Tracker
+
+        self.config = config
+        self.tracker = Tracker(robot, np.asarray(K, float), width, height, fps=fps)
+        self.renderer = SilhouetteRenderer(robot, np.asarray(K, float), width, height)
+        self.counts = {"fit": 0, "trim": 0, "label": 0}
+
+    def __call__(self, label: np.ndarray) -> FittedFrame:
+        from snaketrack.masks import mask_iou
+
+        cfg = self.config
+        label = np.asarray(label, bool)
+        state = self.tracker.step(label) if self.tracker.started else self.tracker.start(label)
+        sil = self.renderer.mask(state.pose_vector(self.renderer.layout))
+        iou = mask_iou(sil, label)
+        if state.status != "tracked" or not iou >= cfg.min_iou:
+            mask, source = label, "label"
+        elif cfg.keep_edge or iou < cfg.replace_iou:
+            mask, source = trimmed_label(sil, label, cfg.trim_px), "trim"
+        else:
+            mask, source = fitted_label(sil, label, cfg.agree_px), "fit"
+        self.counts[source] += 1
+        return FittedFrame(mask, state.status, float(iou), source)
+
+
+class FittedBackend:
+    """A box-prompted backend whose written labels are fitted to the robot model while labelling.
+
+    The backend's own masks prompt the next frame and pass the labeller's quality guard, as they would
+    without the fit; only the label written (the backend's ``polish``, then ``fitter``) changes.
+    backend: a :class:`~snaketrack.datasets.label.BoxPredictor`; fitter: a :class:`LabelFitter`, called on
+    every frame in order (a resumed labelling run starts the fit afresh from its first new frame).
+    """
+
+    def __init__(self, backend, fitter: LabelFitter):
+        self.backend = backend
+        self.fitter = fitter
+        self.name = backend.name
+
+    @property
+    def robot_fit(self) -> dict[str, Any]:
+        """The fit's settings, for the dataset's meta.json (``labelling.robot_fit``)."""
+        return dict(asdict(self.fitter.config), robot=self.fitter.tracker.robot.name)
+
+    def seek(self, index: int) -> None:
+        if hasattr(self.backend, "seek"):
+            self.backend.seek(index)
+
+    def set_image(self, rgb: np.ndarray) -> None:
+        self.backend.set_image(rgb)
+
+    def reset_image(self) -> None:
+        self.backend.reset_image()
+
+    def predict(self, box, prior: Optional[np.ndarray] = None) -> np.ndarray:
+        return self.backend.predict(box, prior)
+
+    def polish(self, mask: np.ndarray) -> np.ndarray:
+        polish = getattr(self.backend, "polish", None)
+        return self.fitter(polish(mask) if polish is not None else mask).mask
+
+
 def fit_labels(labels: str | os.PathLike, out: str | os.PathLike, robot_spec: Optional[str] = None,
                intrinsics=None, config: FitConfig = FitConfig(),
                progress: bool = True) -> dict[str, Any]:
@@ -122,12 +217,8 @@ def fit_labels(labels: str | os.PathLike, out: str | os.PathLike, robot_spec: Op
     calibration file or a ``FieldOfView`` (default: meta.json's ``K``). Returns the report dict
     (also ``out/fit_report.json``).
     """
-
-    from snaketrack.masks import mask_iou
     from snaketrack.models.robot import source_robot
     from snaketrack.tracker.camera import source_camera
-    from snaketrack.tracker.render import SilhouetteRenderer
-    from snaketrack.tracker.tracker import Tracker
 
     labels, out = Path(labels), Path(out)
     ds = Dataset(labels)
@@ -162,49 +253,37 @@ def fit_labels(labels: str | os.PathLike, out: str | os.PathLike, robot_spec: Op
         done = {int(f) for f in read_csv_columns(out / FIT_CSV)["frame"]}
     rows = CsvAppender(out / FIT_CSV, FIT_COLUMNS, resume=bool(done))
 
-    tracker = Tracker(robot, camera.K, width, height, fps=ds.fps)
-    renderer = SilhouetteRenderer(robot, camera.K, width, height)
+    fitter = LabelFitter(robot, camera.K, width, height, fps=ds.fps, config=config)
     bar = None
     if progress:
         from tqdm import tqdm
 
         bar = tqdm(total=len(ds), desc="fit-labels", unit="frame", mininterval=0.5)
-    n_fitted = n_kept = 0
     ious = []
     try:
         for i in range(len(ds)):
             label = ds.mask(i)
             if label is None:
                 raise InputError(f"{labels}: frame {ds.frame_path(i).name} has no mask in masks/")
-            state = tracker.start(label) if i == 0 else tracker.step(label)
-            sil = renderer.mask(state.pose_vector(renderer.layout))
-            iou = mask_iou(sil, label)
-            use_fit = state.status == "tracked" and np.isfinite(iou) and iou >= config.min_iou
-            if not use_fit:
-                mask = label
-            elif config.keep_edge:
-                mask = trimmed_label(sil, label, config.trim_px)
-            else:
-                mask = fitted_label(sil, label, config.agree_px)
-            if use_fit:
-                n_fitted += 1
-                ious.append(iou)
-            else:
-                n_kept += 1
+            res = fitter(label)
+            if res.source != "label":
+                ious.append(res.iou)
             if i not in done:
                 stem = ds.frame_path(i).stem
                 shutil.copyfile(ds.frame_path(i), out / "frames" / ds.frame_path(i).name)
-                atomic_write_bytes(out / "masks" / (stem + MASK_EXT), encode_mask(mask))
-                rows.write({"frame": i, "status": state.status, "iou_fit": round(iou, 4),
-                            "source": "fit" if use_fit else "label", "area_label_px": int(label.sum()),
-                            "area_fitted_px": int(mask.sum())})
+                atomic_write_bytes(out / "masks" / (stem + MASK_EXT), encode_mask(res.mask))
+                rows.write({"frame": i, "status": res.status, "iou_fit": round(res.iou, 4),
+                            "source": res.source, "area_label_px": int(label.sum()),
+                            "area_fitted_px": int(res.mask.sum())})
             if bar is not None:
                 bar.update(1)
     finally:
         rows.close()
         if bar is not None:
             bar.close()
-    report = {"frames": len(ds), "fitted": n_fitted, "kept_label": n_kept,
+    n = fitter.counts
+    report = {"frames": len(ds), "fitted": n["fit"] + n["trim"], "replaced": n["fit"], "trimmed": n["trim"],
+              "kept_label": n["label"],
               "mean_iou_fit": float(np.mean(ious)) if ious else float("nan"),
               "config": asdict(config), "robot": robot.name, "labels": str(labels)}
     write_json(out / FIT_REPORT, report)

@@ -71,7 +71,9 @@ class BoxPredictor(Protocol):
     to write for a mask ``predict`` returned (e.g. a smoothed outline); the
     quality guard and the propagation then use the unpolished mask; and
     ``seek(index)``: :func:`label_video` names the source frame before each
-    ``set_image`` (a backend that reads the video around it).
+    ``set_image`` (a backend that reads the video around it); and ``robot_fit``:
+    a dict of settings recorded in the dataset's meta.json as ``labelling.robot_fit``
+    (a backend whose labels are fitted to the robot model).
     """
 
     name: str
@@ -319,6 +321,8 @@ def label_video(source: FrameSource, out: str | os.PathLike, predictor: BoxPredi
     csv_path = out / LABELS_CSV
     src_id = str(Path(source.path).resolve())
     labelling = {"backend": predictor.name, "box": str(box), "stride": int(stride), **asdict(config)}
+    if getattr(predictor, "robot_fit", None):
+        labelling["robot_fit"] = predictor.robot_fit
     if (out / "frames").is_dir() and any((out / "frames").iterdir()):
         if not csv_path.is_file():
             raise InputError(f"{out}: holds frames but no {LABELS_CSV}; not a labelling run to resume, "

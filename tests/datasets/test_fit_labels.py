@@ -5,6 +5,7 @@ renderer); the "auto-labels" are those masks with GrabCut's kinds of error
 added (a cast-shadow fringe on one side, a dark blob glued to the robot,
 a notch), and the fitted labels must be nearer the truth than the labels.
 """
+import csv
 import json
 import sys
 from pathlib import Path
@@ -72,8 +73,8 @@ def _masks(root):
 
 def test_fitted_labels_are_nearer_the_truth(labelled, tmp_path):
     root, truths = labelled
-    rep = fit_labels(root, tmp_path / "fit", progress=False)
-    assert rep["frames"] == N and rep["fitted"] == N and rep["kept_label"] == 0
+    rep = fit_labels(root, tmp_path / "fit", config=FitConfig(replace_iou=0.0), progress=False)
+    assert rep["frames"] == N and rep["replaced"] == N and rep["kept_label"] == 0
     labels, fitted = _masks(root), _masks(tmp_path / "fit")
     iou_label = np.mean([_iou(m, t) for m, t in zip(labels, truths)])
     iou_fit = np.mean([_iou(m, t) for m, t in zip(fitted, truths)])
@@ -92,7 +93,7 @@ def test_fitted_labels_are_nearer_the_truth(labelled, tmp_path):
 def test_keep_edge_cuts_far_errors_and_keeps_the_label_edge(labelled, tmp_path):
     root, truths = labelled
     rep = fit_labels(root, tmp_path / "trim", config=FitConfig(keep_edge=True), progress=False)
-    assert rep["fitted"] == N
+    assert rep["trimmed"] == N
     labels, trimmed = _masks(root), _masks(tmp_path / "trim")
     iou_label = np.mean([_iou(m, t) for m, t in zip(labels, truths)])
     iou_trim = np.mean([_iou(m, t) for m, t in zip(trimmed, truths)])
@@ -109,6 +110,24 @@ def test_keep_edge_cuts_far_errors_and_keeps_the_label_edge(labelled, tmp_path):
     assert np.mean(kept) > 0.7 and min(kept) > 0.6, kept
     meta = json.loads((tmp_path / "trim" / "meta.json").read_text())
     assert meta["labelling"]["robot_fit"]["keep_edge"] is True
+
+
+def test_by_default_a_label_is_replaced_where_the_fit_explains_it_and_trimmed_elsewhere(labelled, tmp_path):
+    root, truths = labelled
+    rep = fit_labels(root, tmp_path / "fit", progress=False)
+    assert rep["replaced"] > 0 and rep["trimmed"] > 0 and rep["kept_label"] == 0
+    rows = list(csv.DictReader((tmp_path / "fit" / FIT_CSV).open()))
+    labels, fitted = _masks(root), _masks(tmp_path / "fit")
+    for row, m, lab in zip(rows, fitted, labels):
+        iou = float(row["iou_fit"])
+        assert row["source"] == ("fit" if iou >= 0.85 else "trim"), row
+        if row["source"] == "trim":
+            assert not np.any(m & ~lab)  # a trimmed label is the label's own pixels
+    iou_label = np.mean([_iou(m, t) for m, t in zip(labels, truths)])
+    iou_fit = np.mean([_iou(m, t) for m, t in zip(fitted, truths)])
+    assert iou_fit > iou_label + 0.02, (iou_label, iou_fit)
+    with pytest.raises(InputError, match="replace-iou"):
+        FitConfig(replace_iou=1.5)
 
 
 def test_a_label_the_fit_cannot_explain_is_kept(labelled, tmp_path):
@@ -170,6 +189,6 @@ def test_cli(labelled, tmp_path, capsys):
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["frames"] == N and out["fitted"] + out["kept_label"] == N
     assert cli.main(["fit-labels", str(root), "--keep-edge", "--out", str(tmp_path / "cli-trim")]) == 0
-    assert "trimmed to" in capsys.readouterr().out
+    assert f"0 replaced by the fitted silhouette and {N} trimmed to it" in capsys.readouterr().out
     for m, lab in zip(_masks(tmp_path / "cli-trim"), _masks(root)):
         assert not np.any(m & ~lab)

@@ -1,4 +1,5 @@
-"""GrabCut guided by the robot model against MuJoCo truth, where box-only GrabCut errs.
+"""The robot model in labelling against MuJoCo truth, where box-only GrabCut errs: GrabCut guided by it, and
+labels fitted to it while labelling.
 
 Truth masks come from MuJoCo's segmentation render (an independent
 renderer). The frames: the robot orange with dark joint bands (which
@@ -8,63 +9,27 @@ takes in). Labelled through the labeller's own
 path (:func:`label_video`), the guided labels must be nearer the truth and
 hold the post out.
 """
+import json
 import sys
 from pathlib import Path
 
-import cv2
 import numpy as np
 import pytest
 
 from snaketrack.datasets.boxes import Box, mask_to_box
+from snaketrack.datasets.fit_labels import FittedBackend, LabelFitter, fit_labels
 from snaketrack.datasets.grabcut_backend import GrabCutBackend
 from snaketrack.datasets.guided_backend import GuideConfig, GuidedBackend
 from snaketrack.datasets.label import LabelConfig, label_video
-from snaketrack.datasets.layout import Dataset, DatasetWriter
+from snaketrack.datasets.layout import Dataset
 from snaketrack.datasets.video import open_frames
-from snaketrack.errors import InputError, SnaketrackError
+from snaketrack.errors import InputError, SnaketrackError, SnaketrackWarning
 from snaketrack.masks import mask_iou
 from snaketrack.models.robot import load_robot
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tracker"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-W, H, F, N = 320, 240, 420.0, 8
-
-
-def _post_centre(truth: np.ndarray) -> tuple[int, int]:
-    """A point 9 px below the middle of the robot's body (x, y) [px]: a post glued to its side."""
-    ys, xs = np.nonzero(truth)
-    k = len(ys) // 2
-    return int(xs[k]), int(ys[k]) + 9
-
-
-@pytest.fixture(scope="module")
-def video(tmp_path_factory):
-    """(dataset root, truth masks, post masks): N frames of a serpentine robot with a post beside it."""
-    from mj_scene import MujocoMasks, serpentine
-
-    robot = load_robot("planar-snake-11")
-    mj = MujocoMasks(robot, W, H, F)
-    truths = [mj.mask(*serpentine(robot, k)) for k in range(N)]
-    mj.close()
-    root = tmp_path_factory.mktemp("guided") / "video"
-    meta = {"K": mj.K.tolist(), "width": W, "height": H, "fps": 30.0, "robot": "planar-snake-11"}
-    rng = np.random.default_rng(0)
-    posts = []
-    with DatasetWriter(root, meta) as w:
-        for t in truths:
-            x0, y0 = _post_centre(t)
-            rgb = (np.array([95, 120, 70]) + rng.normal(0, 12, (H, W, 3))).clip(0, 255).astype(np.uint8)
-            rgb[t] = (230, 120, 30)
-            bands = t & (np.add.outer(np.arange(H), np.arange(W)) // 9 % 3 == 0)
-            rgb[bands] = (35, 35, 35)  # dark joint housings across the body
-            post = np.zeros((H, W), np.uint8)
-            cv2.circle(post, (x0, y0), 7, 1, -1)
-            # the post's pixels more than 3 px from the body: what a label must leave out
-            post = post.astype(bool) & (cv2.distanceTransform((~t).astype(np.uint8), cv2.DIST_L2, 5) > 3)
-            rgb[post | (cv2.circle(np.zeros((H, W), np.uint8), (x0, y0), 7, 1, -1) > 0) & ~t] = (225, 125, 35)
-            posts.append(post)
-            w.write_frame(rgb, t)
-    return root, truths, posts
+from mj_video import H, N, W  # noqa: E402
 
 
 def _label(root, backend, out) -> list[np.ndarray]:
@@ -130,3 +95,59 @@ def test_label_backends_by_name(video, tmp_path):
         build_backend("guided", open_frames(str(toy)))  # the toy's meta names no shipped robot
     with pytest.raises(InputError, match="checkpoint"):
         build_backend("sam", open_frames(str(toy)))
+
+
+def test_labels_fitted_while_labelling_equal_the_labels_fitted_after(video, tmp_path):
+    """The fit while labelling changes only the labels written: the cuts prompt and pass the guard as without
+    it, and each written label is what ``fit-labels`` makes of the unfitted one; nearer the truth than it."""
+    root, truths, posts = video
+    robot = load_robot("planar-snake-11")
+    K = np.asarray(Dataset(root).meta["K"])
+    plain = _label(root, GrabCutBackend(), tmp_path / "plain")
+    backend = FittedBackend(GrabCutBackend(), LabelFitter(robot, K, W, H, 30.0))
+    fitted = _label(root, backend, tmp_path / "fitted")
+    after = fit_labels(tmp_path / "plain", tmp_path / "after", progress=False)
+    assert after["fitted"] == sum(backend.fitter.counts[k] for k in ("fit", "trim")) >= N - 1
+    for a, b in zip(fitted, _masks(tmp_path / "after")):
+        assert np.array_equal(a, b)
+    assert (tmp_path / "plain" / "labels.csv").read_text() == (tmp_path / "fitted" / "labels.csv").read_text()
+    iou_plain = np.mean([mask_iou(m, t) for m, t in zip(plain, truths)])
+    iou_fitted = np.mean([mask_iou(m, t) for m, t in zip(fitted, truths)])
+    assert iou_fitted > iou_plain + 0.01, (iou_plain, iou_fitted)
+    assert sum(np.count_nonzero(m & p) for m, p in zip(fitted, posts)) < sum(
+        np.count_nonzero(m & p) for m, p in zip(plain, posts))
+    meta = Dataset(tmp_path / "fitted").meta["labelling"]
+    assert meta["robot_fit"]["robot"] == "planar-snake-11" and meta["robot_fit"]["replace_iou"] == 0.85
+
+
+def _masks(root) -> list[np.ndarray]:
+    ds = Dataset(root)
+    return [ds.mask(i) for i in range(len(ds))]
+
+
+def test_the_label_command_fits_when_the_robot_is_known(video, tmp_path, capsys):
+    from snaketrack import cli
+    from snaketrack.commands.label import build_backend
+    from snaketrack.datasets.toy import write_toy_dataset
+
+    root, _, _ = video
+    src = open_frames(str(root))
+    assert isinstance(build_backend("default", src), FittedBackend)  # the source's meta.json names the robot
+    assert not isinstance(build_backend("default", src, fit=False), FittedBackend)
+    assert not isinstance(build_backend("guided", src), FittedBackend)  # it fits the model itself
+    with pytest.raises(InputError, match="itself"):
+        build_backend("guided", src, fit=True)
+    toy = open_frames(str(write_toy_dataset(tmp_path / "toy", 2, 64, 48, seed=0)))
+    with pytest.warns(SnaketrackWarning, match="not fitted"):  # its meta.json's robot is no shipped one
+        assert not isinstance(build_backend("default", toy), FittedBackend)
+    assert isinstance(build_backend("default", toy, robot="planar-snake-11"), FittedBackend)
+    with pytest.raises(SnaketrackError, match="'toy': not a shipped robot"):
+        build_backend("default", toy, fit=True)  # asked for: a robot that does not load is an error
+    box = mask_to_box(Dataset(root).mask(0)).expand(3)
+    argv = ["label", str(root), "--box", f"{box.x},{box.y},{box.w},{box.h}", "--max-frames", "3", "--no-motion"]
+    assert cli.main(argv + ["--out", str(tmp_path / "a"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert sum(out["robot_fit"].values()) == 3
+    assert cli.main(argv + ["--no-fit", "--out", str(tmp_path / "b")]) == 0
+    assert "fitted" not in capsys.readouterr().out
+    assert "robot_fit" not in Dataset(tmp_path / "b").meta["labelling"]

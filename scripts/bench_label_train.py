@@ -72,7 +72,7 @@ def main() -> None:
         labels = Path(args.labels)
         lab = score(Path(args.data) / args.train, labels, 200)
     else:
-        lab = run_one((str(Path(args.data) / args.train), "tight", args.labeller, args.work, 200))
+        lab = run_one((str(Path(args.data) / args.train), "tight", args.labeller, args.work, 200, None))
         labels = Path(args.work) / args.labeller / args.train / "tight"
     out = {"train_clip": args.train, "labeller": args.labeller, "labels": str(labels), "label_iou": lab["mean_iou"],
            "minutes": args.minutes, "threads": args.threads}

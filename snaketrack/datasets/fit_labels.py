@@ -157,6 +157,9 @@ class LabelFitter:
 
         cfg = self.config
         label = np.asarray(label, bool)
+        if not self.tracker.started and np.count_nonzero(label) < self.tracker.config.min_mask_px:
+            self.counts["label"] += 1  # too small to start the model on: it starts on a later label
+            return FittedFrame(label, "lost", float("nan"), "label")
         state = self.tracker.step(label) if self.tracker.started else self.tracker.start(label)
         sil = self.renderer.mask(state.pose_vector(self.renderer.layout))
         iou = mask_iou(sil, label)

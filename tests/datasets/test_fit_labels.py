@@ -138,6 +138,21 @@ def test_a_label_the_fit_cannot_explain_is_kept(labelled, tmp_path):
         assert np.array_equal(a, b)
 
 
+def test_the_fit_starts_on_the_first_label_large_enough(labelled, tmp_path):
+    """Labels too small to start the model on (an empty first cut) are kept; the fit starts after them."""
+    root, truths = labelled
+    src = Dataset(root)
+    late = tmp_path / "late"
+    with DatasetWriter(late, src.meta) as w:
+        for i in range(6):
+            w.write_frame(src.frame(i), src.mask(i) if i >= 2 else np.zeros((H, W), bool))
+    rep = fit_labels(late, tmp_path / "fit", progress=False)
+    rows = list(csv.DictReader((tmp_path / "fit" / FIT_CSV).open()))
+    assert [r["source"] for r in rows[:2]] == ["label", "label"] and rep["kept_label"] == 2
+    assert all(r["status"] == "tracked" and r["source"] in ("fit", "trim") for r in rows[2:])
+    assert not any(m.any() for m in _masks(tmp_path / "fit")[:2])
+
+
 def test_resume_after_interruption(labelled, tmp_path, monkeypatch):
     root, _ = labelled
     fit_labels(root, tmp_path / "whole", progress=False)
@@ -167,9 +182,9 @@ def test_bad_input(labelled, tmp_path):
     no_k = tmp_path / "noK"
     with DatasetWriter(no_k, {"width": W, "height": H, "fps": 30.0, "robot": "planar-snake-11"}) as w:
         w.write_frame(np.zeros((H, W, 3), np.uint8), np.zeros((H, W), bool))
-    # no calibration: a phone's field of view is assumed, said; then the empty label cannot be fitted
-    with pytest.warns(SnaketrackWarning, match="--intrinsics"), pytest.raises(InputError, match="first mask"):
-        fit_labels(no_k, tmp_path / "o", progress=False)
+    # no calibration: a phone's field of view is assumed, said; the empty label is kept
+    with pytest.warns(SnaketrackWarning, match="--intrinsics"):
+        assert fit_labels(no_k, tmp_path / "o", progress=False)["kept_label"] == 1
     with pytest.raises(InputError, match="agree-px"):
         FitConfig(agree_px=-1)
     with pytest.raises(InputError, match="trim-px"):

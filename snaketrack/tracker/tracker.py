@@ -121,11 +121,11 @@ class Tracker:
         m = self._check_mask(first_mask)
         self.up = None if up is None else np.asarray(up, float)
         self.ground_prior.set_ratio(ground)
-        self.frame = 0
-        self.started = True
         if m.sum() < self.config.min_mask_px and initial_guess is None:
             raise InputError(f"first mask has {int(m.sum())} pixels; expected at least "
                              f"{self.config.min_mask_px} to initialise (or give initial_guess)")
+        self.frame = 0
+        self.started = True
         obs = observe(m, self.config.refine)
         if initial_guess is not None:
             x0 = initial_guess.pose_vector(self.layout) if isinstance(initial_guess, TrackState) \

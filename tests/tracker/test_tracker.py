@@ -115,6 +115,8 @@ def test_session_errors(sequence):
         trk.start(np.zeros((10, 10), bool))
     with pytest.raises(InputError):
         trk.start(np.zeros((H, W), bool))  # nothing to initialise from
+    with pytest.raises(StateError):
+        trk.step(frames[0][0])  # a start that failed started nothing
     with pytest.raises(InputError):
         TrackerConfig(model="mesh")
 

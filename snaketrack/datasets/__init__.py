@@ -3,7 +3,8 @@
 - :func:`open_frames`: a video, an image folder or a dataset folder as ``(index, rgb)`` frames.
 - :class:`Dataset` / :class:`DatasetWriter`: the folder layout of frames, masks, ``meta.json``, ``truth.jsonl``.
 - :func:`label_video`: box-prompted labels of a video (SAM or GrabCut), each frame prompted by the last good mask.
-- :func:`fit_labels`: labels replaced or trimmed by the robot model's silhouette fitted to them.
+- :func:`fit_labels`: labels replaced or trimmed by the robot model's silhouette fitted to them;
+  :class:`FittedBackend` / :class:`LabelFitter`: the same while labelling.
 """
 from snaketrack._exports import lazy_exports
 
@@ -13,6 +14,7 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "Dataset": "layout", "DatasetWriter": "layout", "read_image": "layout", "read_mask": "layout",
     "LabelConfig": "label", "Labeller": "label", "label_video": "label",
     "GrabCutBackend": "grabcut_backend", "SamBackend": "sam_backend", "load_sam": "sam_backend",
-    "FitConfig": "fit_labels", "fit_labels": "fit_labels",
+    "FitConfig": "fit_labels", "fit_labels": "fit_labels", "FittedBackend": "fit_labels",
+    "LabelFitter": "fit_labels",
     "write_toy_dataset": "toy",
 })

@@ -109,8 +109,6 @@ def build_backend(name: str, source=None, robot: str | None = None, intrinsics=N
         name = "sam" if sam_checkpoint else "grabcut"
     if fit and name == "guided":
         raise InputError("--fit: the guided backend fits the robot model itself; drop --fit")
-    if fit and not (robot or meta.get("robot_file") or meta.get("robot")):
-        raise InputError("--fit needs the robot: give --robot NAME|FILE (the source's meta.json names none)")
     if fit and source is None:
         raise InputError("--fit needs the video it labels")
     fit_robot = None
@@ -119,26 +117,22 @@ def build_backend(name: str, source=None, robot: str | None = None, intrinsics=N
     backend = _box_backend(name, source, robot, intrinsics, sam_checkpoint, sam_model, device, stride, motion, meta)
     if fit_robot is None:
         return backend
-    import numpy as np
-
     from snaketrack.datasets.fit_labels import FittedBackend, LabelFitter
 
-    cam = _guide_camera(source, intrinsics, meta)
-    if cam.has_distortion and np.any(np.asarray(cam.dist) != 0):
-        raise InputError("--fit: the calibration has lens distortion; label an undistorted video (the fitted "
-                         "silhouette is drawn with the pinhole model), or give --no-fit")
-    fitter = LabelFitter(fit_robot, cam.K, source.width, source.height,
-                         fps=float(source.fps) / max(int(stride), 1))
-    return FittedBackend(backend, fitter)
+    camera = _guide_camera(source, intrinsics, meta)
+    return FittedBackend(backend, LabelFitter(fit_robot, camera, fps=float(source.fps) / max(int(stride), 1)))
 
 
 def _fit_robot(robot, meta: dict, required: bool):
     """The robot the labels are fitted to: ``robot``, else the one the source's meta.json names; None when
-    neither names one, or (not ``required``, with a warning) when the meta.json's does not load."""
+    neither names one, or (not ``required``, with a warning) when the meta.json's does not load. ``required``
+    (``--fit``): neither naming one, or one that does not load, is an error."""
     from snaketrack.errors import SnaketrackError, SnaketrackWarning
     from snaketrack.models.robot import source_robot
 
     if not (robot or meta.get("robot_file") or meta.get("robot")):
+        if required:
+            raise InputError("--fit needs the robot: give --robot NAME|FILE (the source's meta.json names none)")
         return None
     try:
         return source_robot(robot, meta)

@@ -138,18 +138,23 @@ class FittedFrame:
 class LabelFitter:
     """The robot model fitted to labels frame by frame, and each label decided by the fit (module doc).
 
-    robot: :class:`~snaketrack.models.robot.Robot`; K: (3, 3) pinhole intrinsics [px]; width, height: the
-    frames' size [px]; fps: the labels' frame rate [1/s]. Call it with each frame's label, in order.
+    robot: :class:`~snaketrack.models.robot.Robot`; camera: the labels' pinhole
+    :class:`~snaketrack.tracker.camera.Camera` (its size is the frames'; lens distortion is refused: the
+    silhouette is drawn without it); fps: the labels' frame rate [1/s]. Call it with each frame's label,
+    in order.
     """
 
-    def __init__(self, robot, K: np.ndarray, width: int, height: int, fps: float = 30.0,
-                 config: FitConfig = FitConfig()):
+    def __init__(self, robot, camera, fps: float = 30.0, config: FitConfig = FitConfig()):
         from snaketrack.tracker.render import SilhouetteRenderer
         from snaketrack.tracker.tracker import Tracker
 
+        if camera.has_distortion and np.any(np.asarray(camera.dist) != 0):
+            raise InputError("the calibration has lens distortion, and the fitted silhouette is drawn with the "
+                             "pinhole model: label an undistorted video")
+        width, height = camera.size
         self.config = config
-        self.tracker = Tracker(robot, np.asarray(K, float), width, height, fps=fps)
-        self.renderer = SilhouetteRenderer(robot, np.asarray(K, float), width, height)
+        self.tracker = Tracker(robot, camera.K, width, height, fps=fps)
+        self.renderer = SilhouetteRenderer(robot, camera.K, width, height)
         self.counts = {"fit": 0, "trim": 0, "label": 0}
 
     def __call__(self, label: np.ndarray) -> FittedFrame:
@@ -232,9 +237,6 @@ def fit_labels(labels: str | os.PathLike, out: str | os.PathLike, robot_spec: Op
     robot = source_robot(robot_spec, ds.meta)
     width, height = ds.width, ds.height
     camera = source_camera(ds.meta, width, height, intrinsics, str(labels))
-    if camera.has_distortion and np.any(np.asarray(camera.dist) != 0):
-        raise InputError("fit-labels: the calibration has lens distortion; label an undistorted video "
-                         "(the fitted silhouette is drawn with the pinhole model)")
 
     fit_meta = dict(asdict(config), labels=str(labels.resolve()), robot=robot.name)
     if (out / "meta.json").is_file():
@@ -256,7 +258,7 @@ def fit_labels(labels: str | os.PathLike, out: str | os.PathLike, robot_spec: Op
         done = {int(f) for f in read_csv_columns(out / FIT_CSV)["frame"]}
     rows = CsvAppender(out / FIT_CSV, FIT_COLUMNS, resume=bool(done))
 
-    fitter = LabelFitter(robot, camera.K, width, height, fps=ds.fps, config=config)
+    fitter = LabelFitter(robot, camera, fps=ds.fps, config=config)
     bar = None
     if progress:
         from tqdm import tqdm

@@ -185,6 +185,11 @@ def test_bad_input(labelled, tmp_path):
     # no calibration: a phone's field of view is assumed, said; the empty label is kept
     with pytest.warns(SnaketrackWarning, match="--intrinsics"):
         assert fit_labels(no_k, tmp_path / "o", progress=False)["kept_label"] == 1
+    distorted = tmp_path / "distorted.json"
+    K = Dataset(root).meta["K"]
+    distorted.write_text(json.dumps({"camera_matrix": K, "dist_coeffs": [-0.2, 0.05, 0, 0, 0]}))
+    with pytest.raises(InputError, match="lens distortion"):
+        fit_labels(root, tmp_path / "d", intrinsics=str(distorted), progress=False)
     with pytest.raises(InputError, match="agree-px"):
         FitConfig(agree_px=-1)
     with pytest.raises(InputError, match="trim-px"):

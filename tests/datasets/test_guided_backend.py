@@ -26,6 +26,7 @@ from snaketrack.datasets.video import open_frames
 from snaketrack.errors import InputError, SnaketrackError, SnaketrackWarning
 from snaketrack.masks import mask_iou
 from snaketrack.models.robot import load_robot
+from snaketrack.tracker.camera import Camera
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -102,9 +103,8 @@ def test_labels_fitted_while_labelling_equal_the_labels_fitted_after(video, tmp_
     it, and each written label is what ``fit-labels`` makes of the unfitted one; nearer the truth than it."""
     root, truths, posts = video
     robot = load_robot("planar-snake-11")
-    K = np.asarray(Dataset(root).meta["K"])
     plain = _label(root, GrabCutBackend(), tmp_path / "plain")
-    backend = FittedBackend(GrabCutBackend(), LabelFitter(robot, K, W, H, 30.0))
+    backend = FittedBackend(GrabCutBackend(), LabelFitter(robot, Camera.from_meta(Dataset(root).meta), 30.0))
     fitted = _label(root, backend, tmp_path / "fitted")
     after = fit_labels(tmp_path / "plain", tmp_path / "after", progress=False)
     assert after["fitted"] == sum(backend.fitter.counts[k] for k in ("fit", "trim")) >= N - 1

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 import cv2
 import numpy as np
@@ -31,6 +30,7 @@ def main() -> None:
     args = ap.parse_args()
     import torch
 
+    from snaketrack.datasets.layout import Dataset
     from snaketrack.masks import mask_iou
     from snaketrack.training.model import load_model
     from snaketrack.training.segmenter import Segmenter
@@ -38,13 +38,11 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     model, config, _ = load_model(args.model)
     seg = Segmenter(model, config, scale=1.0, flips=1, region=False, edges=False)
-    root = Path(args.dataset)
-    frames, masks = sorted((root / "frames").glob("*")), sorted((root / "masks").glob("*"))
-    if not frames or len(frames) != len(masks):
-        raise SystemExit(f"{root}: expected frames/ and masks/ of equal length")
-    picks = np.linspace(0, len(frames) - 1, args.frames).round().astype(int)
-    pairs = [(cv2.cvtColor(cv2.imread(str(frames[i])), cv2.COLOR_BGR2RGB),
-              cv2.imread(str(masks[i]), cv2.IMREAD_GRAYSCALE) > 127) for i in picks]
+    ds = Dataset(args.dataset)
+    if not len(ds) or not ds.has_masks:
+        raise SystemExit(f"{args.dataset}: expected a dataset with frames/ and masks/")
+    picks = np.linspace(0, len(ds) - 1, args.frames).round().astype(int)
+    pairs = [(ds.frame(i), ds.mask(i)) for i in picks]
     near = np.ones((9, 9), np.uint8)
     rows = []
     for sx in (int(s) for s in args.shifts.split(",")):

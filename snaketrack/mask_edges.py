@@ -6,6 +6,11 @@ a labeller's cut and a segmenter's thresholded probability are both off by about
 pixel where the colours on either side say so clearly, and leaves it elsewhere. Used on the written
 labels (:mod:`snaketrack.datasets.grabcut_backend`) and on the segmenter's masks
 (:mod:`snaketrack.training.segmenter`).
+
+:func:`snap_edges` then lets the image's own edges place the mask's: the mask is smoothed by a guided
+filter with the frame as guide (He, Sun and Tang, "Guided Image Filtering", 2013: in each small window
+the output is an affine function of the pixel's colour fitted to the mask there), so its 0.5 level
+follows a colour edge where one runs beside the mask's edge. Used on the written labels.
 """
 from __future__ import annotations
 
@@ -64,4 +69,69 @@ def unmix_edges(img: np.ndarray, mask: np.ndarray, margin: float = 0.3, sigma_px
     keep = np.where(n2 > min_contrast ** 2, np.where(inside, a >= 0.5 - margin, a > 0.5 + margin), inside)
     out = m.copy()
     out[y0:y1, x0:x1][band] = keep
+    return out
+
+
+def guided_filter(guide: np.ndarray, src: np.ndarray, radius_px: int, eps: float) -> np.ndarray:
+    """The colour guided filter of ``src`` by ``guide`` (He, Sun and Tang 2013, algorithm 1, colour guide).
+
+    In every (2r+1)² window ``w_k`` the output is ``a_kᵀ I + b_k``, with ``a_k, b_k`` minimising
+    ``Σ_{i∈w_k} (a_kᵀ I_i + b_k − p_i)² + |w_k| ε |a_k|²``; each pixel's output averages the models of the
+    windows that hold it. guide: float (H, W, 3), colours in [0, 1]; src: float (H, W); radius_px: r
+    [pixels]; eps: ε, the ridge on ``a`` [colour units²] (larger: smoother, less edge-following). Windows
+    at the image's border are reflected (OpenCV's ``BORDER_REFLECT_101``). Returns float32 (H, W).
+    """
+    g = np.asarray(guide, np.float32)
+    p = np.asarray(src, np.float32)
+    k = (2 * int(radius_px) + 1,) * 2
+
+    def mean(x: np.ndarray) -> np.ndarray:
+        return cv2.boxFilter(x, -1, k)
+
+    m_i = mean(g)                                                    # (H, W, 3)
+    m_p = mean(p)
+    cov_ip = mean(g * p[..., None]) - m_i * m_p[..., None]           # (H, W, 3)
+    outer = (g[..., :, None] * g[..., None, :]).reshape(g.shape[:2] + (9,))
+    var = mean(outer).reshape(g.shape[:2] + (3, 3)) - m_i[..., :, None] * m_i[..., None, :]
+    var += float(eps) * np.eye(3, dtype=np.float32)
+    a = np.linalg.solve(var, cov_ip[..., None])[..., 0]              # (H, W, 3)
+    b = m_p - (a * m_i).sum(-1)
+    return (mean(a) * g).sum(-1) + mean(b)
+
+
+def snap_edges(img: np.ndarray, mask: np.ndarray, radius_px: int = 5, eps: float = 3e-4, delta: float = 0.1,
+               band_px: int = 1) -> np.ndarray:
+    """Move a mask's edge onto the image's colour edge beside it, by at most ``band_px`` pixels.
+
+    The mask ``p`` is smoothed by :func:`guided_filter` with the image as guide (``radius_px`` [pixels],
+    ``eps`` [(colour/255)²]) into ``q``; the same filter on a flat image is two box means of ``p``, ``q0``,
+    so ``q − q0`` is the part of the smoothing the image's colours drive. A pixel within ``band_px``
+    (chessboard distance) of the mask's edge leaves the mask where ``q − q0 < −delta`` and joins it where
+    ``q − q0 > delta``; elsewhere, and wherever the image is flat, the mask stays as it was (a thin mask on
+    a flat image is not eroded). img (H, W, 3) uint8 in any channel order, mask bool (H, W); returns a new
+    bool (H, W).
+
+    >>> img = np.full((24, 40, 3), 190, np.uint8); img[8:16, 4:36] = (30, 60, 200)   # a blue bar on grey
+    >>> m = np.zeros((24, 40), bool); m[7:17, 4:36] = True                           # a row too many each side
+    >>> int(m.sum()), int(snap_edges(img, m).sum()), int(snap_edges(np.full_like(img, 190), m).sum())
+    (320, 256, 320)
+    """
+    m = np.asarray(mask, bool)
+    rows, cols = np.flatnonzero(m.any(axis=1)), np.flatnonzero(m.any(axis=0))
+    if rows.size == 0 or band_px < 1:
+        return m.copy()
+    r = int(radius_px)
+    pad = 2 * r + int(band_px) + 1
+    y0, y1 = max(rows[0] - pad, 0), min(rows[-1] + pad + 1, m.shape[0])
+    x0, x1 = max(cols[0] - pad, 0), min(cols[-1] + pad + 1, m.shape[1])
+    mc = m[y0:y1, x0:x1]
+    p = mc.astype(np.float32)
+    q = guided_filter(img[y0:y1, x0:x1].astype(np.float32) / 255.0, p, r, eps)
+    q0 = cv2.boxFilter(cv2.boxFilter(p, -1, (2 * r + 1,) * 2), -1, (2 * r + 1,) * 2)
+    drive = q - q0
+    square = np.ones((2 * int(band_px) + 1,) * 2, np.uint8)
+    m8 = mc.astype(np.uint8)
+    band = cv2.dilate(m8, square).astype(bool) & ~cv2.erode(m8, square, borderType=cv2.BORDER_REPLICATE).astype(bool)
+    out = m.copy()
+    out[y0:y1, x0:x1][band] = np.where(mc, drive > -delta, drive > delta)[band]
     return out

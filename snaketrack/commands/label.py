@@ -202,6 +202,9 @@ def add_fit_arguments(p: argparse.ArgumentParser) -> None:
                         "silhouette grown by --trim-px")
     p.add_argument("--trim-px", type=int, default=1, metavar="PX",
                    help="a trimmed label keeps what lies this close to the fitted silhouette [pixels] (default 1)")
+    p.add_argument("--no-snap", action="store_true",
+                   help="leave the edge of a replaced or trimmed label where the fit put it (default: moved onto the "
+                        "frame's colour edge beside it, by at most a pixel)")
     p.add_argument("--out", required=True, metavar="DATASET", help="output dataset folder (resumed if it exists)")
     p.add_argument("--json", action="store_true", help="print a JSON summary instead of a sentence")
 
@@ -211,7 +214,7 @@ def run_fit(args: argparse.Namespace) -> int:
 
     rep = fit_labels(args.labels, args.out, args.robot, camera_of(args),
                      FitConfig(agree_px=args.agree_px, min_iou=args.min_iou, replace_iou=args.replace_iou,
-                               keep_edge=args.keep_edge, trim_px=args.trim_px))
+                               keep_edge=args.keep_edge, trim_px=args.trim_px, snap=not args.no_snap))
     if args.json:
         print(json.dumps(dict(rep, out=args.out)))
     else:

@@ -27,6 +27,11 @@ model's silhouette at the fitted state explains it (IoU of silhouette and label)
 - otherwise (IoU < ``min_iou``, or the tracker's state is not ``tracked``:
   coasting, lost, no mask) the label is kept.
 
+A label the fit replaced or trimmed then has its edge moved onto the frame's
+colour edge beside it, by at most a pixel (``snap``,
+:func:`~snaketrack.mask_edges.snap_edges`): the model's outline is a capsule's,
+the frame's is the body's.
+
 Where the fitted model and the label agree closely (a robot seen from above on
 open ground) the model's outline is nearer the truth than GrabCut's; where they
 agree less (the model's capsules against a body whose housings bulge, a view
@@ -74,13 +79,15 @@ class FitConfig:
     min_iou: the least IoU of silhouette and label for the fit to change the label at all;
     replace_iou: the least IoU for the silhouette to replace the label (below it, down to min_iou, the
     label is trimmed); keep_edge: never replace, only trim; trim_px: a trimmed label keeps what lies
-    within this many pixels [city-block] of the fitted silhouette."""
+    within this many pixels [city-block] of the fitted silhouette; snap: a label replaced or trimmed has its
+    edge moved onto the frame's colour edge (:func:`~snaketrack.mask_edges.snap_edges`)."""
 
     agree_px: int = 2
     min_iou: float = 0.7
     replace_iou: float = 0.85
     keep_edge: bool = False
     trim_px: int = 1
+    snap: bool = True
 
     def __post_init__(self) -> None:
         if self.agree_px < 0:
@@ -141,7 +148,7 @@ class LabelFitter:
     robot: :class:`~snaketrack.models.robot.Robot`; camera: the labels' pinhole
     :class:`~snaketrack.tracker.camera.Camera` (its size is the frames'; lens distortion is refused: the
     silhouette is drawn without it); fps: the labels' frame rate [1/s]. Call it with each frame's label,
-    in order.
+    in order, and its frame (RGB uint8 (H, W, 3)) for ``FitConfig.snap``.
     """
 
     def __init__(self, robot, camera, fps: float = 30.0, config: FitConfig = FitConfig()):
@@ -157,7 +164,8 @@ class LabelFitter:
         self.renderer = SilhouetteRenderer(robot, camera.K, width, height)
         self.counts = {"fit": 0, "trim": 0, "label": 0}
 
-    def __call__(self, label: np.ndarray) -> FittedFrame:
+    def __call__(self, label: np.ndarray, frame: Optional[np.ndarray] = None) -> FittedFrame:
+        from snaketrack.mask_edges import snap_edges
         from snaketrack.masks import mask_iou
 
         cfg = self.config
@@ -174,6 +182,8 @@ class LabelFitter:
             mask, source = trimmed_label(sil, label, cfg.trim_px), "trim"
         else:
             mask, source = fitted_label(sil, label, cfg.agree_px), "fit"
+        if source != "label" and cfg.snap and frame is not None:
+            mask = snap_edges(frame, mask)
         self.counts[source] += 1
         return FittedFrame(mask, state.status, float(iou), source)
 
@@ -182,7 +192,8 @@ class FittedBackend:
     """A box-prompted backend whose written labels are fitted to the robot model while labelling.
 
     The backend's own masks prompt the next frame and pass the labeller's quality guard, as they would
-    without the fit; only the label written (the backend's ``polish``, then ``fitter``) changes.
+    without the fit; only the label written (the backend's ``polish``, then ``fitter`` with the frame)
+    changes.
     backend: a :class:`~snaketrack.datasets.label.BoxPredictor`; fitter: a :class:`LabelFitter`, called on
     every frame in order (a resumed labelling run starts the fit afresh from its first new frame).
     """
@@ -191,6 +202,7 @@ class FittedBackend:
         self.backend = backend
         self.fitter = fitter
         self.name = backend.name
+        self._frame: Optional[np.ndarray] = None
 
     @property
     def robot_fit(self) -> dict[str, Any]:
@@ -202,9 +214,11 @@ class FittedBackend:
             self.backend.seek(index)
 
     def set_image(self, rgb: np.ndarray) -> None:
+        self._frame = rgb
         self.backend.set_image(rgb)
 
     def reset_image(self) -> None:
+        self._frame = None
         self.backend.reset_image()
 
     def predict(self, box, prior: Optional[np.ndarray] = None) -> np.ndarray:
@@ -212,7 +226,7 @@ class FittedBackend:
 
     def polish(self, mask: np.ndarray) -> np.ndarray:
         polish = getattr(self.backend, "polish", None)
-        return self.fitter(polish(mask) if polish is not None else mask).mask
+        return self.fitter(polish(mask) if polish is not None else mask, self._frame).mask
 
 
 def fit_labels(labels: str | os.PathLike, out: str | os.PathLike, robot_spec: Optional[str] = None,
@@ -270,7 +284,7 @@ def fit_labels(labels: str | os.PathLike, out: str | os.PathLike, robot_spec: Op
             label = ds.mask(i)
             if label is None:
                 raise InputError(f"{labels}: frame {ds.frame_path(i).name} has no mask in masks/")
-            res = fitter(label)
+            res = fitter(label, ds.frame(i) if config.snap else None)
             if res.source != "label":
                 ious.append(res.iou)
             if i not in done:

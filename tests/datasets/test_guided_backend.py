@@ -17,13 +17,14 @@ import numpy as np
 import pytest
 
 from snaketrack.datasets.boxes import Box, mask_to_box
-from snaketrack.datasets.fit_labels import FittedBackend, LabelFitter, fit_labels
+from snaketrack.datasets.fit_labels import FitConfig, FittedBackend, LabelFitter, fit_labels
 from snaketrack.datasets.grabcut_backend import GrabCutBackend
 from snaketrack.datasets.guided_backend import GuideConfig, GuidedBackend
 from snaketrack.datasets.label import LabelConfig, label_video
 from snaketrack.datasets.layout import Dataset
 from snaketrack.datasets.video import open_frames
 from snaketrack.errors import InputError, SnaketrackError, SnaketrackWarning
+from snaketrack.mask_edges import snap_edges
 from snaketrack.masks import mask_iou
 from snaketrack.models.robot import load_robot
 from snaketrack.tracker.camera import Camera
@@ -103,13 +104,24 @@ def test_labels_fitted_while_labelling_equal_the_labels_fitted_after(video, tmp_
     it, and each written label is what ``fit-labels`` makes of the unfitted one; nearer the truth than it."""
     root, truths, posts = video
     robot = load_robot("planar-snake-11")
+    camera = Camera.from_meta(Dataset(root).meta)
     plain = _label(root, GrabCutBackend(), tmp_path / "plain")
-    backend = FittedBackend(GrabCutBackend(), LabelFitter(robot, Camera.from_meta(Dataset(root).meta), 30.0))
-    fitted = _label(root, backend, tmp_path / "fitted")
-    after = fit_labels(tmp_path / "plain", tmp_path / "after", progress=False)
+    # without the snap to the frame, which sees the source's frames while labelling and their JPEG copies after
+    unsnapped = FitConfig(snap=False)
+    backend = FittedBackend(GrabCutBackend(), LabelFitter(robot, camera, 30.0, unsnapped))
+    _label(root, backend, tmp_path / "unsnapped")
+    after = fit_labels(tmp_path / "plain", tmp_path / "after", config=unsnapped, progress=False)
     assert after["fitted"] == sum(backend.fitter.counts[k] for k in ("fit", "trim")) >= N - 1
-    for a, b in zip(fitted, _masks(tmp_path / "after")):
+    for a, b in zip(_masks(tmp_path / "unsnapped"), _masks(tmp_path / "after")):
         assert np.array_equal(a, b)
+    # by default a label the fit changed is then snapped to the frame it was cut from
+    backend = FittedBackend(GrabCutBackend(), LabelFitter(robot, camera, 30.0))
+    fitted = _label(root, backend, tmp_path / "fitted")
+    refit, src = LabelFitter(robot, camera, 30.0, unsnapped), Dataset(root)
+    for i, (label, written) in enumerate(zip(plain, fitted)):
+        res = refit(label)
+        expect = snap_edges(src.frame(i), res.mask) if res.source != "label" else res.mask
+        assert np.array_equal(written, expect)
     assert (tmp_path / "plain" / "labels.csv").read_text() == (tmp_path / "fitted" / "labels.csv").read_text()
     iou_plain = np.mean([mask_iou(m, t) for m, t in zip(plain, truths)])
     iou_fitted = np.mean([mask_iou(m, t) for m, t in zip(fitted, truths)])

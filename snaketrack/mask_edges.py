@@ -78,9 +78,11 @@ def guided_filter(guide: np.ndarray, src: np.ndarray, radius_px: int, eps: float
     In every (2r+1)² window ``w_k`` the output is ``a_kᵀ I + b_k``, with ``a_k, b_k`` minimising
     ``Σ_{i∈w_k} (a_kᵀ I_i + b_k − p_i)² + |w_k| ε |a_k|²``; each pixel's output averages the models of the
     windows that hold it. guide: float (H, W, 3), colours in [0, 1]; src: float (H, W); radius_px: r
-    [pixels]; eps: ε, the ridge on ``a`` [colour units²] (larger: smoother, less edge-following). Windows
+    [pixels]; eps: ε > 0, the ridge on ``a`` [colour units²] (larger: smoother, less edge-following). Windows
     at the image's border are reflected (OpenCV's ``BORDER_REFLECT_101``). Returns float32 (H, W).
     """
+    if not eps > 0:
+        raise ValueError(f"guided_filter: eps {eps}; expected > 0")
     g = np.asarray(guide, np.float32)
     p = np.asarray(src, np.float32)
     k = (2 * int(radius_px) + 1,) * 2
@@ -91,10 +93,17 @@ def guided_filter(guide: np.ndarray, src: np.ndarray, radius_px: int, eps: float
     m_i = mean(g)                                                    # (H, W, 3)
     m_p = mean(p)
     cov_ip = mean(g * p[..., None]) - m_i * m_p[..., None]           # (H, W, 3)
-    outer = (g[..., :, None] * g[..., None, :]).reshape(g.shape[:2] + (9,))
-    var = mean(outer).reshape(g.shape[:2] + (3, 3)) - m_i[..., :, None] * m_i[..., None, :]
-    var += float(eps) * np.eye(3, dtype=np.float32)
-    a = np.linalg.solve(var, cov_ip[..., None])[..., 0]              # (H, W, 3)
+    pairs = ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
+    second = mean(np.stack([g[..., i] * g[..., j] for i, j in pairs], -1))
+    s00, s01, s02, s11, s12, s22 = (second[..., n] - m_i[..., i] * m_i[..., j] for n, (i, j) in enumerate(pairs))
+    s00, s11, s22 = s00 + eps, s11 + eps, s22 + eps
+    # a = Σ⁻¹ cov by the symmetric 3×3 adjugate (positive definite for eps > 0), elementwise over the image
+    c00, c01, c02 = s11 * s22 - s12 * s12, s02 * s12 - s01 * s22, s01 * s12 - s02 * s11
+    c11, c12, c22 = s00 * s22 - s02 * s02, s01 * s02 - s00 * s12, s00 * s11 - s01 * s01
+    det = s00 * c00 + s01 * c01 + s02 * c02
+    v0, v1, v2 = cov_ip[..., 0], cov_ip[..., 1], cov_ip[..., 2]
+    a = np.stack([c00 * v0 + c01 * v1 + c02 * v2, c01 * v0 + c11 * v1 + c12 * v2,
+                  c02 * v0 + c12 * v1 + c22 * v2], -1) / det[..., None]  # (H, W, 3)
     b = m_p - (a * m_i).sum(-1)
     return (mean(a) * g).sum(-1) + mean(b)
 

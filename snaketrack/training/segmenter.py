@@ -22,7 +22,8 @@ cannot. In both, each mask keeps only its robot
 three body widths of those taken): one robot is in view, and specks of false robot farther off are dropped,
 however large; and its edge pixels are then decided by their colour
 (:func:`~snaketrack.mask_edges.unmix_edges`): a pixel beside the edge that is clearly more robot than
-ground joins the mask, one clearly less leaves it.
+ground joins the mask, one clearly less leaves it; last, the edge is moved onto the frame's own colour
+edge beside it by at most a pixel (:func:`~snaketrack.mask_edges.snap_edges`).
 
 >>> import tempfile, os, numpy as np, torch
 >>> from snaketrack.training.model import SegmenterConfig, build_model, save_model
@@ -44,7 +45,7 @@ import numpy as np
 import torch
 
 from snaketrack.errors import InputError
-from snaketrack.mask_edges import unmix_edges
+from snaketrack.mask_edges import snap_edges, unmix_edges
 from snaketrack.training.data import normalise, resize_to
 from snaketrack.training.live import check_setting, live_network
 from snaketrack.training.model import (
@@ -77,7 +78,8 @@ class Segmenter:
     only on each mask's robot (:func:`~snaketrack.training.window.robot_pieces`: specks of false robot
     farther than three body widths from it are dropped);
     ``edges``: decide each mask's edge pixels by their colour (:func:`~snaketrack.mask_edges.unmix_edges`,
-    after the threshold; the probabilities are the network's); ``wait``: with a window and an engine that
+    then :func:`~snaketrack.mask_edges.snap_edges`, after the threshold; the probabilities are the network's);
+    ``wait``: with a window and an engine that
     compiles each input size on its first use (OpenVINO, ≈ 0.1–1 s a size), whether a frame waits for its
     window's new size to compile (the same masks on every run: a file's choice) or is segmented in the
     smallest larger window already compiled while the size compiles in the background (no frame stalls,
@@ -190,7 +192,7 @@ class Segmenter:
         """Masks bool (B, H, W) for RGB uint8 frames (B, H, W, 3)."""
         masks = self.predict_proba_batch(frames) > self.threshold
         if self.edges:
-            masks = np.stack([unmix_edges(np.asarray(f), m) for f, m in zip(frames, masks)])
+            masks = np.stack([snap_edges(np.asarray(f), unmix_edges(np.asarray(f), m)) for f, m in zip(frames, masks)])
         return masks
 
     def predict_proba(self, rgb: np.ndarray) -> np.ndarray:

@@ -245,9 +245,11 @@ def test_all_pieces_and_network_edges_turn_the_region_and_the_edge_step_off(comm
 
 def test_the_segmenter_decides_its_masks_edges_by_colour():
     """A network whose mask lies one pixel low on a drawn robot (ground taken in below it, its top rim left
-    out): the masks' edge step moves it back; ``edges=False`` returns the network's mask as it is."""
+    out): the masks' edge steps move it back (the colour mix, then the snap to the frame's edge);
+    ``edges=False`` returns the network's mask as it is."""
     from drawn_robot import supersampled_snake
 
+    from snaketrack.mask_edges import snap_edges, unmix_edges
     from snaketrack.masks import mask_iou
     from snaketrack.training.segmenter import Segmenter
 
@@ -268,6 +270,7 @@ def test_the_segmenter_decides_its_masks_edges_by_colour():
     seg = Segmenter(model, cfg, scale=1.0, flips=1, network=network)
     fixed = seg.predict(img)
     assert mask_iou(fixed, truth) > mask_iou(raw, truth) + 0.1 and mask_iou(fixed, truth) > 0.93
+    np.testing.assert_array_equal(fixed, snap_edges(img, unmix_edges(img, raw)))
     np.testing.assert_array_equal(seg.predict_batch([img, img])[1], fixed)
 
 

@@ -177,10 +177,13 @@ class Resize:
         return resize_to(image, self.size[::-1]) if self.active else image
 
     def mask(self, mask: np.ndarray) -> np.ndarray:
-        """A mask resized as its frame is, keeping the pixels more than half covered."""
-        from snaketrack.training.data import resize_mask
+        """A mask keeps the pixels at least half covered."""
+        import cv2
 
-        return resize_mask(mask, self.size[::-1]) if self.active else mask
+        if not self.active:
+            return mask
+        m = cv2.resize(np.asarray(mask, dtype=np.uint8) * 255, self.size, interpolation=cv2.INTER_AREA)
+        return m >= 128
 
 
 class TrackingSession:

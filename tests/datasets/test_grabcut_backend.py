@@ -8,6 +8,7 @@ from snaketrack.datasets.grabcut_backend import GrabCutBackend
 from snaketrack.datasets.layout import Dataset
 from snaketrack.datasets.toy import write_toy_dataset
 from snaketrack.errors import InputError, StateError
+from snaketrack.mask_edges import snap_edges
 from snaketrack.training.evaluate import evaluate_dataset_masks
 
 
@@ -293,7 +294,8 @@ def test_a_cut_that_collapses_onto_the_red_head_is_cut_again_with_the_body_s_col
 
 
 def test_the_written_label_takes_back_an_edge_row_the_cut_lost():
-    """The polish (after ``set_image``) decides the edge by colour; the unpolished mask is left as cut."""
+    """The polish (after ``set_image``) decides the edge by colour, and then snaps it to the frame's; the
+    unpolished mask is left as cut."""
     from snaketrack.datasets.grabcut_backend import GrabCutConfig
     from snaketrack.masks import mask_iou
 
@@ -302,9 +304,12 @@ def test_the_written_label_takes_back_an_edge_row_the_cut_lost():
     gc = GrabCutBackend()
     gc.set_image(img)
     label = gc.polish(cut)
-    off = GrabCutBackend(GrabCutConfig(edge_margin=None))
+    off = GrabCutBackend(GrabCutConfig(edge_margin=None, edge_snap=False))
     off.set_image(img)
-    assert mask_iou(label, truth) > mask_iou(off.polish(cut), truth) + 0.03
+    unmixed = GrabCutBackend(GrabCutConfig(edge_snap=False))
+    unmixed.set_image(img)
+    assert mask_iou(unmixed.polish(cut), truth) > mask_iou(off.polish(cut), truth) + 0.03
+    assert np.array_equal(label, snap_edges(img[..., ::-1], unmixed.polish(cut)))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -8,16 +8,22 @@ from snaketrack.mask_edges import guided_filter, snap_edges, unmix_edges
 from snaketrack.masks import mask_iou
 
 
+def _ragged_cut(seed: int):
+    """A drawn robot, its truth, and a cut of it whose edge is off by a pixel here and there, both ways."""
+    img, truth = supersampled_snake(seed)
+    rng = np.random.default_rng(seed)
+    grown, shrunk = dilate_mask(truth, 1), ~dilate_mask(~truth, 1)
+    cut = truth.copy()
+    side = rng.random(truth.shape)
+    cut[(grown & ~truth) & (side < 0.3)] = True       # ground taken in
+    cut[(truth & ~shrunk) & (side > 0.7)] = False     # robot left out
+    return img, truth, cut
+
+
 def test_edge_pixels_are_decided_by_their_colour_mix():
     """A cut whose edge is off by a pixel here and there (both ways) is moved back onto the drawn edge."""
     for seed in range(3):
-        img, truth = supersampled_snake(seed)
-        rng = np.random.default_rng(seed)
-        grown, shrunk = dilate_mask(truth, 1), ~dilate_mask(~truth, 1)
-        cut = truth.copy()
-        side = rng.random(truth.shape)
-        cut[(grown & ~truth) & (side < 0.3)] = True       # ground taken in
-        cut[(truth & ~shrunk) & (side > 0.7)] = False     # robot left out
+        img, truth, cut = _ragged_cut(seed)
         fixed = unmix_edges(img, cut)
         assert mask_iou(fixed, truth) > mask_iou(cut, truth) + 0.05
         assert mask_iou(fixed, truth) > 0.93
@@ -68,13 +74,7 @@ def test_snapping_moves_an_edge_onto_the_drawn_one_by_a_pixel_at_most():
     """A cut whose edge is off by a pixel here and there (both ways) is moved back onto the drawn edge, and no
     pixel farther than a pixel from the cut's edge changes."""
     for seed in range(3):
-        img, truth = supersampled_snake(seed)
-        rng = np.random.default_rng(seed)
-        grown, shrunk = dilate_mask(truth, 1), ~dilate_mask(~truth, 1)
-        cut = truth.copy()
-        side = rng.random(truth.shape)
-        cut[(grown & ~truth) & (side < 0.3)] = True
-        cut[(truth & ~shrunk) & (side > 0.7)] = False
+        img, truth, cut = _ragged_cut(seed)
         snapped = snap_edges(img, cut)
         assert mask_iou(snapped, truth) > mask_iou(cut, truth) + 0.05
         assert (snapped ^ truth).sum() < 0.5 * (cut ^ truth).sum()

@@ -10,12 +10,22 @@ labels (:mod:`snaketrack.datasets.grabcut_backend`) and on the segmenter's masks
 :func:`snap_edges` then lets the image's own edges place the mask's: the mask is smoothed by a guided
 filter with the frame as guide (He, Sun and Tang, "Guided Image Filtering", 2013: in each small window
 the output is an affine function of the pixel's colour fitted to the mask there), so its 0.5 level
-follows a colour edge where one runs beside the mask's edge. Used on the written labels.
+follows a colour edge where one runs beside the mask's edge. Used after :func:`unmix_edges` on both.
 """
 from __future__ import annotations
 
 import cv2
 import numpy as np
+
+
+def _padded_box(mask: np.ndarray, pad: int) -> tuple[int, int, int, int] | None:
+    """``(y0, y1, x0, x1)``: the box of a bool mask's pixels grown by ``pad`` [pixels] and clipped to the
+    image, as slice bounds; None for an empty mask."""
+    rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
+    if rows.size == 0:
+        return None
+    return (max(rows[0] - pad, 0), min(rows[-1] + pad + 1, mask.shape[0]),
+            max(cols[0] - pad, 0), min(cols[-1] + pad + 1, mask.shape[1]))
 
 
 def unmix_edges(img: np.ndarray, mask: np.ndarray, margin: float = 0.3, sigma_px: float = 3.0,
@@ -38,12 +48,10 @@ def unmix_edges(img: np.ndarray, mask: np.ndarray, margin: float = 0.3, sigma_px
     (120, 160)
     """
     m = np.asarray(mask, bool)
-    rows, cols = np.flatnonzero(m.any(axis=1)), np.flatnonzero(m.any(axis=0))
-    if rows.size == 0 or margin >= 0.5:
+    box = _padded_box(m, int(np.ceil(ring_px[1] + 3 * sigma_px)))
+    if box is None or margin >= 0.5:
         return m.copy()
-    pad = int(np.ceil(ring_px[1] + 3 * sigma_px))
-    y0, y1 = max(rows[0] - pad, 0), min(rows[-1] + pad + 1, m.shape[0])
-    x0, x1 = max(cols[0] - pad, 0), min(cols[-1] + pad + 1, m.shape[1])
+    y0, y1, x0, x1 = box
     mc = m[y0:y1, x0:x1].astype(np.uint8)
     if int(mc.sum()) < 20:
         return m.copy()
@@ -126,13 +134,11 @@ def snap_edges(img: np.ndarray, mask: np.ndarray, radius_px: int = 5, eps: float
     (320, 256, 320)
     """
     m = np.asarray(mask, bool)
-    rows, cols = np.flatnonzero(m.any(axis=1)), np.flatnonzero(m.any(axis=0))
-    if rows.size == 0 or band_px < 1:
-        return m.copy()
     r = int(radius_px)
-    pad = 2 * r + int(band_px) + 1
-    y0, y1 = max(rows[0] - pad, 0), min(rows[-1] + pad + 1, m.shape[0])
-    x0, x1 = max(cols[0] - pad, 0), min(cols[-1] + pad + 1, m.shape[1])
+    box = _padded_box(m, 2 * r + int(band_px) + 1)
+    if box is None or band_px < 1:
+        return m.copy()
+    y0, y1, x0, x1 = box
     mc = m[y0:y1, x0:x1]
     p = mc.astype(np.float32)
     q = guided_filter(img[y0:y1, x0:x1].astype(np.float32) / 255.0, p, r, eps)

@@ -67,6 +67,7 @@ from snaketrack.datasets.label_report import LABELS_CSV, REPORT_JSON
 from snaketrack.datasets.layout import MASK_EXT, Dataset, encode_mask
 from snaketrack.errors import InputError
 from snaketrack.io import CsvAppender, atomic_write_bytes, read_csv_columns, read_json, write_json
+from snaketrack.mask_edges import snap_edges
 
 FIT_CSV = "fit.csv"
 FIT_REPORT = "fit_report.json"
@@ -165,7 +166,6 @@ class LabelFitter:
         self.counts = {"fit": 0, "trim": 0, "label": 0}
 
     def __call__(self, label: np.ndarray, frame: Optional[np.ndarray] = None) -> FittedFrame:
-        from snaketrack.mask_edges import snap_edges
         from snaketrack.masks import mask_iou
 
         cfg = self.config

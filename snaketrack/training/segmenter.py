@@ -192,7 +192,8 @@ class Segmenter:
         """Masks bool (B, H, W) for RGB uint8 frames (B, H, W, 3)."""
         masks = self.predict_proba_batch(frames) > self.threshold
         if self.edges:
-            masks = np.stack([snap_edges(np.asarray(f), unmix_edges(np.asarray(f), m)) for f, m in zip(frames, masks)])
+            frames = [np.asarray(f) for f in frames]
+            masks = np.stack([snap_edges(f, unmix_edges(f, m)) for f, m in zip(frames, masks)])
         return masks
 
     def predict_proba(self, rgb: np.ndarray) -> np.ndarray:

@@ -22,6 +22,10 @@ pixels within 4 px of the robot: edges, cast shadow) and ``extra_far``
 ``--suite heldout`` runs six more clips (``HELDOUT``, seeds 41–46) instead: a change
 tuned while looking at the twelve is checked there, on clips it was not tuned on.
 
+``--clean`` renders the same clips without blur, noise or JPEG (``snaketrack sim video --clean``),
+into their own ``--data`` folder: what the labeller loses to the image's degradations, against
+what it loses to the scene (shadows, a ground of the robot's colours).
+
 Every labelling run resumes; a finished one is only scored. Prints the
 per-clip table, then one JSON object last.
 
@@ -70,7 +74,7 @@ def clip_name(scene: str, robot: str, ground: str, seed: int, width: int) -> str
     return f"{scene}-{robot.split('-')[0]}-{ground.replace('+', '')}-w{width}-s{seed}"
 
 
-def render(data: Path, spec: tuple, frames: int) -> Path:
+def render(data: Path, spec: tuple, frames: int, clean: bool = False) -> Path:
     """Render one suite clip (resumed when interrupted); its dataset folder."""
     import subprocess
 
@@ -80,7 +84,7 @@ def render(data: Path, spec: tuple, frames: int) -> Path:
         return out
     cmd = [sys.executable, "-m", "snaketrack", "sim", "video", "--scene", scene, "--robot", robot,
            "--ground", ground, "--seed", str(seed), "--body-width-px", str(width), "--frames", str(frames),
-           "--no-extras", "--out", str(out)]
+           "--no-extras", "--out", str(out)] + (["--clean"] if clean else [])
     if out.exists():
         cmd.append("--resume")
     subprocess.run(cmd, check=True, env=dict(os.environ, MUJOCO_GL=os.environ.get("MUJOCO_GL", "egl")),
@@ -159,7 +163,9 @@ def main() -> None:
                          "motion guide)")
     ap.add_argument("--no-fit", action="store_true",
                     help="the labels as cut, not fitted to the robot model (`snaketrack label --no-fit`)")
-    ap.add_argument("--data", default="bench_data/label-suite", help="folder of the rendered clips")
+    ap.add_argument("--data", default=None,
+                    help="folder of the rendered clips (default bench_data/label-suite, with --clean "
+                         "bench_data/label-suite-clean)")
     ap.add_argument("--work", default="bench_out/label-suite", help="folder for the labels")
     ap.add_argument("--frames", type=int, default=200, help="frames a clip")
     ap.add_argument("--workers", type=int, default=2, help="clips labelled in parallel")
@@ -168,14 +174,16 @@ def main() -> None:
     ap.add_argument("--suite", default="main", choices=sorted(SUITES),
                     help="main: the twelve clips; heldout: six more (seeds 41-46) for checking a change on clips "
                          "it was not tuned on")
+    ap.add_argument("--clean", action="store_true",
+                    help="clips rendered without blur, noise or JPEG (in their own --data folder)")
     args = ap.parse_args()
     from multiprocessing import get_context
 
-    data = Path(args.data)
+    data = Path(args.data or ("bench_data/label-suite-clean" if args.clean else "bench_data/label-suite"))
     data.mkdir(parents=True, exist_ok=True)
     specs = [s for s in SUITES[args.suite] if args.only is None
              or any(o in clip_name(*s) for o in args.only.split(","))]
-    clips = [render(data, s, args.frames) for s in specs]
+    clips = [render(data, s, args.frames, args.clean) for s in specs]
     jobs = [(str(c), b, args.labeller, args.work, args.frames, False if args.no_fit else None)
             for c in clips for b in args.boxes.split(",")]
     with get_context("spawn").Pool(max(1, args.workers)) as pool:
@@ -187,7 +195,8 @@ def main() -> None:
               f"{' '.join(f'{b:.2f}' for b in r['blocks']):31s} {r['flagged']:4d} {r['missed_dark']:6.3f} "
               f"{r['missed_other']:6.3f} {r['extra_near']:6.3f} {r['extra_far']:6.3f}")
     met = [r for r in rows if r["mean_iou"] >= 0.85 and r["min_block"] >= 0.80]
-    summary = {"labeller": args.labeller, "fit": not args.no_fit, "frames": args.frames, "runs": len(rows),
+    summary = {"labeller": args.labeller, "fit": not args.no_fit, "clean": args.clean, "frames": args.frames,
+               "runs": len(rows),
                "runs_meeting_target": len(met),
                "mean_iou": sum(r["mean_iou"] for r in rows) / len(rows),
                "worst_iou": min(r["mean_iou"] for r in rows), "rows": rows}

@@ -37,7 +37,7 @@ open ground) the model's outline is nearer the truth than GrabCut's; where they
 agree less (the model's capsules against a body whose housings bulge, a view
 from low down, parts behind obstacles) replacing costs more than it gains, and
 trimming still removes what lies off the body. Measured on the label suite
-(docs/segmentation.md, "Labels on scenes the labeller was not tuned on").
+(docs/segmentation-measured.md, "Labels on scenes the labeller was not tuned on").
 
 :func:`fit_labels` writes a fitted copy of a label dataset (``snaketrack
 fit-labels``); :class:`FittedBackend` fits while labelling (``snaketrack

@@ -38,7 +38,7 @@ shadow tinted by the sky is as far in colour, but dark).
 The cut runs on ``tone="loglab"``: Lab colour with the lightness on a
 log scale, so the robot's dark underside against its cast shadow (≈ 40 vs
 70 of 255) is as strong an edge as that shadow against lit ground (70 vs
-125), and the cut no longer snaps to the shadow's outer edge.
+125), and the cut does not snap to the shadow's outer edge.
 
 After GrabCut: dark gaps shorter than ``close_factor`` times the typical
 half-width are closed (joint housings between coloured links); the mask
@@ -85,17 +85,12 @@ median-filtered before anything else (``speckle_level``): on raw speckle
 the colour models see noise and the cut keeps a few hundred pixels of the
 robot.
 
-Measured on the 300-frame synthetic drone video (docs/segmentation-measured.md):
-labels 0.549 → 0.845 → 0.860 mean IoU (static 0.947 → 0.954, handheld
-0.436 → 0.696; the grey arcsnake robot 0.783 → 0.545, worse: these rules
-assume a coloured robot whose dark parts are darker than cast shadows).
-Left off because they did not help there:
-a colour-likelihood re-decision of the boundary band
-(``refine_band_px``), ``thin_object``, Lab histograms (``colour_space``).
-Tried and removed (worse): seeding from the last good mask instead of the
-box contrast, a second cut in a narrow band, a 2× upsampled cut, coverage
-matting of the edge pixels inside the cut (the mask then propagated to
-the next frame), dark pixels as extra robot seeds.
+What these rules measure, with the commands: docs/segmentation-measured.md. They
+assume a coloured robot whose dark parts are darker than cast shadows; a grey robot
+on grey ground is what the motion guide and the collapsed cut are for. A
+colour-likelihood re-decision of the boundary band (``refine_band_px``),
+``thin_object`` and Lab histograms (``colour_space``) are off by default: they
+did not lift the labels.
 
 >>> import numpy as np
 >>> from snaketrack.datasets.boxes import Box

@@ -27,7 +27,7 @@ def tone_map(bgr: np.ndarray, tone: str, knee: float = 4.0) -> np.ndarray:
 
     A log tone gives a dark robot part next to its cast shadow (40 vs 70 of
     255) about the same contrast as the shadow next to lit ground (70 vs
-    125), so the graph cut no longer prefers the shadow's outer edge, and
+    125), so the graph cut does not prefer the shadow's outer edge, and
     a shadow (a multiplicative dimming) becomes a shift in colour space.
     """
     if tone == "linear":

@@ -15,18 +15,18 @@ clip is a DC-motor line with stall torque ``torque_limit`` = 5 N·m and no-load 
 ``motor_speed`` = 10 rad/s (a hobby servo's "0.10 s/60°"): the gait needs at
 most A·ω = 4.2 rad/s and ≤ 1.5 N·m (99th percentile), so normal locomotion is
 unaffected, but when ``resume="reference"`` makes the references jump the
-joints no longer whip round at 40–65 rad/s, which bucked the light chain off
-the floor (tail 7–44 cm up) and threw it out of the obstacle channel in about
-one run in three.
+joints do not whip round at 40–65 rad/s as they do under a plain torque clip,
+where they buck the light chain off the floor (tail 7–44 cm up) and throw it
+out of the obstacle channel in about one run in three.
 
 Contacts (tuned, see docs/oal.md): free-joint root (the ground carries the
 weight), elliptic friction cone (isotropic Coulomb friction on the ground),
 floor μ = 0.5, snake and obstacle μ = 0.1; MuJoCo takes the larger of two
 geoms' friction, so snake–floor contacts see 0.5 and snake–obstacle 0.1.
-(The notes' floor μ = 1.0 was measured here too: it advances as far among the
-obstacles but drifts 0.44 m (18 %) without them, and after a halt with
-``resume="reference"`` it leaves the channel in most seeds; μ = 0.5 drifts
-0.14–0.18 m (6–7 %). Sweep in docs/oal.md.)
+(Floor μ = 1.0 advances as far among the obstacles but drifts 0.44 m (18 %)
+without them, and after a halt with ``resume="reference"`` it leaves the
+channel in most seeds; μ = 0.5 drifts 0.14–0.18 m (6–7 %). Sweep in
+docs/oal.md.)
 Keep dt ≤ 1/240 s: the PD law is explicit (one step of delay) and goes
 unstable at 1/120 s with kp = 20.
 

@@ -150,7 +150,7 @@ def augment(rgb: np.ndarray, mask: np.ndarray, rng: np.random.Generator,
     ``rotate_deg``: a rotation about the image centre drawn from ±``rotate_deg`` [degrees] (camera
     roll, other headings of the robot), applied last but for ``shadow``: the probability of
     :func:`cast_shadow`. The draws of ``ground_colour``, ``rotate_deg`` and ``shadow`` come after
-    all others, so 0 gives the same samples as before they existed."""
+    all others, so with them at 0 the other augmentations draw exactly as they would without them."""
     h, w = mask.shape
     lo, hi = float(zoom[0]), float(zoom[1])
     if rng.random() < 0.5:

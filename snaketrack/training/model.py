@@ -24,8 +24,8 @@ output to the features at a scale of ``(n-1)/(4n-1)`` instead of 1/4: the
 edge's place then drifts with its position in the input, by 3 px across a
 whole input whatever its size, so a network trained on 160 px crops
 (robot near their centre) and run on 640 px frames shifts a robot near
-the frame's side by up to 1.5 px. Files written before this choice was
-stored load corner-aligned, as they were trained (``align_corners``).
+the frame's side by up to 1.5 px. A model file that does not store
+``align_corners`` loads corner-aligned, as it was trained.
 
 >>> cfg = SegmenterConfig(encoder="resnet18", input_size=(36, 64))
 >>> padded_size(cfg.input_size)
@@ -69,13 +69,13 @@ class SegmenterConfig:
     as trained); flips: test-time flips averaged (1: none; 2: the frame
     and its mirror image; 4: also upside down, and both). Training picks all
     three on the validation split
-    (:func:`~snaketrack.training.selection.select_inference`); files written
-    before ``scale`` and ``flips`` existed load with 1. precision:
+    (:func:`~snaketrack.training.selection.select_inference`); a file
+    without ``scale`` and ``flips`` loads with 1. precision:
     ``fp32``, or ``bf16`` (the forward pass under bfloat16 autocast,
     logits and loss in float32; :func:`precision_context`); training stores
     the one it trained with, and inference uses it unless told otherwise.
     align_corners: the bilinear upsamplings' corner alignment (module doc);
-    False for new models, True for files written before it was stored.
+    False for new models, True for a file that does not store it.
     """
 
     encoder: str = "resnet18"
@@ -254,8 +254,8 @@ def read_model_file(path: str | os.PathLike) -> dict[str, Any]:
 
 
 def config_from_dict(d: dict[str, Any]) -> SegmenterConfig:
-    """:class:`SegmenterConfig` from its stored dict (one written before ``align_corners`` was stored:
-    corner-aligned, as smp built it)."""
+    """:class:`SegmenterConfig` from its stored dict (one without ``align_corners``:
+    corner-aligned, as smp builds it)."""
     d = dict(d)
     d["input_size"] = tuple(d["input_size"])
     d.setdefault("align_corners", True)

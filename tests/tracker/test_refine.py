@@ -159,7 +159,7 @@ def test_config_refuses_unknown_method_and_loss():
 
 def test_lm_pose_leaving_the_image_returns_a_result():
     """A pose whose padded screen box vanishes when the edge sharpens ends the LM with its last
-    linearisation (it used to raise TypeError on the static planar benchmark's first frame)."""
+    linearisation (such a pose arises on the static planar benchmark's first frame)."""
     robot = load_robot("planar-snake-11")
     K = np.array([[F, 0, W / 2 - 0.5], [0, F, H / 2 - 0.5], [0, 0, 1.0]])
     ren = SilhouetteRenderer(robot, K, W, H)

@@ -171,8 +171,8 @@ def test_against_mujoco_segmentation(name):
 @pytest.mark.parametrize("name", ["planar-snake-11", "arcsnake-4"])
 @pytest.mark.parametrize("housings", ["cylinder", "capsule"])
 def test_visual_model_does_not_reach_past_the_robot(name, housings):
-    """The model's pixels outside MuJoCo's mask stay under 0.8 % of it (the arcsnake's capsule ends
-    reached past its flat-ended cylinders: 1.2 % before the insets), and so do the mask's pixels
+    """The model's pixels outside MuJoCo's mask stay under 0.8 % of it (without the insets the
+    arcsnake's capsule ends reach past its flat-ended cylinders: 1.2 %), and so do the mask's pixels
     the model misses, except for the planar snake's housings drawn as capsules (2.5 %; as cylinders
     0.09 %, and 0.34 % outside)."""
     from mj_scene import MujocoMasks, serpentine

@@ -80,8 +80,14 @@ def render(data: Path, spec: tuple, frames: int, clean: bool = False) -> Path:
 
     scene, robot, ground, seed, width = spec
     out = data / clip_name(*spec)
-    if (out / "meta.json").is_file() and len(list((out / "masks").glob("*.png"))) >= frames:
-        return out
+    meta = out / "meta.json"
+    if meta.is_file():
+        degraded = json.loads(meta.read_text()).get("degradation", {}).get("enabled", True)
+        if degraded == clean:
+            sys.exit(f"{out}: rendered {'with' if degraded else 'without'} degradations; "
+                     f"{'drop --clean' if degraded else 'add --clean'} or give another --data")
+        if len(list((out / "masks").glob("*.png"))) >= frames:
+            return out
     cmd = [sys.executable, "-m", "snaketrack", "sim", "video", "--scene", scene, "--robot", robot,
            "--ground", ground, "--seed", str(seed), "--body-width-px", str(width), "--frames", str(frames),
            "--no-extras", "--out", str(out)] + (["--clean"] if clean else [])

@@ -83,6 +83,7 @@ class MotionMap:
         self._matcher = cv2.BFMatcher(cv2.NORM_HAMMING, crossCheck=True)
         self._cache: OrderedDict[int, tuple] = OrderedDict()  # i → (rgb, keypoints, descriptors)
         self._warps: tuple = (None, None)  # (i, frame i's registered neighbours or None)
+        self._pairs: OrderedDict[tuple[int, int], tuple] = OrderedDict()  # (lo, hi) → matches (:meth:`matches`)
 
     def _get(self, i: int) -> Optional[tuple]:
         if i in self._cache:
@@ -114,13 +115,39 @@ class MotionMap:
         (_, kj, dj), (_, ki, di) = self._get(j), self._get(i)
         if dj is None or di is None:
             return None
-        matches = self._matcher.match(dj, di)
-        if len(matches) < self.config.min_matches:
+        qj, ti = self.matches(j, i)
+        if len(qj) < self.config.min_matches:
             return None
-        src = np.float32([kj[m.queryIdx].pt for m in matches])
-        dst = np.float32([ki[m.trainIdx].pt for m in matches])
+        src = np.float32([kj[q].pt for q in qj])
+        dst = np.float32([ki[t].pt for t in ti])
         H, _ = cv2.findHomography(src, dst, cv2.RANSAC, self.config.ransac_px)
         return H
+
+    def matches(self, j: int, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """The cross-checked ORB matches of frame ``j`` (query) against frame ``i``: their keypoint indices
+        in ``j`` and in ``i``, int arrays (M,), in the order ``BFMatcher.match`` gives them (ascending
+        query index).
+
+        Frame ``i``'s plate registers ``i + k`` onto it, and ``i + k``'s plate registers ``i`` onto
+        ``i + k``: one pair of frames, matched twice. Cross-checked matching is symmetric (the same pairs
+        either way), so each pair is matched once, kept, and read in the order asked for; the
+        homographies are then the ones matching each direction afresh would give, for half the
+        matching (a third of the labeller's time on a moving camera)."""
+        key = (min(i, j), max(i, j))
+        if key in self._pairs:
+            self._pairs.move_to_end(key)
+            lo, hi = self._pairs[key]
+        else:
+            found = self._matcher.match(self._get(key[0])[2], self._get(key[1])[2])
+            lo = np.array([m.queryIdx for m in found], np.intp)
+            hi = np.array([m.trainIdx for m in found], np.intp)
+            self._pairs[key] = (lo, hi)
+            while len(self._pairs) > 8 * self.config.cache:
+                self._pairs.popitem(last=False)
+        if j == key[0]:
+            return lo, hi
+        order = np.argsort(hi, kind="stable")  # as if matched with j's descriptors as the queries
+        return hi[order], lo[order]
 
     def registered(self, i: int) -> Optional[np.ndarray]:
         """Frame ``i``'s neighbours registered onto it, float32 (K, H, W, 3) (NaN where a neighbour does not

@@ -270,3 +270,26 @@ def test_a_light_change_joined_to_the_robot_s_motion_stays_out_of_the_guide(tmp_
     assert guide is not None and guide[masks[i]].mean() > 0.3  # the robot's motion guides the cut
     assert not (guide & ~dilate_mask(masks[i - 1], backend.config.extend_px)).any()
     assert (backend.motion.motion(i) & ~dilate_mask(masks[i - 1], backend.config.extend_px)).sum() > 500
+
+
+def test_each_pair_of_frames_is_matched_once_and_registers_as_if_matched_afresh():
+    frames, _ = _video(pan_px=1.5)
+    m = MotionMap(lambda i: frames[i] if 0 <= i < N else None, N, fps=30.0,
+                  config=MotionConfig(offsets_s=(-0.33, 0.33)))
+    orb = cv2.ORB_create(m.config.features)
+    bf = cv2.BFMatcher(cv2.NORM_HAMMING, crossCheck=True)
+    calls = []
+    match = m._matcher.match
+    m._matcher = type("Counting", (), {"match": lambda self, a, b: calls.append(1) or match(a, b)})()
+    for i, j in [(10, 20), (20, 10), (30, 20), (20, 30)]:
+        kj, dj = orb.detectAndCompute(cv2.cvtColor(frames[j], cv2.COLOR_RGB2GRAY), None)
+        ki, di = orb.detectAndCompute(cv2.cvtColor(frames[i], cv2.COLOR_RGB2GRAY), None)
+        direct = bf.match(dj, di)  # what matching j against i afresh gives, in its order
+        qj, ti = m.matches(j, i)
+        assert [(d.queryIdx, d.trainIdx) for d in direct] == list(zip(qj.tolist(), ti.tolist()))
+        src = np.float32([kj[d.queryIdx].pt for d in direct])
+        dst = np.float32([ki[d.trainIdx].pt for d in direct])
+        want, _ = cv2.findHomography(src, dst, cv2.RANSAC, m.config.ransac_px)
+        np.testing.assert_array_equal(m.homography(j, i), want)
+        assert abs(m.homography(j, i)[0, 2] - 1.5 * (j - i)) < 1.0  # the pan, j's pixels onto i's
+    assert len(calls) == 2  # (10, 20) and (20, 30), each once

@@ -1,0 +1,79 @@
+"""Benchmark: the labeller's motion map, each pair of frames matched once against each direction afresh.
+
+:class:`~snaketrack.datasets.motion.MotionMap` registers a frame's neighbours onto it by homographies of
+cross-checked ORB matches. Frame ``i``'s plate needs ``i + k`` matched against ``i``, and ``i + k``'s
+needs ``i`` against ``i + k``: the map matches each pair once (:meth:`MotionMap.matches`). The reference
+here matches every direction afresh, as ``BFMatcher.match`` and ``cv2.findHomography`` are called
+directly. Both maps run over the same frames in one process, one OpenCV thread; the masks must be equal.
+Clips are the label suite's (``scripts/bench_label_suite.py``), rendered into ``--data`` when missing.
+Prints one JSON object.
+
+    python scripts/bench_motion.py --frames 60
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def main() -> None:
+    import cv2
+    import numpy as np
+    from bench_label_suite import SUITE, clip_name, render
+
+    from snaketrack.datasets.layout import Dataset
+    from snaketrack.datasets.motion import MotionMap
+
+    class Afresh(MotionMap):
+        """The reference: each direction of each pair matched afresh."""
+
+        def homography(self, j, i):
+            (_, kj, dj), (_, ki, di) = self._get(j), self._get(i)
+            if dj is None or di is None:
+                return None
+            found = self._matcher.match(dj, di)
+            if len(found) < self.config.min_matches:
+                return None
+            src = np.float32([kj[m.queryIdx].pt for m in found])
+            dst = np.float32([ki[m.trainIdx].pt for m in found])
+            return cv2.findHomography(src, dst, cv2.RANSAC, self.config.ransac_px)[0]
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", default="bench_data/label-suite", help="folder of the label suite's clips")
+    ap.add_argument("--clips", default="handheld-planar-grass,drone-arcsnake-gravel,static-planar-brick",
+                    help="comma-separated substrings of suite clip names")
+    ap.add_argument("--frames", type=int, default=60, help="frames a clip, from its first")
+    args = ap.parse_args()
+    cv2.setNumThreads(1)
+    specs = [s for s in SUITE if any(c in clip_name(*s) for c in args.clips.split(","))]
+    if not specs:
+        sys.exit(f"--clips {args.clips}: no label-suite clip matches")
+    rows = {}
+    for spec in specs:
+        root = render(Path(args.data), spec, max(args.frames, 200))
+        ds = Dataset(root)
+        frames = [ds.frame(i) for i in range(len(ds))]
+        n = min(args.frames, len(frames))
+        times, masks = {}, {}
+        for name, cls in (("afresh", Afresh), ("pairs_once", MotionMap)):
+            m = cls(lambda i, f=frames: f[i] if 0 <= i < len(f) else None, len(frames), fps=ds.fps)
+            t0 = time.perf_counter()
+            masks[name] = [m.motion(i) for i in range(n)]
+            times[name] = time.perf_counter() - t0
+        equal = all((a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
+                    for a, b in zip(masks["afresh"], masks["pairs_once"]))
+        rows[root.name] = {"frames": n, "afresh_ms": round(1000 * times["afresh"] / n, 1),
+                           "pairs_once_ms": round(1000 * times["pairs_once"] / n, 1),
+                           "speedup_x": round(times["afresh"] / times["pairs_once"], 3), "masks_equal": equal}
+        print(root.name, rows[root.name], file=sys.stderr, flush=True)
+    print(json.dumps({"clips": rows, "opencv_threads": 1}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -284,7 +284,8 @@ def fit_labels(labels: str | os.PathLike, out: str | os.PathLike, robot_spec: Op
             label = ds.mask(i)
             if label is None:
                 raise InputError(f"{labels}: frame {ds.frame_path(i).name} has no mask in masks/")
-            res = fitter(label, ds.frame(i) if config.snap else None)
+            # a frame written before needs the fit (the tracker is sequential), not its snapped mask
+            res = fitter(label, ds.frame(i) if config.snap and i not in done else None)
             if res.source != "label":
                 ious.append(res.iou)
             if i not in done:

@@ -169,7 +169,10 @@ def test_resume_after_interruption(labelled, tmp_path, monkeypatch):
         fit_labels(root, tmp_path / "part", progress=False)
     assert len(list((tmp_path / "part" / "masks").glob("*.png"))) == 9
     monkeypatch.setattr(Dataset, "mask", real_mask)
+    real_frame, decoded = Dataset.frame, []
+    monkeypatch.setattr(Dataset, "frame", lambda self, i: decoded.append(i) or real_frame(self, i))
     fit_labels(root, tmp_path / "part", progress=False)
+    assert decoded == list(range(9, N))  # the frames written before are fitted again, not decoded
     rows = (tmp_path / "part" / FIT_CSV).read_text().splitlines()
     assert [r.split(",")[0] for r in rows[1:]] == [str(i) for i in range(N)]
     for a, b in zip(_masks(tmp_path / "whole"), _masks(tmp_path / "part")):

@@ -1,19 +1,29 @@
-"""Benchmark: the labeller's motion map, each pair of frames matched once against each direction afresh.
+"""Benchmark: the labeller's motion map, each pair of frames matched once against each direction afresh;
+with ``--labeller``, the default labeller with its motion maps made ahead against made in turn.
 
 :class:`~snaketrack.datasets.motion.MotionMap` registers a frame's neighbours onto it by homographies of
 cross-checked ORB matches. Frame ``i``'s plate needs ``i + k`` matched against ``i``, and ``i + k``'s
 needs ``i`` against ``i + k``: the map matches each pair once (:meth:`MotionMap.matches`). The reference
 here matches every direction afresh, as ``BFMatcher.match`` and ``cv2.findHomography`` are called
 directly. Both maps run over the same frames in one process, one OpenCV thread; the masks must be equal.
+
+``--labeller``: ``snaketrack label``'s default (motion-guided GrabCut, labels fitted to the clip's robot,
+from the truth mask's box on frame 0) labels each clip twice in one process, with the torch and OpenCV
+threads it would have: as it runs, each frame's motion map made in a thread of its own while the frame
+before is cut, fitted and written (:class:`~snaketrack.datasets.motion_backend.MotionGuidedBackend`),
+and the reference, each map made when its frame is cut. The labels must be equal.
+
 Clips are the label suite's (``scripts/bench_label_suite.py``), rendered into ``--data`` when missing.
 Prints one JSON object.
 
     python scripts/bench_motion.py --frames 60
+    python scripts/bench_motion.py --labeller --frames 60
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -49,7 +59,13 @@ def main() -> None:
     ap.add_argument("--clips", default="handheld-planar-grass,drone-arcsnake-gravel,static-planar-brick",
                     help="comma-separated substrings of suite clip names")
     ap.add_argument("--frames", type=int, default=60, help="frames a clip, from its first")
+    ap.add_argument("--labeller", action="store_true", help="time the default labeller, maps made ahead "
+                    "against made in turn")
+    ap.add_argument("--threads", type=int, default=None, help="with --labeller: torch's threads (default: "
+                    "snaketrack label's, one; 0: torch's own, one a core)")
     args = ap.parse_args()
+    if args.labeller:
+        return labeller(args)
     cv2.setNumThreads(1)
     specs = [s for s in SUITE if any(c in clip_name(*s) for c in args.clips.split(","))]
     if not specs:
@@ -73,6 +89,57 @@ def main() -> None:
                            "speedup_x": round(times["afresh"] / times["pairs_once"], 3), "masks_equal": equal}
         print(root.name, rows[root.name], file=sys.stderr, flush=True)
     print(json.dumps({"clips": rows, "opencv_threads": 1}, indent=1))
+
+
+def labeller(args) -> None:
+    import shutil
+    import tempfile
+
+    import numpy as np
+    import torch
+    from bench_label_suite import SUITE, clip_name, render
+
+    from snaketrack.commands.label import LABEL_THREADS, build_backend
+    from snaketrack.datasets.boxes import mask_to_box
+    from snaketrack.datasets.label import LabelConfig, label_video
+    from snaketrack.datasets.layout import Dataset
+    from snaketrack.datasets.video import open_frames
+
+    specs = [s for s in SUITE if any(c in clip_name(*s) for c in args.clips.split(","))]
+    if not specs:
+        sys.exit(f"--clips {args.clips}: no label-suite clip matches")
+    if args.threads != 0:
+        torch.set_num_threads(args.threads or LABEL_THREADS)
+    rows = {}
+    work = Path(tempfile.mkdtemp(prefix="bench_motion_"))
+    try:
+        for spec in specs:
+            root = render(Path(args.data), spec, max(args.frames, 200))
+            truth = Dataset(root)
+            box = mask_to_box(truth.mask(0)).clip(truth.width, truth.height)
+            times, labels = {}, {}
+            for name in ("in_turn", "ahead"):
+                source = open_frames(str(root))
+                backend = build_backend("default", source, fit=None)
+                guided = backend.backend  # the fit wraps the motion-guided cut
+                if name == "in_turn":
+                    guided.maps = guided._make  # each frame's maps made when it is cut, nothing ahead
+                t0 = time.perf_counter()
+                label_video(source, work / name / root.name, backend, box, LabelConfig(), max_frames=args.frames,
+                            progress=False)
+                times[name] = time.perf_counter() - t0
+                out = Dataset(work / name / root.name)
+                labels[name] = [out.mask(i) for i in range(len(out))]
+            equal = len(labels["in_turn"]) == len(labels["ahead"]) and all(
+                np.array_equal(a, b) for a, b in zip(labels["in_turn"], labels["ahead"]))
+            n = len(labels["ahead"])
+            rows[root.name] = {"frames": n, "in_turn_ms": round(1000 * times["in_turn"] / n, 1),
+                               "ahead_ms": round(1000 * times["ahead"] / n, 1),
+                               "speedup_x": round(times["in_turn"] / times["ahead"], 3), "labels_equal": equal}
+            print(root.name, rows[root.name], file=sys.stderr, flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(json.dumps({"clips": rows, "torch_threads": torch.get_num_threads(), "cpus": os.cpu_count()}, indent=1))
 
 
 if __name__ == "__main__":

@@ -21,6 +21,10 @@ import json
 from snaketrack.commands import Command, add_camera_arguments, camera_of
 from snaketrack.errors import InputError
 
+#: torch's threads for GrabCut's labeller: the fit's tracker works on small tensors, and the other core makes the
+#: next frame's motion map (docs/benchmarks.md, "Labels and a segmenter on scenes they were not tuned on")
+LABEL_THREADS = 1
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("source", metavar="VIDEO|FRAMES_DIR", help="a video file, a folder of images or a dataset folder")
@@ -47,6 +51,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sam-model", choices=("vit_b", "vit_l", "vit_h"), default="vit_b",
                    help="SAM model type of the checkpoint (default vit_b)")
     p.add_argument("--device", default="cpu", help="torch device for SAM (default cpu)")
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help=f"torch's CPU threads (default: {LABEL_THREADS} for grabcut and guided, whose fit's tracker "
+                        "works on small tensors while the next frame's motion map is made beside it; torch's, one a "
+                        "core, for sam)")
     p.add_argument("--dilate", type=int, default=None, metavar="PX",
                    help="dilation of the previous mask before mask-to-box [pixels] (default 15)")
     p.add_argument("--reanchor", type=int, default=None, metavar="N",
@@ -59,10 +67,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import torch
+
     from snaketrack.datasets.boxes import parse_box
     from snaketrack.datasets.label import LabelConfig, label_video
     from snaketrack.datasets.video import open_frames
 
+    if args.threads is not None and args.threads < 1:
+        raise InputError(f"--threads {args.threads}: expected at least 1")
     src = open_frames(args.source)
     box = parse_box(args.box, src.width, src.height)
     given = {"dilate_px": args.dilate, "reanchor_frames": args.reanchor}
@@ -70,6 +82,9 @@ def run(args: argparse.Namespace) -> int:
     backend = build_backend(args.backend or "default", src, args.robot, camera_of(args),
                             sam_checkpoint=args.sam_checkpoint, sam_model=args.sam_model, device=args.device,
                             stride=args.stride, motion=not args.no_motion, fit=args.fit)
+    threads = args.threads or (None if backend.name == "sam" else LABEL_THREADS)
+    if threads is not None:
+        torch.set_num_threads(threads)
     res = label_video(src, args.out, backend, box, cfg, stride=args.stride, max_frames=args.max_frames)
     summary = {"out": res.out, "frames": res.frames, "written": res.written, "flagged": res.flagged,
                "flag_counts": res.report["flag_counts"]}

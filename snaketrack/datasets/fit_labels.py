@@ -213,6 +213,10 @@ class FittedBackend:
         if hasattr(self.backend, "seek"):
             self.backend.seek(index)
 
+    def close(self) -> None:
+        if hasattr(self.backend, "close"):
+            self.backend.close()
+
     def set_image(self, rgb: np.ndarray) -> None:
         self._frame = rgb
         self.backend.set_image(rgb)

@@ -73,7 +73,8 @@ class BoxPredictor(Protocol):
     ``seek(index)``: :func:`label_video` names the source frame before each
     ``set_image`` (a backend that reads the video around it); and ``robot_fit``:
     a dict of settings recorded in the dataset's meta.json as ``labelling.robot_fit``
-    (a backend whose labels are fitted to the robot model).
+    (a backend whose labels are fitted to the robot model); and ``close()``: called when
+    :func:`label_video` ends (a backend with a thread of its own).
     """
 
     name: str
@@ -404,6 +405,8 @@ def label_video(source: FrameSource, out: str | os.PathLike, predictor: BoxPredi
                         bar.set_postfix_str(f"frame {i}: {'+'.join(lab.flags)}")
                 bar.close()
     finally:
+        if hasattr(predictor, "close"):
+            predictor.close()
         writer.close()
         report = write_report(out)
     return LabelResult(str(out), report["frames"], written, report["flagged_count"], report)

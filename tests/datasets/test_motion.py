@@ -293,3 +293,58 @@ def test_each_pair_of_frames_is_matched_once_and_registers_as_if_matched_afresh(
         np.testing.assert_array_equal(m.homography(j, i), want)
         assert abs(m.homography(j, i)[0, 2] - 1.5 * (j - i)) < 1.0  # the pan, j's pixels onto i's
     assert len(calls) == 2  # (10, 20) and (20, 30), each once
+
+
+def test_motion_maps_made_ahead_give_the_labels_made_in_turn_and_the_thread_stops(tmp_path):
+    import threading
+
+    frames, masks = _video(pan_px=1.5)
+    clip = _write(tmp_path, frames, masks)
+    box = mask_to_box(masks[0]).expand(6)
+    labels, made_by = {}, {}
+    for name in ("in_turn", "ahead"):
+        backend = MotionGuidedBackend(open_frames(clip))
+        make = backend._make
+        made_by[name] = []
+
+        def recording(i, make=make, seen=made_by[name]):
+            seen.append((i, threading.current_thread().name))
+            return make(i)
+
+        backend._make = recording
+        if name == "in_turn":
+            backend.maps = recording  # each frame's maps made on the labeller's thread when it is cut
+        label_video(open_frames(clip), tmp_path / name, backend, box, LabelConfig(), progress=False)
+        labels[name] = [Dataset(tmp_path / name).mask(i) for i in range(N)]
+        assert backend._worker is None  # label_video closed it
+    assert all(np.array_equal(a, b) for a, b in zip(labels["in_turn"], labels["ahead"]))
+    assert mask_iou(labels["ahead"][N // 2], masks[N // 2]) > 0.8
+    assert [i for i, _ in made_by["ahead"]] == list(range(N))  # each frame once, the last not past the end
+    assert all(t.startswith("motion-map") for _, t in made_by["ahead"])
+    assert all(t == threading.main_thread().name for _, t in made_by["in_turn"])
+
+
+def test_label_runs_grabcut_on_one_torch_thread_unless_told_and_a_bad_count_is_one_line(tmp_path, capsys,
+                                                                                        monkeypatch):
+    import torch
+
+    import snaketrack.datasets.label as label
+    from snaketrack.cli import main
+
+    frames, masks = _video()
+    clip = _write(tmp_path, frames, masks)
+    box = mask_to_box(masks[0]).expand(6)
+    seen, real = [], label.label_video
+    monkeypatch.setattr(label, "label_video", lambda *a, **kw: seen.append(torch.get_num_threads()) or real(*a, **kw))
+    before = torch.get_num_threads()
+    try:
+        for flags, name in (([], "default"), (["--threads", "2"], "two")):
+            assert main(["label", str(clip), "--box", f"{box.x},{box.y},{box.w},{box.h}", "--max-frames", "2",
+                         *flags, "--out", str(tmp_path / name)]) == 0
+    finally:
+        torch.set_num_threads(before)
+    assert seen == [1, 2]
+    capsys.readouterr()
+    assert main(["label", str(clip), "--box", "1,1,5,5", "--threads", "0", "--out", str(tmp_path / "z")]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == ["snaketrack: error: --threads 0: expected at least 1"]
+    assert not (tmp_path / "z").exists()

@@ -52,9 +52,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="SAM model type of the checkpoint (default vit_b)")
     p.add_argument("--device", default="cpu", help="torch device for SAM (default cpu)")
     p.add_argument("--threads", type=int, default=None, metavar="N",
-                   help=f"torch's CPU threads (default: {LABEL_THREADS} for grabcut and guided, whose fit's tracker "
-                        "works on small tensors while the next frame's motion map is made beside it; torch's, one a "
-                        "core, for sam)")
+                   help=f"torch's CPU threads (default: {LABEL_THREADS} for grabcut and guided, whose robot fit "
+                        "works on small tensors while another core makes grabcut's next motion map; torch's, one "
+                        "a core, for sam)")
     p.add_argument("--dilate", type=int, default=None, metavar="PX",
                    help="dilation of the previous mask before mask-to-box [pixels] (default 15)")
     p.add_argument("--reanchor", type=int, default=None, metavar="N",

@@ -16,8 +16,8 @@ background too, inside the guide as well (a stump the last label took in, or sha
 ``MotionConfig.min_plates``) or whose guide is smaller than ``min_guide_px`` is cut from the box alone.
 
 **Ahead of the labeller.** A frame's motion map needs only the video, not the labels, so while frame ``i`` is
-cut (and fitted, and written) a thread of its own makes frame ``i + stride``'s: on two cores the labeller
-runs about 1.4× as fast, with the same labels (``scripts/bench_motion.py --labeller``).
+cut (and fitted, and written) a thread of its own makes frame ``i + stride``'s: with torch on one thread the
+labeller runs 1.06–1.45× as fast on two cores, with the same labels (``scripts/bench_motion.py --labeller``).
 """
 from __future__ import annotations
 

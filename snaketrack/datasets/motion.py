@@ -132,7 +132,7 @@ class MotionMap:
         ``i + k``: one pair of frames, matched twice. Cross-checked matching is symmetric (the same pairs
         either way), so each pair is matched once, kept, and read in the order asked for; the
         homographies are then the ones matching each direction afresh would give, for half the
-        matching (a third of the labeller's time on a moving camera)."""
+        matching (on a hand-held clip, matching took a third of the labeller's time)."""
         key = (min(i, j), max(i, j))
         if key in self._pairs:
             self._pairs.move_to_end(key)

@@ -127,12 +127,16 @@ def test_label_video_names_each_source_frame_to_a_seeking_backend(tmp_path):
 
 def test_nan_median_equals_numpys():
     rng = np.random.default_rng(0)
-    for n in (1, 2, 5, 6):
-        x = rng.normal(size=(n, 30, 20, 3)).astype(np.float32)
-        x[rng.random(x.shape) < 0.3] = np.nan
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN pixels
-            np.testing.assert_allclose(nan_median(x), np.nanmedian(x, axis=0), rtol=1e-6)
+    for n in (1, 2, 3, 5, 6, 8):
+        for nan_share in (0.0, 0.3, 1.0):  # every pixel whole, some with NaN, every value NaN
+            x = rng.normal(size=(n, 30, 20, 3)).astype(np.float32)
+            x[rng.random(x.shape) < nan_share] = np.nan
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN pixels
+                want = np.nanmedian(x, axis=0)
+            got = nan_median(x)
+            assert got.dtype == np.float32
+            np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
 def test_the_default_labeller_on_a_video_is_motion_guided_and_no_motion_turns_it_off(tmp_path):

@@ -88,7 +88,7 @@ def main() -> None:
                            "pairs_once_ms": round(1000 * times["pairs_once"] / n, 1),
                            "speedup_x": round(times["afresh"] / times["pairs_once"], 3), "masks_equal": equal}
         print(root.name, rows[root.name], file=sys.stderr, flush=True)
-    print(json.dumps({"clips": rows, "opencv_threads": 1}, indent=1))
+    print(json.dumps({"clips": rows, "opencv_threads": 1}))
 
 
 def labeller(args) -> None:
@@ -139,7 +139,7 @@ def labeller(args) -> None:
             print(root.name, rows[root.name], file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(json.dumps({"clips": rows, "torch_threads": torch.get_num_threads(), "cpus": os.cpu_count()}, indent=1))
+    print(json.dumps({"clips": rows, "torch_threads": torch.get_num_threads(), "cpus": os.cpu_count()}))
 
 
 if __name__ == "__main__":

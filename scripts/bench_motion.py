@@ -32,10 +32,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
+def suite_specs(clips: str) -> list[tuple]:
+    """The label suite's clips whose names hold one of the comma-separated substrings ``clips``."""
+    from bench_label_suite import SUITE, clip_name
+
+    specs = [s for s in SUITE if any(c in clip_name(*s) for c in clips.split(","))]
+    if not specs:
+        sys.exit(f"--clips {clips}: no label-suite clip matches")
+    return specs
+
+
 def main() -> None:
     import cv2
     import numpy as np
-    from bench_label_suite import SUITE, clip_name, render
+    from bench_label_suite import render
 
     from snaketrack.datasets.layout import Dataset
     from snaketrack.datasets.motion import MotionMap
@@ -67,11 +77,8 @@ def main() -> None:
     if args.labeller:
         return labeller(args)
     cv2.setNumThreads(1)
-    specs = [s for s in SUITE if any(c in clip_name(*s) for c in args.clips.split(","))]
-    if not specs:
-        sys.exit(f"--clips {args.clips}: no label-suite clip matches")
     rows = {}
-    for spec in specs:
+    for spec in suite_specs(args.clips):
         root = render(Path(args.data), spec, max(args.frames, 200))
         ds = Dataset(root)
         frames = [ds.frame(i) for i in range(len(ds))]
@@ -97,7 +104,7 @@ def labeller(args) -> None:
 
     import numpy as np
     import torch
-    from bench_label_suite import SUITE, clip_name, render
+    from bench_label_suite import render
 
     from snaketrack.commands.label import LABEL_THREADS, build_backend
     from snaketrack.datasets.boxes import mask_to_box
@@ -105,9 +112,7 @@ def labeller(args) -> None:
     from snaketrack.datasets.layout import Dataset
     from snaketrack.datasets.video import open_frames
 
-    specs = [s for s in SUITE if any(c in clip_name(*s) for c in args.clips.split(","))]
-    if not specs:
-        sys.exit(f"--clips {args.clips}: no label-suite clip matches")
+    specs = suite_specs(args.clips)
     if args.threads != 0:
         torch.set_num_threads(args.threads or LABEL_THREADS)
     rows = {}

@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from snaketrack.commands import Command, add_camera_arguments, camera_of
+from snaketrack.commands import Command, add_camera_arguments, apply_threads, camera_of
 from snaketrack.errors import InputError
 
 #: torch's threads for GrabCut's labeller: the fit's tracker works on small tensors, and the other core makes the
@@ -73,8 +73,7 @@ def run(args: argparse.Namespace) -> int:
     from snaketrack.datasets.label import LabelConfig, label_video
     from snaketrack.datasets.video import open_frames
 
-    if args.threads is not None and args.threads < 1:
-        raise InputError(f"--threads {args.threads}: expected at least 1")
+    apply_threads(args)
     src = open_frames(args.source)
     box = parse_box(args.box, src.width, src.height)
     given = {"dilate_px": args.dilate, "reanchor_frames": args.reanchor}
@@ -82,9 +81,8 @@ def run(args: argparse.Namespace) -> int:
     backend = build_backend(args.backend or "default", src, args.robot, camera_of(args),
                             sam_checkpoint=args.sam_checkpoint, sam_model=args.sam_model, device=args.device,
                             stride=args.stride, motion=not args.no_motion, fit=args.fit)
-    threads = args.threads or (None if backend.name == "sam" else LABEL_THREADS)
-    if threads is not None:
-        torch.set_num_threads(threads)
+    if args.threads is None and backend.name != "sam":
+        torch.set_num_threads(LABEL_THREADS)
     res = label_video(src, args.out, backend, box, cfg, stride=args.stride, max_frames=args.max_frames)
     summary = {"out": res.out, "frames": res.frames, "written": res.written, "flagged": res.flagged,
                "flag_counts": res.report["flag_counts"]}

@@ -27,6 +27,17 @@ model's silhouette at the fitted state explains it (IoU of silhouette and label)
 - otherwise (IoU < ``min_iou``, or the tracker's state is not ``tracked``:
   coasting, lost, no mask) the label is kept.
 
+While labelling a video (:class:`FittedBackend` over the motion-guided backend), a label replaced or trimmed
+also takes in the silhouette's pixels that move (the motion map's, against the background plate) and that
+it left out, in pieces at least ``join_moving_px`` across (an opening by a square of that side: not the
+one-pixel rims where the model's capsules are wider than the body)::
+
+      joined = fitted ∪ open(silhouette(x̂) ∧ moving ∧ ¬fitted, join_moving_px)
+
+The model puts the body there and the ground there has changed: a link of the ground's colour that the
+cut left out (a grey link on gravel), a dark housing's rim. A link hidden by a post is still, and stays
+out; the robot's cast shadow moves but lies outside the silhouette.
+
 A label the fit replaced or trimmed then has its edge moved onto the frame's
 colour edge beside it, by at most a pixel (``snap``,
 :func:`~snaketrack.mask_edges.snap_edges`): the model's outline is a capsule's,
@@ -56,7 +67,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -81,7 +92,10 @@ class FitConfig:
     replace_iou: the least IoU for the silhouette to replace the label (below it, down to min_iou, the
     label is trimmed); keep_edge: never replace, only trim; trim_px: a trimmed label keeps what lies
     within this many pixels [city-block] of the fitted silhouette; snap: a label replaced or trimmed has its
-    edge moved onto the frame's colour edge (:func:`~snaketrack.mask_edges.snap_edges`)."""
+    edge moved onto the frame's colour edge (:func:`~snaketrack.mask_edges.snap_edges`); join_moving_px: a
+    label replaced or trimmed takes in the silhouette's moving pixels it left out, in pieces an opening by a
+    square of this side [pixels] keeps (:func:`joined_moving`; 0: not; only with the video's motion, while
+    labelling)."""
 
     agree_px: int = 2
     min_iou: float = 0.7
@@ -89,6 +103,7 @@ class FitConfig:
     keep_edge: bool = False
     trim_px: int = 1
     snap: bool = True
+    join_moving_px: int = 3
 
     def __post_init__(self) -> None:
         if self.agree_px < 0:
@@ -97,6 +112,8 @@ class FitConfig:
             raise InputError(f"--trim-px {self.trim_px}: expected >= 0 pixels")
         if not 0.0 <= self.min_iou <= 1.0:
             raise InputError(f"--min-iou {self.min_iou}: expected a fraction in [0, 1]")
+        if self.join_moving_px < 0:
+            raise InputError(f"join_moving_px {self.join_moving_px}: expected >= 0 pixels")
         if not 0.0 <= self.replace_iou <= 1.0:
             raise InputError(f"--replace-iou {self.replace_iou}: expected a fraction in [0, 1]")
 
@@ -131,6 +148,23 @@ def trimmed_label(silhouette: np.ndarray, label: np.ndarray, trim_px: int) -> np
     return np.asarray(label, bool) & silhouette
 
 
+def joined_moving(label: np.ndarray, silhouette: np.ndarray, moving: np.ndarray, piece_px: int) -> np.ndarray:
+    """``label ∪ open(silhouette ∧ moving ∧ ¬label, piece_px)``: the silhouette's moving pixels the label left
+    out, in pieces an opening by a ``piece_px`` square keeps, join it; bool (H, W) each.
+
+    >>> lab = np.zeros((8, 12), bool); lab[2:6, 1:6] = True
+    >>> sil = np.zeros((8, 12), bool); sil[2:6, 1:11] = True; sil[1, 1:6] = True
+    >>> moving = np.ones((8, 12), bool); moving[:, 9:] = False
+    >>> joined_moving(lab, sil, moving, 3).astype(int).sum(axis=0).tolist()   # the 1-px rim stays out
+    [0, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0]
+    """
+    label = np.asarray(label, bool)
+    add = np.asarray(silhouette, bool) & np.asarray(moving, bool) & ~label
+    if piece_px > 1:
+        add = cv2.morphologyEx(add.view(np.uint8), cv2.MORPH_OPEN, np.ones((piece_px, piece_px), np.uint8)) > 0
+    return label | add
+
+
 @dataclass(frozen=True)
 class FittedFrame:
     """One frame's fit: mask bool (H, W), the label written; status: the tracker's; iou: of the fitted
@@ -149,7 +183,8 @@ class LabelFitter:
     robot: :class:`~snaketrack.models.robot.Robot`; camera: the labels' pinhole
     :class:`~snaketrack.tracker.camera.Camera` (its size is the frames'; lens distortion is refused: the
     silhouette is drawn without it); fps: the labels' frame rate [1/s]. Call it with each frame's label,
-    in order, and its frame (RGB uint8 (H, W, 3)) for ``FitConfig.snap``.
+    in order, its frame (RGB uint8 (H, W, 3)) for ``FitConfig.snap`` and, on a video, its moving pixels
+    (bool (H, W), :meth:`~snaketrack.datasets.motion.MotionMap.motion`) for ``FitConfig.join_moving_px``.
     """
 
     def __init__(self, robot, camera, fps: float = 30.0, config: FitConfig = FitConfig()):
@@ -165,7 +200,8 @@ class LabelFitter:
         self.renderer = SilhouetteRenderer(robot, camera.K, width, height)
         self.counts = {"fit": 0, "trim": 0, "label": 0}
 
-    def __call__(self, label: np.ndarray, frame: Optional[np.ndarray] = None) -> FittedFrame:
+    def __call__(self, label: np.ndarray, frame: Optional[np.ndarray] = None,
+                 moving: Optional[np.ndarray] = None) -> FittedFrame:
         from snaketrack.masks import mask_iou
 
         cfg = self.config
@@ -182,6 +218,8 @@ class LabelFitter:
             mask, source = trimmed_label(sil, label, cfg.trim_px), "trim"
         else:
             mask, source = fitted_label(sil, label, cfg.agree_px), "fit"
+        if source != "label" and cfg.join_moving_px > 0 and moving is not None and moving.shape == mask.shape:
+            mask = joined_moving(mask, sil, moving, cfg.join_moving_px)
         if source != "label" and cfg.snap and frame is not None:
             mask = snap_edges(frame, mask)
         self.counts[source] += 1
@@ -192,8 +230,8 @@ class FittedBackend:
     """A box-prompted backend whose written labels are fitted to the robot model while labelling.
 
     The backend's own masks prompt the next frame and pass the labeller's quality guard, as they would
-    without the fit; only the label written (the backend's ``polish``, then ``fitter`` with the frame)
-    changes.
+    without the fit; only the label written (the backend's ``polish``, then ``fitter`` with the frame and,
+    from a backend with ``moving()``, the frame's moving pixels) changes.
     backend: a :class:`~snaketrack.datasets.label.BoxPredictor`; fitter: a :class:`LabelFitter`, called on
     every frame in order (a resumed labelling run starts the fit afresh from its first new frame).
     """
@@ -230,7 +268,8 @@ class FittedBackend:
 
     def polish(self, mask: np.ndarray) -> np.ndarray:
         polish = getattr(self.backend, "polish", None)
-        return self.fitter(polish(mask) if polish is not None else mask, self._frame).mask
+        moving = self.backend.moving() if hasattr(self.backend, "moving") else None
+        return self.fitter(polish(mask) if polish is not None else mask, self._frame, moving).mask
 
 
 def fit_labels(labels: str | os.PathLike, out: str | os.PathLike, robot_spec: Optional[str] = None,
@@ -240,13 +279,15 @@ def fit_labels(labels: str | os.PathLike, out: str | os.PathLike, robot_spec: Op
 
     ``robot_spec``: a shipped robot name or robot YAML (default: the labels'
     meta.json ``robot_file`` or ``robot``); ``intrinsics``: an OpenCV
-    calibration file or a ``FieldOfView`` (default: meta.json's ``K``). Returns the report dict
+    calibration file or a ``FieldOfView`` (default: meta.json's ``K``). ``config.join_moving_px`` does not
+    apply: the labels' frames are not the video's motion (the join is made while labelling). Returns the report dict
     (also ``out/fit_report.json``).
     """
     from snaketrack.models.robot import source_robot
     from snaketrack.tracker.camera import source_camera
 
     labels, out = Path(labels), Path(out)
+    config = replace(config, join_moving_px=0)  # a label dataset holds the frames labelled, not the video's motion
     ds = Dataset(labels)
     if not ds.has_masks:
         raise InputError(f"{labels}: no masks/ to fit; expected a label dataset from `snaketrack label`")

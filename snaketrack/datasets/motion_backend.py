@@ -102,6 +102,10 @@ class MotionGuidedBackend:
         moving = self.motion.motion(index)
         return moving, (self.motion.still(index) if moving is not None else None)
 
+    def moving(self) -> Optional[np.ndarray]:
+        """The held frame's moving pixels, bool (H, W), or None (no map: too few registered neighbours)."""
+        return self.maps(self._index)[0] if self._index is not None else None
+
     def close(self) -> None:
         """Stop the background thread (a frame waiting is dropped, one being made is finished); the next
         :meth:`maps` starts another."""

@@ -220,32 +220,30 @@ def test_cli(labelled, tmp_path, capsys):
 
 def test_while_labelling_the_silhouettes_moving_pixels_the_label_left_out_join_it(labelled):
     """A link the cut left out (the ground's colour) comes back where it moves; a part of it behind a still
-    post stays out, and the moving cast shadow beside the robot, outside the silhouette, is not taken in."""
+    post stays out, and the moving cast shadow beside the robot, outside the silhouette, is not taken in.
+    Neither trimming (which only removes) nor the replacement (the label grown by 2 px) brings a link back."""
     from snaketrack.datasets.fit_labels import LabelFitter
     from snaketrack.tracker.camera import Camera
 
     root, truths = labelled
     ds = Dataset(root)
-    robot, camera = load_robot("planar-snake-11"), Camera.from_meta(ds.meta)
-    fitters = {px: LabelFitter(robot, camera, 30.0, FitConfig(snap=False, join_moving_px=px)) for px in (0, 3)}
-    ious = {0: [], 3: []}
-    for t in truths:
+    fitter = LabelFitter(load_robot("planar-snake-11"), Camera.from_meta(ds.meta), 30.0, FitConfig(snap=False))
+    iou_label, iou_joined = [], []
+    for t in truths[:8]:
         ys, xs = np.nonzero(t)
         lo, hi = np.percentile(xs, [55, 70])
         link = t & (np.arange(W)[None, :] >= lo) & (np.arange(W)[None, :] < hi)  # a link missed by the cut
         post = link & (np.arange(H)[:, None] < np.median(ys[(xs >= lo) & (xs < hi)]))  # its half behind a post
         shadow = np.zeros_like(t)
         shadow[4:] = t[:-4]  # the cast shadow, moving with the robot
-        moving = (t | shadow) & ~post
-        for px, fitter in fitters.items():
-            res = fitter(t & ~link, moving=moving)
-            assert res.source in ("fit", "trim"), res
-            ious[px].append(_iou(res.mask, t))
-            if px:
-                assert not np.any(res.mask & post)  # still: left out
-                assert np.count_nonzero(res.mask & ~dilate_mask(t, 1)) < 5  # no shadow beyond the edge
-                assert np.count_nonzero(res.mask & link & ~post) > 0.6 * np.count_nonzero(link & ~post)
-    assert np.mean(ious[3]) > np.mean(ious[0]) + 0.03, (np.mean(ious[0]), np.mean(ious[3]))
+        res = fitter(t & ~link, moving=(t | shadow) & ~post)
+        assert res.source in ("fit", "trim"), res
+        assert not np.any(res.mask & post)  # still: left out
+        assert np.count_nonzero(res.mask & ~dilate_mask(t, 1)) < 5  # no shadow beyond the edge
+        assert np.count_nonzero(res.mask & link & ~post) > 0.6 * np.count_nonzero(link & ~post)
+        iou_label.append(_iou(t & ~link, t))
+        iou_joined.append(_iou(res.mask, t))
+    assert np.mean(iou_joined) > np.mean(iou_label) + 0.03, (np.mean(iou_label), np.mean(iou_joined))
 
 
 def test_the_fitted_backend_hands_the_fit_the_frames_moving_pixels():

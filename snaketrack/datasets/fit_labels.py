@@ -218,7 +218,7 @@ class LabelFitter:
             mask, source = trimmed_label(sil, label, cfg.trim_px), "trim"
         else:
             mask, source = fitted_label(sil, label, cfg.agree_px), "fit"
-        if source != "label" and cfg.join_moving_px > 0 and moving is not None and moving.shape == mask.shape:
+        if source != "label" and cfg.join_moving_px > 0 and moving is not None:
             mask = joined_moving(mask, sil, moving, cfg.join_moving_px)
         if source != "label" and cfg.snap and frame is not None:
             mask = snap_edges(frame, mask)

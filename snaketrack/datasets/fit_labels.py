@@ -11,7 +11,7 @@ labels can be made consistent with it: the tracker
 model's silhouette at the fitted state explains it (IoU of silhouette and label):
 
 - IoU ≥ ``replace_iou`` (0.85): the model explains the label, and its silhouette
-  (no edge offset) replaces it, cut to the label grown by ``agree_px`` (so
+  replaces it, cut to the label grown by ``agree_px`` (so
   parts an obstacle hides, which the label leaves out, stay out)::
 
       fitted = silhouette(x̂) ∧ dilate(label, agree_px)
@@ -26,6 +26,14 @@ model's silhouette at the fitted state explains it (IoU of silhouette and label)
 
 - otherwise (IoU < ``min_iou``, or the tracker's state is not ``tracked``:
   coasting, lost, no mask) the label is kept.
+
+The silhouette is the model's at the fitted state, drawn with the edge offset ``b`` the tracker fits
+with the pose (it grows or shrinks the model's outline to the mask's) where ``b`` < 0, and without it
+otherwise (``narrow_by_offset``). A label wider than the model (``b`` > 0) is so by its fringe — the
+shade beside the body, blur — and the model's own outline is the body's. A model wider than the label
+(``b`` < 0) is one fitted too near the camera: without an up direction, on an oblique view from low
+down, tilt and depth trade against each other and the outline comes out too wide by a few pixels all
+round; the outline narrowed by ``b`` is the body's (docs/segmentation-measured.md).
 
 While labelling a video (:class:`FittedBackend` over the motion-guided backend), a label replaced or trimmed
 also takes in the silhouette's pixels that move (the motion map's, against the background plate) and that
@@ -95,7 +103,8 @@ class FitConfig:
     edge moved onto the frame's colour edge (:func:`~snaketrack.mask_edges.snap_edges`); join_moving_px: a
     label replaced or trimmed takes in the silhouette's moving pixels it left out, in pieces an opening by a
     square of this side [pixels] keeps (:func:`joined_moving`; 0: not; only with the video's motion, while
-    labelling)."""
+    labelling); narrow_by_offset: the silhouette is drawn with the tracker's fitted edge offset where that
+    is negative (module doc)."""
 
     agree_px: int = 2
     min_iou: float = 0.7
@@ -104,6 +113,7 @@ class FitConfig:
     trim_px: int = 1
     snap: bool = True
     join_moving_px: int = 3
+    narrow_by_offset: bool = True
 
     def __post_init__(self) -> None:
         if self.agree_px < 0:
@@ -210,7 +220,8 @@ class LabelFitter:
             self.counts["label"] += 1  # too small to start the model on: it starts on a later label
             return FittedFrame(label, "lost", float("nan"), "label")
         state = self.tracker.step(label) if self.tracker.started else self.tracker.start(label)
-        sil = self.renderer.mask(state.pose_vector(self.renderer.layout))
+        narrow = min(self.tracker.offset, 0.0) if cfg.narrow_by_offset else 0.0
+        sil = self.renderer.mask(state.pose_vector(self.renderer.layout), narrow)
         iou = mask_iou(sil, label)
         if state.status != "tracked" or not iou >= cfg.min_iou:
             mask, source = label, "label"

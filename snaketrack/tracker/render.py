@@ -301,11 +301,16 @@ class SilhouetteRenderer:
         """Silhouette (B, H, W) over the whole image."""
         return self(x, (0, 0, self.width, self.height), settings)[0]
 
-    def mask(self, x) -> np.ndarray:
+    def mask(self, x, offset_px: float = 0.0) -> np.ndarray:
         """The silhouette of one pose vector ``x`` (D,) as a bool (H, W) mask: the pixels whose soft
-        value exceeds 0.5 (float64, no gradient)."""
+        value exceeds 0.5 (float64, no gradient); ``offset_px``: an edge offset [px] that grows (+) or
+        shrinks (−) it."""
         with torch.no_grad():
-            return self.full_image(torch.as_tensor(x, dtype=torch.float64)[None])[0].numpy() > 0.5
+            xt = torch.as_tensor(x, dtype=torch.float64)[None]
+            if offset_px == 0.0:
+                return self.full_image(xt)[0].numpy() > 0.5
+            b = torch.tensor([float(offset_px)], dtype=torch.float64)
+            return self(xt, (0, 0, self.width, self.height), offset_px=b)[0][0].numpy() > 0.5
 
     def with_settings(self, **kw) -> "SilhouetteRenderer":
         return SilhouetteRenderer(self.robot, self.K.numpy(), self.width, self.height, self.model,

@@ -57,6 +57,9 @@ class Tracker:
 
     robot: :class:`Robot`; K: (3, 3) intrinsics [px]; width, height: image size
     [px] of the masks; fps: frame rate [1/s]; config: :class:`TrackerConfig`.
+
+    ``offset``: the edge offset [px] of the last refinement (``RefineConfig.estimate_offset``; it grows
+    (+) or shrinks (−) the model's outline to the mask's), 0 before the first.
     """
 
     def __init__(self, robot: Robot, K, width: int, height: int, fps: float = 30.0,

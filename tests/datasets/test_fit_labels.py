@@ -275,3 +275,33 @@ def test_the_fitted_backend_hands_the_fit_the_frames_moving_pixels():
     backend.set_image(rgb)
     backend.polish(backend.predict(None))
     assert fitter.seen[0] is rgb and fitter.seen[1] is moving
+
+
+def test_a_model_fitted_wider_than_the_label_is_drawn_narrowed_by_its_edge_offset(labelled):
+    """A robot file whose bodies are 1.4 times as wide as the robot filmed: the tracker's fit shrinks the outline
+    by a negative edge offset, and the silhouette drawn with it (the default) explains the truth; drawn without
+    it, the outline is too wide by the offset all round and the fit cannot use it."""
+    import yaml
+
+    from snaketrack.datasets.fit_labels import LabelFitter
+    from snaketrack.models.robot import ROBOTS_DIR, robot_from_dict
+    from snaketrack.tracker.camera import Camera
+
+    root, truths = labelled
+    spec = yaml.safe_load((ROBOTS_DIR / "planar-snake-11.yaml").read_text())
+    vis = spec["visual"]
+    vis["body_radius"] = [1.4 * r for r in vis["body_radius"]]
+    vis["housing_radius"] *= 1.4
+    vis["cap_radius"] *= 1.4
+    wide = robot_from_dict(spec)
+    camera = Camera.from_meta(Dataset(root).meta)
+    iou = {}
+    for narrow in (False, True):
+        fitter = LabelFitter(wide, camera, 30.0, FitConfig(snap=False, replace_iou=0.0, narrow_by_offset=narrow))
+        res = [fitter(t) for t in truths[:4]]
+        assert fitter.tracker.offset < -0.5
+        iou[narrow] = np.mean([r.iou for r in res])
+        if narrow:
+            assert all(r.source == "fit" for r in res)
+            assert np.mean([_iou(r.mask, t) for r, t in zip(res, truths)]) > 0.9
+    assert iou[True] > 0.9 and iou[False] < 0.8, iou

@@ -1,6 +1,7 @@
 """Soft capsule silhouettes: gradcheck, a brute-force hard ray–capsule renderer, MuJoCo's segmentation."""
 import math
 
+import cv2
 import numpy as np
 import pytest
 import torch
@@ -310,3 +311,22 @@ def test_silhouette_and_jacobian_do_not_depend_on_the_primitives_order():
     union = 1.0 - torch.prod(torch.stack([1.0 - a for a in alone]), 0)
     assert torch.allclose(soft, union, atol=1e-9)
     assert sum(bool(cyl[k]) != bool(cyl[k + 1]) for k in range(4)) >= 2  # the kinds alternate in the input
+
+
+@pytest.mark.parametrize("offset", [-2.0, 1.5])
+def test_mask_with_an_edge_offset_is_the_silhouette_grown_or_shrunk_by_it(offset):
+    """``mask(x, b)`` holds (b < 0) or is held by (b > 0) the plain mask, and differs from it in area by b times
+    the plain mask's perimeter (OpenCV's contour length)."""
+    from mj_scene import serpentine
+
+    robot = load_robot("planar-snake-11")
+    W, H = 320, 240
+    K = np.array([[420.0, 0, W / 2 - 0.5], [0, 420.0, H / 2 - 0.5], [0, 0, 1]])
+    ren = SilhouetteRenderer(robot, K, W, H)
+    x = StateLayout.for_robot(robot).pack(*serpentine(robot, 10))
+    plain, moved = ren.mask(x), ren.mask(x, offset)
+    inner, outer = (moved, plain) if offset < 0 else (plain, moved)
+    assert not np.any(inner & ~outer)
+    contours, _ = cv2.findContours(plain.astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
+    perimeter = sum(cv2.arcLength(c, True) for c in contours)
+    assert (np.count_nonzero(moved) - np.count_nonzero(plain)) / perimeter == pytest.approx(offset, rel=0.1)

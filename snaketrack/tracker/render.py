@@ -306,11 +306,10 @@ class SilhouetteRenderer:
         value exceeds 0.5 (float64, no gradient); ``offset_px``: an edge offset [px] that grows (+) or
         shrinks (−) it."""
         with torch.no_grad():
-            xt = torch.as_tensor(x, dtype=torch.float64)[None]
-            if offset_px == 0.0:
-                return self.full_image(xt)[0].numpy() > 0.5
-            b = torch.tensor([float(offset_px)], dtype=torch.float64)
-            return self(xt, (0, 0, self.width, self.height), offset_px=b)[0][0].numpy() > 0.5
+            b = None if offset_px == 0.0 else torch.tensor([float(offset_px)], dtype=torch.float64)
+            sil, _ = self(torch.as_tensor(x, dtype=torch.float64)[None], (0, 0, self.width, self.height),
+                          offset_px=b)
+            return sil[0].numpy() > 0.5
 
     def with_settings(self, **kw) -> "SilhouetteRenderer":
         return SilhouetteRenderer(self.robot, self.K.numpy(), self.width, self.height, self.model,

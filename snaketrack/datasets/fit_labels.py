@@ -25,7 +25,7 @@ model's silhouette at the fitted state explains it (IoU of silhouette and label)
       trimmed = label ∧ grow(silhouette(x̂), trim_px)
 
 - otherwise (IoU < ``min_iou``, or the tracker's state is not ``tracked``:
-  coasting, lost, no mask) the label is kept.
+  coasting, lost, no mask) the label is kept (on a video, joined: below).
 
 The silhouette is the model's at the fitted state, drawn with the edge offset ``b`` the tracker fits
 with the pose (it grows or shrinks the model's outline to the mask's) where ``b`` < 0, and without it
@@ -35,18 +35,20 @@ shade beside the body, blur — and the model's own outline is the body's. A mod
 down, tilt and depth trade against each other and the outline comes out too wide by a few pixels all
 round; the outline narrowed by ``b`` is the body's (docs/segmentation-measured.md).
 
-While labelling a video (:class:`FittedBackend` over the motion-guided backend), a label replaced or trimmed
-also takes in the silhouette's pixels that move (the motion map's, against the background plate) and that
-it left out, in pieces at least ``join_moving_px`` across (an opening by a square of that side: not the
-one-pixel rims where the model's capsules are wider than the body)::
+While labelling a video (:class:`FittedBackend` over the motion-guided backend), the label of every frame
+the tracker tracked — replaced, trimmed or kept — also takes in the silhouette's pixels that move (the
+motion map's, against the background plate) and that it left out, in pieces at least ``join_moving_px``
+across (an opening by a square of that side: not the one-pixel rims where the model's capsules are wider
+than the body)::
 
       joined = fitted ∪ open(silhouette(x̂) ∧ moving ∧ ¬fitted, join_moving_px)
 
 The model puts the body there and the ground there has changed: a link of the ground's colour that the
-cut left out (a grey link on gravel), a dark housing's rim. A link hidden by a post is still, and stays
-out; the robot's cast shadow moves but lies outside the silhouette.
+cut left out (a grey link on gravel, or the half of the robot a cut lost for a few frames, which the
+tracker holds), a dark housing's rim. A link hidden by a post is still, and stays out; the robot's cast
+shadow moves but lies outside the silhouette.
 
-A label the fit replaced or trimmed then has its edge moved onto the frame's
+A label the fit replaced, trimmed or joined to then has its edge moved onto the frame's
 colour edge beside it, by at most a pixel (``snap``,
 :func:`~snaketrack.mask_edges.snap_edges`): the model's outline is a capsule's,
 the frame's is the body's.
@@ -96,15 +98,15 @@ FIT_COLUMNS = ["frame", "status", "iou_fit", "source", "area_label_px", "area_fi
 @dataclass(frozen=True)
 class FitConfig:
     """agree_px: how far [pixels] the fitted silhouette may reach beyond the label it replaces;
-    min_iou: the least IoU of silhouette and label for the fit to change the label at all;
+    min_iou: the least IoU of silhouette and label for the fit to replace or trim the label;
     replace_iou: the least IoU for the silhouette to replace the label (below it, down to min_iou, the
     label is trimmed); keep_edge: never replace, only trim; trim_px: a trimmed label keeps what lies
-    within this many pixels [city-block] of the fitted silhouette; snap: a label replaced or trimmed has its
-    edge moved onto the frame's colour edge (:func:`~snaketrack.mask_edges.snap_edges`); join_moving_px: a
-    label replaced or trimmed takes in the silhouette's moving pixels it left out, in pieces an opening by a
-    square of this side [pixels] keeps (:func:`joined_moving`; 0: not; only with the video's motion, while
-    labelling); narrow_by_offset: the silhouette is drawn with the tracker's fitted edge offset where that
-    is negative (module doc)."""
+    within this many pixels [city-block] of the fitted silhouette; snap: a label replaced, trimmed or joined
+    to has its edge moved onto the frame's colour edge (:func:`~snaketrack.mask_edges.snap_edges`);
+    join_moving_px: a tracked frame's label takes in the silhouette's moving pixels it left out, in pieces
+    an opening by a square of this side [pixels] keeps (:func:`joined_moving`; 0: not; only with the video's
+    motion, while labelling); narrow_by_offset: the silhouette is drawn with the tracker's fitted edge offset
+    where that is negative (module doc)."""
 
     agree_px: int = 2
     min_iou: float = 0.7
@@ -229,9 +231,12 @@ class LabelFitter:
             mask, source = trimmed_label(sil, label, cfg.trim_px), "trim"
         else:
             mask, source = fitted_label(sil, label, cfg.agree_px), "fit"
-        if source != "label" and cfg.join_moving_px > 0 and moving is not None:
-            mask = joined_moving(mask, sil, moving, cfg.join_moving_px)
-        if source != "label" and cfg.snap and frame is not None:
+        changed = source != "label"
+        if state.status == "tracked" and cfg.join_moving_px > 0 and moving is not None:
+            joined = joined_moving(mask, sil, moving, cfg.join_moving_px)
+            changed = changed or bool(np.any(joined & ~mask))
+            mask = joined
+        if changed and cfg.snap and frame is not None:
             mask = snap_edges(frame, mask)
         self.counts[source] += 1
         return FittedFrame(mask, state.status, float(iou), source)

@@ -305,3 +305,26 @@ def test_a_model_fitted_wider_than_the_label_is_drawn_narrowed_by_its_edge_offse
             assert all(r.source == "fit" for r in res)
             assert np.mean([_iou(r.mask, t) for r, t in zip(res, truths)]) > 0.9
     assert iou[True] > 0.9 and iou[False] < 0.8, iou
+
+
+def test_a_label_the_fit_cannot_explain_still_takes_in_the_silhouettes_moving_pixels(labelled):
+    """A cut that lost the robot's far half (IoU with the silhouette below ``min_iou``: kept, not fitted) while
+    the tracker holds the whole body: the half comes back where it moves, and nothing moving off the body."""
+    from snaketrack.datasets.fit_labels import LabelFitter
+    from snaketrack.tracker.camera import Camera
+
+    root, truths = labelled
+    fitter = LabelFitter(load_robot("planar-snake-11"), Camera.from_meta(Dataset(root).meta), 30.0,
+                         FitConfig(snap=False))
+    for t in truths[:4]:
+        fitter(t, moving=t)
+    t = truths[4]
+    xs = np.nonzero(t)[1]
+    half = t & (np.arange(W)[None, :] >= np.percentile(xs, 55))
+    stone = np.zeros_like(t)
+    stone[:12, :12] = True  # something else that moves, far from the robot
+    res = fitter(t & ~half, moving=t | stone)
+    assert res.source == "label" and res.status == "tracked", res
+    assert np.count_nonzero(res.mask & half) > 0.6 * np.count_nonzero(half)
+    assert not np.any(res.mask & stone)
+    assert _iou(res.mask, t) > _iou(t & ~half, t) + 0.2

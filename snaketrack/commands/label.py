@@ -88,12 +88,13 @@ def run(args: argparse.Namespace) -> int:
                "flag_counts": res.report["flag_counts"]}
     fitter = getattr(backend, "fitter", None)
     if fitter is not None:
-        summary["robot_fit"] = dict(fitter.counts)
+        summary["robot_fit"] = {**fitter.counts, "joined": fitter.joined}
     if args.json:
         print(json.dumps(summary))
     else:
         fitted = "" if fitter is None else (f"; of the {res.written} written, {fitter.counts['fit']} replaced by "
-                                            f"the fitted robot model and {fitter.counts['trim']} trimmed to it")
+                                            f"the fitted robot model and {fitter.counts['trim']} trimmed to it, "
+                                            f"{fitter.joined} took in its moving pixels")
         print(f"{res.out}: {res.frames} frames labelled ({res.written} now), {res.flagged} flagged"
               + (f" - see {res.out}/labels_flagged.png" if res.flagged else "") + fitted)
     return 0

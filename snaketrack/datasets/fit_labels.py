@@ -181,7 +181,8 @@ def joined_moving(label: np.ndarray, silhouette: np.ndarray, moving: np.ndarray,
 class FittedFrame:
     """One frame's fit: mask bool (H, W), the label written; status: the tracker's; iou: of the fitted
     silhouette with the label (NaN without a silhouette); source: ``fit`` (the silhouette replaced the
-    label), ``trim`` (the label trimmed to it) or ``label`` (kept as it was)."""
+    label), ``trim`` (the label trimmed to it) or ``label`` (kept as cut; on a video it may still have taken in
+    the silhouette's moving pixels)."""
 
     mask: np.ndarray
     status: str
@@ -211,6 +212,7 @@ class LabelFitter:
         self.tracker = Tracker(robot, camera.K, width, height, fps=fps)
         self.renderer = SilhouetteRenderer(robot, camera.K, width, height)
         self.counts = {"fit": 0, "trim": 0, "label": 0}
+        self.joined = 0  # labels (of any source) that took in the silhouette's moving pixels
 
     def __call__(self, label: np.ndarray, frame: Optional[np.ndarray] = None,
                  moving: Optional[np.ndarray] = None) -> FittedFrame:
@@ -234,7 +236,9 @@ class LabelFitter:
         changed = source != "label"
         if state.status == "tracked" and cfg.join_moving_px > 0 and moving is not None:
             joined = joined_moving(mask, sil, moving, cfg.join_moving_px)
-            changed = changed or bool(np.any(joined & ~mask))
+            if np.any(joined & ~mask):
+                changed = True
+                self.joined += 1
             mask = joined
         if changed and cfg.snap and frame is not None:
             mask = snap_edges(frame, mask)

@@ -325,6 +325,7 @@ def test_a_label_the_fit_cannot_explain_still_takes_in_the_silhouettes_moving_pi
     stone[:12, :12] = True  # something else that moves, far from the robot
     res = fitter(t & ~half, moving=t | stone)
     assert res.source == "label" and res.status == "tracked", res
+    assert fitter.joined >= 1
     assert np.count_nonzero(res.mask & half) > 0.6 * np.count_nonzero(half)
     assert not np.any(res.mask & stone)
     assert _iou(res.mask, t) > _iou(t & ~half, t) + 0.2

@@ -159,7 +159,8 @@ def test_the_label_command_fits_when_the_robot_is_known(video, tmp_path, capsys)
     argv = ["label", str(root), "--box", f"{box.x},{box.y},{box.w},{box.h}", "--max-frames", "3", "--no-motion"]
     assert cli.main(argv + ["--out", str(tmp_path / "a"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert sum(out["robot_fit"].values()) == 3
+    assert sum(out["robot_fit"][k] for k in ("fit", "trim", "label")) == 3
+    assert out["robot_fit"]["joined"] == 0  # --no-motion: no moving pixels to join
     assert cli.main(argv + ["--no-fit", "--out", str(tmp_path / "b")]) == 0
     assert "fitted" not in capsys.readouterr().out
     assert "robot_fit" not in Dataset(tmp_path / "b").meta["labelling"]

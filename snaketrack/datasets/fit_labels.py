@@ -37,16 +37,17 @@ round; the outline narrowed by ``b`` is the body's (docs/segmentation-measured.m
 
 While labelling a video (:class:`FittedBackend` over the motion-guided backend), the label of every frame
 the tracker tracked — replaced, trimmed or kept — also takes in the silhouette's pixels that move (the
-motion map's, against the background plate) and that it left out, in pieces at least ``join_moving_px``
-across (an opening by a square of that side: not the one-pixel rims where the model's capsules are wider
-than the body)::
+motion map's, against the background plate) and that it left out, every such pixel by default
+(``join_moving_px`` 1; a larger value keeps only pieces that an opening by a square of that side keeps)::
 
       joined = fitted ∪ open(silhouette(x̂) ∧ moving ∧ ¬fitted, join_moving_px)
 
 The model puts the body there and the ground there has changed: a link of the ground's colour that the
 cut left out (a grey link on gravel, or the half of the robot a cut lost for a few frames, which the
-tracker holds), a dark housing's rim. A link hidden by a post is still, and stays out; the robot's cast
-shadow moves but lies outside the silhouette.
+tracker holds), a dark housing's rim, the one- or two-pixel rim of a body whose edge the cut drew inside
+the body's. A link hidden by a post is still, and stays out; the robot's cast shadow moves but lies
+outside the silhouette; where the silhouette reaches a pixel past the body, the snap below moves the edge
+back onto the frame's.
 
 A label the fit replaced, trimmed or joined to then has its edge moved onto the frame's
 colour edge beside it, by at most a pixel (``snap``,
@@ -104,9 +105,9 @@ class FitConfig:
     within this many pixels [city-block] of the fitted silhouette; snap: a label replaced, trimmed or joined
     to has its edge moved onto the frame's colour edge (:func:`~snaketrack.mask_edges.snap_edges`);
     join_moving_px: a tracked frame's label takes in the silhouette's moving pixels it left out, in pieces
-    an opening by a square of this side [pixels] keeps (:func:`joined_moving`; 0: not; only with the video's
-    motion, while labelling); narrow_by_offset: the silhouette is drawn with the tracker's fitted edge offset
-    where that is negative (module doc)."""
+    an opening by a square of this side [pixels] keeps (:func:`joined_moving`; 1: every such pixel; 0: not;
+    only with the video's motion, while labelling); narrow_by_offset: the silhouette is drawn with the
+    tracker's fitted edge offset where that is negative (module doc)."""
 
     agree_px: int = 2
     min_iou: float = 0.7
@@ -114,7 +115,7 @@ class FitConfig:
     keep_edge: bool = False
     trim_px: int = 1
     snap: bool = True
-    join_moving_px: int = 3
+    join_moving_px: int = 1
     narrow_by_offset: bool = True
 
     def __post_init__(self) -> None:

@@ -329,3 +329,34 @@ def test_a_label_the_fit_cannot_explain_still_takes_in_the_silhouettes_moving_pi
     assert np.count_nonzero(res.mask & half) > 0.6 * np.count_nonzero(half)
     assert not np.any(res.mask & stone)
     assert _iou(res.mask, t) > _iou(t & ~half, t) + 0.2
+
+
+def test_by_default_the_one_pixel_rim_a_cut_left_out_where_the_robot_moves_joins_the_label(labelled):
+    """A cut that drew its edge one pixel inside the body along part of the robot (a grey link's rim on
+    gravel): the rim moves with the robot and lies in the silhouette, and the default joins every such pixel;
+    an opening by a 3 px square (``join_moving_px`` 3) keeps the one-pixel rim out. The label is trimmed, not
+    replaced (``keep_edge``), so only the join can add to it."""
+    from snaketrack.datasets.fit_labels import LabelFitter
+    from snaketrack.tracker.camera import Camera
+
+    root, truths = labelled
+    camera = Camera.from_meta(Dataset(root).meta)
+    back = {}
+    for piece_px in ("default", 3):
+        config = FitConfig(snap=False, keep_edge=True)
+        if piece_px != "default":
+            config = FitConfig(snap=False, keep_edge=True, join_moving_px=piece_px)
+        fitter = LabelFitter(load_robot("planar-snake-11"), camera, 30.0, config)
+        got = lost = 0
+        for t in truths[:8]:
+            xs = np.nonzero(t)[1]
+            inner = cv2.erode(t.view(np.uint8), np.ones((3, 3), np.uint8)) > 0
+            span = (np.arange(W)[None, :] >= np.percentile(xs, 40)) & (np.arange(W)[None, :] < np.percentile(xs, 80))
+            rim = t & ~inner & span
+            res = fitter(t & ~rim, moving=t)
+            assert np.count_nonzero(res.mask & ~dilate_mask(t, 1)) < 5  # nothing beyond the body's edge
+            got += np.count_nonzero(res.mask & rim)
+            lost += np.count_nonzero(rim)
+        back[piece_px] = got / lost
+    # the model's capsules lie inside the body's bulging housings, so not all of the rim is in the silhouette
+    assert back["default"] > 0.4 and back[3] < 0.1, back

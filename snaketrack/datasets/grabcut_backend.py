@@ -53,7 +53,12 @@ median saturation of the mask's core, 2 px in from its edge, at least
 peel off and so keep itself: the planar snake's is
 0.69–0.81 in the label suite's first frames, the red and black COBRA robot's
 in real footage 0.43–0.46, the grey arcsnake's 0.15–0.26, whose edges
-peeling wore away a few pixels a frame); with ``thin_object`` parts
+peeling wore away a few pixels a frame). Inside a guide it is decided
+again near each edge pixel (``peel_local_px``): a cut that collapsed onto
+the grey arcsnake's red head and dark joints and got its grey links back
+looks coloured as a whole, and the peel took the links' edges as ground
+(on a cut of drone-arcsnake-gravel's frame 48, 114 of the 549 robot pixels
+it held). With ``thin_object`` parts
 much thicker than the typical width are cut off; connected pieces
 smaller than ``min_component_frac`` of the largest are dropped, unless
 they overlap the last good mask (``keep_prior_pieces``: an end of the
@@ -148,10 +153,11 @@ class GrabCutConfig:
     the log's knee [grey levels]; grow_dark_steps, grow_dark_ratio, grow_dark_shade: growth into adjacent dark
     pixels [pixels, fraction of the ring's brightness, chromaticity distance under which a dark pixel coloured
     like the ground is its shade and is not grown into (0: off)]; peel_steps, peel_sat_frac, peel_floor,
-    peel_min_sat: edge peeling [pixels, fraction of the mask's median saturation, fraction of the ring's
-    brightness, the least median saturation of a mask that is peeled]; rng_seed: seed of OpenCV's RNG before
-    each cut (GrabCut's k-means initialisation draws from it; None leaves it alone, and the masks then depend on
-    what used the RNG before);
+    peel_min_sat, peel_local_px: edge peeling [pixels, fraction of the mask's median saturation, fraction of the
+    ring's brightness, the least median saturation of a mask's core that is peeled, the σ with which that is
+    read again near each edge pixel inside a guide (0: not)] (:func:`peel_ground`); rng_seed: seed of OpenCV's
+    RNG before each cut (GrabCut's k-means initialisation draws from it; None leaves it alone, and the masks
+    then depend on what used the RNG before);
     smooth_px, smooth_keep_frac: the outline smoothing of :meth:`GrabCutBackend.polish` [pixels, fraction of the
     area it may remove]; keep_prior_pieces: also keep the pieces smaller than ``min_component_frac`` that
     overlap the last good mask (an end of the robot cut off by a post it crawls behind); foreign_share: of those
@@ -198,6 +204,7 @@ class GrabCutConfig:
     peel_sat_frac: float = 0.75
     peel_floor: float = 0.5
     peel_min_sat: float = 0.35
+    peel_local_px: float = 3.0
     rng_seed: Optional[int] = 0
     smooth_px: float = 1.5
     smooth_keep_frac: float = 0.75
@@ -352,7 +359,7 @@ class GrabCutBackend:
                             cfg.grow_dark_ratio, cfg.grow_dark_shade) & inside
         if cfg.peel_steps > 0:
             fg = peel_ground(crop, fg, ring_mask[roi.y:roi.y + roi.h, roi.x:roi.x + roi.w] > 0, cfg.peel_steps,
-                              cfg.peel_sat_frac, cfg.peel_floor, cfg.peel_min_sat)
+                              cfg.peel_sat_frac, cfg.peel_floor, cfg.peel_min_sat, cfg.peel_local_px, guide_c)
         if not_robot is not None:
             fg &= ~not_robot
         keep = guide_c

@@ -84,7 +84,8 @@ def grow_dark(img: np.ndarray, mask: np.ndarray, ring: np.ndarray, steps: int, r
 
 
 def peel_ground(img: np.ndarray, mask: np.ndarray, ring: np.ndarray, steps: int, sat_frac: float,
-                 floor: float, min_sat: float = 0.0) -> np.ndarray:
+                 floor: float, min_sat: float = 0.0, local_px: float = 0.0,
+                 local_in: Optional[np.ndarray] = None) -> np.ndarray:
     """Peel washed-out, not-dark pixels off a coloured robot's edge, one pixel layer per step.
 
     An edge pixel (in the mask, 4-adjacent to outside) is dropped when its
@@ -95,8 +96,13 @@ def peel_ground(img: np.ndarray, mask: np.ndarray, ring: np.ndarray, steps: int,
     the shaded underside), which stay. Nothing is peeled when the median
     saturation of the mask's core (eroded by 2 px, where no ground is
     mixed in) is below ``min_sat``: a grey robot's own edge is as washed
-    out as such a mix. ``img`` (H, W, 3) uint8; ``mask``, ``ring`` bool
-    (H, W).
+    out as such a mix. With ``local_px`` > 0, within ``local_in`` (bool
+    (H, W): where the robot is known to be, such as where the video moves)
+    the same is decided near each pixel, by the core's mean saturation
+    there (Gaussian weights, σ ``local_px`` [pixels]): the grey links of a
+    robot whose red head makes the whole mask look coloured are its own
+    grey edge, not a mix, and stay. ``img`` (H, W, 3) uint8; ``mask``,
+    ``ring`` bool (H, W).
 
     >>> img = np.full((9, 9, 3), 120, np.uint8); img[2:7, 2:7] = (200, 40, 40); img[2:7, 6] = (150, 120, 120)
     >>> m = np.zeros((9, 9), bool); m[2:7, 2:7] = True; ring = ~m
@@ -110,10 +116,17 @@ def peel_ground(img: np.ndarray, mask: np.ndarray, ring: np.ndarray, steps: int,
     sat = (f.max(-1) - f.min(-1)) / f.max(-1)
     robot_sat = float(np.median(sat[mask]))
     core = cv2.erode(mask.astype(np.uint8), np.ones((5, 5), np.uint8)) > 0
-    if float(np.median(sat[core if core.sum() >= 20 else mask])) < min_sat:
+    if core.sum() < 20:
+        core = mask
+    if float(np.median(sat[core])) < min_sat:
         return mask
     i_ref = float(np.median(ssum[ring]))
     washed = (sat < sat_frac * robot_sat) & (ssum > floor * i_ref)
+    if local_px > 0 and local_in is not None:
+        weight = cv2.GaussianBlur(core.astype(np.float32), (0, 0), local_px)
+        near = cv2.GaussianBlur(np.where(core, sat, 0.0).astype(np.float32), (0, 0), local_px)
+        grey = (weight > 1e-3) & (near < min_sat * np.maximum(weight, 1e-3))
+        washed &= ~(grey & local_in)
     m = mask.copy()
     cross = cv2.getStructuringElement(cv2.MORPH_CROSS, (3, 3))
     for _ in range(steps):

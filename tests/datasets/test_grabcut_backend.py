@@ -251,9 +251,35 @@ def test_a_coloured_robot_is_peeled_even_when_a_washed_rim_lowers_its_median_sat
     assert peel_ground(grey, mask, ring, 1, 0.75, 0.5, min_sat=0.35).sum() == mask.sum()
 
 
-def _grey_robot_on_gravel(seed: int, h: int = 120, w: int = 200, body=(150, 150, 175), cool: float = 0.1):
-    """A grey-blue body (shaded as a cylinder lit from above) with a red head on beige gravel of every
-    brightness, a share ``cool`` of its stones grey-blue like the body. Returns RGB uint8 and the robot mask."""
+def test_the_grey_links_of_a_robot_with_a_red_head_are_judged_by_their_own_colour():
+    """A body grey-blue at one end and red over the rest (a cut that kept the red head and the grey links beside
+    it): the mask's median saturation is the red's, and the grey links' edges (saturation 0.14) are peeled as
+    washed-out ground; read near each pixel where the robot is known to be (the guide), they are a grey robot's
+    own edge and stay, while the red part's washed-out top row still goes."""
+    from snaketrack.datasets.grabcut_rules import peel_ground
+
+    img = np.full((40, 60, 3), 120, np.uint8)          # grey ground
+    mask = np.zeros((40, 60), bool)
+    mask[15:26, 5:56] = True
+    img[15:26, 5:56] = (200, 40, 40)                   # red, saturation 0.80
+    img[15:26, 5:22] = (150, 150, 175)                 # grey-blue links, saturation 0.14
+    img[15, 30:56] = (200, 180, 180)                   # the red part's top row washed out: saturation 0.10
+    ring = ~mask
+    grey_edge = np.zeros_like(mask)
+    grey_edge[[15, 25], 5:18] = True
+    one = peel_ground(img, mask, ring, 1, 0.75, 0.5, min_sat=0.35)
+    near = peel_ground(img, mask, ring, 1, 0.75, 0.5, min_sat=0.35, local_px=3.0, local_in=mask)
+    assert not (one & grey_edge).any()                 # one figure: the grey links' edges peeled
+    assert near[grey_edge].all()                       # near each pixel: kept
+    assert not near[15, 30:56].any()                   # the red part's washed-out row goes either way
+    assert not one[15, 30:56].any()
+
+
+def _grey_robot_on_gravel(seed: int, h: int = 120, w: int = 200, body=(150, 150, 175), cool: float = 0.1,
+                          head_x: int = 155):
+    """A grey-blue body (shaded as a cylinder lit from above) with a red head (from column ``head_x`` on) on beige
+    gravel of every brightness, a share ``cool`` of its stones grey-blue like the body. Returns RGB uint8 and the
+    robot mask."""
     import cv2
 
     rng = np.random.default_rng(seed)
@@ -268,7 +294,7 @@ def _grey_robot_on_gravel(seed: int, h: int = 120, w: int = 200, body=(150, 150,
     robot = (np.abs(d) < 1) & (xx > 20) & (xx < 180)
     shade = np.clip(1.15 - 0.5 * d ** 2, 0.5, 1.2)[..., None]
     img[robot] = (np.float32(body) * shade)[robot]
-    head = robot & (xx > 155)
+    head = robot & (xx > head_x)
     img[head] = (np.float32((200, 30, 30)) * shade)[head]
     img = cv2.GaussianBlur(np.clip(img, 0, 255), (0, 0), 0.6)
     return np.clip(img, 0, 255).astype(np.uint8), robot
@@ -329,3 +355,20 @@ def test_a_guided_cut_that_collapses_holds_the_guide_s_pixels_unlike_the_ground_
     gc.set_image(img)
     m = gc.predict(box, guide=guide, guide_shade=False)
     assert mask_iou(m, robot) > 0.85 and (m & ~robot).sum() < 0.15 * robot.sum()  # 0.89-0.93, 0.08-0.12 over seeds 0-5
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_guided_cut_does_not_peel_the_grey_links_of_a_robot_whose_red_head_is_most_of_it(seed):
+    """The red head over half the body: the mask looks coloured as a whole, and the peel took the grey links'
+    edges as washed-out ground; inside the guide the grey links are read by their own colour and keep them."""
+    from snaketrack.datasets.grabcut_backend import GrabCutConfig
+    from snaketrack.masks import mask_iou
+
+    img, robot = _grey_robot_on_gravel(seed, cool=0.3, head_x=90)
+    box, guide = mask_to_box(robot), dilate_mask(robot, 2)
+    iou = {}
+    for local_px in (0.0, GrabCutConfig().peel_local_px):
+        gc = GrabCutBackend(GrabCutConfig(peel_local_px=local_px))
+        gc.set_image(img)
+        iou[local_px] = mask_iou(gc.predict(box, guide=guide, guide_shade=False), robot)
+    assert iou[0.0] < 0.8 and iou[GrabCutConfig().peel_local_px] > 0.88, iou  # 0.75-0.77, 0.95-0.98 over seeds 0-5

@@ -125,7 +125,7 @@ def peel_ground(img: np.ndarray, mask: np.ndarray, ring: np.ndarray, steps: int,
     if local_px > 0 and local_in is not None:
         weight = cv2.GaussianBlur(core.astype(np.float32), (0, 0), local_px)
         near = cv2.GaussianBlur(np.where(core, sat, 0.0).astype(np.float32), (0, 0), local_px)
-        grey = (weight > 1e-3) & (near < min_sat * np.maximum(weight, 1e-3))
+        grey = (weight > 1e-3) & (near < min_sat * weight)  # the core's mean saturation there below min_sat
         washed &= ~(grey & local_in)
     m = mask.copy()
     cross = cv2.getStructuringElement(cv2.MORPH_CROSS, (3, 3))

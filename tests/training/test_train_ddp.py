@@ -22,7 +22,7 @@ CFG = TrainConfig(encoder="resnet18", input_size=(96, 128), crop_size=(64, 64), 
 
 
 def test_two_workers_train_an_epoch_and_the_model_loads_and_segments(tmp_path, toy_root, capsys):
-    out = tmp_path / "m.pt"  # without the int8 network (tests/training/test_quantize.py): a third of the time
+    out = tmp_path / "m.pt"  # without the int8 network (tests/training/test_quantize.py): a third less time
     status = main(["train", str(toy_root), "--workers", "2", "--input-size", "128x96", "--crop-size", "64x64",
                    "--batch-size", "4", "--epochs", "1", "--threads", "2", "--scales", "1", "--max-val-frames", "4",
                    "--no-live-int8", "--out", str(out), "--json"])

@@ -5,10 +5,10 @@ window, each frame is segmented only inside the previous frame's mask box grown 
 (``margin_px + margin_frac × the box's longer side``; 12 px + 5 % by default, measured in
 docs/segmentation-measured.md, "The window"), at the same scale as the whole frame would be;
 the robot probability outside it is 0. The box is that of the mask's robot (:func:`robot_pieces`: its
-largest piece and the pieces near it): a speck of false robot elsewhere does not stretch it over the
-frame. The window's size on the network's input is rounded up to
-``steps`` fixed fractions of the whole frame's, per axis, so that an inference engine compiles a few
-input shapes only. The whole frame is segmented instead:
+largest piece and the pieces near it, a piece of the previous frame's robot held at a wider gap): a
+speck of false robot elsewhere does not stretch it over the frame. The window's size on the network's
+input is rounded up to ``steps`` fixed fractions of the whole frame's, per axis, so that an inference
+engine compiles a few input shapes only. The whole frame is segmented instead:
 
 - on the first frame, after a frame size change, after a frame whose mask was empty, and every
   ``refresh`` frames (what left the window, or a piece of the robot beyond a wide gap, is found again);
@@ -47,6 +47,7 @@ MARGIN_PX, MARGIN_FRAC = 12, 0.05  # the margin around a mask's box: px + fracti
 STEPS = 8  # window sizes per axis: 1/8, 2/8, … of the whole frame's input
 KEEP = 0.75  # a window whose robot has less than this share of the previous frame's is not taken
 GAP_WIDTHS = 3.0  # the robot's pieces lie within this many of its body widths of each other
+HOLD_WIDTHS = 6.0  # … and a piece of the previous frame's robot stays within this many
 
 
 class Window:
@@ -140,7 +141,7 @@ class Window:
         in :attr:`robot`."""
         H, W = rgb.shape[:2]
         if self.frame_shape != (H, W):
-            self.frame_shape, self.box = (H, W), None
+            self.frame_shape, self.box, self.robot = (H, W), None, None
         c = self.crop(H, W, ready) if self._since < self.refresh else None
         if c is not None:
             y0, y1, x0, x1, h, w = c
@@ -148,7 +149,7 @@ class Window:
             if pc.shape != (y1 - y0, x1 - x0):
                 pc = cv2.resize(pc, (x1 - x0, y1 - y0), interpolation=cv2.INTER_LINEAR)
             m = pc > threshold
-            robot = robot_pieces(m)
+            robot = robot_pieces(m, held=self._held(y0, y1, x0, x1))
             cut = ((y0 > 0 and robot[0].any()) or (y1 < H and robot[-1].any())
                    or (x0 > 0 and robot[:, 0].any()) or (x1 < W and robot[:, -1].any()))
             shrunk = self.robot is not None and robot.sum() < self.keep * self.robot.sum()
@@ -166,8 +167,12 @@ class Window:
             p = cv2.resize(p, (W, H), interpolation=cv2.INTER_LINEAR)
         self.searches += 1
         self._since = 1
-        self._remember(robot_pieces(p > threshold))
+        self._remember(robot_pieces(p > threshold, held=self._held(0, H, 0, W)))
         return p
+
+    def _held(self, y0: int, y1: int, x0: int, x1: int) -> Optional[np.ndarray]:
+        """The previous frame's robot pieces in rows ``[y0, y1)`` and columns ``[x0, x1)``, or None."""
+        return None if self.robot is None else self.robot[y0:y1, x0:x1]
 
     def _remember(self, robot: np.ndarray) -> None:
         """Keep a frame's robot pieces (bool (H, W)) and their box (None when there are none)."""
@@ -193,12 +198,17 @@ def margin(box: Box, margin_px: float, margin_frac: float) -> float:
     return margin_px + margin_frac * max(y1 - y0, x1 - x0)
 
 
-def robot_pieces(mask: np.ndarray, gap_widths: float = GAP_WIDTHS) -> np.ndarray:
+def robot_pieces(mask: np.ndarray, gap_widths: float = GAP_WIDTHS, held: Optional[np.ndarray] = None,
+                 hold_widths: float = HOLD_WIDTHS) -> np.ndarray:
     """The robot of a one-robot ``mask`` (bool (H, W)): its largest piece (8-connected), and every piece that
     lies within ``gap_widths`` body widths of the pieces taken so far, repeated until none is added; bool
     (H, W). The body width is that of the largest piece, 2 × area / perimeter [px]. A post or stump that
     hides the robot between two pieces is about as wide as the robot; specks of false robot (stones,
     sticks, shadows on a ground the segmenter was not trained on) lie farther off, however large.
+
+    held: the robot of the previous frame of a video (bool (H, W)), or None. A piece that overlaps it
+    stays within ``hold_widths`` body widths: the gap behind a stump widens and narrows by a pixel or two
+    from frame to frame, and a piece of the robot should not come and go with it.
 
     >>> m = np.zeros((60, 200), bool); m[20:30, 10:80] = True   # a body 10 px wide
     >>> m[20:30, 95:140] = True                                  # the rest of it, beyond a 15 px post
@@ -213,7 +223,9 @@ def robot_pieces(mask: np.ndarray, gap_widths: float = GAP_WIDTHS) -> np.ndarray
     largest = int(np.argmax(area)) + 1
     contours, _ = cv2.findContours((labels == largest).astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
     width = 2.0 * float(area[largest - 1]) / max(sum(cv2.arcLength(c, True) for c in contours), 1.0)
-    gap = gap_widths * width
+    gap = np.full(n, gap_widths * width)  # each piece's reach [px]
+    if held is not None:
+        gap[np.unique(labels[held.astype(bool) & (labels > 0)])] = max(gap_widths, hold_widths) * width
     # the nearest pixels of two pieces lie on their edges: measure between edge pixels only
     edge = mask.astype(bool) & ~(cv2.erode(mask.astype(np.uint8), np.ones((3, 3), np.uint8)) > 0)
     ys, xs = np.nonzero(edge)
@@ -225,7 +237,7 @@ def robot_pieces(mask: np.ndarray, gap_widths: float = GAP_WIDTHS) -> np.ndarray
         rest = ~kept[owner]
         if not rest.any():
             break
-        d, _ = cKDTree(points[np.isin(owner, ring)]).query(points[rest], distance_upper_bound=gap + 1e-6)
-        ring = np.unique(owner[rest][d <= gap])
+        d, _ = cKDTree(points[np.isin(owner, ring)]).query(points[rest], distance_upper_bound=gap.max() + 1e-6)
+        ring = np.unique(owner[rest][d <= gap[owner[rest]]])
         kept[ring] = True
     return kept[labels]

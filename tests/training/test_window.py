@@ -221,12 +221,15 @@ def test_following_cuts_each_mask_to_its_own_robot_pieces():
     raw = Segmenter(model, cfg, flips=1, network=network, window=True, region=False, edges=False).predict_batch(frames)
     cut = Segmenter(model, cfg, flips=1, network=network, window=True, edges=False).predict_batch(frames)
     assert raw[0, 110:113, 190:193].all() and not cut[0, 110:113, 190:193].any()
+    held = None
     for r, c in zip(raw, cut):
-        np.testing.assert_array_equal(c, robot_pieces(r))
+        np.testing.assert_array_equal(c, robot_pieces(r, held=held))
+        held = c
 
 
-def _pieces_brute_force(mask, gap_widths):
-    """robot_pieces by its definition: pixel-to-pixel distances, the width from the largest piece's outline."""
+def _pieces_brute_force(mask, gap_widths, held=None, hold_widths=6.0):
+    """robot_pieces by its definition: pixel-to-pixel distances, the width from the largest piece's outline;
+    a piece that overlaps ``held`` joins within ``hold_widths`` widths."""
     import cv2
     from scipy.spatial.distance import cdist
 
@@ -234,11 +237,16 @@ def _pieces_brute_force(mask, gap_widths):
     pieces = [np.argwhere(labels == k) for k in range(1, n)]
     largest = max(range(len(pieces)), key=lambda k: len(pieces[k]))
     contours, _ = cv2.findContours((labels == largest + 1).astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
-    gap = gap_widths * 2.0 * len(pieces[largest]) / sum(cv2.arcLength(c, True) for c in contours)
+    width = 2.0 * len(pieces[largest]) / sum(cv2.arcLength(c, True) for c in contours)
+
+    def reach(k):
+        overlaps = held is not None and held[tuple(pieces[k].T)].any()
+        return (hold_widths if overlaps else gap_widths) * width
+
     taken, grew = {largest}, True
     while grew:
         pts = np.concatenate([pieces[k] for k in taken])
-        new = {k for k in range(len(pieces)) if k not in taken and cdist(pieces[k], pts).min() <= gap}
+        new = {k for k in range(len(pieces)) if k not in taken and cdist(pieces[k], pts).min() <= reach(k)}
         taken |= new
         grew = bool(new)
     out = np.zeros(mask.shape, bool)
@@ -256,8 +264,14 @@ def test_robot_pieces_match_their_definition_on_random_masks(seed):
     for _ in range(12):  # rectangles of every size, some touching, some apart
         y, x, h, w = rng.integers(0, 75), rng.integers(0, 115), rng.integers(1, 12), rng.integers(1, 30)
         mask[y:y + h, x:x + w] = True
+    held = np.zeros_like(mask)
+    for _ in range(4):  # the previous frame's robot: a few rectangles over some of the pieces
+        y, x, h, w = rng.integers(0, 75), rng.integers(0, 115), rng.integers(1, 12), rng.integers(1, 30)
+        held[y:y + h, x:x + w] = True
     for gap_widths in (1.0, 3.0):
         np.testing.assert_array_equal(robot_pieces(mask, gap_widths), _pieces_brute_force(mask, gap_widths))
+        np.testing.assert_array_equal(robot_pieces(mask, gap_widths, held=held),
+                                      _pieces_brute_force(mask, gap_widths, held=held))
 
 
 def test_robot_pieces_keep_a_body_behind_posts_and_drop_a_stone_as_large_further_off():
@@ -275,6 +289,51 @@ def test_robot_pieces_keep_a_body_behind_posts_and_drop_a_stone_as_large_further
     np.testing.assert_array_equal(robot_pieces(body), body)
     np.testing.assert_array_equal(robot_pieces(far), body)
     np.testing.assert_array_equal(robot_pieces(near), near)
+
+
+def test_a_piece_of_the_previous_robot_stays_while_its_gap_widens_a_little():
+    """A 10 px body whose far piece is 35 px beyond a post (3.5 widths) loses that piece on its own, keeps it
+    when the piece overlaps the previous frame's robot, and never keeps a stone 70 px off (7 widths) or a
+    piece the previous robot did not have."""
+    from snaketrack.training.window import robot_pieces
+
+    mask = np.zeros((100, 300), bool)
+    mask[40:50, 10:120] = mask[40:50, 155:220] = True   # the body, and its far piece 35 px on
+    mask[40:50, 290:300] = True                         # a stone 70 px beyond the far piece
+    body = mask.copy()
+    body[:, 280:] = False
+    held = np.zeros_like(mask)
+    held[40:50, 10:120] = held[41:51, 157:222] = True   # last frame's robot: the far piece 2 px off
+    held[40:50, 288:300] = True                         # … and the stone, had it been kept
+    np.testing.assert_array_equal(robot_pieces(mask), np.pad(np.ones((10, 110), bool), ((40, 50), (10, 180))))
+    np.testing.assert_array_equal(robot_pieces(mask, held=held), body)
+    near_only = held.copy()
+    near_only[:, 150:] = False
+    np.testing.assert_array_equal(robot_pieces(mask, held=near_only), robot_pieces(mask))
+
+
+def test_following_keeps_a_piece_whose_gap_widens_past_the_rule_for_a_frame():
+    """Two red bars 10 px thick drift apart by 2 px a frame. The first, 10 × 40 px, is 2 × 400 / 96 = 8.3 px
+    wide by the rule (its outline is 96 px long); the gap between edge-pixel centres is ``gap + 1``. A
+    whole-frame mask loses the second bar once that passes three widths (25 px); a followed one keeps it
+    until it passes six (50 px), then drops it."""
+    from snaketrack.training.window import robot_pieces
+
+    def bars(gap):
+        img = np.full((H, W, 3), 100, np.uint8)
+        img[50:60, 20:60] = img[50:60, 60 + gap:95 + gap] = (220, 40, 30)
+        return img
+
+    w, gaps = Window((H, W)), range(16, 70, 2)
+    whole, followed = [], []
+    for gap in gaps:
+        img = bars(gap)
+        w.follow(img, _redness, 0.5)
+        whole.append(bool(robot_pieces(_whole(img) > 0.5)[:, 60 + gap:].any()))
+        followed.append(bool(w.robot[:, 60 + gap:].any()))
+    assert whole == [gap + 1 <= 25 for gap in gaps]
+    assert followed == [gap + 1 <= 50 for gap in gaps]
+    assert w.windows > w.searches
 
 
 def test_a_size_not_compiled_yet_is_replaced_by_the_smallest_larger_one_that_is():

@@ -89,7 +89,7 @@ def add_all_pieces_argument(p: argparse.ArgumentParser) -> None:
     (:func:`~snaketrack.mask_edges.unmix_edges` and :func:`~snaketrack.mask_edges.snap_edges` off)."""
     p.add_argument("--all-pieces", action="store_true",
                    help="keep every piece of the mask (by default each mask keeps its largest piece and the pieces "
-                        "within three body widths of it: one robot in view)")
+                        "within three body widths of it, at least half as thick: one robot in view)")
     p.add_argument("--network-edges", action="store_true",
                    help="keep the network's edge (by default each pixel beside a mask's edge is decided by its "
                         "colour, robot when clearly more robot than ground, then moved onto the frame's colour edge)")

@@ -19,11 +19,12 @@ when training made one, else the network exported once and cached beside the mod
 ``MODEL.live.onnx``), falling back to torch with a warning when it
 cannot. In both, each mask keeps only its robot
 (:func:`~snaketrack.training.window.robot_pieces`: its largest piece and, in turn, the pieces within
-three body widths of those taken, and in ``live`` a piece of the previous frame's robot within six): one
-robot is in view, and specks of false robot farther off are dropped, however large; and its edge pixels
-are then decided by their colour (:func:`~snaketrack.mask_edges.unmix_edges`): a pixel beside the edge
-that is clearly more robot than ground joins the mask, one clearly less leaves it; last, the edge is moved
-onto the frame's own colour edge beside it by at most a pixel (:func:`~snaketrack.mask_edges.snap_edges`).
+three body widths of those taken and at least half as thick, and in ``live`` a piece of the previous
+frame's robot within six): one robot is in view, and specks of false robot farther off are dropped,
+however large, and sticks beside it; and its edge pixels are then decided by their colour
+(:func:`~snaketrack.mask_edges.unmix_edges`): a pixel beside the edge that is clearly more robot than
+ground joins the mask, one clearly less leaves it; last, the edge is moved onto the frame's own colour
+edge beside it by at most a pixel (:func:`~snaketrack.mask_edges.snap_edges`).
 
 >>> import tempfile, os, numpy as np, torch
 >>> from snaketrack.training.model import SegmenterConfig, build_model, save_model
@@ -76,7 +77,7 @@ class Segmenter:
     :class:`~snaketrack.training.window.Window` around the previous frame's mask (frames are then taken as a
     video's consecutive frames; :meth:`reset` before another video); ``region``: keep the robot probability
     only on each mask's robot (:func:`~snaketrack.training.window.robot_pieces`: specks of false robot
-    farther than three body widths from it are dropped);
+    farther than three body widths from it, or less than half as thick, are dropped);
     ``edges``: decide each mask's edge pixels by their colour (:func:`~snaketrack.mask_edges.unmix_edges`,
     then :func:`~snaketrack.mask_edges.snap_edges`, after the threshold; the probabilities are the network's);
     ``wait``: with a window and an engine that

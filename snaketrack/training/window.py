@@ -48,6 +48,7 @@ STEPS = 8  # window sizes per axis: 1/8, 2/8, … of the whole frame's input
 KEEP = 0.75  # a window whose robot has less than this share of the previous frame's is not taken
 GAP_WIDTHS = 3.0  # the robot's pieces lie within this many of its body widths of each other
 HOLD_WIDTHS = 6.0  # … and a piece of the previous frame's robot stays within this many
+THIN = 0.5  # a piece less thick than this share of the largest piece is not the robot's
 
 
 class Window:
@@ -199,12 +200,17 @@ def margin(box: Box, margin_px: float, margin_frac: float) -> float:
 
 
 def robot_pieces(mask: np.ndarray, gap_widths: float = GAP_WIDTHS, held: Optional[np.ndarray] = None,
-                 hold_widths: float = HOLD_WIDTHS) -> np.ndarray:
+                 hold_widths: float = HOLD_WIDTHS, thin: float = THIN) -> np.ndarray:
     """The robot of a one-robot ``mask`` (bool (H, W)): its largest piece (8-connected), and every piece that
     lies within ``gap_widths`` body widths of the pieces taken so far, repeated until none is added; bool
     (H, W). The body width is that of the largest piece, 2 × area / perimeter [px]. A post or stump that
     hides the robot between two pieces is about as wide as the robot; specks of false robot (stones,
     sticks, shadows on a ground the segmenter was not trained on) lie farther off, however large.
+
+    A piece less thick than ``thin`` × the largest piece's thickness (twice the largest distance from
+    one of its pixels to a pixel outside the mask) is never taken, nor anything reached only through it:
+    every piece of the robot a stump leaves in view is as thick as its body, a stick or a cable beside it
+    is thinner.
 
     held: the robot of the previous frame of a video (bool (H, W)), or None. A piece that overlaps it
     stays within ``hold_widths`` body widths: the gap behind a stump widens and narrows by a pixel or two
@@ -230,7 +236,10 @@ def robot_pieces(mask: np.ndarray, gap_widths: float = GAP_WIDTHS, held: Optiona
     edge = mask.astype(bool) & ~(cv2.erode(mask.astype(np.uint8), np.ones((3, 3), np.uint8)) > 0)
     ys, xs = np.nonzero(edge)
     points, owner = np.column_stack([ys, xs]).astype(np.float64), labels[ys, xs]
-    kept = np.zeros(n, bool)
+    inside = cv2.distanceTransform(np.pad(mask.astype(np.uint8), 1), cv2.DIST_L2, cv2.DIST_MASK_PRECISE)[1:-1, 1:-1]
+    thickness = np.zeros(n, np.float32)
+    np.maximum.at(thickness, labels.ravel(), inside.ravel())
+    kept = thickness < thin * thickness[largest]  # thin pieces count as taken, so that none is reached
     kept[largest] = True
     ring = np.array([largest])  # the pieces taken last: only they can reach a piece not taken yet
     while ring.size:
@@ -240,4 +249,6 @@ def robot_pieces(mask: np.ndarray, gap_widths: float = GAP_WIDTHS, held: Optiona
         d, _ = cKDTree(points[np.isin(owner, ring)]).query(points[rest], distance_upper_bound=gap.max() + 1e-6)
         ring = np.unique(owner[rest][d <= gap[owner[rest]]])
         kept[ring] = True
+    kept &= thickness >= thin * thickness[largest]
+    kept[largest] = True
     return kept[labels]

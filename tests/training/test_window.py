@@ -227,9 +227,10 @@ def test_following_cuts_each_mask_to_its_own_robot_pieces():
         held = c
 
 
-def _pieces_brute_force(mask, gap_widths, held=None, hold_widths=6.0):
+def _pieces_brute_force(mask, gap_widths, held=None, hold_widths=6.0, thin=0.5):
     """robot_pieces by its definition: pixel-to-pixel distances, the width from the largest piece's outline;
-    a piece that overlaps ``held`` joins within ``hold_widths`` widths."""
+    a piece that overlaps ``held`` joins within ``hold_widths`` widths; a piece whose pixels all lie within
+    ``thin`` × the largest piece's thickness of a pixel outside the mask (or the frame) is never taken."""
     import cv2
     from scipy.spatial.distance import cdist
 
@@ -238,6 +239,9 @@ def _pieces_brute_force(mask, gap_widths, held=None, hold_widths=6.0):
     largest = max(range(len(pieces)), key=lambda k: len(pieces[k]))
     contours, _ = cv2.findContours((labels == largest + 1).astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
     width = 2.0 * len(pieces[largest]) / sum(cv2.arcLength(c, True) for c in contours)
+    outside = np.argwhere(~np.pad(mask, 1)) - 1  # pixels outside the mask, a ring beyond the frame included
+    thickness = [cdist(p, outside).min(axis=1).max() for p in pieces]
+    thick = [k == largest or thickness[k] >= thin * thickness[largest] for k in range(len(pieces))]
 
     def reach(k):
         overlaps = held is not None and held[tuple(pieces[k].T)].any()
@@ -246,7 +250,8 @@ def _pieces_brute_force(mask, gap_widths, held=None, hold_widths=6.0):
     taken, grew = {largest}, True
     while grew:
         pts = np.concatenate([pieces[k] for k in taken])
-        new = {k for k in range(len(pieces)) if k not in taken and cdist(pieces[k], pts).min() <= reach(k)}
+        new = {k for k in range(len(pieces))
+               if k not in taken and thick[k] and cdist(pieces[k], pts).min() <= reach(k)}
         taken |= new
         grew = bool(new)
     out = np.zeros(mask.shape, bool)
@@ -289,6 +294,22 @@ def test_robot_pieces_keep_a_body_behind_posts_and_drop_a_stone_as_large_further
     np.testing.assert_array_equal(robot_pieces(body), body)
     np.testing.assert_array_equal(robot_pieces(far), body)
     np.testing.assert_array_equal(robot_pieces(near), near)
+
+
+def test_robot_pieces_drop_a_thin_stick_beside_the_body_and_keep_a_short_stub_of_it():
+    """A 10 px body (thickness 10) with a 10 × 10 px stub of it beyond a 15 px post, and a 4 px stick
+    (thickness 4, under half of 10) 15 px from the body with a stone 15 px beyond the stick: the stub
+    is kept, the stick is dropped and the stone, reachable only through the stick, with it."""
+    from snaketrack.training.window import robot_pieces
+
+    body = np.zeros((100, 300), bool)
+    body[40:50, 10:150] = body[40:50, 165:175] = True
+    mask = body.copy()
+    mask[65:69, 20:140] = True              # the stick, 15 px below the body
+    mask[84:94, 20:60] = True               # a stone 15 px below the stick, 34 px below the body
+    np.testing.assert_array_equal(robot_pieces(mask), body)
+    everything = robot_pieces(mask, thin=0.0)
+    assert everything[65:69, 20:140].all() and everything[84:94, 20:60].all()
 
 
 def test_a_piece_of_the_previous_robot_stays_while_its_gap_widens_a_little():

@@ -236,9 +236,11 @@ def robot_pieces(mask: np.ndarray, gap_widths: float = GAP_WIDTHS, held: Optiona
     edge = mask.astype(bool) & ~(cv2.erode(mask.astype(np.uint8), np.ones((3, 3), np.uint8)) > 0)
     ys, xs = np.nonzero(edge)
     points, owner = np.column_stack([ys, xs]).astype(np.float64), labels[ys, xs]
-    inside = cv2.distanceTransform(np.pad(mask.astype(np.uint8), 1), cv2.DIST_L2, cv2.DIST_MASK_PRECISE)[1:-1, 1:-1]
+    y0, y1, x0, x1 = mask_box(mask)  # the distances inside the mask's box only, the frame's edge outside
+    crop = np.pad(mask[y0:y1, x0:x1].astype(np.uint8), 1)
+    inside = cv2.distanceTransform(crop, cv2.DIST_L2, cv2.DIST_MASK_PRECISE)[1:-1, 1:-1]
     thickness = np.zeros(n, np.float32)
-    np.maximum.at(thickness, labels.ravel(), inside.ravel())
+    np.maximum.at(thickness, labels[y0:y1, x0:x1].ravel(), inside.ravel())
     kept = thickness < thin * thickness[largest]  # thin pieces count as taken, so that none is reached
     kept[largest] = True
     ring = np.array([largest])  # the pieces taken last: only they can reach a piece not taken yet

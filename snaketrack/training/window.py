@@ -252,5 +252,5 @@ def robot_pieces(mask: np.ndarray, gap_widths: float = GAP_WIDTHS, held: Optiona
         ring = np.unique(owner[rest][d <= gap[owner[rest]]])
         kept[ring] = True
     kept &= thickness >= thin * thickness[largest]
-    kept[largest] = True
+    kept[0], kept[largest] = False, True  # label 0: outside the mask
     return kept[labels]

@@ -241,16 +241,15 @@ def robot_pieces(mask: np.ndarray, gap_widths: float = GAP_WIDTHS, held: Optiona
     inside = cv2.distanceTransform(crop, cv2.DIST_L2, cv2.DIST_MASK_PRECISE)[1:-1, 1:-1]
     thickness = np.zeros(n, np.float32)
     np.maximum.at(thickness, labels[y0:y1, x0:x1].ravel(), inside.ravel())
-    kept = thickness < thin * thickness[largest]  # thin pieces count as taken, so that none is reached
+    thick = thickness >= thin * thickness[largest]  # the pieces that may be the robot's
+    kept = np.zeros(n, bool)
     kept[largest] = True
     ring = np.array([largest])  # the pieces taken last: only they can reach a piece not taken yet
     while ring.size:
-        rest = ~kept[owner]
+        rest = thick[owner] & ~kept[owner]
         if not rest.any():
             break
         d, _ = cKDTree(points[np.isin(owner, ring)]).query(points[rest], distance_upper_bound=gap.max() + 1e-6)
         ring = np.unique(owner[rest][d <= gap[owner[rest]]])
         kept[ring] = True
-    kept &= thickness >= thin * thickness[largest]
-    kept[0], kept[largest] = False, True  # label 0: outside the mask
     return kept[labels]

@@ -20,7 +20,8 @@ pixels within 4 px of the robot: edges, cast shadow) and ``extra_far``
 (labelled pixels further away: neighbouring objects, ground).
 
 ``--suite heldout`` runs six more clips (``HELDOUT``, seeds 41–46) instead: a change
-tuned while looking at the twelve is checked there, on clips it was not tuned on.
+tuned while looking at the twelve is checked there, on clips it was not tuned on. ``--suite fresh``
+runs six others (``FRESH``, seeds 51–56) that no rule was chosen or checked on.
 
 ``--clean`` renders the same clips without blur, noise or JPEG (``snaketrack sim video --clean``),
 into their own ``--data`` folder: what the labeller loses to the image's degradations, against
@@ -65,7 +66,16 @@ HELDOUT = [
     ("handheld", "planar-snake-11", "brick", 45, 14),
     ("drone", "arcsnake-4", "grass", 46, 11),
 ]
-SUITES = {"main": SUITE, "heldout": HELDOUT}
+# a third set, for the labeller as it stands: no rule was chosen or checked while looking at these
+FRESH = [
+    ("static", "planar-snake-11", "grass+gravel", 51, 11),
+    ("handheld", "arcsnake-4", "grass+gravel", 52, 11),
+    ("drone", "planar-snake-11", "gravel", 53, 9),
+    ("static", "arcsnake-4", "grass", 54, 14),
+    ("handheld", "planar-snake-11", "grass+gravel", 55, 14),
+    ("drone", "arcsnake-4", "grass+gravel", 56, 11),
+]
+SUITES = {"main": SUITE, "heldout": HELDOUT, "fresh": FRESH}
 BOXES = {"tight": 0, "margin10": 10}
 BLOCK = 50
 
@@ -179,7 +189,7 @@ def main() -> None:
     ap.add_argument("--only", default=None, help="comma-separated substrings: run the clips whose name has one")
     ap.add_argument("--suite", default="main", choices=sorted(SUITES),
                     help="main: the twelve clips; heldout: six more (seeds 41-46) for checking a change on clips "
-                         "it was not tuned on")
+                         "it was not tuned on; fresh: six others (seeds 51-56) no rule was chosen or checked on")
     ap.add_argument("--clean", action="store_true",
                     help="clips rendered without blur, noise or JPEG (in their own --data folder)")
     args = ap.parse_args()

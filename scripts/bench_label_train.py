@@ -35,8 +35,11 @@ TESTS = ["static-planar-brick-w14-s22", "handheld-planar-gravel-w11-s25", "handh
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--train", default=TRAIN, help="label-suite clip to label and train on")
-    ap.add_argument("--test", action="append", default=None, help=f"label-suite clip to score (repeatable; "
+    ap.add_argument("--test", action="append", default=None, help=f"clip of any label suite to score (repeatable; "
                                                                    f"default {', '.join(TESTS)})")
+    ap.add_argument("--test-frames", type=int, default=200,
+                    help="frames a test clip is rendered with when it is not yet (the held-out and fresh suites' "
+                         "runs render 100)")
     ap.add_argument("--data", default="bench_data/label-suite")
     ap.add_argument("--work", default="bench_out/label-suite")
     ap.add_argument("--minutes", type=float, default=20.0, help="training budget (the default recipe's is 20)")
@@ -52,7 +55,7 @@ def main() -> None:
                          "(e.g. synthetic_ground=0.5)")
     ap.add_argument("--model", default=None, help="model file to write or, when it exists, to score")
     args = ap.parse_args()
-    from bench_label_suite import SUITE, clip_name, render, run_one
+    from bench_label_suite import SUITES, clip_name, render, run_one
 
     from snaketrack.datasets.layout import Dataset
     from snaketrack.training.config import recipe_config
@@ -60,12 +63,12 @@ def main() -> None:
     from snaketrack.training.segmenter import load_segmenter
     from snaketrack.training.train import train
 
-    specs = {clip_name(*s): s for s in SUITE}
+    specs = {clip_name(*s): s for suite in SUITES.values() for s in suite}
     tests = args.test or TESTS
     for name in [args.train, *tests]:
         if name not in specs:
-            raise SystemExit(f"{name}: not a label-suite clip ({', '.join(specs)})")
-        render(Path(args.data), specs[name], 200)
+            raise SystemExit(f"{name}: not a clip of bench_label_suite.py's suites ({', '.join(specs)})")
+        render(Path(args.data), specs[name], 200 if name == args.train else args.test_frames)
     if args.labels:
         from bench_label_suite import score
 

@@ -63,7 +63,8 @@ trimming still removes what lies off the body. Measured on the label suite
 
 :func:`fit_labels` writes a fitted copy of a label dataset (``snaketrack
 fit-labels``); :class:`FittedBackend` fits while labelling (``snaketrack
-label`` with the robot known).
+label`` with the robot known), and the labeller records each frame's fit in
+the dataset's ``fit.csv``, as :func:`fit_labels` does (:func:`fit_row`).
 
 Outputs of :func:`fit_labels` (the dataset layout of docs/conventions.md): ``frames/`` (the label dataset's
 files, copied byte for byte), ``masks/`` (the fitted labels), ``meta.json``
@@ -85,15 +86,13 @@ from typing import Any, Optional
 import cv2
 import numpy as np
 
-from snaketrack.datasets.label_report import LABELS_CSV, REPORT_JSON
+from snaketrack.datasets.label_report import FIT_COLUMNS, FIT_CSV, LABELS_CSV, REPORT_JSON
 from snaketrack.datasets.layout import MASK_EXT, Dataset, encode_mask
 from snaketrack.errors import InputError
 from snaketrack.io import CsvAppender, atomic_write_bytes, read_csv_columns, read_json, write_json
 from snaketrack.mask_edges import snap_edges
 
-FIT_CSV = "fit.csv"
 FIT_REPORT = "fit_report.json"
-FIT_COLUMNS = ["frame", "status", "iou_fit", "source", "area_label_px", "area_fitted_px"]
 
 
 @dataclass(frozen=True)
@@ -191,6 +190,13 @@ class FittedFrame:
     source: str
 
 
+def fit_row(label: np.ndarray, res: FittedFrame) -> dict[str, Any]:
+    """A frame's row of ``fit.csv`` (:data:`~snaketrack.datasets.label_report.FIT_COLUMNS` but ``frame``) from
+    the label it was given (bool (H, W)) and the fit's :class:`FittedFrame`."""
+    return {"status": res.status, "iou_fit": round(res.iou, 4), "source": res.source,
+            "area_label_px": int(np.count_nonzero(label)), "area_fitted_px": int(np.count_nonzero(res.mask))}
+
+
 class LabelFitter:
     """The robot model fitted to labels frame by frame, and each label decided by the fit (module doc).
 
@@ -262,6 +268,7 @@ class FittedBackend:
         self.fitter = fitter
         self.name = backend.name
         self._frame: Optional[np.ndarray] = None
+        self.last_fit: Optional[dict[str, Any]] = None  # the last label's row of fit.csv (:func:`fit_row`)
 
     @property
     def robot_fit(self) -> dict[str, Any]:
@@ -290,7 +297,10 @@ class FittedBackend:
     def polish(self, mask: np.ndarray) -> np.ndarray:
         polish = getattr(self.backend, "polish", None)
         moving = self.backend.moving() if hasattr(self.backend, "moving") else None
-        return self.fitter(polish(mask) if polish is not None else mask, self._frame, moving).mask
+        label = polish(mask) if polish is not None else mask
+        res = self.fitter(label, self._frame, moving)
+        self.last_fit = fit_row(label, res)
+        return res.mask
 
 
 def fit_labels(labels: str | os.PathLike, out: str | os.PathLike, robot_spec: Optional[str] = None,
@@ -358,9 +368,7 @@ def fit_labels(labels: str | os.PathLike, out: str | os.PathLike, robot_spec: Op
                 stem = ds.frame_path(i).stem
                 shutil.copyfile(ds.frame_path(i), out / "frames" / ds.frame_path(i).name)
                 atomic_write_bytes(out / "masks" / (stem + MASK_EXT), encode_mask(res.mask))
-                rows.write({"frame": i, "status": res.status, "iou_fit": round(res.iou, 4),
-                            "source": res.source, "area_label_px": int(label.sum()),
-                            "area_fitted_px": int(res.mask.sum())})
+                rows.write({"frame": i, **fit_row(label, res)})
             if bar is not None:
                 bar.update(1)
     finally:

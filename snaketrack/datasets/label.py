@@ -44,6 +44,7 @@ propagates from the written label).
 from __future__ import annotations
 
 import os
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Protocol, Sequence
@@ -51,7 +52,14 @@ from typing import Any, Optional, Protocol, Sequence
 import numpy as np
 
 from snaketrack.datasets.boxes import Box, dilate_mask, propagate_box
-from snaketrack.datasets.label_report import CSV_COLUMNS, LABELS_CSV, read_label_rows, write_report
+from snaketrack.datasets.label_report import (
+    CSV_COLUMNS,
+    FIT_COLUMNS,
+    FIT_CSV,
+    LABELS_CSV,
+    read_label_rows,
+    write_report,
+)
 from snaketrack.datasets.layout import MASK_EXT, DatasetWriter, frame_name, read_mask
 from snaketrack.datasets.video import FrameSource, source_meta
 from snaketrack.errors import InputError, StateError
@@ -73,7 +81,8 @@ class BoxPredictor(Protocol):
     ``seek(index)``: :func:`label_video` names the source frame before each
     ``set_image`` (a backend that reads the video around it); and ``robot_fit``:
     a dict of settings recorded in the dataset's meta.json as ``labelling.robot_fit``
-    (a backend whose labels are fitted to the robot model); and ``close()``: called when
+    (a backend whose labels are fitted to the robot model), with ``last_fit``: the last label's row of
+    ``fit.csv`` but its frame; and ``close()``: called when
     :func:`label_video` ends (a backend with a thread of its own).
     """
 
@@ -278,12 +287,12 @@ def _check_rgb(rgb: np.ndarray) -> None:
 
 # ----------------------------------------------------------------------------- runs on disk
 
-def _rewrite_rows(path: Path, rows: list[dict[str, str]]) -> None:
+def _rewrite_rows(path: Path, rows: list[dict[str, str]], columns: list[str] = CSV_COLUMNS) -> None:
     import csv
     import io
 
     buf = io.StringIO()
-    w = csv.DictWriter(buf, CSV_COLUMNS, lineterminator="\n")
+    w = csv.DictWriter(buf, columns, lineterminator="\n")
     w.writeheader()
     w.writerows(rows)
     atomic_write_text(path, buf.getvalue())
@@ -307,7 +316,8 @@ def label_video(source: FrameSource, out: str | os.PathLike, predictor: BoxPredi
 
     Dataset frame ``i`` is source frame ``i * stride``. ``max_frames`` caps
     the dataset length (None: the whole source). Every frame is written
-    (image, mask, ``labels.csv`` row) before the next is read, so an
+    (image, mask, ``fit.csv`` row from a backend fitted to the robot, ``labels.csv`` row) before the next
+    is read, so an
     interruption loses nothing finished; running again continues after the
     last complete frame with the labeller state restored from disk.
     """
@@ -340,6 +350,10 @@ def label_video(source: FrameSource, out: str | os.PathLike, predictor: BoxPredi
     if len(rows) != n_done:
         rows = rows[:n_done]
     _rewrite_rows(csv_path, rows)
+    fitted = bool(getattr(predictor, "robot_fit", None))
+    if fitted:  # a frame's fit row is written before its labels.csv row: drop any beyond the last complete frame
+        fit_rows = [r for r in read_label_rows(out / FIT_CSV, FIT_COLUMNS) if int(r["frame"]) < n_done]
+        _rewrite_rows(out / FIT_CSV, fit_rows, FIT_COLUMNS)
     writer.next_frame = n_done
     total = len(source) // stride + (1 if len(source) % stride else 0) if len(source) else None
     if max_frames is not None:
@@ -371,7 +385,8 @@ def label_video(source: FrameSource, out: str | os.PathLike, predictor: BoxPredi
     written = 0
     try:
         if total is None or n_done < total:
-            with CsvAppender(csv_path, CSV_COLUMNS, resume=True) as log:
+            with CsvAppender(csv_path, CSV_COLUMNS, resume=True) as log, \
+                    (CsvAppender(out / FIT_CSV, FIT_COLUMNS, resume=True) if fitted else nullcontext()) as fit_log:
                 bar = tqdm(total=total, initial=n_done, desc=f"label ({predictor.name})", unit="frame",
                            disable=not progress)
                 for src_i, rgb in source.frames(start=n_done * stride, stride=stride):
@@ -382,6 +397,8 @@ def label_video(source: FrameSource, out: str | os.PathLike, predictor: BoxPredi
                         predictor.seek(src_i)
                     lab = labeller.start(rgb, box) if not labeller.started else labeller.step(rgb)
                     writer.write_frame(rgb, lab.mask)
+                    if fit_log is not None:
+                        fit_log.write({"frame": i, **predictor.last_fit})
                     jumped = lab.flags == ("area_jump",)
                     if not jumped:
                         jump_state = {}

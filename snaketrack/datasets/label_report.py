@@ -1,7 +1,11 @@
-"""The record of a labelling run: ``labels.csv``, ``labels_report.json`` and the contact sheets.
+"""The record of a labelling run: ``labels.csv``, ``fit.csv``, ``labels_report.json`` and the contact sheets.
 
+A run that fits its labels to the robot model also writes ``fit.csv``, one row a frame: the tracker's status,
+the IoU of the fitted silhouette and the label, and which mask was written (``fit``: the silhouette, ``trim``:
+the label trimmed to it, ``label``: the label as cut, which the model did not explain).
 :func:`write_report` (re)writes ``labels_report.json`` (frame counts, flag
-counts per reason, the labelling settings, one entry per flagged frame),
+counts per reason, the labelling settings, one entry per flagged frame, and from ``fit.csv`` the count of
+each kind of written mask and the frames whose label the model did not explain),
 ``labels_sheet.png`` (:func:`contact_sheet_png` of up to 12 frames evenly
 spaced through the run: a look at the whole labelling at once) and, when any
 frame is flagged, ``labels_flagged.png`` (the flagged frames with mask,
@@ -27,10 +31,13 @@ OVERVIEW_SHEET = "labels_sheet.png"
 OVERVIEW_TILES = 12
 CSV_COLUMNS = ["frame", "source_frame", "box_x", "box_y", "box_w", "box_h", "area_px",
                "area_ratio", "overlap", "iou_prev", "flags"]
+FIT_CSV = "fit.csv"
+FIT_COLUMNS = ["frame", "status", "iou_fit", "source", "area_label_px", "area_fitted_px"]
 
 
-def read_label_rows(path: Path) -> list[dict[str, str]]:
-    """The complete rows of ``labels.csv`` (column name → text)."""
+def read_label_rows(path: Path, columns: list[str] = CSV_COLUMNS) -> list[dict[str, str]]:
+    """The complete rows of ``labels.csv`` (or of another of the run's tables with its ``columns``: column
+    name → text)."""
     import csv
 
     if not path.is_file():
@@ -39,7 +46,7 @@ def read_label_rows(path: Path) -> list[dict[str, str]]:
         rows = list(csv.DictReader(f))
     good = []
     for r in rows:  # a row torn by an interruption ends the list
-        if r.get("flags") is None or any(r.get(c) is None for c in CSV_COLUMNS):
+        if any(r.get(c) is None for c in columns):
             break
         good.append(r)
     return good
@@ -62,6 +69,11 @@ def write_report(out: str | os.PathLike) -> dict[str, Any]:
     report = {"frames": len(rows), "flagged_count": len(flagged), "good_count": len(rows) - len(flagged),
               "flag_counts": counts, "labelling": meta.get("labelling", {}),
               "contact_sheet": CONTACT_SHEET if flagged else None, "flagged": flagged}
+    fits = [r for r in read_label_rows(out / FIT_CSV, FIT_COLUMNS) if int(r["frame"]) < len(rows)]
+    if fits:
+        kinds = [r["source"] for r in fits]
+        report["fit"] = {"replaced": kinds.count("fit"), "trimmed": kinds.count("trim"), "kept": kinds.count("label"),
+                         "kept_frames": [int(r["frame"]) for r in fits if r["source"] == "label"]}
     write_json(out / REPORT_JSON, report)
     sheet = out / CONTACT_SHEET
     if flagged:

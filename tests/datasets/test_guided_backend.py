@@ -9,6 +9,7 @@ takes in). Labelled through the labeller's own
 path (:func:`label_video`), the guided labels must be nearer the truth and
 hold the post out.
 """
+import csv
 import json
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ from snaketrack.datasets.fit_labels import FitConfig, FittedBackend, LabelFitter
 from snaketrack.datasets.grabcut_backend import GrabCutBackend
 from snaketrack.datasets.guided_backend import GuideConfig, GuidedBackend
 from snaketrack.datasets.label import LabelConfig, label_video
+from snaketrack.datasets.label_report import FIT_CSV
 from snaketrack.datasets.layout import Dataset
 from snaketrack.datasets.video import open_frames
 from snaketrack.errors import InputError, SnaketrackError, SnaketrackWarning
@@ -114,6 +116,13 @@ def test_labels_fitted_while_labelling_equal_the_labels_fitted_after(video, tmp_
     assert after["fitted"] == sum(backend.fitter.counts[k] for k in ("fit", "trim")) >= N - 1
     for a, b in zip(_masks(tmp_path / "unsnapped"), _masks(tmp_path / "after")):
         assert np.array_equal(a, b)
+    # each frame's verdict is recorded as fit-labels records it, and the report lists the labels kept as cut
+    assert (tmp_path / "unsnapped" / FIT_CSV).read_text() == (tmp_path / "after" / FIT_CSV).read_text()
+    fit_rows = list(csv.DictReader((tmp_path / "unsnapped" / FIT_CSV).open()))
+    report = json.loads((tmp_path / "unsnapped" / "labels_report.json").read_text())["fit"]
+    assert (report["replaced"], report["trimmed"], report["kept"]) == tuple(
+        backend.fitter.counts[k] for k in ("fit", "trim", "label"))
+    assert report["kept_frames"] == [int(r["frame"]) for r in fit_rows if r["source"] == "label"]
     # by default a label the fit changed is then snapped to the frame it was cut from
     backend = FittedBackend(GrabCutBackend(), LabelFitter(robot, camera, 30.0))
     fitted = _label(root, backend, tmp_path / "fitted")
@@ -130,6 +139,29 @@ def test_labels_fitted_while_labelling_equal_the_labels_fitted_after(video, tmp_
         np.count_nonzero(m & p) for m, p in zip(plain, posts))
     meta = Dataset(tmp_path / "fitted").meta["labelling"]
     assert meta["robot_fit"]["robot"] == "planar-snake-11" and meta["robot_fit"]["replace_iou"] == 0.85
+
+
+def test_a_resumed_fitted_run_records_each_frames_fit_once(video, tmp_path):
+    """An interrupted run whose last frame wrote its fit row but not its labels.csv row resumes with one fit
+    row a frame, the same verdicts as an uninterrupted run for the frames before the interruption."""
+    root, _, _ = video
+    robot = load_robot("planar-snake-11")
+    camera = Camera.from_meta(Dataset(root).meta)
+    box = mask_to_box(Dataset(root).mask(0)).expand(3)
+
+    def run(out, frames):
+        backend = FittedBackend(GrabCutBackend(), LabelFitter(robot, camera, 30.0, FitConfig(snap=False)))
+        label_video(open_frames(str(root)), out, backend, box, LabelConfig(), max_frames=frames, progress=False)
+
+    run(tmp_path / "whole", None)
+    run(tmp_path / "part", 3)
+    path = tmp_path / "part" / FIT_CSV
+    path.write_text(path.read_text() + "3,tracked,0.9,fit,100,100\n")  # a frame cut short after its fit row
+    run(tmp_path / "part", None)
+    frames = [int(r["frame"]) for r in csv.DictReader(path.open())]
+    assert frames == list(range(N))
+    whole = path.read_text().splitlines()[:4]
+    assert whole == (tmp_path / "whole" / FIT_CSV).read_text().splitlines()[:4]
 
 
 def _masks(root) -> list[np.ndarray]:

@@ -95,8 +95,8 @@ def run(args: argparse.Namespace) -> int:
         fitted = "" if fitter is None else (f"; of the {res.written} written, {fitter.counts['fit']} replaced by "
                                             f"the fitted robot model and {fitter.counts['trim']} trimmed to it, "
                                             f"{fitter.joined} took in its moving pixels, {fitter.counts['label']} "
-                                            f"kept as cut where the model did not explain them (listed in "
-                                            f"{res.out}/labels_report.json)")
+                                            f"kept as cut where the model did not explain them (to check first: "
+                                            f"{res.out}/labels_kept.png)")
         print(f"{res.out}: {res.frames} frames labelled ({res.written} now), {res.flagged} flagged"
               + (f" - see {res.out}/labels_flagged.png" if res.flagged else "") + fitted)
     return 0

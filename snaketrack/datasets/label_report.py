@@ -9,7 +9,8 @@ each kind of written mask and the frames whose label the model did not explain),
 ``labels_sheet.png`` (:func:`contact_sheet_png` of up to 12 frames evenly
 spaced through the run: a look at the whole labelling at once) and, when any
 frame is flagged, ``labels_flagged.png`` (the flagged frames with mask,
-prompt box and reasons) from ``labels.csv``.
+prompt box and reasons) from ``labels.csv``, and when the fit kept any label as cut, ``labels_kept.png``
+(those frames, the same way).
 :func:`flagged_frames` reads the report back for training, which skips them.
 """
 from __future__ import annotations
@@ -27,6 +28,7 @@ from snaketrack.io import atomic_write_bytes, read_json, write_json
 LABELS_CSV = "labels.csv"
 REPORT_JSON = "labels_report.json"
 CONTACT_SHEET = "labels_flagged.png"
+KEPT_SHEET = "labels_kept.png"
 OVERVIEW_SHEET = "labels_sheet.png"
 OVERVIEW_TILES = 12
 CSV_COLUMNS = ["frame", "source_frame", "box_x", "box_y", "box_w", "box_h", "area_px",
@@ -70,16 +72,24 @@ def write_report(out: str | os.PathLike) -> dict[str, Any]:
               "flag_counts": counts, "labelling": meta.get("labelling", {}),
               "contact_sheet": CONTACT_SHEET if flagged else None, "flagged": flagged}
     fits = [r for r in read_label_rows(out / FIT_CSV, FIT_COLUMNS) if int(r["frame"]) < len(rows)]
+    kept: list[dict[str, Any]] = []
     if fits:
         kinds = [r["source"] for r in fits]
+        by_frame = {e["frame"]: e for e in entries}
+        for r in fits:
+            e = by_frame.get(int(r["frame"]))
+            if r["source"] == "label" and e is not None:
+                # its tile names the IoU of the fitted silhouette with the label (nan: the model not yet started)
+                kept.append(dict(e, flags=e["flags"] + [f"fit {r['iou_fit']}"]))
         report["fit"] = {"replaced": kinds.count("fit"), "trimmed": kinds.count("trim"), "kept": kinds.count("label"),
-                         "kept_frames": [int(r["frame"]) for r in fits if r["source"] == "label"]}
+                         "kept_frames": [e["frame"] for e in kept],
+                         "contact_sheet": KEPT_SHEET if kept else None}
     write_json(out / REPORT_JSON, report)
-    sheet = out / CONTACT_SHEET
-    if flagged:
-        atomic_write_bytes(sheet, contact_sheet_png(out, flagged))
-    elif sheet.exists():
-        sheet.unlink()
+    for sheet, items in ((out / CONTACT_SHEET, flagged), (out / KEPT_SHEET, kept)):
+        if items:
+            atomic_write_bytes(sheet, contact_sheet_png(out, items))
+        elif sheet.exists():
+            sheet.unlink()
     if entries:
         picks = np.unique(np.linspace(0, len(entries) - 1, min(OVERVIEW_TILES, len(entries))).round().astype(int))
         atomic_write_bytes(out / OVERVIEW_SHEET, contact_sheet_png(out, [entries[k] for k in picks], cols=4,

@@ -123,6 +123,9 @@ def test_labels_fitted_while_labelling_equal_the_labels_fitted_after(video, tmp_
     assert (report["replaced"], report["trimmed"], report["kept"]) == tuple(
         backend.fitter.counts[k] for k in ("fit", "trim", "label"))
     assert report["kept_frames"] == [int(r["frame"]) for r in fit_rows if r["source"] == "label"]
+    sheet = tmp_path / "unsnapped" / "labels_kept.png"
+    assert sheet.is_file() == bool(report["kept_frames"]) and report["contact_sheet"] == (
+        "labels_kept.png" if report["kept_frames"] else None)
     # by default a label the fit changed is then snapped to the frame it was cut from
     backend = FittedBackend(GrabCutBackend(), LabelFitter(robot, camera, 30.0))
     fitted = _label(root, backend, tmp_path / "fitted")

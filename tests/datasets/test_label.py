@@ -280,3 +280,36 @@ def test_the_label_command_takes_the_reanchoring_count(tmp_path, capsys):
     assert main(["label", str(truth), "--box", box, "--backend", "grabcut", "--reanchor", "-1",
                  "--out", str(tmp_path / "bad")]) == 2
     assert "--reanchor -1" in capsys.readouterr().err
+
+
+def test_the_report_lists_and_shows_the_labels_the_fit_kept_as_cut(tmp_path):
+    """From fit.csv: the counts of each kind of written mask, the frames kept as cut and their contact sheet,
+    which goes when a rerun's fit.csv keeps none."""
+    from snaketrack.datasets.label_report import CSV_COLUMNS, FIT_COLUMNS, FIT_CSV, KEPT_SHEET, write_report
+    from snaketrack.datasets.layout import DatasetWriter
+    from snaketrack.io import CsvAppender
+
+    out = tmp_path / "labels"
+    rgb = np.full((24, 32, 3), 90, np.uint8)
+    mask = np.zeros((24, 32), bool)
+    mask[8:16, 4:28] = True
+    with DatasetWriter(out, {"fps": 30.0, "width": 32, "height": 24}) as w:
+        for _ in range(4):
+            w.write_frame(rgb, mask)
+    with CsvAppender(out / "labels.csv", CSV_COLUMNS) as log:
+        for i in range(4):
+            log.write({"frame": i, "source_frame": i, "box_x": 4, "box_y": 8, "box_w": 24, "box_h": 8,
+                       "area_px": 192, "area_ratio": "", "overlap": "", "iou_prev": "", "flags": ""})
+
+    def fit(sources):
+        with CsvAppender(out / FIT_CSV, FIT_COLUMNS) as log:
+            for i, src in enumerate(sources):
+                log.write({"frame": i, "status": "tracked", "iou_fit": 0.5 if src == "label" else 0.9,
+                           "source": src, "area_label_px": 192, "area_fitted_px": 190})
+
+    fit(["fit", "label", "trim", "label"])
+    report = write_report(out)["fit"]
+    assert report == {"replaced": 1, "trimmed": 1, "kept": 2, "kept_frames": [1, 3], "contact_sheet": KEPT_SHEET}
+    assert cv2.imread(str(out / KEPT_SHEET)).shape[1] == 2 * (240 + 2)  # two tiles in a row
+    fit(["fit", "fit", "trim", "fit"])
+    assert write_report(out)["fit"]["kept_frames"] == [] and not (out / KEPT_SHEET).exists()

@@ -92,11 +92,13 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary))
     else:
-        fitted = "" if fitter is None else (f"; of the {res.written} written, {fitter.counts['fit']} replaced by "
-                                            f"the fitted robot model and {fitter.counts['trim']} trimmed to it, "
-                                            f"{fitter.joined} took in its moving pixels, {fitter.counts['label']} "
-                                            f"kept as cut where the model did not explain them (to check first: "
-                                            f"{res.out}/labels_kept.png)")
+        fitted = ""
+        if fitter is not None:
+            sheet = res.report.get("fit", {}).get("contact_sheet")
+            fitted = (f"; of the {res.written} written, {fitter.counts['fit']} replaced by the fitted robot model "
+                      f"and {fitter.counts['trim']} trimmed to it, {fitter.joined} took in its moving pixels, "
+                      f"{fitter.counts['label']} kept as cut where the model did not explain them"
+                      + (f" (to check first: {res.out}/{sheet})" if sheet else ""))
         print(f"{res.out}: {res.frames} frames labelled ({res.written} now), {res.flagged} flagged"
               + (f" - see {res.out}/labels_flagged.png" if res.flagged else "") + fitted)
     return 0

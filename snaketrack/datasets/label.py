@@ -332,7 +332,8 @@ def label_video(source: FrameSource, out: str | os.PathLike, predictor: BoxPredi
     csv_path = out / LABELS_CSV
     src_id = str(Path(source.path).resolve())
     labelling = {"backend": predictor.name, "box": str(box), "stride": int(stride), **asdict(config)}
-    if getattr(predictor, "robot_fit", None):
+    fitted = bool(getattr(predictor, "robot_fit", None))
+    if fitted:
         labelling["robot_fit"] = predictor.robot_fit
     if (out / "frames").is_dir() and any((out / "frames").iterdir()):
         if not csv_path.is_file():
@@ -350,7 +351,6 @@ def label_video(source: FrameSource, out: str | os.PathLike, predictor: BoxPredi
     if len(rows) != n_done:
         rows = rows[:n_done]
     _rewrite_rows(csv_path, rows)
-    fitted = bool(getattr(predictor, "robot_fit", None))
     if fitted:  # a frame's fit row is written before its labels.csv row: drop any beyond the last complete frame
         fit_rows = [r for r in read_label_rows(out / FIT_CSV, FIT_COLUMNS) if int(r["frame"]) < n_done]
         _rewrite_rows(out / FIT_CSV, fit_rows, FIT_COLUMNS)

@@ -71,19 +71,17 @@ def write_report(out: str | os.PathLike) -> dict[str, Any]:
     report = {"frames": len(rows), "flagged_count": len(flagged), "good_count": len(rows) - len(flagged),
               "flag_counts": counts, "labelling": meta.get("labelling", {}),
               "contact_sheet": CONTACT_SHEET if flagged else None, "flagged": flagged}
-    fits = [r for r in read_label_rows(out / FIT_CSV, FIT_COLUMNS) if int(r["frame"]) < len(rows)]
-    kept: list[dict[str, Any]] = []
+    by_frame = {e["frame"]: e for e in entries}
+    fits = [r for r in read_label_rows(out / FIT_CSV, FIT_COLUMNS) if int(r["frame"]) in by_frame]
+    kept = []
+    for r in fits:
+        if r["source"] == "label":  # its tile names the fit's IoU with the label (nan: the model not yet started)
+            e = by_frame[int(r["frame"])]
+            kept.append(dict(e, flags=e["flags"] + [f"fit {r['iou_fit']}"]))
     if fits:
         kinds = [r["source"] for r in fits]
-        by_frame = {e["frame"]: e for e in entries}
-        for r in fits:
-            e = by_frame.get(int(r["frame"]))
-            if r["source"] == "label" and e is not None:
-                # its tile names the IoU of the fitted silhouette with the label (nan: the model not yet started)
-                kept.append(dict(e, flags=e["flags"] + [f"fit {r['iou_fit']}"]))
-        report["fit"] = {"replaced": kinds.count("fit"), "trimmed": kinds.count("trim"), "kept": kinds.count("label"),
-                         "kept_frames": [e["frame"] for e in kept],
-                         "contact_sheet": KEPT_SHEET if kept else None}
+        report["fit"] = {"replaced": kinds.count("fit"), "trimmed": kinds.count("trim"), "kept": len(kept),
+                         "kept_frames": [e["frame"] for e in kept], "contact_sheet": KEPT_SHEET if kept else None}
     write_json(out / REPORT_JSON, report)
     for sheet, items in ((out / CONTACT_SHEET, flagged), (out / KEPT_SHEET, kept)):
         if items:

@@ -198,4 +198,8 @@ def test_the_label_command_fits_when_the_robot_is_known(video, tmp_path, capsys)
     assert out["robot_fit"]["joined"] == 0  # --no-motion: no moving pixels to join
     assert cli.main(argv + ["--no-fit", "--out", str(tmp_path / "b")]) == 0
     assert "fitted" not in capsys.readouterr().out
+    assert cli.main(argv + ["--out", str(tmp_path / "c")]) == 0
+    said = capsys.readouterr().out
+    kept = json.loads((tmp_path / "c" / "labels_report.json").read_text())["fit"]["kept"]
+    assert f"{kept} kept as cut" in said and ("labels_kept.png" in said) == (kept > 0)
     assert "robot_fit" not in Dataset(tmp_path / "b").meta["labelling"]

@@ -9,7 +9,8 @@
    ``--minutes`` on ``--threads`` torch threads.
 3. Score the model against the truth masks of each ``--test`` clip (every
    ``--every``-th frame) with the accurate setting (the scale, test-time
-   flips and threshold training chose) and with the live one.
+   flips and threshold training chose), the same on each frame whole
+   (``accurate_whole``), and the live setting.
 
 Clips are the label suite's (rendered there when missing). Resumes: the
 labels and the model are kept; a finished model is only scored. Prints
@@ -30,6 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 TRAIN = "drone-planar-grass-w14-s29"
 TESTS = ["static-planar-brick-w14-s22", "handheld-planar-gravel-w11-s25", "handheld-planar-grass-w9-s26"]
+SETTINGS = {"accurate": {"setting": "accurate"}, "accurate_whole": {"setting": "accurate", "window": False},
+            "live": {"setting": "live"}}
 
 
 def main() -> None:
@@ -97,8 +100,8 @@ def main() -> None:
         clip = Path(args.data) / name
         frames = range(0, len(Dataset(clip)), args.every)
         row = {}
-        for setting in ("accurate", "live"):
-            s = load_segmenter(model, setting=setting)
+        for setting, kw in SETTINGS.items():
+            s = load_segmenter(model, **kw)
             t0 = time.perf_counter()
             ev = evaluate_segmenter(s, clip, batch_size=1, frames=frames)
             row[setting] = {"iou": ev["iou"], "frames": ev["frames"], "scale": s.scale, "flips": s.flips,

@@ -10,11 +10,12 @@ same frame as a reference. resnet18 is also timed in float32 and under
 bfloat16 autocast, side by side (a training step of the CPU recipe and a
 640x360 frame; ``--precision`` of train, segment and eval-seg).
 
-Side by side, the two settings of a segmenter (docs/segmentation.md, "Live and accurate"): ``accurate``
-(torch, the model file's stored scale and flips, the whole frame) and ``live`` (the stored scale, no
-flips, in a window that follows the robot, in the fastest installed engine, the model file's int8 network
-when it carries one; each other engine beside it as ``live_ENGINE``, the float32 network as ``live_fp32``
-when ``live`` runs int8, and the whole frame at scale 1 as ``live_whole_scale1``), mean ms per 640x360 frame
+Side by side, the two settings of a segmenter (docs/segmentation.md, "Live and accurate"), both in a window
+that follows the robot: ``accurate`` (torch, the model file's stored scale and flips; on the whole frame as
+``accurate_whole``) and ``live`` (the stored scale, no flips, in the fastest installed engine, the model
+file's int8 network when it carries one; each other engine beside it as ``live_ENGINE``, the float32
+network as ``live_fp32`` when ``live`` runs int8, and the whole frame at scale 1 as ``live_whole_scale1``),
+mean ms per 640x360 frame
 through :meth:`Segmenter.predict` over ``--timed-frames`` frames of ``--video`` in order (without it, the
 toy video's first frame repeated) and frames/s. ``--model MODEL.pt`` times that model (without it a random-init resnet18
 DeepLabV3+ at 640x360 whose file stores scale 1.5 and 4 flips, the CPU recipe's usual choice);
@@ -118,7 +119,8 @@ def side_by_side(model_path, frames, video=None, every: int = 1) -> dict:
     res: dict[str, object] = {"model": str(model_path), "frame": f"{frames[0].shape[1]}x{frames[0].shape[0]}",
                               "timed_frames": len(frames), "threads": torch.get_num_threads()}
     engines = installed_engines()
-    segs = {"accurate": load_segmenter(model_path, setting="accurate")}
+    segs = {"accurate": load_segmenter(model_path, setting="accurate"),
+            "accurate_whole": load_segmenter(model_path, setting="accurate", window=False)}
     segs.update({"live" if k == 0 else f"live_{e}": load_segmenter(model_path, setting="live", engine=e)
                  for k, e in enumerate(engines)})
     if segs["live"].network is not None and segs["live"].network.precision == "int8":

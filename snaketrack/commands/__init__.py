@@ -73,23 +73,29 @@ def camera_of(args: argparse.Namespace):
 
 
 def add_setting_argument(p: argparse.ArgumentParser, default: str, flag: str = "--setting") -> None:
-    """The segmenter's setting flag: ``live`` (the model file's scale, no flips, in a window that follows the
-    robot, OpenVINO or ONNX Runtime) or ``accurate`` (the model file's scale and flips, the whole frame, torch);
+    """The segmenter's setting flag: ``live`` (the model file's scale, no flips, OpenVINO or ONNX Runtime) or
+    ``accurate`` (the model file's scale and flips, torch), both in a window that follows the robot;
     ``--scale``/``--flips`` given explicitly override either."""
     p.add_argument(flag, default=default, choices=["live", "accurate"],
-                   help="segmenter setting: live (the model's stored scale, no flips, in a window around the robot's "
-                        "last mask, OpenVINO) or accurate (the stored scale and flips, the whole frame, torch; "
-                        "up to seconds a frame) "
+                   help="segmenter setting: live (the model's stored scale, no flips, OpenVINO) or accurate (the "
+                        "stored scale and flips, torch; up to seconds a frame), both in a window around the "
+                        "robot's last mask "
                         f"(default {default}; docs/segmentation.md)")
 
 
 def add_all_pieces_argument(p: argparse.ArgumentParser) -> None:
     """``--all-pieces``: keep a segmenter mask's pieces that are not its robot
     (:func:`~snaketrack.training.window.robot_pieces`); ``--network-edges``: keep the network's edge
-    (:func:`~snaketrack.mask_edges.unmix_edges` and :func:`~snaketrack.mask_edges.snap_edges` off)."""
+    (:func:`~snaketrack.mask_edges.unmix_edges` and :func:`~snaketrack.mask_edges.snap_edges` off);
+    ``--whole-frame``: segment every frame whole, not in a window that follows the robot
+    (:class:`~snaketrack.training.window.Window`)."""
     p.add_argument("--all-pieces", action="store_true",
                    help="keep every piece of the mask (by default each mask keeps its largest piece and the pieces "
                         "within three body widths of it, at least half as thick: one robot in view)")
     p.add_argument("--network-edges", action="store_true",
                    help="keep the network's edge (by default each pixel beside a mask's edge is decided by its "
                         "colour, robot when clearly more robot than ground, then moved onto the frame's colour edge)")
+    p.add_argument("--whole-frame", action="store_true",
+                   help="segment each frame whole (by default the network looks at a window around the previous "
+                        "frame's robot and at the whole frame only when the robot may have left it: frames that "
+                        "are not one video's in order need this)")

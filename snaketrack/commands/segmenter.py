@@ -215,7 +215,7 @@ def run_segment(args: argparse.Namespace) -> int:
 
     seg = load_segmenter(args.model, threshold=args.threshold, scale=args.scale, flips=args.flips,
                          precision=args.precision, setting=args.setting, region=not args.all_pieces,
-                         edges=not args.network_edges)
+                         edges=not args.network_edges, window=not args.whole_frame)
     n = segment_source(args.source, args.out, seg, model_path=str(args.model), batch_size=args.batch_size)
     print(f"{args.out}: {n} frames segmented")
     return 0
@@ -252,7 +252,7 @@ def run_eval(args: argparse.Namespace) -> int:
         raise InputError(f"--every {args.every}: expected a positive integer")
     seg = load_segmenter(args.model, threshold=args.threshold, scale=args.scale, flips=args.flips,
                          precision=args.precision, setting=args.setting, region=not args.all_pieces,
-                         edges=not args.network_edges)
+                         edges=not args.network_edges, window=not args.whole_frame)
     res = evaluate_segmenter(seg, args.dataset, batch_size=args.batch_size, progress=not args.json,
                              frames=range(0, len(Dataset(args.dataset)), args.every))
     if args.json:

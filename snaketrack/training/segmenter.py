@@ -12,12 +12,14 @@ flips are stored in the model file, chosen by training on its validation
 split (0.5, 1 and 1 in files that predate the choice); each can be
 overridden.
 
-Two settings (:mod:`snaketrack.training.live`): ``accurate`` runs the stored scale and flips on the whole
-frame in torch; ``live`` runs the stored scale without flips in a window that follows the robot
-(:mod:`snaketrack.training.window`) through OpenVINO or ONNX Runtime (the model file's int8 network
-when training made one, else the network exported once and cached beside the model file as
-``MODEL.live.onnx``), falling back to torch with a warning when it
-cannot. In both, each mask keeps only its robot
+Two settings (:mod:`snaketrack.training.live`): ``accurate`` runs the stored scale and flips in torch;
+``live`` runs the stored scale without flips through OpenVINO or ONNX Runtime (the model file's int8
+network when training made one, else the network exported once and cached beside the model file as
+``MODEL.live.onnx``), falling back to torch with a warning when it cannot. Both take the frames they
+are given as one video's, in order, and segment each in a window that follows the robot
+(:mod:`snaketrack.training.window`): on scenes the network was not trained on this is also the more
+accurate view (docs/segmentation-measured.md, "The window in both settings"); ``window=False``
+segments each frame whole, for frames that are not one video's. In both, each mask keeps only its robot
 (:func:`~snaketrack.training.window.robot_pieces`: its largest piece and, in turn, the pieces within
 three body widths of those taken and at least half as thick, and in ``live`` a piece of the previous
 frame's robot within six): one robot is in view, and specks of false robot farther off are dropped,
@@ -210,7 +212,7 @@ def load_segmenter(path: str | os.PathLike, device: str = "cpu", threshold: Opti
                    scale: Optional[float] = None, flips: Optional[int] = None,
                    precision: Optional[str] = None, setting: str = "accurate",
                    threads: Optional[int] = None, engine: Optional[str] = None,
-                   window: Optional[bool] = None, region: bool = True, int8: bool = True,
+                   window: bool = True, region: bool = True, int8: bool = True,
                    edges: bool = True, wait: bool = True) -> Segmenter:
     """Load a model file written by ``snaketrack train`` as a :class:`Segmenter`.
 
@@ -221,10 +223,11 @@ def load_segmenter(path: str | os.PathLike, device: str = "cpu", threshold: Opti
     (``accurate``: the model file's; ``live``: 1); precision: ``fp32`` or ``bf16`` of the torch network,
     None takes the model file's (``fp32`` in older files; ``fp32`` for a ``bf16`` model on a CPU without bfloat16
     arithmetic, :class:`Segmenter`).
-    setting: ``accurate`` (torch, the whole frame) or ``live`` (an inference engine on the CPU,
-    :mod:`snaketrack.training.live`, in a :class:`~snaketrack.training.window.Window` that follows the robot;
+    setting: ``accurate`` (torch) or ``live`` (an inference engine on the CPU, :mod:`snaketrack.training.live`;
     on another device, or when no engine can be used, torch); window: whether to follow the robot in a
-    window (None: the setting's); region: keep only the robot's region of each mask, edges: decide its edge
+    :class:`~snaketrack.training.window.Window`, the frames given being one video's in order (the default in
+    both settings; False: each frame whole, for frames that are not one video's; :meth:`Segmenter.reset`
+    before another video); region: keep only the robot's region of each mask, edges: decide its edge
     pixels by colour (:class:`Segmenter`);
     threads: the engine's threads (None: torch's); engine: ``openvino`` or ``onnxruntime`` for the live
     setting (None: the fastest installed); int8: the live setting runs the model file's int8 network when it
@@ -234,9 +237,8 @@ def load_segmenter(path: str | os.PathLike, device: str = "cpu", threshold: Opti
     model, config, extra = load_model(path)
     if setting == "live":
         flips = 1 if flips is None else flips
-    window = setting == "live" if window is None else bool(window)
     seg = Segmenter(model, config, threshold=threshold, device=device, scale=scale, flips=flips,
-                    precision=precision, window=window, region=region, edges=edges, wait=wait)
+                    precision=precision, window=bool(window), region=region, edges=edges, wait=wait)
     if setting == "live" and torch.device(device).type == "cpu":
         graph = extra.get(FIELD, {}).get("graph") if int8 else None
         seg.network = live_network(path, model, config, seg.net_size, threads=threads, engine=engine, int8=graph)

@@ -98,7 +98,7 @@ def test_cache_reused_and_rebuilt_when_the_model_changes(model_file, monkeypatch
     assert live.live_path(model_file).read_bytes() != cached
     assert seg.network.metadata[live.KEY_FIELD] == live.file_sha256(model_file)
     frames = _frames()
-    ref = load_segmenter(model_file, scale=1.0, flips=1, region=False).predict_proba_batch(frames)
+    ref = load_segmenter(model_file, scale=1.0, flips=1, region=False, window=False).predict_proba_batch(frames)
     assert np.abs(seg.predict_proba_batch(frames) - ref).max() <= live.tolerance(seg.network)
     load_segmenter(model_file, setting="live", scale=1.5)  # another input size: the same graph
     assert len(calls) == 1
@@ -114,14 +114,15 @@ def test_settings_and_overrides(model_file):
     assert (acc.scale, acc.flips, acc.backend) == (1.5, 4, "torch")
     acc = load_segmenter(model_file, setting="accurate")
     assert (acc.scale, acc.flips, acc.backend) == (1.5, 4, "torch")
-    assert acc.window is None
+    assert acc.window is not None  # frames given in order are followed in a window in both settings
+    assert load_segmenter(model_file, window=False).window is None
     seg = load_segmenter(model_file, setting="live")  # the stored scale, no flips, in a window
     assert (seg.scale, seg.flips, seg.backend) == (1.5, 1, "openvino") and seg.window is not None
     seg = load_segmenter(model_file, setting="live", flips=2, scale=1.25, window=False)  # explicit values win
     assert (seg.scale, seg.flips, seg.backend, seg.window) == (1.25, 2, "openvino", None)
     assert load_segmenter(model_file, window=True).window is not None
     frame = _frames(1)[0]
-    ref = load_segmenter(model_file, scale=1.25, flips=2).predict_proba(frame)
+    ref = load_segmenter(model_file, scale=1.25, flips=2, window=False).predict_proba(frame)
     assert np.abs(seg.predict_proba(frame) - ref).max() <= live.tolerance(seg.network)
     with pytest.raises(InputError, match="--setting 'fast'"):
         load_segmenter(model_file, setting="fast")

@@ -223,24 +223,24 @@ def test_train_runs_the_cpu_recipe_by_default(monkeypatch, tmp_path, toy_root, c
 
 
 @pytest.mark.parametrize("command", ["segment", "eval-seg"])
-def test_all_pieces_and_network_edges_turn_the_region_and_the_edge_step_off(command, model_file, toy_root,
-                                                                            tmp_path, monkeypatch, capsys):
-    """The flags reach the segmenter: without them the region and the edge step are on, each flag turns
-    its own off."""
+def test_all_pieces_network_edges_and_whole_frame_turn_their_step_off(command, model_file, toy_root,
+                                                                       tmp_path, monkeypatch, capsys):
+    """The flags reach the segmenter: without them the region, the edge step and the window are on, each
+    flag turns its own off."""
     import snaketrack.training.segmenter as segmenter
 
     seen = []
     real = segmenter.load_segmenter
 
     def spy(*args, **kwargs):
-        seen.append((kwargs["region"], kwargs["edges"]))
+        seen.append((kwargs["region"], kwargs["edges"], kwargs["window"]))
         return real(*args, **kwargs)
 
     monkeypatch.setattr(segmenter, "load_segmenter", spy)
-    for k, flag in enumerate(([], ["--all-pieces"], ["--network-edges"])):
+    for k, flag in enumerate(([], ["--all-pieces"], ["--network-edges"], ["--whole-frame"])):
         extra = ["--out", str(tmp_path / f"o{k}")] if command == "segment" else ["--every", "12", "--json"]
         assert main([command, toy_root, "--model", str(model_file), *flag, *extra]) == 0
-    assert seen == [(True, True), (False, True), (True, False)]
+    assert seen == [(True, True, True), (False, True, True), (True, False, True), (True, True, False)]
 
 
 def test_the_segmenter_decides_its_masks_edges_by_colour():

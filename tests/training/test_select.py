@@ -151,8 +151,8 @@ def test_training_stores_the_validation_choice_and_tools_use_it(tmp_path, toy_ro
     assert (config.scale, config.flips, config.threshold) == (want["scale"], want["flips"], want["threshold"])
     assert extra["epoch"] == int(want["epoch"]) and extra["val_iou"] == pytest.approx(want["iou"])
     # the reloaded segmenter uses the stored scale and threshold, and its network's masks (validation scores
-    # them before the colour edge step) reproduce the validation score
-    seg = load_segmenter(out, edges=False)
+    # them whole, before the colour edge step) reproduce the validation score
+    seg = load_segmenter(out, edges=False, window=False)
     assert (seg.scale, seg.flips, seg.threshold) == (want["scale"], want["flips"], want["threshold"])
     val = SegmentationData([toy_root], cfg.input_size, "val", cfg.val_fraction, cfg.block, cfg.seed,
                            max_frames=cfg.max_val_frames)

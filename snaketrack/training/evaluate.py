@@ -32,9 +32,9 @@ def mean_iou(pred: Sequence[np.ndarray], truth: Sequence[np.ndarray]) -> float:
 def evaluate_segmenter(segmenter, dataset: str | os.PathLike, batch_size: int = 4,
                        frames: Optional[Sequence[int]] = None, progress: bool = False) -> dict:
     """``{"iou": mean IoU, "frames": n, "iou_per_frame": [...]}`` of ``segmenter`` on a dataset's masks,
-    over ``frames`` (None: all). A segmenter that follows the robot in a window (the ``live`` setting)
-    segments every frame from the first to the last of ``frames`` in order, as a video gives them; only
-    ``frames`` are scored."""
+    over ``frames`` (None: all). A segmenter that follows the robot in a window (both settings by default)
+    forgets any earlier video and segments every frame from the first to the last of ``frames`` in order,
+    as a video gives them; only ``frames`` are scored."""
     from tqdm import tqdm
 
     ds = Dataset(dataset)
@@ -42,8 +42,10 @@ def evaluate_segmenter(segmenter, dataset: str | os.PathLike, batch_size: int = 
         raise FileFormatError(f"{dataset}: no masks/ to compare with")
     idx = list(range(len(ds))) if frames is None else list(frames)
     scored = set(idx)
-    if getattr(segmenter, "window", None) is not None and idx:
-        idx = list(range(min(idx), max(idx) + 1))
+    if getattr(segmenter, "window", None) is not None:
+        segmenter.reset()
+        if idx:
+            idx = list(range(min(idx), max(idx) + 1))
     ious: list[float] = []
     for s in tqdm(range(0, len(idx), batch_size), desc="eval-seg", unit="batch", disable=not progress):
         chunk = idx[s:s + batch_size]

@@ -15,7 +15,8 @@ def segment_source(source: str | os.PathLike, out: str | os.PathLike, segmenter,
 
     segmenter: a :class:`~snaketrack.training.segmenter.Segmenter` (``predict_batch(frames) -> masks``,
     RGB uint8 (H, W, 3) in, bool (H, W) out); model_path: recorded in ``meta.json``;
-    batch_size: frames per forward pass.
+    batch_size: frames per forward pass. A segmenter that follows the robot in a window starts afresh on
+    ``source`` (on a resumed run, at its first frame not yet written).
     """
     from tqdm import tqdm
 
@@ -23,6 +24,8 @@ def segment_source(source: str | os.PathLike, out: str | os.PathLike, segmenter,
     from snaketrack.datasets.video import open_frames, source_meta
 
     src = open_frames(source)
+    if getattr(segmenter, "window", None) is not None:
+        segmenter.reset()
     meta = source_meta(src)
     meta["segmenter"] = str(model_path)
     with DatasetWriter(out, meta, resume=True) as w:

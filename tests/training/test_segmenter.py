@@ -11,6 +11,7 @@ from snaketrack.cli import main
 from snaketrack.datasets.layout import Dataset
 from snaketrack.training.evaluate import evaluate_segmenter, mean_iou
 from snaketrack.training.model import SegmenterConfig, build_model, read_model_file, save_model
+from snaketrack.training.segment import segment_source
 from snaketrack.training.segmenter import load_segmenter
 
 
@@ -71,15 +72,19 @@ def test_evaluate_against_an_oracle(toy_root):
     assert mean_iou(masks, masks[::-1]) < 1.0
 
 
-def test_a_followed_segmenter_sees_every_frame_in_order_and_is_scored_on_those_asked(toy_root):
+def test_a_followed_segmenter_sees_every_frame_in_order_and_is_scored_on_those_asked(toy_root, tmp_path):
     """A window follows consecutive frames: every 3rd frame scored, every frame from the first to the
-    last of them segmented in order; a segmenter without a window segments only the scored ones."""
+    last of them segmented in order after forgetting any earlier video; a segmenter without a window
+    segments only the scored ones."""
     ds = Dataset(toy_root)
 
     class Seen(_Truth):
         def __init__(self, ds, window):
             super().__init__(ds)
             self.window, self.seen = window, []
+
+        def reset(self):
+            self.seen.append("reset")
 
         def predict_batch(self, frames):
             masks = super().predict_batch(frames)
@@ -90,8 +95,13 @@ def test_a_followed_segmenter_sees_every_frame_in_order_and_is_scored_on_those_a
     followed, plain = Seen(ds, window=object()), Seen(ds, window=None)
     a = evaluate_segmenter(followed, toy_root, frames=range(2, 12, 3))
     b = evaluate_segmenter(plain, toy_root, frames=range(2, 12, 3))
-    assert followed.seen == list(range(2, 12)) and plain.seen == [2, 5, 8, 11]
+    assert followed.seen == ["reset", *range(2, 12)] and plain.seen == [2, 5, 8, 11]
     assert a["frames"] == b["frames"] == 4 and a["iou"] == b["iou"] == 1.0
+    evaluate_segmenter(followed, toy_root, frames=range(3))
+    assert followed.seen[11:] == ["reset", 0, 1, 2]
+    followed.seen.clear()
+    segment_source(toy_root, tmp_path / "out", followed, batch_size=4, progress=False)
+    assert followed.seen == ["reset", *range(len(ds))]
 
 
 def test_train_segment_eval_commands(tmp_path, toy_root, capsys):

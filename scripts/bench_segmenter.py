@@ -10,18 +10,18 @@ same frame as a reference. resnet18 is also timed in float32 and under
 bfloat16 autocast, side by side (a training step of the CPU recipe and a
 640x360 frame; ``--precision`` of train, segment and eval-seg).
 
-Side by side, the two settings of a segmenter (docs/segmentation.md, "Live and accurate"), both in a window
-that follows the robot: ``accurate`` (torch, the model file's stored scale and flips; on the whole frame as
-``accurate_whole``) and ``live`` (the stored scale, no flips, in the fastest installed engine, the model
-file's int8 network when it carries one; each other engine beside it as ``live_ENGINE``, the float32
-network as ``live_fp32`` when ``live`` runs int8, and the whole frame at scale 1 as ``live_whole_scale1``),
-mean ms per 640x360 frame
-through :meth:`Segmenter.predict` over ``--timed-frames`` frames of ``--video`` in order (without it, the
-toy video's first frame repeated) and frames/s. ``--model MODEL.pt`` times that model (without it a random-init resnet18
-DeepLabV3+ at 640x360 whose file stores scale 1.5 and 4 flips, the CPU recipe's usual choice);
-``--video DATASET`` (frames/ and truth masks/) also scores each setting's mean IoU against the truth
-masks and their difference (live − accurate). ``--side-by-side-only`` skips the rest. Prints one JSON
-object last.
+Side by side, the two settings of a segmenter (docs/segmentation.md, "Live and accurate"), both in a
+window that follows the robot: ``accurate`` (torch, the model file's stored scale and flips; on the whole
+frame as ``accurate_whole``) and ``live`` (the stored scale and flips, at most the left-right pair, in the
+fastest installed engine, the model file's int8 network when it carries one; each other engine beside it
+as ``live_ENGINE``, the float32 network as ``live_fp32`` when ``live`` runs int8, one pass without flips
+as ``live_one_pass`` when ``live`` flips, and the whole frame at scale 1 as ``live_whole_scale1``), mean
+ms per 640x360 frame through :meth:`Segmenter.predict` over ``--timed-frames`` frames of ``--video`` in
+order (without it, the toy video's first frame repeated) and frames/s. ``--model MODEL.pt`` times that
+model (without it a random-init resnet18 DeepLabV3+ at 640x360 whose file stores scale 1.5 and 4 flips,
+the CPU recipe's usual choice); ``--video DATASET`` (frames/ and truth masks/) also scores each setting's
+mean IoU against the truth masks and their difference (live − accurate). ``--side-by-side-only`` skips the
+rest. Prints one JSON object last.
 
     python scripts/bench_segmenter.py [--repeats 5] [--sam-repeats 2]
     python scripts/bench_segmenter.py --side-by-side-only --model MODEL.pt --video DATASET --threads 2
@@ -105,7 +105,7 @@ def _mean_ms(seg, frames) -> tuple[float, float]:
 def side_by_side(model_path, frames, video=None, every: int = 1) -> dict:
     """The accurate and live settings of ``model_path`` on the 640x360 RGB ``frames`` of one video, in order:
     mean ms/frame and frames/s of :meth:`Segmenter.predict` on a second pass (the first, with an engine's
-    compiling, as ``first_pass_ms``); the live setting in each installed engine and,
+    compiling, as ``first_pass_ms``); the live setting in each installed engine, without flips and,
     as ``live_whole_scale1``, the whole frame at scale 1 without the window. With ``video`` (a dataset folder
     with truth masks) the mean IoU of each over every ``every``-th frame and its difference from the accurate
     setting's."""
@@ -125,6 +125,8 @@ def side_by_side(model_path, frames, video=None, every: int = 1) -> dict:
                  for k, e in enumerate(engines)})
     if segs["live"].network is not None and segs["live"].network.precision == "int8":
         segs["live_fp32"] = load_segmenter(model_path, setting="live", int8=False)
+    if segs["live"].flips > 1:
+        segs["live_one_pass"] = load_segmenter(model_path, setting="live", flips=1)
     segs["live_whole_scale1"] = load_segmenter(model_path, setting="live", scale=1.0, window=False)
     for name, seg in segs.items():
         first_ms, ms = _mean_ms(seg, frames)

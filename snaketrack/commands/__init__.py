@@ -73,13 +73,13 @@ def camera_of(args: argparse.Namespace):
 
 
 def add_setting_argument(p: argparse.ArgumentParser, default: str, flag: str = "--setting") -> None:
-    """The segmenter's setting flag: ``live`` (the model file's scale, no flips, OpenVINO or ONNX Runtime) or
-    ``accurate`` (the model file's scale and flips, torch), both in a window that follows the robot;
-    ``--scale``/``--flips`` given explicitly override either."""
+    """The segmenter's setting flag: ``live`` (the model file's scale and flips, at most the left-right
+    pair, OpenVINO or ONNX Runtime) or ``accurate`` (the model file's scale and flips, torch), both in a
+    window that follows the robot; ``--scale``/``--flips`` given explicitly override either."""
     p.add_argument(flag, default=default, choices=["live", "accurate"],
-                   help="segmenter setting: live (the model's stored scale, no flips, OpenVINO) or accurate (the "
-                        "stored scale and flips, torch; up to seconds a frame), both in a window around the "
-                        "robot's last mask "
+                   help="segmenter setting: live (the model's stored scale and flips, at most left-right, "
+                        "OpenVINO) or accurate (the stored scale and flips, torch; up to seconds a frame), "
+                        "both in a window around the robot's last mask "
                         f"(default {default}; docs/segmentation.md)")
 
 

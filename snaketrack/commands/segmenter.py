@@ -201,7 +201,7 @@ def add_segment_arguments(p: argparse.ArgumentParser) -> None:
                         "(default: the model's, chosen on validation by training)")
     p.add_argument("--flips", type=int, default=None, choices=[1, 2, 4],
                    help="test-time flips averaged: 1 none, 2 left-right, 4 and up-down "
-                        "(default: the model's, chosen on validation by training)")
+                        "(default: the model's, chosen on validation by training; live: at most 2)")
     p.add_argument("--precision", default=None, choices=["fp32", "bf16"],
                    help="arithmetic of the torch network: fp32 or bf16 autocast (default: the model's, as trained; "
                         "fp32 for a bf16 model on a CPU without bfloat16 arithmetic)")
@@ -232,7 +232,7 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
                         "(default: the model's, chosen on validation by training)")
     p.add_argument("--flips", type=int, default=None, choices=[1, 2, 4],
                    help="test-time flips averaged: 1 none, 2 left-right, 4 and up-down "
-                        "(default: the model's, chosen on validation by training)")
+                        "(default: the model's, chosen on validation by training; live: at most 2)")
     p.add_argument("--precision", default=None, choices=["fp32", "bf16"],
                    help="arithmetic of the torch network: fp32 or bf16 autocast (default: the model's, as trained; "
                         "fp32 for a bf16 model on a CPU without bfloat16 arithmetic)")

@@ -4,7 +4,8 @@ A segmenter runs in one of two settings (:data:`SETTINGS`):
 
 - ``accurate``: the model file's stored inference scale and test-time flips (chosen by training on its
   validation split), in torch float32;
-- ``live``: the stored scale without flips, in a window that follows the robot
+- ``live``: the stored scale with at most one flip (:data:`LIVE_FLIPS`: the frame and its left-right
+  mirror averaged, where the model file stores flips), in a window that follows the robot
   (:mod:`snaketrack.training.window`), the network exported once with
   ``torch.onnx.export`` and run by the fastest engine installed (:data:`ENGINES`): OpenVINO, in
   bfloat16 on a CPU that offers it (float32 elsewhere), else ONNX Runtime in float32
@@ -38,6 +39,10 @@ from snaketrack.errors import InputError, SnaketrackWarning
 from snaketrack.io import atomic_write_bytes
 
 SETTINGS = ("live", "accurate")
+#: the live setting's test-time flips at most: the left-right pair. On scenes the network was not trained on
+#: the pair lifts the mask where a thing of the robot's colour lies beside it (docs/segmentation-measured.md,
+#: "Live and accurate, measured"), for 1.6–1.8× a single pass's time.
+LIVE_FLIPS = 2
 ENGINES = ("openvino", "onnxruntime")  # the live network's engines, fastest first
 EXPORT_TOLERANCE = 1e-3  # max |p_engine - p_torch| of the robot probability on the check frame, float32
 BF16_TOLERANCE = 0.05  # the same in bfloat16

@@ -13,11 +13,11 @@ split (0.5, 1 and 1 in files that predate the choice); each can be
 overridden.
 
 Two settings (:mod:`snaketrack.training.live`): ``accurate`` runs the stored scale and flips in torch;
-``live`` runs the stored scale without flips through OpenVINO or ONNX Runtime (the model file's int8
-network when training made one, else the network exported once and cached beside the model file as
-``MODEL.live.onnx``), falling back to torch with a warning when it cannot. Both take the frames they
-are given as one video's, in order, and segment each in a window that follows the robot
-(:mod:`snaketrack.training.window`): on scenes the network was not trained on this is also the more
+``live`` runs the stored scale and flips, at most the left-right pair, through OpenVINO or ONNX Runtime
+(the model file's int8 network when training made one, else the network exported once and cached
+beside the model file as ``MODEL.live.onnx``), falling back to torch with a warning when it cannot.
+Both take the frames they are given as one video's, in order, and segment each in a window that
+follows the robot (:mod:`snaketrack.training.window`): on scenes the network was not trained on this is also the more
 accurate view (docs/segmentation-measured.md, "The window in both settings"); ``window=False``
 segments each frame whole, for frames that are not one video's. In both, each mask keeps only its robot
 (:func:`~snaketrack.training.window.robot_pieces`: its largest piece and, in turn, the pieces within
@@ -50,7 +50,7 @@ import torch
 from snaketrack.errors import InputError
 from snaketrack.mask_edges import snap_edges, unmix_edges
 from snaketrack.training.data import normalise, resize_to
-from snaketrack.training.live import check_setting, live_network
+from snaketrack.training.live import LIVE_FLIPS, check_setting, live_network
 from snaketrack.training.model import (
     FLIPS,
     SegmenterConfig,
@@ -220,7 +220,8 @@ def load_segmenter(path: str | os.PathLike, device: str = "cpu", threshold: Opti
     (chosen on the validation split by training; 0.5 in older files);
     scale: inference size over the trained input size; None takes the model file's (chosen on
     validation by training, 1 in older files); flips: test-time flips (1, 2, 4); None takes the setting's
-    (``accurate``: the model file's; ``live``: 1); precision: ``fp32`` or ``bf16`` of the torch network,
+    (``accurate``: the model file's; ``live``: the model file's, at most :data:`~snaketrack.training.live.LIVE_FLIPS`,
+    the left-right pair); precision: ``fp32`` or ``bf16`` of the torch network,
     None takes the model file's (``fp32`` in older files; ``fp32`` for a ``bf16`` model on a CPU without bfloat16
     arithmetic, :class:`Segmenter`).
     setting: ``accurate`` (torch) or ``live`` (an inference engine on the CPU, :mod:`snaketrack.training.live`;
@@ -235,8 +236,8 @@ def load_segmenter(path: str | os.PathLike, device: str = "cpu", threshold: Opti
     window's frame waits for a new input size to compile (:class:`Segmenter`)."""
     check_setting(setting)
     model, config, extra = load_model(path)
-    if setting == "live":
-        flips = 1 if flips is None else flips
+    if setting == "live" and flips is None:
+        flips = min(int(config.flips), LIVE_FLIPS)
     seg = Segmenter(model, config, threshold=threshold, device=device, scale=scale, flips=flips,
                     precision=precision, window=bool(window), region=region, edges=edges, wait=wait)
     if setting == "live" and torch.device(device).type == "cpu":

@@ -116,8 +116,8 @@ def test_settings_and_overrides(model_file):
     assert (acc.scale, acc.flips, acc.backend) == (1.5, 4, "torch")
     assert acc.window is not None  # frames given in order are followed in a window in both settings
     assert load_segmenter(model_file, window=False).window is None
-    seg = load_segmenter(model_file, setting="live")  # the stored scale, no flips, in a window
-    assert (seg.scale, seg.flips, seg.backend) == (1.5, 1, "openvino") and seg.window is not None
+    seg = load_segmenter(model_file, setting="live")  # the stored scale, the left-right pair, in a window
+    assert (seg.scale, seg.flips, seg.backend) == (1.5, 2, "openvino") and seg.window is not None
     seg = load_segmenter(model_file, setting="live", flips=2, scale=1.25, window=False)  # explicit values win
     assert (seg.scale, seg.flips, seg.backend, seg.window) == (1.25, 2, "openvino", None)
     assert load_segmenter(model_file, window=True).window is not None
@@ -126,6 +126,9 @@ def test_settings_and_overrides(model_file):
     assert np.abs(seg.predict_proba(frame) - ref).max() <= live.tolerance(seg.network)
     with pytest.raises(InputError, match="--setting 'fast'"):
         load_segmenter(model_file, setting="fast")
+    one = SegmenterConfig(encoder="resnet18", input_size=SIZE, scale=1.5, flips=1)
+    save_model(model_file, build_model(one), one)  # training found flips not worth their time
+    assert load_segmenter(model_file, setting="live", window=False).flips == 1  # live never flips more
 
 
 def test_failed_export_falls_back_to_torch_with_a_warning(model_file, monkeypatch, capsys):

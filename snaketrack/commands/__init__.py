@@ -72,15 +72,21 @@ def camera_of(args: argparse.Namespace):
     return args.intrinsics
 
 
-def add_setting_argument(p: argparse.ArgumentParser, default: str, flag: str = "--setting") -> None:
+def add_setting_argument(p: argparse.ArgumentParser, default: str, flag: str = "--setting",
+                         flips_flag: Optional[str] = None) -> None:
     """The segmenter's setting flag: ``live`` (the model file's scale and flips, at most the left-right
     pair, OpenVINO or ONNX Runtime) or ``accurate`` (the model file's scale and flips, torch), both in a
-    window that follows the robot; ``--scale``/``--flips`` given explicitly override either."""
+    window that follows the robot; ``--scale``/``--flips`` given explicitly override either. ``flips_flag``
+    (e.g. ``--segmenter-flips``) adds that override of the flips where the command has no ``--flips``."""
     p.add_argument(flag, default=default, choices=["live", "accurate"],
                    help="segmenter setting: live (the model's stored scale and flips, at most left-right, "
                         "OpenVINO) or accurate (the stored scale and flips, torch; up to seconds a frame), "
                         "both in a window around the robot's last mask "
                         f"(default {default}; docs/segmentation.md)")
+    if flips_flag is not None:
+        p.add_argument(flips_flag, type=int, default=None, choices=[1, 2, 4],
+                       help="test-time flips of the segmenter: 1 none (fastest), 2 left-right, 4 and up-down "
+                            "(default: the setting's; live: the model's, at most 2)")
 
 
 def add_all_pieces_argument(p: argparse.ArgumentParser) -> None:

@@ -3,8 +3,9 @@
 ::
 
     snaketrack serve SOURCE --robot NAME|FILE [--intrinsics FILE | --fov-deg DEG] [--masks truth|DIR|segmenter:MODEL.pt]
-        [--segmenter-setting live|accurate] [--up sim-imu|FILE|none] [--host 127.0.0.1] [--port 8765]
-        [--token-file FILE] [--record FILE.mcap] [--realtime] [--loop] [--track-size WxH]
+        [--segmenter-setting live|accurate] [--segmenter-flips 1|2|4] [--up sim-imu|FILE|none]
+        [--host 127.0.0.1] [--port 8765] [--token-file FILE] [--record FILE.mcap] [--realtime] [--loop]
+        [--track-size WxH]
     snaketrack listen URL [--token-file FILE] [--count N] [--timeout S]
 
 Argument checking and wiring only: the service is :class:`snaketrack.service.TrackingService`.
@@ -17,6 +18,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import Optional
 
 from snaketrack.commands import (
     Command,
@@ -53,7 +55,7 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--masks", default=None,
                    help="segmenter:MODEL.pt (cameras and streams need it), DIR of PNG masks named like the frames, "
                         "or truth (a dataset's masks/, its default)")
-    add_setting_argument(p, "live", "--segmenter-setting")
+    add_setting_argument(p, "live", "--segmenter-setting", "--segmenter-flips")
     p.add_argument("--up", default=None, metavar="sim-imu|FILE|none",
                    help="the up direction per frame for a recorded source: an IMU CSV or sim-imu (default none); "
                         "with it the poses are also published in the gravity-aligned 'ground' frame")
@@ -118,7 +120,7 @@ def open_service(args: argparse.Namespace):
         stream = StreamSource(args.source)
         try:
             camera = source_camera({}, stream.width, stream.height, camera_of(args), args.source)
-            segmenter = _segmenter(args.masks, args.segmenter_setting)
+            segmenter = _segmenter(args.masks, args.segmenter_setting, args.segmenter_flips)
         except BaseException:
             stream.release()
             raise
@@ -127,7 +129,7 @@ def open_service(args: argparse.Namespace):
         frames = open_frames(args.source)
         robot = source_robot(args.robot, frames.meta)
         camera = source_camera(frames.meta, frames.width, frames.height, camera_of(args), args.source)
-        mask_source = MaskSource(args.masks, frames, args.segmenter_setting)
+        mask_source = MaskSource(args.masks, frames, args.segmenter_setting, args.segmenter_flips)
         up = open_up(args.up, frames.truth, int(frames.meta.get("seed", 0) or 0))
         feed = RecordedFeed(frames, masks=None if mask_source.kind == "segmenter" else mask_source, up=up,
                             realtime=args.realtime, loop=args.loop, max_frames=args.max_frames)
@@ -137,13 +139,13 @@ def open_service(args: argparse.Namespace):
     return TrackingService(source, robot, camera, pipeline, config, segmenter=segmenter)
 
 
-def _segmenter(spec: str, setting: str = "live"):
+def _segmenter(spec: str, setting: str = "live", flips: Optional[int] = None):
     from snaketrack.training.segmenter import load_segmenter
 
     model = Path(spec[len("segmenter:"):])
     if not model.is_file():
         raise MissingFileError(f"--masks {spec}: no such segmenter file {model}")
-    return load_segmenter(model, setting=setting)
+    return load_segmenter(model, setting=setting, flips=flips)
 
 
 def _serve(args: argparse.Namespace) -> int:

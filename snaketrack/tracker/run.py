@@ -58,6 +58,7 @@ class RunOptions:
     progress: show a progress bar. Default True.
     states: also stream each finished row as a JSON line to this file, or ``"-"`` for standard output.
     segmenter_setting: ``live`` (default) or ``accurate``, for ``masks="segmenter:MODEL.pt"``.
+    segmenter_flips: the segmenter's test-time flips (1, 2, 4); None: the setting's.
     """
 
     up: Optional[str] = None
@@ -67,6 +68,7 @@ class RunOptions:
     progress: bool = True
     states: Optional[str] = None
     segmenter_setting: str = "live"
+    segmenter_flips: Optional[int] = None
     refine_focal: bool = False
     calibration_frames: int = 60
 
@@ -80,10 +82,12 @@ class MaskSource:
 
     ``spec`` None means ``truth`` for a dataset. Calling it with a frame index gives the mask, bool (H, W)
     at the source's size, or None when the session's segmenter (``self.segmenter``) predicts it.
-    ``segmenter_setting``: ``live`` or ``accurate`` (:func:`~snaketrack.training.segmenter.load_segmenter`).
+    ``segmenter_setting``: ``live`` or ``accurate``, ``segmenter_flips``: its test-time flips, None the
+    setting's (:func:`~snaketrack.training.segmenter.load_segmenter`).
     """
 
-    def __init__(self, spec: Optional[str], frames, segmenter_setting: str = "live"):
+    def __init__(self, spec: Optional[str], frames, segmenter_setting: str = "live",
+                 segmenter_flips: Optional[int] = None):
         self.frames, self.segmenter, self.dir = frames, None, None
         if spec is None:
             if not frames.has_masks:
@@ -101,7 +105,8 @@ class MaskSource:
                 raise MissingFileError(f"--masks {spec}: no such segmenter file {model}")
             from snaketrack.training.segmenter import load_segmenter
 
-            self.kind, self.segmenter = "segmenter", load_segmenter(model, setting=segmenter_setting)
+            self.kind, self.segmenter = "segmenter", load_segmenter(model, setting=segmenter_setting,
+                                                                      flips=segmenter_flips)
         else:
             d = Path(spec)
             if not d.is_dir():
@@ -127,14 +132,14 @@ class MaskSource:
 
 def open_session(source: str | os.PathLike, robot: Optional[str] = None, intrinsics=None,
                  masks: Optional[str] = None, config: PipelineConfig = PipelineConfig(),
-                 segmenter_setting: str = "live"):
+                 segmenter_setting: str = "live", segmenter_flips: Optional[int] = None):
     """Open a recorded source for tracking: ``(frames, session, mask_source)``.
 
     ``robot``: a shipped name or YAML file; default the dataset's ``meta.json`` robot.
     ``intrinsics``: a calibration file or a :class:`~snaketrack.tracker.camera.FieldOfView`; default the
     dataset's ``meta.json`` K.
     ``masks``: ``truth`` (default for datasets), a folder of PNGs or ``segmenter:MODEL.pt``, run in
-    ``segmenter_setting`` (``live`` or ``accurate``).
+    ``segmenter_setting`` (``live`` or ``accurate``) with ``segmenter_flips`` (None: the setting's).
     """
     from snaketrack.datasets.video import open_frames
     from snaketrack.models.robot import source_robot
@@ -147,7 +152,7 @@ def open_session(source: str | os.PathLike, robot: Optional[str] = None, intrins
     if truth is not None and len(truth[0].get("joint_angles", [])) != robot.dof:
         raise InputError(f"--robot {robot.name}: {robot.dof} joint angles, but {source}/truth.jsonl has "
                          f"{len(truth[0].get('joint_angles', []))}; expected the dataset's robot")
-    mask_source = MaskSource(masks, frames, segmenter_setting)
+    mask_source = MaskSource(masks, frames, segmenter_setting, segmenter_flips)
     session = TrackingSession(robot, camera, frames.fps, config, segmenter=mask_source.segmenter,
                               truth_masks=frames.has_masks)
     return frames, session, mask_source
@@ -325,7 +330,8 @@ def track_source(source: str | os.PathLike, out: str | os.PathLike, robot: Optio
     from snaketrack.tracker.quality import QualityWriter
 
     out = Path(out)
-    frames, session, mask_source = open_session(source, robot, intrinsics, masks, config, options.segmenter_setting)
+    frames, session, mask_source = open_session(source, robot, intrinsics, masks, config, options.segmenter_setting,
+                                                options.segmenter_flips)
     log = (lambda line: print(line, file=sys.stderr)) if options.progress else None
     t0 = time.perf_counter()
     session, up_source, calibration = self_calibrate(frames, session, mask_source, options, config, log)

@@ -279,15 +279,17 @@ def test_segmenter_setting_reaches_the_segmenter(dataset, oracle, tmp_path, caps
             m[10:20, 10:40] = True
             return m
 
-    def load(path, setting="accurate", **kw):
-        settings.append(setting)
+    def load(path, setting="accurate", flips=None, **kw):
+        settings.append((setting, flips))
         return Stub()
 
     monkeypatch.setattr(seg, "load_segmenter", load)
     (tmp_path / "m.pt").write_bytes(b"stub")
-    for extra, want in (([], "live"), (["--segmenter-setting", "accurate"], "accurate")):
+    for extra, want in (([], ("live", None)), (["--segmenter-setting", "accurate"], ("accurate", None)),
+                        (["--segmenter-flips", "1"], ("live", 1))):
         code, _, err = _main(["track", dataset, "--masks", f"segmenter:{tmp_path / 'm.pt'}", *extra,
-                              "--max-frames", "1", "--no-video", "--out", tmp_path / want], capsys)
+                              "--max-frames", "1", "--no-video", "--out", tmp_path / "-".join(map(str, want))],
+                             capsys)
         assert code == 0, err
         assert settings[-1] == want
     made, _ = oracle

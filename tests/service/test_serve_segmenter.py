@@ -27,3 +27,10 @@ def test_a_realtime_source_does_not_wait_for_compilations(served, realtime):
     segmenter = service.session.segmenter
     assert segmenter.window is not None and segmenter.backend == "openvino"
     assert segmenter.wait is (not realtime)
+
+
+@pytest.mark.parametrize("extra, flips", [([], 1), (["--segmenter-flips", "2"], 2)])
+def test_the_segmenter_flips_are_the_settings_unless_given(served, extra, flips):
+    dataset, model = served  # the model file stores one pass
+    argv = ["serve", str(dataset), "--masks", f"segmenter:{model}", *extra]
+    assert open_service(build_parser().parse_args(argv)).session.segmenter.flips == flips

@@ -11,7 +11,8 @@ Processes and links:
   :class:`~snaketrack.service.service.TrackingService` fed by a
   :class:`~snaketrack.service.capture.PushSource`, serving states on its real WebSocket on the
   loopback. The observed masks are MuJoCo's robot masks, corrupted like a segmenter's
-  (``PipelineConfig(corrupt_masks=True)``): a segmenter is too slow to run live on a CPU;
+  (``PipelineConfig(corrupt_masks=True)``): a segmenter would need a model trained on the scene's own
+  labels first, and would share the CPU with the renderer and the tracker;
 - **controller** (its own OS process, started with ``spawn``):
   :func:`~snaketrack.sim.loop_controller.controller_main`, which reads only the streamed states
   and the camera's own pose, checks which end is the head, learns Ĵ with the UKF and sends

@@ -68,7 +68,7 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ground-colour", type=float, default=None, metavar="P",
                    help="probability of recolouring the ground of a training sample (default 0)")
     p.add_argument("--zoom", default=None, metavar="LOW,HIGH",
-                   help="training zoom range, log-uniform (default: 0.7,2 cpu, 0.7,1.4 paper): "
+                   help="training zoom range, log-uniform (default: 0.4,2 cpu, 0.7,1.4 paper): "
                         "cover the robot's size in the videos to segment")
     p.add_argument("--rotate", type=float, default=None, metavar="DEG",
                    help="training rotations drawn from +-DEG degrees (camera roll, other headings; "

@@ -149,14 +149,14 @@ class TrainConfig:
 
 #: Named starting points for :func:`recipe_config`. ``cpu``, the default of ``snaketrack train``: the
 #: recipe measured on a 2-core CPU from random weights (resnet18, 160×160 crops centred near the robot 90 % of
-#: the time, zoom 0.7–2 and rotations within ±30°, half the samples' robots pasted onto synthetic grounds, Adam
+#: the time, zoom 0.4–2 and rotations within ±30°, half the samples' robots pasted onto synthetic grounds, Adam
 #: 2e-3 annealed by a cosine schedule over a 20-minute budget, checkpoint, scale, flips and threshold chosen on
 #: validation, the live setting's int8 network made and kept when it segments the validation frames as
 #: well, bfloat16 forward passes on a CPU that computes them; docs/segmenter-training.md).
 #: ``paper``: the single-camera tracking paper's settings (whole frames, lr 1e-4 ×0.1 at epoch 10, 20 epochs).
 RECIPES: dict[str, dict[str, Any]] = {
     "cpu": dict(crop_size=(160, 160), lr=2e-3, schedule="cosine", p_robot=0.9, epochs=200, max_val_frames=16,
-                zoom=(0.7, 2.0), rotate_deg=30.0, flips=(1, 4), synthetic_ground=0.5, time_limit_s=20 * 60.0,
+                zoom=(0.4, 2.0), rotate_deg=30.0, flips=(1, 4), synthetic_ground=0.5, time_limit_s=20 * 60.0,
                 live_int8=True, precision=AUTO_PRECISION),
     "paper": {},
 }

@@ -105,10 +105,10 @@ def _mean_ms(seg, frames) -> tuple[float, float]:
 def side_by_side(model_path, frames, video=None, every: int = 1) -> dict:
     """The accurate and live settings of ``model_path`` on the 640x360 RGB ``frames`` of one video, in order:
     mean ms/frame and frames/s of :meth:`Segmenter.predict` on a second pass (the first, with an engine's
-    compiling, as ``first_pass_ms``); the live setting in each installed engine, without flips and,
-    as ``live_whole_scale1``, the whole frame at scale 1 without the window. With ``video`` (a dataset folder
-    with truth masks) the mean IoU of each over every ``every``-th frame and its difference from the accurate
-    setting's."""
+    compiling, as ``first_pass_ms``); the live setting in each installed engine, in one pass (``live_one_pass``)
+    and, as ``live_whole_scale1``, the whole frame at scale 1 without the window. With ``video`` (a dataset
+    folder with truth masks) the mean IoU of each over every ``every``-th frame and its difference from the
+    accurate setting's."""
     import torch
 
     from snaketrack.datasets.layout import Dataset

@@ -4,8 +4,8 @@ A segmenter runs in one of two settings (:data:`SETTINGS`):
 
 - ``accurate``: the model file's stored inference scale and test-time flips (chosen by training on its
   validation split), in torch float32;
-- ``live``: the stored scale with at most one flip (:data:`LIVE_FLIPS`: the frame and its left-right
-  mirror averaged, where the model file stores flips), in a window that follows the robot
+- ``live``: the stored scale and flips, at most the left-right pair (:data:`LIVE_FLIPS`: the frame and
+  its mirror image averaged), in a window that follows the robot
   (:mod:`snaketrack.training.window`), the network exported once with
   ``torch.onnx.export`` and run by the fastest engine installed (:data:`ENGINES`): OpenVINO, in
   bfloat16 on a CPU that offers it (float32 elsewhere), else ONNX Runtime in float32

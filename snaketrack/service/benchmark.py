@@ -42,7 +42,8 @@ def rss_mb() -> float:
 
 def _client(url: str, delay_s: float, name: str, results, stop) -> None:
     """A client process: every state's (receipt time, frame, latency [ms]), spending ``delay_s`` [s] on each,
-    until the service closes or ``stop`` is set."""
+    until the service closes; a client with a delay also stops once ``stop`` is set. The fast client reads
+    to the close, so that it can be checked to get every state the service tracked."""
     from snaketrack.service import RobotState, StateClient
     from snaketrack.service.messages import STATE
 
@@ -57,7 +58,7 @@ def _client(url: str, delay_s: float, name: str, results, stop) -> None:
                     continue
                 s = RobotState.from_message(msg, received)
                 got.append((s.received_time, s.frame, s.latency_ms))
-                if stop.wait(delay_s) if delay_s else stop.is_set():
+                if delay_s and stop.wait(delay_s):
                     break
     finally:
         results.put((name, got))

@@ -43,6 +43,14 @@ def _service(dataset, config, pipeline=PIPELINE, realtime=False):
                            pipeline, config)
 
 
+def _wait_subscribed(service, topics: int, timeout: float = 30.0) -> None:
+    """Wait until the clients hold ``topics`` subscriptions in all, so that none misses the first frames."""
+    deadline = time.monotonic() + timeout
+    while service.publisher._subscriptions.count < topics and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert service.publisher._subscriptions.count >= topics
+
+
 def _collect(url, out, token=None, **kw):
     with StateClient(url, token=token, **kw) as client:
         for s in client.states(timeout=10):
@@ -53,10 +61,11 @@ def test_a_client_gets_every_state_and_the_recording_matches_the_batch_track(dat
     record = tmp_path / "run.mcap"
     service = _service(dataset, ServiceConfig(port=0, record=str(record)))
     got = []
-    service.start()
+    service.start(capture=False)
     client = threading.Thread(target=_collect, args=(service.url, got))
     client.start()
-    time.sleep(0.5)  # the client subscribes before the source is read to its end
+    _wait_subscribed(service, 2)  # the state and status topics
+    service.start_capture()
     assert service.wait(120)
     time.sleep(0.3)
     figures = service.stop()
@@ -174,9 +183,7 @@ def _slow_client_run(dataset, n_max: int, until_gap: bool, seconds: float = 600.
     threads = [threading.Thread(target=_collect, args=(service.url, fast)), threading.Thread(target=read_slowly)]
     for t in threads:
         t.start()
-    deadline = time.monotonic() + 30  # both clients subscribed (2 topics each) before the first frame
-    while service.publisher._subscriptions.count < 4 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    _wait_subscribed(service, 4)  # both clients, 2 topics each, before the first frame
     images = list(frames.frames())
     # noise makes each overlay JPEG large (about 50 kB), so the messages outgrow the sockets' buffers sooner
     noise = np.random.default_rng(0).integers(0, 256, images[0][1].shape, dtype=np.uint8)
@@ -236,7 +243,7 @@ def _push_through_service(dataset, hide) -> tuple:
 
     t = threading.Thread(target=listen)
     t.start()
-    time.sleep(0.5)
+    _wait_subscribed(service, 2)
     images = list(frames.frames())
     for k in range(40):
         _, rgb = images[min(k, N - 1)]
@@ -309,7 +316,7 @@ def test_a_dropped_source_is_reported_reconnecting_then_tracking_resumes(dataset
 
     t = threading.Thread(target=listen)
     t.start()
-    time.sleep(0.5)
+    _wait_subscribed(service, 2)
     service.start_capture()
     assert service.wait(60)
     figures = service.stop()

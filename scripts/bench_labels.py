@@ -17,7 +17,9 @@
    by ``snaketrack sim video --scene handheld --frames 300 --seed 1``), at
    the checkpoint, inference scale, test-time flips and threshold training chose on the
    training video's validation split (stored in the model file; the test
-   videos play no part in any choice).
+   videos play no part in any choice). ``segment_wall_ms_per_frame`` is the
+   wall time of that scoring over its frames (reading and scoring included),
+   not the segmenter's speed: that is ``scripts/bench_segmenter.py``'s.
 
 Every stage resumes (labels and training continue where they stopped).
 Prints one JSON object last.
@@ -178,7 +180,7 @@ def main() -> None:
             ev = evaluate_segmenter(seg, tv, batch_size=4, progress=True,
                                     frames=range(0, len(test), args.test_stride))
             out["tests"][tv] = {"frames": ev["frames"], "iou": ev["iou"],
-                                "segment_ms_per_frame": 1000 * (time.perf_counter() - t0) / max(ev["frames"], 1)}
+                                "segment_wall_ms_per_frame": 1000 * (time.perf_counter() - t0) / max(ev["frames"], 1)}
             print(json.dumps({tv: out["tests"][tv]}), flush=True)
         if args.train_truth_stride > 0:
             ev_train = evaluate_segmenter(seg, args.train_video, batch_size=4,

@@ -18,7 +18,6 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Optional
 
 from snaketrack.commands import (
     Command,
@@ -92,7 +91,7 @@ def open_service(args: argparse.Namespace):
     from snaketrack.tracker.camera import source_camera
     from snaketrack.tracker.gravity import open_up
     from snaketrack.tracker.pipeline import PipelineConfig
-    from snaketrack.tracker.run import MaskSource
+    from snaketrack.tracker.run import MaskSource, open_segmenter, segmenter_file
 
     token = read_token(args.token_file) if args.token_file else None
     record = args.record
@@ -114,13 +113,11 @@ def open_service(args: argparse.Namespace):
             raise InputError(f"{args.source}: a live stream needs its masks from a segmenter "
                              "(--masks segmenter:MODEL.pt)")
         robot = source_robot(args.robot, {})
-        model = Path(args.masks[len("segmenter:"):])
-        if not model.is_file():
-            raise MissingFileError(f"--masks {args.masks}: no such segmenter file {model}")
+        segmenter_file(args.masks)  # before connecting to the stream
         stream = StreamSource(args.source)
         try:
             camera = source_camera({}, stream.width, stream.height, camera_of(args), args.source)
-            segmenter = _segmenter(args.masks, args.segmenter_setting, args.segmenter_flips)
+            segmenter = open_segmenter(args.masks, args.segmenter_setting, args.segmenter_flips)
         except BaseException:
             stream.release()
             raise
@@ -137,15 +134,6 @@ def open_service(args: argparse.Namespace):
     if segmenter is not None and (is_stream(args.source) or args.realtime):  # a camera's pace: no frame waits
         segmenter.wait = False
     return TrackingService(source, robot, camera, pipeline, config, segmenter=segmenter)
-
-
-def _segmenter(spec: str, setting: str = "live", flips: Optional[int] = None):
-    from snaketrack.training.segmenter import load_segmenter
-
-    model = Path(spec[len("segmenter:"):])
-    if not model.is_file():
-        raise MissingFileError(f"--masks {spec}: no such segmenter file {model}")
-    return load_segmenter(model, setting=setting, flips=flips)
 
 
 def _serve(args: argparse.Namespace) -> int:

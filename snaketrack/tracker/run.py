@@ -77,6 +77,22 @@ class RunOptions:
             raise InputError(f"--calibration-frames {self.calibration_frames}; expected at least 2 frames")
 
 
+def segmenter_file(spec: str) -> Path:
+    """The model file of ``--masks segmenter:MODEL.pt``; a :class:`MissingFileError` when there is none."""
+    model = Path(spec[len("segmenter:"):])
+    if not model.is_file():
+        raise MissingFileError(f"--masks {spec}: no such segmenter file {model}")
+    return model
+
+
+def open_segmenter(spec: str, setting: str = "live", flips: Optional[int] = None):
+    """The segmenter of ``--masks segmenter:MODEL.pt`` in ``setting`` with ``flips`` (None: the setting's;
+    :func:`~snaketrack.training.segmenter.load_segmenter`)."""
+    from snaketrack.training.segmenter import load_segmenter
+
+    return load_segmenter(segmenter_file(spec), setting=setting, flips=flips)
+
+
 class MaskSource:
     """Each frame's observed mask for a recorded source: ``truth``, ``DIR`` or ``segmenter:MODEL.pt``.
 
@@ -100,13 +116,7 @@ class MaskSource:
                 raise InputError(f"--masks truth: {frames.path} has no masks/ folder; give --masks DIR or "
                                  "--masks segmenter:MODEL.pt")
         elif spec.startswith("segmenter:"):
-            model = Path(spec[len("segmenter:"):])
-            if not model.is_file():
-                raise MissingFileError(f"--masks {spec}: no such segmenter file {model}")
-            from snaketrack.training.segmenter import load_segmenter
-
-            self.kind, self.segmenter = "segmenter", load_segmenter(model, setting=segmenter_setting,
-                                                                      flips=segmenter_flips)
+            self.kind, self.segmenter = "segmenter", open_segmenter(spec, segmenter_setting, segmenter_flips)
         else:
             d = Path(spec)
             if not d.is_dir():

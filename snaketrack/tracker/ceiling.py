@@ -18,6 +18,12 @@ same for the tracker's silhouette model rendered at the true pose: it also
 draws the links a post hides, which the mask lacks) and, given a
 ``track.csv``, the tracker's own mean ``iou`` beside it (``tracker_iou``).
 
+:func:`measure_label_fit_ceiling` asks the same of a labeller's fit
+(``snaketrack label`` with the robot known, ``snaketrack fit-labels``): what
+the fitted label ``silhouette ∧ dilate(label, agree_px)`` would score against
+truth were the silhouette drawn at the true pose, and, given the track the
+fit made from the labels, what it scores at the fitted pose.
+
 >>> import numpy as np
 >>> m = np.zeros((40, 80), bool); m[15:24, 5:75] = True   # a body 9 px across
 >>> round(body_width_px(m))
@@ -30,7 +36,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from snaketrack.errors import InputError
+from snaketrack.errors import InputError, MissingFileError
 from snaketrack.masks import mask_iou
 from snaketrack.tracker.corrupt import MaskCorruptor, best_offset_iou
 
@@ -106,4 +112,112 @@ def measure_iou_ceiling(path: Path, step: int = 1, frames: Optional[int] = None,
         from snaketrack.io import read_csv_columns
 
         res["tracker_iou"] = float(np.nanmean(np.asarray(read_csv_columns(track)["iou"], float)))
+    return res
+
+
+def _track_poses(track: Path, layout) -> dict[int, np.ndarray]:
+    """Pose vectors of a ``track.csv``'s tracked rows, by frame index."""
+    from snaketrack.io import read_csv_columns
+
+    c = read_csv_columns(track)
+    J = layout.n_joints
+    out = {}
+    for r in range(len(c["frame"])):
+        if str(c["status"][r]) != "tracked":
+            continue
+        q = [c[f"q_{j + 1}"][r] for j in range(J)]
+        quat = [c[f"base_q{k}"][r] for k in "wxyz"]
+        pos = [c[f"base_{k}"][r] for k in "xyz"]
+        out[int(c["frame"][r])] = layout.from_quat(q, quat, pos)
+    return out
+
+
+def measure_label_fit_ceiling(path: Path, labels: Path, step: int = 1, frames: Optional[int] = None,
+                              agree_px: int = 2, track: Optional[Path] = None, refine_steps: int = 0) -> dict:
+    """How far a model fit could take the labels in ``labels`` (PNG masks named like the frames of the
+    dataset ``path``, which needs ``truth.jsonl``).
+
+    Every ``step``-th of the first ``frames`` frames (None: all) with a non-empty truth mask, scored
+    against truth: ``iou_label`` (the label), ``iou_model_at_truth`` (the tracker's silhouette model at
+    the true pose: it draws the links an obstacle hides), ``iou_fitted_at_truth`` (that silhouette ∧
+    ``dilate(label, agree_px)``, the fitted label a perfect pose would give), and
+    ``iou_model_at_truth_vs_label`` (how well the true pose explains the label). With ``track`` (the
+    ``track.csv`` of ``snaketrack track DATASET --masks LABELS``), on its tracked frames:
+    ``iou_model_at_fit``, ``iou_fitted_at_fit`` and ``iou_model_at_fit_vs_label``, the silhouettes drawn
+    without the tracker's edge offset; ``fit_frames`` counts them. With ``refine_steps`` > 0: the true pose
+    refined against each label by the tracker's refinement (:class:`~snaketrack.tracker.refine.Refiner`,
+    its default settings, that many steps), ``iou_model_refined``, ``iou_fitted_refined`` and
+    ``iou_model_refined_vs_label``: where the fit's own objective leads from the truth.
+    """
+    from snaketrack.datasets.fit_labels import fitted_label
+    from snaketrack.datasets.layout import open_dataset, read_mask
+    from snaketrack.models.robot import load_robot
+    from snaketrack.tracker.camera import Camera
+    from snaketrack.tracker.render import SilhouetteRenderer
+    from snaketrack.tracker.state import StateLayout
+
+    if step < 1:
+        raise InputError(f"step {step}; expected a positive integer")
+    labels = Path(labels)
+    if not labels.is_dir():
+        raise MissingFileError(f"{labels}: no such folder of label masks")
+    ds = open_dataset(path)
+    render_truth = model_at_truth(ds)
+    if render_truth is None:
+        raise MissingFileError(f"{ds.root}: no truth.jsonl; the ceiling needs the true poses")
+    robot = load_robot(ds.meta.get("robot", "planar-snake-11"))
+    cam = Camera.from_meta(ds.meta)
+    layout = StateLayout.for_robot(robot)
+    if refine_steps < 0:
+        raise InputError(f"refine steps {refine_steps}; expected a non-negative integer")
+    poses = {} if track is None else _track_poses(Path(track), layout)
+    renderer = SilhouetteRenderer(robot, cam.K, cam.width, cam.height)
+    refiner = None
+    if refine_steps:
+        from snaketrack.tracker.config import RefineConfig
+        from snaketrack.tracker.observation import observe
+        from snaketrack.tracker.refine import Refiner
+
+        refine_cfg = RefineConfig()
+        refiner = Refiner(renderer, refine_cfg)
+    n = len(ds) if frames is None else min(frames, len(ds))
+    rows: dict[str, list[float]] = {k: [] for k in ("label", "model_truth", "fitted_truth", "truth_vs_label",
+                                                     "model_fit", "fitted_fit", "fit_vs_label",
+                                                     "model_ref", "fitted_ref", "ref_vs_label")}
+    for i in range(0, n, step):
+        m = ds.mask(i)
+        if m is None or not (m > 0).any():
+            continue
+        truth = m > 0
+        label = read_mask(labels / f"{ds.frame_path(i).stem}.png")
+        sil = render_truth(i)
+        rows["label"].append(mask_iou(label, truth))
+        rows["model_truth"].append(mask_iou(sil, truth))
+        rows["fitted_truth"].append(mask_iou(fitted_label(sil, label, agree_px), truth))
+        rows["truth_vs_label"].append(mask_iou(sil, label))
+        if i in poses:
+            fit = renderer.mask(poses[i])
+            rows["model_fit"].append(mask_iou(fit, truth))
+            rows["fitted_fit"].append(mask_iou(fitted_label(fit, label, agree_px), truth))
+            rows["fit_vs_label"].append(mask_iou(fit, label))
+        if refiner is not None and label.any():
+            tr = ds.truth[i]
+            x_true = layout.from_quat(tr["joint_angles"], tr["base_quat_cam"], tr["base_position_cam"])
+            ref = renderer.mask(refiner.refine(x_true, observe(label, refine_cfg), steps=refine_steps).x)
+            rows["model_ref"].append(mask_iou(ref, truth))
+            rows["fitted_ref"].append(mask_iou(fitted_label(ref, label, agree_px), truth))
+            rows["ref_vs_label"].append(mask_iou(ref, label))
+    if not rows["label"]:
+        raise InputError(f"{ds.root}: no frame with a non-empty truth mask among those measured")
+    mean = {k: float(np.mean(v)) if v else float("nan") for k, v in rows.items()}
+    res = {"dataset": ds.root.name, "frames": len(rows["label"]), "agree_px": int(agree_px),
+           "iou_label": mean["label"], "iou_model_at_truth": mean["model_truth"],
+           "iou_fitted_at_truth": mean["fitted_truth"], "iou_model_at_truth_vs_label": mean["truth_vs_label"]}
+    if track is not None:
+        res.update({"fit_frames": len(rows["model_fit"]), "iou_model_at_fit": mean["model_fit"],
+                    "iou_fitted_at_fit": mean["fitted_fit"], "iou_model_at_fit_vs_label": mean["fit_vs_label"]})
+    if refiner is not None:
+        res.update({"refine_steps": int(refine_steps), "refined_frames": len(rows["model_ref"]),
+                    "iou_model_refined": mean["model_ref"], "iou_fitted_refined": mean["fitted_ref"],
+                    "iou_model_refined_vs_label": mean["ref_vs_label"]})
     return res

@@ -297,6 +297,9 @@ def load_calibration(path: str | os.PathLike, width: Optional[int] = None, heigh
     The image size comes from ``image_width``/``image_height`` in the file,
     else from ``width``/``height`` given here (the video's size); when both
     exist and differ, K is scaled to the given size (:meth:`Camera.resized`).
+    A file without a size whose principal point lies more than a quarter of
+    the video's width or height from its centre is refused: it was made at
+    another size, and K used as it is would misplace every ray.
     """
     path = Path(path)
     if not path.is_file():
@@ -336,7 +339,15 @@ def load_calibration(path: str | os.PathLike, width: Optional[int] = None, heigh
             raise FileFormatError(f"{path}: no image_width/image_height and no image size given; "
                                   "expected the size the calibration refers to")
         fw, fh = int(width), int(height)
+        sized = False
+    else:
+        sized = True
     cam = Camera.from_K(K, fw, fh, dist, source=f"{path}: camera_matrix")
+    cx, cy = float(cam.K[0, 2]), float(cam.K[1, 2])
+    if not sized and (abs(cx - (fw - 1) / 2) > fw / 4 or abs(cy - (fh - 1) / 2) > fh / 4):
+        raise FileFormatError(f"{path}: principal point ({cx:g}, {cy:g}) far from the centre of the "
+                              f"{fw}x{fh} video; the calibration looks made at another image size: add "
+                              "its image_width and image_height to the file")
     if width is not None and height is not None and (int(width), int(height)) != (fw, fh):
         cam = cam.resized(int(width), int(height))
     return cam

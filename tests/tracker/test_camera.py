@@ -170,3 +170,19 @@ def test_a_field_of_view_puts_its_edge_rays_on_the_image_edges():
     for bad in (0.0, 180.0, -5.0):
         with pytest.raises(InputError, match="field of view"):
             FieldOfView(bad)
+
+
+def test_a_calibration_without_its_size_and_made_at_another_is_refused(tmp_path):
+    """A 1280x720 calibration without image_width/image_height put the principal point in the corner of a
+    640x360 video; with them its K is scaled to the video."""
+    K = [[900.0, 0, 639.5], [0, 900.0, 359.5], [0, 0, 1]]
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps({"camera_matrix": K, "dist_coeffs": [0] * 5}))
+    with pytest.raises(FileFormatError, match="another image size"):
+        load_calibration(bare, 640, 360)
+    assert load_calibration(bare, 1280, 720).K[0, 2] == pytest.approx(639.5)  # right for its own size
+    sized = tmp_path / "sized.json"
+    sized.write_text(json.dumps({"camera_matrix": K, "dist_coeffs": [0] * 5, "image_width": 1280,
+                                 "image_height": 720}))
+    cam = load_calibration(sized, 640, 360)
+    assert (cam.K[0, 0], cam.K[0, 2], cam.K[1, 2]) == pytest.approx((450.0, 319.5, 179.5))

@@ -326,6 +326,8 @@ def label_video(source: FrameSource, out: str | os.PathLike, predictor: BoxPredi
     out = Path(out)
     if int(stride) < 1:
         raise InputError(f"--stride {stride}: expected a positive integer")
+    if max_frames is not None and int(max_frames) < 1:
+        raise InputError(f"--max-frames {max_frames}: expected a positive number of frames")
     w, h = source.width, source.height
     if box.clip(w, h).area == 0:
         raise InputError(f"--box {box}: lies outside the {w}x{h} video")

@@ -179,6 +179,9 @@ class Dataset:
 
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root)
+        if self.root.is_file():
+            raise InputError(f"{self.root}: a file, not a dataset folder (frames/, masks/, meta.json); a video "
+                             "becomes one with `snaketrack label`")
         if not self.root.is_dir():
             raise MissingFileError(f"{self.root}: no such dataset folder")
         meta_path = self.root / "meta.json"

@@ -33,7 +33,8 @@ def load_sam(checkpoint: str | os.PathLike, model_type: str = "vit_b", device: s
     path = Path(checkpoint)
     if not path.is_file():
         raise MissingFileError(f"{path}: no such SAM checkpoint (for --sam-model {model_type}); "
-                               "weights cannot be downloaded here, give a local file with --sam-checkpoint")
+                               "snaketrack does not download weights: give a local checkpoint file with "
+                               "--sam-checkpoint")
     try:
         sam = sam_model_registry[model_type](checkpoint=str(path))
     except RuntimeError as e:  # load_state_dict: missing / unexpected keys or size mismatch
@@ -62,7 +63,8 @@ class SamBackend:
 
         if sam is None:
             if checkpoint is None:
-                raise InputError("--backend sam needs --sam-checkpoint FILE (weights cannot be downloaded here)")
+                raise InputError("--backend sam needs --sam-checkpoint FILE, a local SAM checkpoint "
+                                 "(snaketrack does not download weights)")
             sam = load_sam(checkpoint, model_type, device)
         self.model_type = model_type
         self.predictor = SamPredictor(sam)

@@ -131,7 +131,8 @@ class TrainConfig:
             raise InputError(f"--ground-colour {self.ground_colour}: expected a probability in [0, 1]")
         zoom = tuple(float(v) for v in self.zoom)
         if len(zoom) != 2 or not 0.05 <= zoom[0] <= zoom[1] <= 20.0:
-            raise InputError(f"--zoom {self.zoom}: expected LOW,HIGH with 0.05 <= LOW <= HIGH <= 20")
+            raise InputError(f"--zoom {','.join(f'{v:g}' for v in zoom)}: expected LOW,HIGH with "
+                             "0.05 <= LOW <= HIGH <= 20")
         object.__setattr__(self, "zoom", zoom)
         if not 0.0 <= float(self.rotate_deg) <= 180.0:
             raise InputError(f"--rotate {self.rotate_deg}: expected degrees in [0, 180]")
@@ -141,6 +142,10 @@ class TrainConfig:
             raise InputError(f"--synthetic-ground {self.synthetic_ground}: expected a probability in [0, 1]")
         if self.average_from is not None and not 0.0 <= float(self.average_from) < 1.0:
             raise InputError(f"--average-from {self.average_from}: expected a fraction of the run in [0, 1)")
+        if self.time_limit_s is not None and not float(self.time_limit_s) > 0:
+            raise InputError(f"--minutes {float(self.time_limit_s) / 60:g}: expected a positive number of minutes")
+        if not 0.0 <= float(self.val_fraction) < 1.0:
+            raise InputError(f"--val-fraction {self.val_fraction}: expected a fraction in [0, 1)")
         if int(self.bn_batches) < 1:
             raise InputError(f"--bn-batches {self.bn_batches}: expected a positive number of batches")
         if self.precision != AUTO_PRECISION:

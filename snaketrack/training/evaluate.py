@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from snaketrack.datasets.layout import Dataset
-from snaketrack.errors import FileFormatError
+from snaketrack.errors import FileFormatError, InputError
 from snaketrack.masks import mask_iou
 
 
@@ -37,6 +37,8 @@ def evaluate_segmenter(segmenter, dataset: str | os.PathLike, batch_size: int = 
     as a video gives them; only ``frames`` are scored."""
     from tqdm import tqdm
 
+    if int(batch_size) < 1:
+        raise InputError(f"--batch-size {batch_size}: expected a positive number of frames")
     ds = Dataset(dataset)
     if not ds.has_masks:
         raise FileFormatError(f"{dataset}: no masks/ to compare with")

@@ -243,8 +243,9 @@ def read_model_file(path: str | os.PathLike) -> dict[str, Any]:
         raise MissingFileError(f"{path}: no such segmenter model file")
     try:
         blob = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:
-        raise FileFormatError(f"{path}: not a readable segmenter model file ({type(e).__name__})") from None
+    except Exception:
+        raise FileFormatError(f"{path}: not a segmenter model file (torch cannot read it); make one with "
+                              "`snaketrack train`") from None
     if not isinstance(blob, dict) or blob.get("format") != MODEL_FORMAT:
         raise FileFormatError(f"{path}: not a snaketrack segmenter file (no format={MODEL_FORMAT!r}); "
                               "make one with `snaketrack train`")

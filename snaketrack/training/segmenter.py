@@ -113,6 +113,8 @@ class Segmenter:
         self.model = model.to(device).eval()
         self.config = config
         self.threshold = float(config.threshold if threshold is None else threshold)
+        if not 0.0 < self.threshold < 1.0:
+            raise InputError(f"--threshold {self.threshold:g}: expected a robot probability between 0 and 1")
         self.device = device
         self.scale = float(scale)
         h, w = config.input_size

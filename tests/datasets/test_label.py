@@ -151,6 +151,11 @@ def test_stride_maps_dataset_to_source_frames(tmp_path, toy):
     assert [int(r["source_frame"]) for r in _rows(tmp_path / "out" / "labels.csv")] == [0, 3, 6, 9]
     with pytest.raises(InputError, match="stride"):
         label_video(src, tmp_path / "out", Oracle(frames, truth), Box(1, 1, 9, 9), stride=2, progress=False)
+    for bad in (0, -1):
+        with pytest.raises(InputError, match="--max-frames"):
+            label_video(src, tmp_path / "none", Oracle(frames, truth), Box(1, 1, 9, 9), max_frames=bad,
+                        progress=False)
+    assert not (tmp_path / "none").exists()
 
 
 def test_refuses_a_folder_that_is_not_a_labelling_run(tmp_path, toy):

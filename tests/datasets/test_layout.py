@@ -47,6 +47,9 @@ def test_wrong_size_frame_is_refused(tmp_path):
 def test_reader_errors(tmp_path):
     with pytest.raises(MissingFileError):
         Dataset(tmp_path / "none")
+    (tmp_path / "clip.mp4").write_bytes(b"")
+    with pytest.raises(InputError, match="a file, not a dataset folder"):
+        Dataset(tmp_path / "clip.mp4")
     with pytest.raises(FileFormatError, match="no frames/"):
         Dataset(tmp_path)
     with DatasetWriter(tmp_path / "d", {"width": 16, "height": 12, "fps": 30}, truth=True) as w:

@@ -142,6 +142,23 @@ def test_the_model_files_threshold_is_used(tmp_path):
     p = seg.predict_proba(rgb)
     assert seg.threshold == 0.45 and np.array_equal(seg.predict(rgb), p > 0.45)
     assert np.array_equal(load_segmenter(tmp_path / "t.pt", threshold=0.6).predict(rgb), p > 0.6)
+    from snaketrack.errors import InputError
+
+    for bad in (0.0, 1.0, 2.0):
+        with pytest.raises(InputError, match="--threshold"):
+            load_segmenter(tmp_path / "t.pt", threshold=bad)
+
+
+def test_a_batch_of_no_frames_is_refused(toy_root, tmp_path):
+    from snaketrack.errors import InputError
+
+    ds = Dataset(toy_root)
+    for bad in (0, -2):
+        with pytest.raises(InputError, match="--batch-size"):
+            segment_source(toy_root, tmp_path / "out", _Truth(ds), batch_size=bad, progress=False)
+        with pytest.raises(InputError, match="--batch-size"):
+            evaluate_segmenter(_Truth(ds), toy_root, batch_size=bad)
+    assert not (tmp_path / "out").exists()
 
 
 def test_scale_enlarges_the_network_input_not_the_mask(model_file, toy_root, capsys):

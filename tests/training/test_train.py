@@ -166,6 +166,15 @@ def test_average_from_outside_the_run_is_refused():
         TrainConfig(average_from=1.0)
 
 
+@pytest.mark.parametrize("kw, flag", [({"time_limit_s": -60.0}, "--minutes -1"), ({"time_limit_s": 0.0}, "--minutes 0"),
+                                      ({"val_fraction": 1.5}, "--val-fraction 1.5"), ({"zoom": (2.0,)}, "--zoom 2:")])
+def test_a_budget_a_split_or_a_zoom_out_of_range_is_refused_by_its_flag(kw, flag):
+    from snaketrack.errors import InputError
+
+    with pytest.raises(InputError, match=flag):
+        TrainConfig(**kw)
+
+
 def test_an_averaging_run_interrupted_in_its_final_choice_still_ends_with_the_average(tmp_path, toy_root,
                                                                                         monkeypatch):
     cfg = TrainConfig(epochs=2, average_from=0.0, bn_batches=2, **dict(CFG, max_steps_per_epoch=2))

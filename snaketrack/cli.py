@@ -100,6 +100,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def os_error_message(e: OSError) -> str:
+    """One line for an :class:`OSError`: the path (and the one it was to become) and the system's reason.
+
+    >>> os_error_message(NotADirectoryError(20, "Not a directory", "a.png/out"))
+    'a.png/out: Not a directory'
+    >>> os_error_message(IsADirectoryError(21, "Is a directory", ".p.tmp", None, "p"))
+    'p: Is a directory'
+    """
+    reason = e.strerror or str(e)
+    if e.filename2 is not None:
+        return f"{e.filename2}: {reason}"
+    if e.filename is not None:
+        return f"{e.filename}: {reason}"
+    return reason
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``snaketrack`` console script."""
     _preload_triton()
@@ -114,6 +130,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         status = run(args)
     except SnaketrackError as e:
         print(f"snaketrack: error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # the system refused a path or address the user gave (a folder through a file, ...)
+        print(f"snaketrack: error: {os_error_message(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("snaketrack: interrupted; finished outputs are kept", file=sys.stderr)

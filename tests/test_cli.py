@@ -74,3 +74,13 @@ def test_a_bad_flag_is_one_line_and_exit_2(monkeypatch, capsys):
         assert e.value.code == 2
         lines = capsys.readouterr().err.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("snaketrack") and ": error: " in lines[0], lines
+
+
+def test_an_out_folder_through_a_file_is_one_line_and_exit_2(tmp_path, capsys):
+    """A real command asked to write under an existing file: the system's refusal, one line, no traceback."""
+    (tmp_path / "a.png").write_bytes(b"x")
+    out = tmp_path / "a.png" / "sub"
+    assert cli.main(["robot", "show", "planar-snake-11", "--out", str(out / "r.png")]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines == [f"snaketrack: error: {out}: Not a directory"]
+    assert (tmp_path / "a.png").read_bytes() == b"x"

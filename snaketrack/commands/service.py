@@ -127,6 +127,8 @@ def open_service(args: argparse.Namespace):
         robot = source_robot(args.robot, frames.meta)
         camera = source_camera(frames.meta, frames.width, frames.height, camera_of(args), args.source)
         mask_source = MaskSource(args.masks, frames, args.segmenter_setting, args.segmenter_flips)
+        if mask_source.kind != "segmenter" and len(frames):
+            mask_source(0)  # a folder without the first frame's mask is refused before the service starts
         up = open_up(args.up, frames.truth, int(frames.meta.get("seed", 0) or 0))
         feed = RecordedFeed(frames, masks=None if mask_source.kind == "segmenter" else mask_source, up=up,
                             realtime=args.realtime, loop=args.loop, max_frames=args.max_frames)

@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Callable, Optional
 
 import numpy as np
+
+from snaketrack.errors import SnaketrackError, SnaketrackWarning
 
 
 @dataclass
@@ -244,10 +247,15 @@ class Backoff:
 class Capture:
     """A thread that reads a feed into a :class:`LatestFrame` slot, reconnecting a dropped live feed.
 
-    ``status``: ``live``, ``reconnecting`` or ``ended``; ``reconnects``: successful reopenings.
+    ``status``: ``live``, ``reconnecting`` or ``ended``; ``reconnects``: successful reopenings;
+    ``failed``: frames the feed could not give (an unreadable image or mask of a recording), each skipped
+    with a warning, ``error`` the last such reason; after ``max_failed_in_a_row`` of them in a row the
+    capture ends.
     ``paced``: a recorded feed not played in real time waits for the tracker (nothing dropped).
     ``on_status(status)`` is called on each change (the service publishes it).
     """
+
+    max_failed_in_a_row = 25
 
     def __init__(self, feed, backoff: Backoff = Backoff(), on_status: Optional[Callable[[str], None]] = None):
         self.feed, self.backoff, self.on_status = feed, backoff, on_status
@@ -255,6 +263,7 @@ class Capture:
         self.slot = LatestFrame()
         self.status = "live"
         self.reconnects = 0
+        self.failed = 0
         self.error: Optional[str] = None
         self.paced = not feed.live and not getattr(feed, "realtime", False)
         self._stop = threading.Event()
@@ -276,6 +285,7 @@ class Capture:
                 self.on_status(status)
 
     def _run(self) -> None:
+        in_a_row = 0
         try:
             while not self._stop.is_set():
                 if self.paced:
@@ -287,6 +297,17 @@ class Capture:
                     if not self._reconnect():
                         break
                     continue
+                except SnaketrackError as e:  # a bad frame of a recording costs that frame, not the service
+                    self.failed += 1
+                    in_a_row += 1
+                    self.error = str(e)
+                    warnings.warn(f"frame skipped: {e}", SnaketrackWarning, stacklevel=2)
+                    if in_a_row >= self.max_failed_in_a_row:
+                        self.error = f"{in_a_row} frames in a row unreadable, capture ended; the last: {e}"
+                        warnings.warn(self.error, SnaketrackWarning, stacklevel=2)
+                        break
+                    continue
+                in_a_row = 0
                 if frame is None:
                     break
                 self.slot.put(frame)

@@ -27,6 +27,7 @@ from typing import Optional
 
 import numpy as np
 
+from snaketrack.errors import InputError
 from snaketrack.service import messages as m
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
@@ -90,10 +91,6 @@ class Publisher:
             m.TF: FrameTransformsChannel(m.TF, context=ctx),
             m.OVERLAY: CompressedImageChannel(m.OVERLAY, context=ctx),
         }
-        if self.record is not None:
-            # small chunks: a killed service loses at most the last ~64 KiB of messages
-            options = MCAPWriteOptions(chunk_size=64 * 1024, compression_threads=0)
-            self.writer = foxglove.open_mcap(self.record, context=ctx, writer_options=options)
         try:
             if self.token is None:
                 self.server = foxglove.start_server(name="snaketrack", host=self.host, port=self.requested_port,
@@ -107,9 +104,17 @@ class Publisher:
                                                     server_listener=self._subscriptions)
                 self.gate = TokenGate(self.token, self.host, self.requested_port, upstream_port=self.server.port)
                 self.gate.start()
+        except (RuntimeError, OSError) as e:  # the port taken, the host unknown: before any file is written
+            self.close()
+            raise InputError(f"--host {self.host} --port {self.requested_port}: cannot serve there "
+                             f"({str(e).removeprefix('FoxgloveError: ')})") from None
         except Exception:
             self.close()
             raise
+        if self.record is not None:
+            # small chunks: a killed service loses at most the last ~64 KiB of messages
+            options = MCAPWriteOptions(chunk_size=64 * 1024, compression_threads=0)
+            self.writer = foxglove.open_mcap(self.record, context=ctx, writer_options=options)
         return self
 
     @property

@@ -199,14 +199,15 @@ class TrackingService:
         self.publisher.status(**fields)
 
     def figures(self) -> dict:
-        """``frames_captured``, ``frames_tracked``, ``frames_dropped``, ``reconnects``, ``errors``,
+        """``frames_captured``, ``frames_tracked``, ``frames_dropped``, ``reconnects``, ``errors`` (frames the
+        tracker failed on and frames the source could not give),
         ``track_fps`` (the tracker's own rate, searches included [1/s]) and the capture-to-publish latency
         percentiles ``latency_ms_p50/p95/max``."""
         lat = np.asarray(self.latencies_ms, float)
         pct = (lambda p: float(np.percentile(lat, p))) if lat.size else (lambda p: float("nan"))
         return {"frames_captured": self.source.slot.captured, "frames_tracked": self.frames_tracked,
                 "frames_dropped": self.source.slot.dropped, "reconnects": self.source.reconnects,
-                "errors": self.errors,
+                "errors": self.errors + getattr(self.source, "failed", 0),
                 "track_fps": self.frames_tracked / self.session.track_time_s if self.session.track_time_s else 0.0,
                 "latency_ms_p50": pct(50), "latency_ms_p95": pct(95),
                 "latency_ms_max": float(lat.max()) if lat.size else float("nan")}

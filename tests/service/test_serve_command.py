@@ -3,7 +3,9 @@ kill -9 leaves one the ``mcap`` reader recovers up to the last written chunk; ba
 and exit status 2 before anything starts."""
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -131,6 +133,32 @@ def test_bad_arguments_get_one_line_and_status_2(dataset, tmp_path, capsys):
     _fails(["listen", "ws://127.0.0.1:9"], "no service answered", capsys)
     _fails(["listen", "http://127.0.0.1:9"], "expected a WebSocket URL")
     assert existing.read_bytes() == b"x"
+    (tmp_path / "no-masks").mkdir()
+    _fails(["serve", dataset, "--masks", tmp_path / "no-masks"], "000000.png: no such mask", capsys)
+
+
+def test_a_port_in_use_is_one_line_and_leaves_no_recording(dataset, tmp_path, capsys):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        _fails(["serve", dataset, "--port", port, "--record", tmp_path / "new.mcap"], f"--port {port}: cannot serve",
+               capsys)
+    assert not (tmp_path / "new.mcap").exists()  # a second try is not refused for the file a failed one left
+
+
+def test_an_unreadable_frame_is_skipped_with_one_line_and_counted(dataset, tmp_path):
+    broken = tmp_path / "ds"
+    shutil.copytree(dataset, broken)
+    (broken / "masks" / "000001.png").write_bytes(b"not a png")
+    r = subprocess.run([sys.executable, "-m", "snaketrack", "serve", broken, "--port", "0", "--max-frames", "4",
+                        "--refine-steps", "3"], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, OMP_NUM_THREADS="1"))
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    skipped = [line for line in r.stderr.splitlines() if "frame skipped" in line]
+    assert len(skipped) == 1 and "000001.png: not a readable mask image" in skipped[0], r.stderr
+    figures = json.loads(r.stdout.strip().splitlines()[-1])
+    assert figures["errors"] == 1 and figures["frames_tracked"] == 3
 
 
 def test_listen_prints_the_states_as_json_lines(dataset):

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
+from snaketrack.errors import InputError
+
 
 def run_estimate(path, estimator: str = "ukf", out=None, plane: str = "xy", smoothing=None, kf=None, co=None,
                  sigma=None, figures: bool = True) -> dict:
@@ -24,13 +26,16 @@ def run_estimate(path, estimator: str = "ukf", out=None, plane: str = "xy", smoo
     Ĵ_n after the update, ``J_r_c`` (r = 1, 2 for the two velocity
     components, c = joint) [m/rad]. summary.json (also returned): ``mse_x``,
     ``mse_y`` [(m/s)^2] of the prediction against the measured ṙ, the mean
-    ``step_time_ms`` of one estimator step, and what was read and how.
+    ``step_time_ms`` of one estimator step, and what was read and how. A folder ``out`` holding another
+    command's summary.json (one without estimate.csv beside it) is refused before anything runs.
     """
     from snaketrack.estimation.metrics import mse, run_estimator
     from snaketrack.estimation.registry import make_estimator
     from snaketrack.estimation.states import SmoothingConfig, read_states
     from snaketrack.io import atomic_write_text, write_json
 
+    if out is not None and (Path(out) / "summary.json").is_file() and not (Path(out) / "estimate.csv").is_file():
+        raise InputError(f"--out {out}: holds another command's summary.json; give a folder of its own")
     smoothing = smoothing or SmoothingConfig()
     data = read_states(path, plane=plane, smoothing=smoothing)
     J = data.phi.shape[1]

@@ -184,7 +184,10 @@ def read_columns(path: str | os.PathLike) -> dict[str, np.ndarray]:
     path = Path(path)
     if not path.is_file():
         raise MissingFileError(f"{path}: no such file")
-    return read_json_lines_columns(path) if is_json_lines(path) else read_csv_columns(path)
+    try:
+        return read_json_lines_columns(path) if is_json_lines(path) else read_csv_columns(path)
+    except UnicodeDecodeError:
+        raise FileFormatError(f"{path}: not a text table; expected CSV or JSON lines") from None
 
 
 def _fill(a: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, int]:
@@ -205,8 +208,11 @@ def _take(cols: dict, names: list[str], path: Path) -> np.ndarray:
     missing = [n for n in names if n not in cols]
     if missing:
         raise FileFormatError(f"{path}: missing column(s) {', '.join(missing)}")
-    out = np.stack([np.asarray(cols[n], dtype=float) for n in names], axis=1)
-    return out
+    try:
+        return np.stack([np.asarray(cols[n], dtype=float) for n in names], axis=1)
+    except ValueError:
+        bad = next(n for n in names if np.asarray(cols[n]).dtype.kind not in "fiub")
+        raise FileFormatError(f"{path}: column {bad} holds a value that is not a number") from None
 
 
 def _numbered(cols: dict, prefix: str) -> list[str]:

@@ -59,6 +59,24 @@ def test_estimate_errors_are_one_line(tmp_path, capsys):
     assert main(["estimate", str(tmp_path / "bad.csv")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "bad.csv" in err
+    (tmp_path / "binary.csv").write_bytes(b"\xff\xfe\x00t,q_1\n")
+    (tmp_path / "words.csv").write_text("t,q_1,q_2,head_x,head_y\n0,0,0,0,0\n0.1,abc,0,0,0\n")
+    for name, why in (("binary.csv", "not a text table"), ("words.csv", "column q_1 holds a value that is not")):
+        assert main(["estimate", str(tmp_path / name), "--out", str(tmp_path / "o")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and why in err, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_estimate_does_not_overwrite_another_commands_summary(tmp_path, clip, capsys):
+    write_states_csv(tmp_path / "states.csv", clip)
+    (tmp_path / "summary.json").write_text('{"from": "sim oal"}\n')
+    assert main(["estimate", str(tmp_path / "states.csv"), "--out", str(tmp_path), "--no-figures"]) == 2
+    assert "another command's summary.json" in capsys.readouterr().err
+    assert (tmp_path / "summary.json").read_text() == '{"from": "sim oal"}\n'
+    out = tmp_path / "est"
+    for _ in range(2):  # its own folder is written again
+        assert main(["estimate", str(tmp_path / "states.csv"), "--out", str(out), "--no-figures"]) == 0
 
 
 @pytest.mark.parametrize("estimator", ["ukf", "co", "kf"])

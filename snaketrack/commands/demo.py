@@ -9,7 +9,8 @@ gets the up direction of a simulated IMU (the drone's camera attitude with
 which the robot is held to the ground: at the tripod's height
 (``--static-camera``) or at the moving camera's, followed through the
 frames (``--track-ground``).
-``make demo`` runs it into ``demo_out/``. Rerunning reuses a finished rendering.
+``make demo`` runs it into ``demo_out/``. Rerunning reuses a finished rendering of the same settings
+(a longer one is tracked for ``--frames``); one of other settings is refused.
 """
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def _run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     data = out / f"{args.scene}-video"
     config = VideoConfig(scene=args.scene, robot=args.robot, frames=args.frames, seed=args.seed)
-    done = (data / "frames").is_dir() and len(list((data / "frames").glob("*.jpg"))) >= args.frames
+    done = _check_reuse(data, config)
     if not done:
         print(f"[1/2] rendering a {args.frames}-frame {args.scene} video of {args.robot} into {data}")
         render_video(config, data, resume=(data / "frames").is_dir())
@@ -50,7 +51,8 @@ def _run(args: argparse.Namespace) -> int:
     ground = args.up != "none"  # a tripod's height is fixed; a moving camera's is followed over the ground
     config = PipelineConfig(corrupt_masks=True, static_camera=ground and args.scene == "static",
                             track_ground=ground and args.scene != "static")
-    summary = track_source(data, track_dir, args.robot, config=config, options=RunOptions(up=args.up))
+    summary = track_source(data, track_dir, args.robot, config=config,
+                           options=RunOptions(up=args.up, max_frames=args.frames))
     print()
     print("outputs:")
     for name in ("video.mp4", "contact_sheet.png", "truth.jsonl"):
@@ -63,6 +65,30 @@ def _run(args: argparse.Namespace) -> int:
     keys = ("base_position_error_m", "joint_error_rad", "joint_error_l2_rad", "iou", "iou_truth", "fps", "frames_lost")
     print("metrics:", ", ".join(f"{k}={_fmt(summary[k])}" for k in keys if k in summary))
     return 0
+
+
+def _check_reuse(data: Path, config) -> bool:
+    """Whether ``data`` holds a finished rendering of ``config`` with at least its frames; an unfinished one
+    of the same settings is resumed (False), one of other settings refused."""
+    from snaketrack.errors import InputError
+    from snaketrack.io import read_json
+    from snaketrack.sim.video import config_key
+
+    if not (data / "meta.json").is_file():
+        return False
+    old = read_json(data / "meta.json").get("config") or {}
+    want = config_key(config)
+    differ = [f"{k} {old.get(k)!r}, asked {v!r}" for k, v in want.items() if k != "frames" and old.get(k) != v]
+    if differ:
+        raise InputError(f"{data}: holds a video rendered with other settings ({'; '.join(differ)}); give "
+                         "another --out")
+    have = len(list((data / "frames").glob("*.jpg"))) if (data / "frames").is_dir() else 0
+    if have >= config.frames:
+        return True
+    if old.get("frames") != config.frames:
+        raise InputError(f"{data}: holds a {old.get('frames')}-frame video; give another --out for "
+                         f"{config.frames} frames")
+    return False
 
 
 def _fmt(v):

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from snaketrack.errors import InputError
+from snaketrack.errors import InputError, SnaketrackError
 
 SECTIONS = ("label", "fit_labels", "train", "track", "estimate")
 COMMAND_OF = {"label": "label", "fit_labels": "fit-labels", "train": "train", "track": "track",
@@ -114,6 +114,8 @@ def load_campaign(path: str | os.PathLike) -> Campaign:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as e:
         raise InputError(f"{path}: not YAML ({str(e).splitlines()[0]})") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not a text file; expected a campaign in YAML") from None
     if not isinstance(data, dict):
         raise InputError(f"{path}: expected a mapping with robot, masks and videos")
     root = path.resolve().parent
@@ -134,7 +136,13 @@ def load_campaign(path: str | os.PathLike) -> Campaign:
         if str(robot) not in available_robots() and not where(robot).is_file():
             problems.append(f"robot: {robot!r} is neither a shipped robot nor a file")
         elif str(robot) not in available_robots():
+            from snaketrack.models.robot import load_robot
+
             robot = str(where(robot))
+            try:
+                load_robot(robot)
+            except SnaketrackError as e:
+                problems.append(f"robot: {' '.join(str(e).split())}")
     intrinsics = None
     if data.get("intrinsics"):
         intrinsics = where(data["intrinsics"])
@@ -222,9 +230,13 @@ def load_campaign(path: str | os.PathLike) -> Campaign:
             if box is None:
                 problems.append(f"{at}box: required when masks is label (X,Y,W,H of the robot in the first frame)")
             else:
+                from snaketrack.datasets.boxes import parse_box
+
                 box = ",".join(map(str, box)) if isinstance(box, (list, tuple)) else str(box)
-                if len(box.split(",")) != 4:
-                    problems.append(f"{at}box: {box!r}; expected X,Y,W,H")
+                try:
+                    parse_box(box)
+                except InputError as e:
+                    problems.append(f"{at}box: {box!r}; {str(e).split(': ', 1)[-1]}")
         for p in paths:
             if not p.exists():
                 problems.append(f"{at}path: no such video or folder {p}")

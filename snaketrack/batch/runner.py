@@ -30,6 +30,7 @@ from typing import Optional
 
 from snaketrack.batch.campaign import Campaign, Video, flags
 from snaketrack.batch.stages import StageResult, run_stage
+from snaketrack.errors import InputError
 
 STAGES = ("label", "fit_labels", "train", "track", "estimate")
 SEGMENTER = "segmenter"  # the campaign-wide folder of the trained model
@@ -54,7 +55,11 @@ def connect(address: Optional[str] = None, workers: Optional[int] = None) -> int
     if not ray.is_initialized():
         kw = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
         if address:
-            ray.init(address=address, **kw)
+            try:
+                ray.init(address=address, **kw)
+            except (ValueError, ConnectionError) as e:
+                raise InputError(f"--address {address}: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+                                 ) from None
         else:
             ray.init(num_cpus=workers or os.cpu_count() or 1, **kw)
     return int(ray.cluster_resources().get("CPU", 1))
@@ -186,7 +191,7 @@ def write_summary(campaign: Campaign, out: Path, results: dict[tuple[str, str], 
         why = failed or blocked
         rows.append({"video": v.name, "path": str(v.path), "status": status,
                      "failed_stage": why.stage if why else "", "error": why.error if why else "",
-                     **_video_figures(out, v.name)})
+                     **(_video_figures(out, v.name) if status == "ok" else {})})  # not an earlier run's
     summary = {"campaign": str(campaign.path), "videos": len(rows), "ok": sum(r["status"] == "ok" for r in rows),
                "failed": sum(r["status"] != "ok" for r in rows), "per_video": rows,
                "stages": [r.as_dict() for r in results.values()]}

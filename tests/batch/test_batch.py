@@ -2,6 +2,7 @@
 a re-run skips finished stages, a broken video fails alone, a bad campaign lists every problem."""
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -102,6 +103,42 @@ def test_a_bad_campaign_lists_every_problem_at_once(tmp_path):
     assert not (tmp_path / "o").exists()  # nothing ran
 
 
+def test_a_bad_box_or_robot_file_is_found_before_anything_runs(tmp_path):
+    (tmp_path / "clip.mp4").write_bytes(b"")
+    robot = yaml.safe_load((Path(__file__).resolve().parents[2] / "snaketrack" / "models" / "robots" /
+                            "planar-snake-11.yaml").read_text())
+    robot["links"]["length"] = -0.1
+    (tmp_path / "robot.yaml").write_text(yaml.safe_dump(robot))
+    spec = {"robot": "robot.yaml", "masks": "label", "videos": [{"path": "clip.mp4", "box": "1,2,-3,4"}]}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(spec))
+    with pytest.raises(InputError) as e:
+        load_campaign(tmp_path / "c.yaml")
+    msg = str(e.value)
+    assert "videos[0].box: '1,2,-3,4'; width and height must be positive" in msg
+    assert "robot: " in msg and "length" in msg and "\n" not in msg
+    (tmp_path / "binary.yaml").write_bytes(b"\xff\xfe\x00\x01")
+    with pytest.raises(InputError, match="not a text file"):
+        load_campaign(tmp_path / "binary.yaml")
+
+
+def test_a_failed_video_carries_no_figures_of_an_earlier_run(tmp_path):
+    from snaketrack.batch.campaign import Campaign, Video
+    from snaketrack.batch.runner import write_summary
+    from snaketrack.batch.stages import StageResult
+
+    out = tmp_path / "out"
+    (out / "a" / "track").mkdir(parents=True)
+    (out / "a" / "track" / "summary.json").write_text('{"frames": 9, "iou": 0.9}')  # the earlier, good run's
+    campaign = Campaign(path=tmp_path / "c.yaml", robot="planar-snake-11", intrinsics=None, masks="truth",
+                        videos=(Video("a", tmp_path / "a", None, {}),))
+    ok = write_summary(campaign, out, {("a", "track"): StageResult("a", "track", "skipped")})
+    assert ok["per_video"][0]["iou"] == 0.9
+    failed = write_summary(campaign, out, {("a", "track"): StageResult("a", "track", "failed", "bad flag")})
+    row = failed["per_video"][0]
+    assert row["status"] == "failed" and "iou" not in row and "frames" not in row
+    assert "0.9" not in (out / "summary.csv").read_text()
+
+
 def test_a_label_then_train_campaign_chains_every_stage(tmp_path, ray_local):
     """masks: label — each video labelled (GrabCut, the default without SAM weights) from its box, the labels
     fitted, one segmenter trained on both, both videos tracked with it."""
@@ -132,3 +169,9 @@ def test_a_label_then_train_campaign_chains_every_stage(tmp_path, ray_local):
         assert len(read_csv_columns(out / f"v{k}" / "track" / "track.csv")["frame"]) == 6
     _, config, extra = load_model(out / "segmenter" / "model.pt")
     assert tuple(config.input_size) == (64, 96) and "live_int8" not in extra  # the section's flags reached train
+
+
+def test_a_malformed_cluster_address_is_one_line(tmp_path):
+    r = subprocess.run([sys.executable, "-c", "from snaketrack.batch.runner import connect; connect('garbage')"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "InputError: --address garbage:" in r.stderr, r.stderr[-2000:]

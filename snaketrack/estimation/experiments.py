@@ -89,10 +89,12 @@ class ExperimentsConfig:
     experiments: tuple[int, ...] = (1, 2, 3)
 
     def __post_init__(self) -> None:
-        if not (self.duration > 0 and self.dt > 0):
+        if not (0 < self.duration < float("inf") and 0 < self.dt < float("inf")):
             raise InputError(f"duration = {self.duration}, dt = {self.dt}; expected positive seconds")
-        if self.noise_std < 0 or self.exp3_noise_var < 0:
-            raise InputError(f"noise_std = {self.noise_std}, exp3_noise_var = {self.exp3_noise_var}; expected >= 0")
+        if not (self.noise_std >= 0 and self.exp3_noise_var >= 0) or not np.isfinite([self.noise_std,
+                                                                                       self.exp3_noise_var]).all():
+            raise InputError(f"noise_std = {self.noise_std}, exp3_noise_var = {self.exp3_noise_var}; expected finite "
+                             "values >= 0")
         if self.resume not in ("reference", "phase"):
             raise InputError(f"resume = {self.resume!r}; expected 'reference' or 'phase'")
         t0, t1 = self.halt

@@ -20,6 +20,7 @@ import struct
 import time
 from dataclasses import dataclass
 from typing import Any, Iterator, Optional
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -98,6 +99,12 @@ class StateClient:
                  open_timeout: float = 10.0, receive_buffer: Optional[int] = None):
         if not url.startswith(("ws://", "wss://")):
             raise InputError(f"{url}: expected a WebSocket URL, ws://HOST:PORT")
+        try:
+            port = urlsplit(url).port
+        except ValueError as e:
+            raise InputError(f"{url}: {e}; expected ws://HOST:PORT") from None
+        if port == 0:
+            raise InputError(f"{url}: port 0; expected the service's port, ws://HOST:PORT")
         self.url, self.token, self.topics = url, token, tuple(topics)
         self.open_timeout, self.receive_buffer = float(open_timeout), receive_buffer
         self.ws = None
@@ -113,7 +120,6 @@ class StateClient:
 
     def connect(self) -> "StateClient":
         import socket
-        from urllib.parse import urlsplit
 
         from websockets.exceptions import InvalidStatus
         from websockets.sync.client import connect

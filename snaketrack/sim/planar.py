@@ -116,8 +116,8 @@ class PlanarScenario:
             raise InputError(f"--sight-from {self.sight_from!r}; expected 'tracked', 'head' or 'com'")
         if self.method not in SOLVERS:
             raise InputError(f"--method {self.method!r}; expected one of {', '.join(SOLVERS)}")
-        if not (self.t_end_s > 0):
-            raise InputError(f"--t-end {self.t_end_s!r}; expected a positive time in seconds")
+        if not (0 < self.t_end_s < float("inf")):
+            raise InputError(f"--t-end {self.t_end_s!r}; expected a positive, finite time in seconds")
         if not (self.sample_dt_s > 0):
             raise InputError(f"sample_dt_s = {self.sample_dt_s!r}; expected a positive time in seconds")
         if not (self.rtol > 0 and self.atol > 0):

@@ -65,6 +65,11 @@ def test_config_errors():
     with pytest.raises(InputError, match="resume"):
         ExperimentsConfig(resume="later")
     ExperimentsConfig(duration=3.0, experiments=(1,))   # no halt needed without experiment 2
+    for bad in ({"noise_std": float("nan")}, {"exp3_noise_var": float("inf")}, {"noise_std": -1.0}):
+        with pytest.raises(InputError, match="expected finite values >= 0"):
+            ExperimentsConfig(duration=3.0, experiments=(1,), **bad)
+    with pytest.raises(InputError, match="positive seconds"):
+        ExperimentsConfig(duration=float("inf"), experiments=(1,))
 
 
 def test_short_mujoco_world_run():

@@ -132,6 +132,7 @@ def test_bad_arguments_get_one_line_and_status_2(dataset, tmp_path, capsys):
     _fails(["serve", dataset, "--threads", "0"], "--threads 0: expected at least 1", capsys)
     _fails(["listen", "ws://127.0.0.1:9"], "no service answered", capsys)
     _fails(["listen", "http://127.0.0.1:9"], "expected a WebSocket URL")
+    _fails(["listen", "ws://127.0.0.1:99999"], "Port out of range", capsys)
     assert existing.read_bytes() == b"x"
     (tmp_path / "no-masks").mkdir()
     _fails(["serve", dataset, "--masks", tmp_path / "no-masks"], "000000.png: no such mask", capsys)

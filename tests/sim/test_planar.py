@@ -121,6 +121,12 @@ def test_cli_sim_planar(tmp_path, capsys):
     assert "error" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("t_end", [0.0, -5.0, float("nan"), float("inf")])
+def test_a_time_limit_that_is_not_a_positive_finite_time_is_refused(t_end):
+    with pytest.raises(InputError, match="--t-end"):
+        PlanarScenario(t_end_s=t_end)
+
+
 def test_parse_broken():
     assert parse_broken("6,3,5") == (3, 5, 6)
     assert parse_broken("") == ()

@@ -129,7 +129,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         status = run(args)
     except SnaketrackError as e:
-        print(f"snaketrack: error: {e}", file=sys.stderr)
+        one_line = " ".join(part.strip() for part in str(e).splitlines() if part.strip())
+        print(f"snaketrack: error: {one_line}", file=sys.stderr)
         return 2
     except OSError as e:  # the system refused a path or address the user gave (a folder through a file, ...)
         print(f"snaketrack: error: {os_error_message(e)}", file=sys.stderr)

@@ -168,7 +168,10 @@ def load_robot(name_or_path: str | os.PathLike) -> Robot:
     try:
         data = yaml.safe_load(p.read_text())
     except yaml.YAMLError as e:
-        raise FileFormatError(f"{p}: not valid YAML ({e})") from None
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        reason = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise FileFormatError(f"{p}: not valid YAML ({reason}{where})") from None
     return robot_from_dict(data, source=str(p))
 
 

@@ -56,3 +56,14 @@ def test_bad_descriptions(patch, message):
 def test_missing_robot():
     with pytest.raises(MissingFileError, match="not a shipped robot"):
         load_robot("no-such-robot")
+
+
+def test_a_file_that_is_not_yaml_is_one_line_with_where(tmp_path, capsys):
+    from snaketrack.cli import main
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nlinks: [1,2\n")
+    with pytest.raises(FileFormatError, match=r"not valid YAML \(expected ',' or '\]'.* at line 3, column 1\)"):
+        load_robot(bad)
+    assert main(["robot", "show", str(bad), "--out", str(tmp_path / "r.png")]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1

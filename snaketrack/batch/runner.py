@@ -46,6 +46,10 @@ class Resources:
     train_gpus: float = 0.0
     max_retries: int = 2
 
+    def __post_init__(self) -> None:
+        if not 0 <= self.train_gpus < float("inf"):
+            raise InputError(f"--train-gpus {self.train_gpus:g}: expected a number of GPUs >= 0")
+
 
 def connect(address: Optional[str] = None, workers: Optional[int] = None) -> int:
     """Start (or join) Ray: a local instance with ``workers`` CPUs when ``address`` is None, else the cluster

@@ -150,6 +150,9 @@ class OALConfig:
                     or not (0 <= h[0] < h[1])):
                 raise InputError(f"OALConfig.halt = {self.halt!r}; "
                                  "expected (t_stop, t_resume) with 0 <= t_stop < t_resume [s]")
+            if h[0] >= self.duration:
+                raise InputError(f"--halt {h[0]:g}:{h[1]:g}: starts at or after the run's end, --duration "
+                                 f"{self.duration:g} s; the halt would never happen")
 
     @property
     def steps(self) -> int:

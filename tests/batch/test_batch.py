@@ -175,3 +175,10 @@ def test_a_malformed_cluster_address_is_one_line(tmp_path):
     r = subprocess.run([sys.executable, "-c", "from snaketrack.batch.runner import connect; connect('garbage')"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and "InputError: --address garbage:" in r.stderr, r.stderr[-2000:]
+
+
+def test_a_negative_gpu_count_is_refused():
+    from snaketrack.batch.runner import Resources
+
+    with pytest.raises(InputError, match="--train-gpus -1"):
+        Resources(train_gpus=-1.0)

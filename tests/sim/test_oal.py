@@ -197,6 +197,8 @@ def test_bad_settings_raise_input_error():
             OALConfig(**kw)
     with pytest.raises(InputError):
         GaitParams(resume="later")
+    with pytest.raises(InputError, match="would never happen"):
+        OALConfig(duration=1.0, halt=(5.0, 50.0))
 
 
 # ---------------------------------------------------------------- recorded states

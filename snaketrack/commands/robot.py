@@ -56,7 +56,9 @@ def parse_q(text: str, robot) -> np.ndarray:
         q = np.array([float(x) for x in str(text).split(",")])
     except ValueError:
         raise InputError(f"--q {text!r}; expected {robot.dof} comma-separated joint angles [rad]") from None
-    if q.size != robot.dof or not np.all(np.isfinite(q)):
+    if q.size == robot.dof and not np.all(np.isfinite(q)):
+        raise InputError(f"--q {text!r}: expected finite joint angles [rad]")
+    if q.size != robot.dof:
         names = robot.joint_names
         raise InputError(f"--q {text!r}: {q.size} values; {robot.name} has {robot.dof} joint coordinates "
                          f"({names[0]} ... {names[-1]}) [rad]")

@@ -61,6 +61,11 @@ class SmoothingConfig:
     window: int = 9
     polyorder: int = 2
 
+    def __post_init__(self) -> None:  # checked where given, also for a table whose velocities are read as written
+        if int(self.window) % 2 != 1 or self.window <= self.polyorder or self.polyorder < 1:
+            raise InputError(f"--sg-window {self.window} --sg-order {self.polyorder}: expected an odd window "
+                             "larger than the order >= 1")
+
 
 @dataclass(frozen=True)
 class EstimationInput:

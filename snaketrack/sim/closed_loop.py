@@ -135,7 +135,8 @@ class ClosedLoopConfig:
         if not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
             raise InputError(f"--seed {self.seed!r}; expected a non-negative integer")
         if not 0 <= self.start_time < self.duration:
-            raise InputError(f"start_time {self.start_time!r} s; expected 0 <= start_time < duration")
+            raise InputError(f"--duration {self.duration!r}: not past the {self.start_time!r} s of the gait's ramp "
+                             "before the camera starts; expected a longer run")
 
     @property
     def frames(self) -> int:

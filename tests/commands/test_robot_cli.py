@@ -104,6 +104,7 @@ def test_bad_robot_file_is_one_line_naming_the_key(tmp_path, capsys):
     (["--pose", "0,0,one,0"], "--pose '0,0,one,0'; expected numbers"),
     (["--pose", "0,0,-1,0"], "z = -1 m; expected z > 0"),
     (["--q", "0,0"], "--q '0,0': 2 values; planar-snake-11 has 10 joint coordinates"),
+    (["--q=nan,0,0,0,0,0,0,0,0,0"], "expected finite joint angles"),
     (["--fov-deg", "200"], "--fov-deg 200"),
 ])
 def test_bad_flags_are_one_line(frame, tmp_path, capsys, flags, words):

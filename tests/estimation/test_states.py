@@ -88,6 +88,9 @@ def test_bad_files(tmp_path):
         read_states(p)
     with pytest.raises(InputError, match="plane"):
         read_states(p, plane="zz")
+    for window, order in ((4, 2), (0, 2), (5, 7)):
+        with pytest.raises(InputError, match=f"--sg-window {window} --sg-order {order}"):
+            SmoothingConfig(window, order)
 
 
 def write_track_pair(directory, s, lost=(), jsonl_name="track.jsonl"):

@@ -89,6 +89,12 @@ def test_bad_flags_one_line_exit_2(tmp_path, capsys, flags):
     assert not (tmp_path / "o").exists()
 
 
+def test_a_run_too_short_for_the_gait_ramp_names_its_duration(tmp_path, capsys):
+    assert main(["sim", "closed-loop", "--duration", "1", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "--duration 1.0: not past the 1.0 s of the gait's ramp" in err and "start_time" not in err
+
+
 def test_parse_targets_and_config():
     assert parse_targets("1,2;-0.5,0") == ((1.0, 2.0), (-0.5, 0.0))
     assert ClosedLoopConfig(duration=2.0, start_time=1.0, fps=10).frames == 11

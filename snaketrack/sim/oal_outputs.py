@@ -16,7 +16,8 @@ def write_oal_outputs(result, out: Path, plot: bool = True) -> dict:
     (:meth:`~snaketrack.sim.oal.OALResult.summary`: ``head_displacement_m``,
     ``mean_speed_m_s`` and more in SI units, plus ``config``, the
     :class:`~snaketrack.sim.oal.OALConfig` fields) and, if ``plot``,
-    ``head_path.png`` (:func:`plot_head_path`). Returns the summary written.
+    ``head_path.png`` (:func:`plot_head_path`; without ``plot`` an earlier run's is removed, as it would not
+    show these states). Returns the summary written.
     """
     from snaketrack.io import write_json
 
@@ -28,6 +29,8 @@ def write_oal_outputs(result, out: Path, plot: bool = True) -> dict:
     write_json(out / "summary.json", summary)
     if plot:
         plot_head_path(result, out / "head_path.png")
+    else:
+        (out / "head_path.png").unlink(missing_ok=True)
     return summary
 
 

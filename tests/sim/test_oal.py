@@ -336,7 +336,8 @@ def test_cli_writes_states_summary_and_plot(tmp_path, capsys):
     assert (out / "head_path.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     np.testing.assert_allclose(cols["head_x"], simulate_oal(OALConfig(duration=0.5, halt=(0.2, 0.3), resume="phase",
                                                                       seed=2)).head_xy[:, 0])
-
+    assert main(["sim", "oal", "--duration", "0.2", "--no-plot", "--out", str(out)]) == 0
+    assert not (out / "head_path.png").exists()  # the earlier run's plot does not stand beside these states
 
 def test_cli_bad_input_is_one_line_and_status_2(tmp_path, capsys):
     assert main(["sim", "oal", "--halt", "7:5", "--out", str(tmp_path / "x")]) == 2

@@ -22,6 +22,7 @@ it with its one-line error. Finished stages are recorded
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 from dataclasses import dataclass
@@ -182,7 +183,7 @@ def _video_figures(out: Path, video: str) -> dict:
 def write_summary(campaign: Campaign, out: Path, results: dict[tuple[str, str], StageResult]) -> dict:
     """``summary.json`` (per video: status, the failed stage and its error, the track's figures; every
     stage's result) and ``summary.csv`` (a row per video)."""
-    from snaketrack.io import write_json
+    from snaketrack.io import atomic_write_text, write_json
 
     rows = []
     for v in campaign.videos:
@@ -202,8 +203,9 @@ def write_summary(campaign: Campaign, out: Path, results: dict[tuple[str, str], 
     write_json(out / "summary.json", summary)
     first = ["video", "path", "status", "failed_stage", "error"]
     columns = first + sorted({k for r in rows for k in r} - set(first))
-    with open(out / "summary.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=columns)
-        w.writeheader()
-        w.writerows(rows)
+    text = io.StringIO()
+    w = csv.DictWriter(text, fieldnames=columns, lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    atomic_write_text(out / "summary.csv", text.getvalue())
     return summary

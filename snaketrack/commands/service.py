@@ -67,8 +67,8 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--record", default=None, metavar="FILE.mcap",
                    help="also record every published message to this MCAP file (must not exist)")
     p.add_argument("--realtime", action="store_true",
-                   help="play a recorded source at its own frame rate, as a camera delivers it (default: as fast "
-                        "as it decodes; the tracker always takes the newest frame)")
+                   help="play a recorded source at its own frame rate, as a camera delivers it, the tracker taking "
+                        "the newest frame (default: at the tracker's pace, no frame skipped)")
     p.add_argument("--loop", action="store_true", help="play a recorded source again from the start at its end")
     p.add_argument("--max-frames", type=int, default=None, help="stop after N frames of a recorded source")
     p.add_argument("--track-size", default=None, metavar="WxH",

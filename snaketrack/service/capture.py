@@ -10,9 +10,9 @@ stays flat however slow it is.
 
 Feeds:
 
-- :class:`RecordedFeed`: a video file, image folder or dataset, as fast as it
-  decodes or at its own frame rate (``realtime``, as a camera would deliver
-  it), optionally looped;
+- :class:`RecordedFeed`: a video file, image folder or dataset, at the
+  tracker's pace (no frame skipped) or at its own frame rate (``realtime``,
+  as a camera would deliver it), optionally looped;
 - :class:`StreamFeed`: a camera or stream URL; a failed read means the stream
   dropped, and :class:`Capture` reopens it with exponential backoff,
   reporting ``reconnecting`` until it is back.

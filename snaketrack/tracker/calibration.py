@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional, Sequence
@@ -26,8 +27,8 @@ from typing import Callable, Iterable, Iterator, Optional, Sequence
 import cv2
 import numpy as np
 
-from snaketrack.errors import FileFormatError, InputError, MissingFileError
-from snaketrack.tracker.camera import Camera
+from snaketrack.errors import FileFormatError, InputError, MissingFileError, SnaketrackWarning
+from snaketrack.tracker.camera import Camera, principal_point_off_centre
 
 #: Boards are searched for on a copy of the image at most this wide [px] (speed); corners are refined at full size.
 DETECT_MAX_PX = 1280
@@ -85,6 +86,25 @@ def find_board(gray: np.ndarray, board: tuple[int, int]) -> Optional[np.ndarray]
     criteria = (cv2.TERM_CRITERIA_EPS + cv2.TERM_CRITERIA_MAX_ITER, 50, 1e-3)
     cv2.cornerSubPix(gray, corners, (half, half), (-1, -1), criteria)
     return corners
+
+
+def implausible(camera: Camera, max_aspect: float = 0.05) -> list[str]:
+    """What no real camera would show in a fitted ``camera``: ``fx`` and ``fy`` more than ``max_aspect``
+    apart (pixels are square), a principal point more than a quarter of the image from its centre.
+
+    >>> implausible(Camera.from_K([[600, 0, 319.5], [0, 600, 179.5], [0, 0, 1]], 640, 360))
+    []
+    >>> implausible(Camera.from_K([[900, 0, 60], [0, 600, 179.5], [0, 0, 1]], 640, 360))
+    ['fx 900.0 and fy 600.0 px differ by 50 %', 'principal point (60.0, 179.5) px far from the centre of 640x360']
+    """
+    out = []
+    aspect = abs(camera.fx / camera.fy - 1.0)
+    if aspect > max_aspect:
+        out.append(f"fx {camera.fx:.1f} and fy {camera.fy:.1f} px differ by {aspect * 100:.0f} %")
+    w, h = camera.width, camera.height
+    if principal_point_off_centre(camera):
+        out.append(f"principal point ({camera.cx:.1f}, {camera.cy:.1f}) px far from the centre of {w}x{h}")
+    return out
 
 
 @dataclass(frozen=True)
@@ -196,6 +216,9 @@ def calibrate(images: Iterable[tuple[str, np.ndarray]], board: tuple[int, int], 
     rms, K, dist, _, tvecs = cv2.calibrateCamera([obj] * len(corners), corners, size, None, None, flags=flags)
     K[0, 1] = 0.0
     camera = Camera.from_K(K, size[0], size[1], np.asarray(dist).ravel(), source="calibration")
+    for reason in implausible(camera):
+        warnings.warn(f"calibration: {reason}; the board views do not pin the camera down (tilt the board more, "
+                      "fill more of the frame, use more views)", SnaketrackWarning, stacklevel=2)
     dists = tuple(float(np.linalg.norm(t)) for t in tvecs)
     return CalibrationResult(camera=camera, rms_px=float(rms), found=len(corners), tried=tried,
                              used=tuple(used), distances_m=dists)

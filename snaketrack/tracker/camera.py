@@ -291,6 +291,13 @@ def _read_fs_node(fs: "cv2.FileStorage", keys: Sequence[str]) -> Any:
     return None
 
 
+def principal_point_off_centre(camera: "Camera") -> bool:
+    """Whether ``camera``'s principal point lies more than a quarter of its width or height from the image's
+    centre, as no real lens puts it: a calibration made at another image size, or one the views did not fix."""
+    w, h = camera.width, camera.height
+    return abs(camera.cx - (w - 1) / 2) > w / 4 or abs(camera.cy - (h - 1) / 2) > h / 4
+
+
 def load_calibration(path: str | os.PathLike, width: Optional[int] = None, height: Optional[int] = None) -> Camera:
     """Read an OpenCV calibration file (YAML/XML from ``cv2.FileStorage``, or JSON).
 
@@ -343,9 +350,8 @@ def load_calibration(path: str | os.PathLike, width: Optional[int] = None, heigh
     else:
         sized = True
     cam = Camera.from_K(K, fw, fh, dist, source=f"{path}: camera_matrix")
-    cx, cy = float(cam.K[0, 2]), float(cam.K[1, 2])
-    if not sized and (abs(cx - (fw - 1) / 2) > fw / 4 or abs(cy - (fh - 1) / 2) > fh / 4):
-        raise FileFormatError(f"{path}: principal point ({cx:g}, {cy:g}) far from the centre of the "
+    if not sized and principal_point_off_centre(cam):
+        raise FileFormatError(f"{path}: principal point ({cam.cx:g}, {cam.cy:g}) far from the centre of the "
                               f"{fw}x{fh} video; the calibration looks made at another image size: add "
                               "its image_width and image_height to the file")
     if width is not None and height is not None and (int(width), int(height)) != (fw, fh):

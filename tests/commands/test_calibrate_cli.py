@@ -71,7 +71,7 @@ def _main(args, capsys):
     return code, cap.out, cap.err
 
 
-def test_calibrate_recovers_the_known_camera_and_the_tracker_reads_the_file(views, tmp_path, capsys):
+def test_calibrate_recovers_the_known_camera_and_the_tracker_reads_the_file(views, tmp_path, capsys, recwarn):
     out = tmp_path / "cam" / "camera.yaml"
     code, stdout, err = _main(["calibrate", views, "--board", "9x6", "--square-mm", "25", "--out", out], capsys)
     assert code == 0, err
@@ -85,6 +85,26 @@ def test_calibrate_recovers_the_known_camera_and_the_tracker_reads_the_file(view
     half = source_camera({}, W // 2, H // 2, str(out))
     np.testing.assert_allclose(half.K, cam.resized(W // 2, H // 2).K)
     assert not list(out.parent.glob(".*"))  # no temporary file left
+    assert not [w for w in recwarn if "calibration:" in str(w.message)]  # a plausible camera
+
+
+def test_a_calibration_no_camera_could_have_is_written_with_a_warning(views, tmp_path, capsys, monkeypatch):
+    """The views a user gives may not fix the camera: fx and fy far apart are kept, and said."""
+    from snaketrack.errors import SnaketrackWarning
+
+    real = cv2.calibrateCamera
+
+    def skewed(*args, **kwargs):
+        rms, K, dist, rvecs, tvecs = real(*args, **kwargs)
+        K = K.copy()
+        K[0, 0] *= 2.5
+        return rms, K, dist, rvecs, tvecs
+
+    monkeypatch.setattr(cv2, "calibrateCamera", skewed)
+    out = tmp_path / "camera.yaml"
+    with pytest.warns(SnaketrackWarning, match=r"differ by 15\d %.*do not pin the camera down") as seen:
+        code, _, err = _main(["calibrate", views, "--board", "9x6", "--square-mm", "25", "--out", out], capsys)
+    assert code == 0 and out.is_file() and len(seen) == 1, err
 
 
 def test_calibrate_json_from_files_and_a_video(views, tmp_path, capsys):

@@ -91,8 +91,7 @@ class ExperimentsConfig:
     def __post_init__(self) -> None:
         if not (0 < self.duration < float("inf") and 0 < self.dt < float("inf")):
             raise InputError(f"duration = {self.duration}, dt = {self.dt}; expected positive seconds")
-        if not (self.noise_std >= 0 and self.exp3_noise_var >= 0) or not np.isfinite([self.noise_std,
-                                                                                       self.exp3_noise_var]).all():
+        if not all(0 <= v < float("inf") for v in (self.noise_std, self.exp3_noise_var)):  # NaN fails too
             raise InputError(f"noise_std = {self.noise_std}, exp3_noise_var = {self.exp3_noise_var}; expected finite "
                              "values >= 0")
         if self.resume not in ("reference", "phase"):

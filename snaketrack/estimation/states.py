@@ -216,7 +216,7 @@ def _take(cols: dict, names: list[str], path: Path) -> np.ndarray:
     try:
         return np.stack([np.asarray(cols[n], dtype=float) for n in names], axis=1)
     except ValueError:
-        bad = next(n for n in names if np.asarray(cols[n]).dtype.kind not in "fiub")
+        bad = next((n for n in names if np.asarray(cols[n]).dtype.kind not in "fiub"), names[0])
         raise FileFormatError(f"{path}: column {bad} holds a value that is not a number") from None
 
 

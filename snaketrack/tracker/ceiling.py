@@ -50,9 +50,10 @@ def body_width_px(mask: np.ndarray) -> float:
     return float(2.0 * dist[skel].mean()) if skel.any() else float("nan")
 
 
-def model_at_truth(ds) -> Optional[Callable[[int], np.ndarray]]:
-    """A function frame index -> the tracker's silhouette model rendered at that frame's true pose, bool
-    (H, W) at the dataset's size; None when the :class:`~snaketrack.datasets.layout.Dataset` has no truth."""
+def _truth_model(ds):
+    """``(renderer, pose_at)`` of a :class:`~snaketrack.datasets.layout.Dataset` with truth: the tracker's
+    :class:`~snaketrack.tracker.render.SilhouetteRenderer` of its robot and camera, and a function frame
+    index -> that frame's true pose vector (D,); None without truth."""
     if not ds.truth:
         return None
     from snaketrack.models.robot import load_robot
@@ -62,14 +63,23 @@ def model_at_truth(ds) -> Optional[Callable[[int], np.ndarray]]:
 
     robot = load_robot(ds.meta.get("robot", "planar-snake-11"))
     cam = Camera.from_meta(ds.meta)
-    renderer = SilhouetteRenderer(robot, cam.K, cam.width, cam.height)
     layout = StateLayout.for_robot(robot)
 
-    def render(i: int) -> np.ndarray:
+    def pose_at(i: int) -> np.ndarray:
         tr = ds.truth[i]
-        return renderer.mask(layout.from_quat(tr["joint_angles"], tr["base_quat_cam"], tr["base_position_cam"]))
+        return layout.from_quat(tr["joint_angles"], tr["base_quat_cam"], tr["base_position_cam"])
 
-    return render
+    return SilhouetteRenderer(robot, cam.K, cam.width, cam.height), pose_at
+
+
+def model_at_truth(ds) -> Optional[Callable[[int], np.ndarray]]:
+    """A function frame index -> the tracker's silhouette model rendered at that frame's true pose, bool
+    (H, W) at the dataset's size; None when the :class:`~snaketrack.datasets.layout.Dataset` has no truth."""
+    model = _truth_model(ds)
+    if model is None:
+        return None
+    renderer, pose_at = model
+    return lambda i: renderer.mask(pose_at(i))
 
 
 def measure_iou_ceiling(path: Path, step: int = 1, frames: Optional[int] = None, model: bool = False,
@@ -118,18 +128,11 @@ def measure_iou_ceiling(path: Path, step: int = 1, frames: Optional[int] = None,
 def _track_poses(track: Path, layout) -> dict[int, np.ndarray]:
     """Pose vectors of a ``track.csv``'s tracked rows, by frame index."""
     from snaketrack.io import read_csv_columns
+    from snaketrack.tracker.pose_floor import track_pose
 
     c = read_csv_columns(track)
-    J = layout.n_joints
-    out = {}
-    for r in range(len(c["frame"])):
-        if str(c["status"][r]) != "tracked":
-            continue
-        q = [c[f"q_{j + 1}"][r] for j in range(J)]
-        quat = [c[f"base_q{k}"][r] for k in "wxyz"]
-        pos = [c[f"base_{k}"][r] for k in "xyz"]
-        out[int(c["frame"][r])] = layout.from_quat(q, quat, pos)
-    return out
+    return {int(c["frame"][r]): track_pose(c, r, layout) for r in range(len(c["frame"]))
+            if str(c["status"][r]) == "tracked"}
 
 
 def measure_label_fit_ceiling(path: Path, labels: Path, step: int = 1, frames: Optional[int] = None,
@@ -151,27 +154,20 @@ def measure_label_fit_ceiling(path: Path, labels: Path, step: int = 1, frames: O
     """
     from snaketrack.datasets.fit_labels import fitted_label
     from snaketrack.datasets.layout import open_dataset, read_mask
-    from snaketrack.models.robot import load_robot
-    from snaketrack.tracker.camera import Camera
-    from snaketrack.tracker.render import SilhouetteRenderer
-    from snaketrack.tracker.state import StateLayout
 
     if step < 1:
         raise InputError(f"step {step}; expected a positive integer")
+    if refine_steps < 0:
+        raise InputError(f"refine steps {refine_steps}; expected a non-negative integer")
     labels = Path(labels)
     if not labels.is_dir():
         raise MissingFileError(f"{labels}: no such folder of label masks")
     ds = open_dataset(path)
-    render_truth = model_at_truth(ds)
-    if render_truth is None:
+    model = _truth_model(ds)
+    if model is None:
         raise MissingFileError(f"{ds.root}: no truth.jsonl; the ceiling needs the true poses")
-    robot = load_robot(ds.meta.get("robot", "planar-snake-11"))
-    cam = Camera.from_meta(ds.meta)
-    layout = StateLayout.for_robot(robot)
-    if refine_steps < 0:
-        raise InputError(f"refine steps {refine_steps}; expected a non-negative integer")
-    poses = {} if track is None else _track_poses(Path(track), layout)
-    renderer = SilhouetteRenderer(robot, cam.K, cam.width, cam.height)
+    renderer, pose_at = model
+    poses = {} if track is None else _track_poses(Path(track), renderer.layout)
     refiner = None
     if refine_steps:
         from snaketrack.tracker.config import RefineConfig
@@ -190,7 +186,8 @@ def measure_label_fit_ceiling(path: Path, labels: Path, step: int = 1, frames: O
             continue
         truth = m > 0
         label = read_mask(labels / f"{ds.frame_path(i).stem}.png")
-        sil = render_truth(i)
+        x_true = pose_at(i)
+        sil = renderer.mask(x_true)
         rows["label"].append(mask_iou(label, truth))
         rows["model_truth"].append(mask_iou(sil, truth))
         rows["fitted_truth"].append(mask_iou(fitted_label(sil, label, agree_px), truth))
@@ -201,8 +198,6 @@ def measure_label_fit_ceiling(path: Path, labels: Path, step: int = 1, frames: O
             rows["fitted_fit"].append(mask_iou(fitted_label(fit, label, agree_px), truth))
             rows["fit_vs_label"].append(mask_iou(fit, label))
         if refiner is not None and label.any():
-            tr = ds.truth[i]
-            x_true = layout.from_quat(tr["joint_angles"], tr["base_quat_cam"], tr["base_position_cam"])
             ref = renderer.mask(refiner.refine(x_true, observe(label, refine_cfg), steps=refine_steps).x)
             rows["model_ref"].append(mask_iou(ref, truth))
             rows["fitted_ref"].append(mask_iou(fitted_label(ref, label, agree_px), truth))

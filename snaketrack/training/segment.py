@@ -21,11 +21,11 @@ def segment_source(source: str | os.PathLike, out: str | os.PathLike, segmenter,
     from tqdm import tqdm
 
     from snaketrack.datasets.layout import DatasetWriter
+    from snaketrack.datasets.video import open_frames, source_meta
     from snaketrack.errors import InputError
 
     if int(batch_size) < 1:
         raise InputError(f"--batch-size {batch_size}: expected a positive number of frames")
-    from snaketrack.datasets.video import open_frames, source_meta
 
     src = open_frames(source)
     if getattr(segmenter, "window", None) is not None:

@@ -84,8 +84,13 @@ def test_an_empty_label_fits_nothing_and_a_deeper_fit_scores_lower(dataset, tmp_
     s = 2.0 / 2.3
     A = np.array([[s, 0, (1 - s) * K[0, 2]], [0, s, (1 - s) * K[1, 2]]])
     truth = [cv2.imread(str(p), 0) for p in sorted((dataset / "masks").glob("*.png"))]
-    scaled = [mask_iou(cv2.warpAffine(t, A, (W, H)) > 127, t > 127) for t in truth[1:]]
+    shrunk = {i: cv2.warpAffine(truth[i], A, (W, H)) > 127 for i in range(1, N)}
+    scaled = [mask_iou(shrunk[i], truth[i] > 127) for i in range(1, N)]
     assert res["iou_model_at_fit"] == pytest.approx(np.mean(scaled), abs=0.02)
+    # the fitted label: the shrunk silhouette cut to the label grown by 2 px (the empty label of frame 2: nothing)
+    grown = {i: cv2.dilate(truth[i], cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (5, 5))) > 127 for i in (1, 3)}
+    fitted = [mask_iou(shrunk[1] & grown[1], truth[1] > 127), 0.0, mask_iou(shrunk[3] & grown[3], truth[3] > 127)]
+    assert res["iou_fitted_at_fit"] == pytest.approx(np.mean(fitted), abs=0.02)
     assert res["iou_fitted_at_fit"] <= res["iou_model_at_fit"] + 1e-9
 
 

@@ -15,8 +15,10 @@ import warnings
 from typing import Optional, Sequence
 
 from snaketrack.errors import SnaketrackError, SnaketrackWarning
+from snaketrack.threads import quiet_openmp
 
 os.environ.setdefault("MUJOCO_GL", "egl")
+quiet_openmp()  # before torch is loaded: OpenMP's idle workers sleep (snaketrack.threads)
 os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
 
 

@@ -23,7 +23,7 @@ from snaketrack.commands import (
     add_camera_arguments,
     add_setting_argument,
     add_threads_argument,
-    apply_threads,
+    apply_thread_policy,
     camera_of,
 )
 from snaketrack.errors import InputError
@@ -98,7 +98,7 @@ def _run(args: argparse.Namespace) -> int:
     from snaketrack.tracker.run import RunOptions, track_source
 
     src = Path(args.source)
-    apply_threads(args)
+    apply_thread_policy(args)
     seed = args.corrupt_seed
     if seed is None:
         seed = 0

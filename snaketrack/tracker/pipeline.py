@@ -111,6 +111,19 @@ class PipelineConfig:
         return self.static_camera or self.track_ground
 
 
+@dataclass(frozen=True)
+class PreparedFrame:
+    """A frame ready to track (:meth:`TrackingSession.prepare`).
+
+    index: the source's frame number. rgb: RGB uint8 (h, w, 3) undistorted, at the tracking size.
+    mask: the observed mask, bool (h, w), before any corruption or hiding the session applies.
+    """
+
+    index: int
+    rgb: np.ndarray
+    mask: np.ndarray
+
+
 @dataclass
 class FrameResult:
     """One finished frame.
@@ -259,7 +272,7 @@ class TrackingSession:
     def step(self, frame: np.ndarray, mask: Optional[np.ndarray] = None, up: Optional[np.ndarray] = None,
              t: Optional[float] = None, index: Optional[int] = None,
              truth_mask: Optional[np.ndarray] = None) -> list[FrameResult]:
-        """Track one frame.
+        """Track one frame: :meth:`prepare`, then :meth:`track`.
 
         frame: RGB uint8 (H, W, 3) at the camera's size, as captured (distorted).
         mask: the observed mask, bool (H, W) at the camera's size; None: the segmenter's.
@@ -269,9 +282,15 @@ class TrackingSession:
         truth_mask: the true mask (same geometry as ``mask``) when ``truth_masks``.
         Returns the frames this step finished (class doc).
         """
-        if self.tracker is None:
-            self.start()
         i = self.frames if index is None else int(index)
+        return self.track(self.prepare(frame, mask, i), up=up, t=t, truth_mask=truth_mask)
+
+    def prepare(self, frame: np.ndarray, mask: Optional[np.ndarray] = None, index: int = 0) -> PreparedFrame:
+        """Frame ``index`` undistorted and resized to the tracking size, and its observed mask: ``mask``
+        (bool (H, W) at the camera's size) undistorted and resized alike, or, when None, the segmenter's
+        on the prepared frame. Needs nothing of the track: it may run in another thread, ahead of
+        :meth:`track` (:class:`~snaketrack.tracker.overlap.ReadAhead`)."""
+        i = int(index)
         rgb = self.undistort.frame(frame)
         if mask is None:
             if self.segmenter is None:
@@ -283,6 +302,15 @@ class TrackingSession:
         else:
             mask = self.resize.mask(self.undistort.mask(mask))
             rgb = self.resize.frame(rgb)
+        return PreparedFrame(i, rgb, mask)
+
+    def track(self, prepared: PreparedFrame, up: Optional[np.ndarray] = None, t: Optional[float] = None,
+              truth_mask: Optional[np.ndarray] = None) -> list[FrameResult]:
+        """Track a :meth:`prepare`-d frame (``up``, ``t``, ``truth_mask`` as :meth:`step`); the frames
+        finished (class doc). Frames are tracked in the order given."""
+        if self.tracker is None:
+            self.start()
+        i, rgb, mask = prepared.index, prepared.rgb, prepared.mask
         if self.corrupt is not None:
             mask = self.corrupt(mask, i)
         if any(a <= i < b for a, b in self.config.hidden):

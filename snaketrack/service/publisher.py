@@ -194,8 +194,12 @@ class Publisher:
             if ok:
                 ch[m.OVERLAY].log(CompressedImage(timestamp=stamp, frame_id=m.CAMERA_FRAME, data=jpeg.tobytes(),
                                                   format="jpeg"), log_time=ns)
-        published = time.time()
-        ch[m.STATE].log(m.state_message(result.row, state, capture_time, published, reading_settled), log_time=ns)
+        from snaketrack.tracker.forecast import forecast
+
+        published = time.time()  # the forecast's time: the state as it stands when a client gets it
+        predicted = forecast(state, self.robot, max(0.0, published - capture_time))
+        ch[m.STATE].log(m.state_message(result.row, state, capture_time, published, reading_settled, predicted),
+                        log_time=ns)
         self.flush()
         return 1000.0 * (published - capture_time)
 

@@ -24,8 +24,10 @@ from snaketrack.tracker.state import StateLayout, TrackState
 
 def predicted_pose(s: np.ndarray, velocity: np.ndarray, dt: float) -> np.ndarray:
     """The pose vector (D,) predicted ``dt`` [s] ahead of pose ``s`` (D,) moving at ``velocity`` (D,): the
-    filter's prediction step on ``[s; ṡ]`` (module doc)."""
+    filter's prediction step on ``[s; ṡ]`` (module doc); ``dt`` ≥ 0."""
     s = np.asarray(s, float).reshape(-1)
+    if dt == 0:  # no time passed (the filter's transition needs a positive step)
+        return s.copy()
     x = np.concatenate([s, np.asarray(velocity, float).reshape(-1)])
     n = s.size
     x, _ = predict(x, np.zeros((2 * n, 2 * n)), cv_transition(n, float(dt)), np.zeros((2 * n, 2 * n)))

@@ -118,8 +118,9 @@ class WriteBehind:
             raise ValueError(f"depth {depth}; expected at least 1")
         self.write = write
         self._queue: queue.Queue = queue.Queue(maxsize=depth)
-        self._error: Optional[BaseException] = None
-        self._failed = False  # a write raised: nothing more is written
+        self._error: Optional[BaseException] = None  # a write's error not yet raised in the caller
+        self._broken = False  # a write raised: nothing more is written
+        self._failed = False  # ... and the caller was told
         self._closed = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
@@ -129,12 +130,12 @@ class WriteBehind:
             item = self._queue.get()
             if item is _END:
                 return
-            if self._error is not None:  # after a failure: drain, write nothing more
+            if self._broken:  # after a failure: drain, write nothing more
                 continue
             try:
                 self.write(item)
             except BaseException as e:  # raised in the caller's thread
-                self._error = e
+                self._error, self._broken = e, True
 
     def _raise(self) -> None:
         if self._error is not None:

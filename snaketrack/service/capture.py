@@ -94,6 +94,14 @@ class LatestFrame:
             self.closed = True
             self._cond.notify_all()
 
+    def discard(self) -> None:
+        """Remove the frame in the slot, if any, counting it as dropped (it will not be taken)."""
+        with self._cond:
+            if self._frame is not None:
+                self._frame = None
+                self.dropped += 1
+            self._cond.notify_all()
+
 
 class PushSource:
     """Frames pushed by the caller (a simulator, another capture library): ``push`` never blocks.

@@ -175,6 +175,9 @@ class TrackingService:
             self._publish_status()
         stop_source.join(max(0.0, deadline - time.monotonic()))
         self.clean = self.clean and not stop_source.is_alive()
+        if not self._prepare_thread.is_alive():  # frames left in the slots were never tracked: dropped
+            self.source.slot.discard()
+            self.prepared.discard()
         self.publisher.close()
         self._figures = self.figures()
         return self._figures
@@ -279,7 +282,8 @@ class TrackingService:
 
     @property
     def frames_dropped(self) -> int:
-        """Frames replaced before they were taken: by the preparing stage, or by the tracker."""
+        """Frames replaced before they were taken, by the preparing stage or by the tracker, and frames left
+        in their slots when the service stopped."""
         return self.source.slot.dropped + self.prepared.dropped
 
     def figures(self) -> dict:

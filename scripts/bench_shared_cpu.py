@@ -6,12 +6,13 @@ Each run is the command line itself, in a process of its own (its thread policy 
 pace; ``track_fps`` and the wall-clock rate from the figures it prints). The competitor,
 ``python -c "while True: pass"`` (:class:`snaketrack.cpu_load.Competitor`), is started before the loaded
 run and stopped after it; every run is bounded by ``--timeout``. ``--threads`` runs each command with
-that ``--threads`` too, side by side with the default policy.
+that ``--threads`` too, side by side with the default policy. ``--stop-after S`` also signals a
+``serve --realtime --loop --record`` S seconds after it serves, beside a competitor, and times its exit.
 
 Usage::
 
     MUJOCO_GL=egl .venv/bin/python scripts/bench_shared_cpu.py --clip bench_data/drone-planar-s0
-        [--frames 60] [--threads 2] [--commands track,serve] [--timeout 240]
+        [--frames 60] [--threads 2] [--commands track,serve] [--timeout 240] [--stop-after 3]
 
 The last line printed is one JSON object: per command and policy, the quiet and loaded figures and
 ``kept`` (loaded / quiet frame rate; the target is at least 0.4).
@@ -65,18 +66,54 @@ def run_serve(clip: str, frames: int, threads, timeout: float) -> dict:
             "wall_s": wall}
 
 
+def run_stop(clip: str, after_s: float, timeout: float) -> dict:
+    """``serve CLIP --realtime --loop --record`` beside a competitor, SIGTERM ``after_s`` [s] after it serves:
+    the time to exit, its status, whether a native library aborted, whether the MCAP has its summary."""
+    import signal
+
+    from mcap.reader import make_reader
+
+    with tempfile.TemporaryDirectory() as tmp, Competitor(limit_s=timeout + 30):
+        record = Path(tmp) / "run.mcap"
+        p = subprocess.Popen([sys.executable, "-m", "snaketrack", "serve", clip, "--port", "0", "--realtime", "--loop",
+                              "--record", str(record)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=_env())
+        p.stderr.readline()  # serving ws://...
+        time.sleep(after_s)
+        t0 = time.perf_counter()
+        p.send_signal(signal.SIGTERM)
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+        exit_s = time.perf_counter() - t0
+        try:
+            with open(record, "rb") as f:
+                indexed = make_reader(f).get_summary() is not None
+        except Exception:
+            indexed = False
+    figures = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
+    return {"exit_s": exit_s, "returncode": p.returncode, "terminate_message": "terminate called" in err,
+            "mcap_indexed": indexed, "frames_tracked": figures.get("frames_tracked")}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--clip", required=True, help="a dataset folder (frames/, masks/, meta.json)")
     ap.add_argument("--frames", type=int, default=60, help="frames per run (default 60)")
     ap.add_argument("--threads", type=int, default=None, help="also run each command with --threads N")
-    ap.add_argument("--commands", default="track,serve", help="track, serve or both (default both)")
+    ap.add_argument("--commands", default="track,serve",
+                    help="track, serve or both (default both); none: only --stop-after")
     ap.add_argument("--timeout", type=float, default=240.0, help="each run's limit [s] (default 240)")
+    ap.add_argument("--stop-after", type=float, default=None, metavar="S",
+                    help="also signal serve (SIGTERM) S seconds after it serves, beside a competitor, and time its "
+                         "exit (stop_exit_s; the target is within 5 s)")
     args = ap.parse_args(argv)
     runners = {"track": run_track, "serve": run_serve}
     result: dict = {"clip": args.clip, "frames": args.frames, "cpus": os.cpu_count()}
     policies = [None] + ([args.threads] if args.threads is not None else [])
-    for name in args.commands.split(","):
+    for name in [c for c in args.commands.split(",") if c and c != "none"]:
         run = runners[name]
         for threads in policies:
             key = f"{name}" + ("" if threads is None else f"_threads{threads}")
@@ -89,6 +126,9 @@ def main(argv=None) -> int:
             if "fps_excluding_search" in quiet:
                 result[key]["kept_excluding_search"] = \
                     loaded["fps_excluding_search"] / quiet["fps_excluding_search"]
+    if args.stop_after is not None:
+        print("serve: SIGTERM beside a competitor", file=sys.stderr, flush=True)
+        result["stop"] = run_stop(args.clip, args.stop_after, args.timeout)
     print(json.dumps(result))
     return 0
 

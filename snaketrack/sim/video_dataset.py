@@ -16,6 +16,7 @@ import numpy as np
 
 from snaketrack.errors import InputError
 from snaketrack.sim.video import VideoConfig, VideoRenderer, config_key
+from snaketrack.video_writer import Mp4Writer
 
 
 def contact_sheet(root: str | os.PathLike, n: int = 12, cols: int = 4, tile_width: int = 320) -> np.ndarray:
@@ -63,21 +64,16 @@ def contact_sheet(root: str | os.PathLike, n: int = 12, cols: int = 4, tile_widt
 
 
 def write_mp4(root: str | os.PathLike, fps: float) -> Path:
-    """Encode ``frames/*.jpg`` of a dataset into ``video.mp4`` (OpenCV mp4v), atomically."""
+    """Encode ``frames/*.jpg`` of a dataset into ``video.mp4`` (H.264, :class:`~snaketrack.video_writer.Mp4Writer`),
+    atomically."""
     from snaketrack.datasets.layout import Dataset
 
     ds = Dataset(root)
     out = Path(root) / "video.mp4"
-    tmp = Path(root) / ".video.mp4.tmp.mp4"
     first = ds.frame(0)
-    h, w = first.shape[:2]
-    writer = cv2.VideoWriter(str(tmp), cv2.VideoWriter_fourcc(*"mp4v"), float(fps), (w, h))
-    if not writer.isOpened():
-        raise InputError(f"{out}: OpenCV could not open an mp4v writer")
-    for i in range(len(ds)):
-        writer.write(cv2.cvtColor(ds.frame(i), cv2.COLOR_RGB2BGR))
-    writer.release()
-    os.replace(tmp, out)
+    with Mp4Writer(out, fps, first.shape[1], first.shape[0]) as writer:
+        for i in range(len(ds)):
+            writer.write(ds.frame(i))
     return out
 
 

@@ -27,6 +27,7 @@ from snaketrack.commands import (
     camera_of,
 )
 from snaketrack.errors import InputError
+from snaketrack.extras import require
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
@@ -115,6 +116,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.chunks != 1:
         from snaketrack.batch.chunks import track_chunked
 
+        require("batch", "track --chunks")
         if args.up == "auto" or args.refine_focal:
             raise InputError("--chunks: --up auto and --refine-focal calibrate on the first frames in one pass")
         if args.states or args.max_frames:

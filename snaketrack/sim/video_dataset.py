@@ -26,12 +26,11 @@ def contact_sheet(root: str | os.PathLike, n: int = 12, cols: int = 4, tile_widt
     :func:`snaketrack.models.kinematics.forward_kinematics_np`, projected with meta.json's K,
     so the sheet also shows that the two renderers agree. Returns RGB uint8.
     """
-    import torch
+    from scipy.spatial.transform import Rotation
 
     from snaketrack.datasets.layout import Dataset
     from snaketrack.models.kinematics import forward_kinematics_np
     from snaketrack.models.robot import load_robot
-    from snaketrack.models.rotations import quat_to_matrix
 
     ds = Dataset(root)
     robot = load_robot(ds.meta.get("robot_file") or ds.meta["robot"])
@@ -47,7 +46,7 @@ def contact_sheet(root: str | os.PathLike, n: int = 12, cols: int = 4, tile_widt
             cv2.drawContours(img, cnts, -1, (0, 255, 255), 1)
         if i < len(truth) and K is not None:
             tr = truth[i]
-            R = quat_to_matrix(torch.tensor(tr["base_quat_cam"], dtype=torch.float64)).numpy()
+            R = Rotation.from_quat(tr["base_quat_cam"], scalar_first=True).as_matrix()
             fk = forward_kinematics_np(robot, np.array(tr["joint_angles"]), R, np.array(tr["base_position_cam"]))
             pc = fk["centres"]
             uv = (pc @ K.T)[:, :2] / pc[:, 2:3]

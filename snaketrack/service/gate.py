@@ -25,7 +25,7 @@ from urllib.parse import parse_qs, urlsplit
 
 #: the subprotocol name the SDK's server accepts
 SDK_SUBPROTOCOL = "foxglove.sdk.v1"
-#: the names clients may ask for, the SDK's first: both name the same protocol (the older one before the SDK)
+#: the names clients may ask for, the SDK's first: one protocol (the second is its name in @foxglove/ws-protocol)
 SUBPROTOCOLS = (SDK_SUBPROTOCOL, "foxglove.websocket.v1")
 
 

@@ -131,7 +131,9 @@ def _run(args: argparse.Namespace) -> int:
                          refine_focal=args.refine_focal,
                          calibration_frames=args.calibration_frames)
     summary = track_source(src, args.out, args.robot, camera_of(args), args.masks, config, options)
-    keys = ("frames", "fps", "base_position_error_m", "joint_error_rad", "iou", "iou_truth", "frames_lost")
+    # iou: the fit with its edge offset, silhouette_iou_mean: the model's own silhouette; both means over frames
+    keys = ("frames", "fps", "base_position_error_m", "joint_error_rad", "iou", "silhouette_iou_mean", "iou_truth",
+            "frames_lost")
     report = sys.stderr if args.states == "-" else sys.stdout  # standard output carries the states then
     cal = summary.get("calibration") or {}
     if "focal" in cal:

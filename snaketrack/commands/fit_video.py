@@ -244,7 +244,8 @@ def _speed(model: Path, heldout: Path, track: dict, frames: int = 40) -> dict:
             "size": [w, h]}
 
 
-COMMANDS = [Command(name="fit-video", help="track a robot in a video from one box: label, train, track, judge",
+COMMANDS = [Command(name="fit-video",
+                    help="from a video and one box to a judged track: label, train a segmenter, track, flag",
                     add_arguments=_add_arguments, run=_run,
                     description="Track a robot in a video from one box around it in the first frame and its robot "
                                 "file: label the video, train a segmenter on the labels, track with it and judge "

@@ -1,14 +1,15 @@
 """A robot file from the few numbers a user can read off a robot: :class:`RobotSpec` → YAML.
 
-The numbers (docs/your-robot.md, "Writing a robot file with robot new"):
+The numbers (docs/your-robot.md, "Writing a robot file"):
 
 - ``modules``: the rigid pieces between joints, counted tail to head, the two end pieces included (N links,
   N − 1 joints);
 - ``pitch`` [m]: the distance from one joint to the next (the length of every link between two joints);
 - ``tail_length``, ``head_length`` [m]: from the end joint to the tip of the robot, an end cap included;
-- ``width``, ``height`` [m]: the body's cross-section; ``view_elevation_deg``: the camera's elevation over
-  the ground (90: straight down), which sets how wide the body looks: a w × h box seen at elevation e shows
-  w sin e + h cos e across, and the tracker's round bodies are drawn that wide;
+- ``width`` [m]: a round body's diameter, or with ``height`` [m] a box body's cross-section;
+  ``view_elevation_deg``: the camera's elevation over the ground (90: straight down), which sets how wide a
+  box body looks: a w × h box seen at elevation e shows w sin e + h cos e across, and the tracker's round
+  bodies are drawn that wide;
 - ``caps``: ``round`` (a rounded tip: a sphere at the tail, an ellipsoid nose at the head, of the body's
   radius) or ``flat`` (a square-cut tip, a rigid flat end cap or an open fork bracket: caps of a tenth of the
   body's radius);
@@ -62,10 +63,18 @@ class RobotSpec:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def seen_width(self) -> float:
-        """How wide the body looks [m] from the camera's elevation: w sin e + h cos e."""
+        """How wide the body looks [m] from the camera's elevation: a round body (no height) its width, a box
+        w sin e + h cos e."""
+        if self.height is None:
+            return self.width
         e = math.radians(self.view_elevation_deg)
-        h = self.width if self.height is None else self.height
-        return self.width * math.sin(e) + h * math.cos(e)
+        return self.width * math.sin(e) + self.height * math.cos(e)
+
+
+def _axis_words(axes: tuple[str, ...]) -> str:
+    """("z", "zy") → "yaw,yaw+pitch"."""
+    word = {"z": "yaw", "y": "pitch", "x": "roll"}
+    return ",".join("+".join(word[a] for a in joint) for joint in axes)
 
 
 def parse_axes(text: str) -> tuple[str, ...]:
@@ -144,7 +153,7 @@ def robot_dict(spec: RobotSpec) -> dict:
     cycle = [{"axes": list(a)} for a in spec.axes]
     return {
         "name": spec.name,
-        "description": spec.description or f"{spec.modules}-module snake, joints {','.join(spec.axes)} cycled",
+        "description": spec.description or f"{spec.modules}-module snake, joint axes {_axis_words(spec.axes)} cycled",
         "links": [{"length": round(L, 5), "radius": round(r_link, 5), "mass": spec.mass} for L in lengths],
         "joints": {"count": spec.modules - 1, "limit": spec.limit, "cycle": cycle},
         "collision": {"shape": spec.collision},
@@ -162,11 +171,12 @@ def robot_yaml(spec: RobotSpec) -> str:
     data = robot_dict(spec)
     robot_from_dict(data, source=spec.name)
     given = [f"modules {spec.modules}", f"pitch {spec.pitch:g} m",
-             f"width {spec.width:g} m" + ("" if spec.height is None else f", height {spec.height:g} m"),
-             f"seen at {spec.view_elevation_deg:g} deg elevation: {spec.seen_width():.4g} m across",
+             (f"a round body {spec.width:g} m across" if spec.height is None else
+              f"a box body {spec.width:g} m wide, {spec.height:g} m high, seen at {spec.view_elevation_deg:g} deg "
+              f"elevation: {spec.seen_width():.4g} m across"),
              f"tail end {spec.tail_length or spec.pitch:g} m, head end {spec.head_length or spec.pitch:g} m from "
              f"the end joint to the tip, {spec.caps} caps",
-             f"joint axes {','.join(spec.axes)} cycled tail to head, limit {spec.limit:g} rad"]
+             f"joint axes {_axis_words(spec.axes)} cycled tail to head, limit {spec.limit:g} rad"]
     head = ["# Written by snaketrack robot new from:"] + [f"#   {g}" for g in given] + \
            [f"# {n}" for n in spec.notes] + \
            ["# The end links are the end lengths less their caps' reach (docs/robot-file.md, visual)."]

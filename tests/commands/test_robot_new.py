@@ -72,7 +72,7 @@ def test_a_box_body_seen_at_an_angle_is_drawn_as_wide_as_it_looks(tmp_path, caps
     (["--axes", "yaw,twist"], "--axes 'yaw,twist'"),
     (["--colour", "#12345"], "--colour '#12345'"),
     (["--head-length", 0.01], "--head-length 0.01"),
-    (["--view-elevation", 0], "--view-elevation 0"),
+    (["--height", 0.04, "--view-elevation", 0], "--view-elevation 0"),
 ])
 def test_numbers_that_give_no_robot_are_one_line(tmp_path, capsys, flags, words):
     base = {"--modules": 5, "--pitch": 0.1, "--width": 0.05}

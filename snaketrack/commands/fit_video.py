@@ -79,7 +79,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sam-checkpoint", default=None, metavar="FILE",
                    help="label with Segment Anything from these weights instead of GrabCut")
     p.add_argument("--train-args", default="", metavar="'FLAGS'",
-                   help="more flags for snaketrack train, in one quoted string (e.g. '--encoder mobilenet_v2')")
+                   help="more flags for snaketrack train, in one quoted string (e.g. '--encoder mobilenet_v2'; one "
+                        "flag alone is written --train-args=--no-live-int8)")
 
 
 def run_stage(argv: list[str]) -> str:

@@ -36,12 +36,11 @@ import shlex
 import shutil
 import sys
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
 from snaketrack.commands import Command, add_camera_arguments
-from snaketrack.errors import InputError, SnaketrackWarning
+from snaketrack.errors import InputError
 
 STAGES_JSON = "stages.json"
 #: the flags a finished stage depends on: a run resumed with other values is refused
@@ -134,7 +133,7 @@ def _run(args: argparse.Namespace) -> int:
     from snaketrack.datasets.video import open_frames
     from snaketrack.io import read_json
     from snaketrack.models.robot import load_robot
-    from snaketrack.tracker.quality_flags import quality_flags, run_figures, warning_line
+    from snaketrack.tracker.quality_flags import flag_run
 
     for flag, value in (("--minutes", args.minutes), ("--track-width", args.track_width)):
         if not value > 0:
@@ -203,12 +202,7 @@ def _run(args: argparse.Namespace) -> int:
         stages.finish("speed", _speed(model, out / "heldout", figures["track"]))
     figures["speed"] = stages.get("speed")
 
-    quality = run_figures(track, robot, float(video.fps), read_json(labels / "labels_report.json"))
-    flags = quality_flags(quality)
-    figures["quality"] = dict(quality, flags=flags)
-    line = warning_line(flags)
-    if line:
-        warnings.warn(line, SnaketrackWarning, stacklevel=1)
+    figures["quality"] = flag_run(track, robot, float(video.fps), read_json(labels / "labels_report.json"))
     print(json.dumps(figures, default=_plain))
     return 0
 

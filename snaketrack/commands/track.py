@@ -145,6 +145,13 @@ def _run(args: argparse.Namespace) -> int:
     print("  ".join(f"{k}={summary[k]:.4g}" if isinstance(summary.get(k), float) else f"{k}={summary[k]}"
                     for k in keys if k in summary), file=report)
     print(f"wrote {args.out}/track.csv" + ("" if args.no_video else f", {args.out}/overlay.mp4"), file=report)
+    if "joint_error_rad" not in summary:  # no truth: say when the truth-free figures say the track is wrong
+        from snaketrack.datasets.video import open_frames
+        from snaketrack.models.robot import source_robot
+        from snaketrack.tracker.quality_flags import flag_run
+
+        frames = open_frames(src)
+        flag_run(args.out, source_robot(args.robot, getattr(frames, "meta", {}) or {}), float(frames.fps))
     return 0
 
 

@@ -13,8 +13,9 @@ do, each against a limit of :data:`LIMITS` (docs/your-robot.md, "Judging a track
 - ``mask_area_ratio``: the median mask area [px] of the last quarter of the frames over the first
   quarter's: a mask that grew onto something beside the robot, or shrank off it.
 - ``joint_at_limit_fraction``: the largest share, over the joint coordinates, of tracked frames in which
-  the coordinate lies within :data:`LIMIT_MARGIN_RAD` of a limit of the robot file: a model bent hard to
-  reach something the robot is not.
+  the coordinate is held at a limit of the robot file (within :data:`LIMIT_MARGIN_RAD`, for at least
+  :data:`PINNED_S` of consecutive tracked frames): a model bent hard to reach something the robot is not.
+  A gait that reaches its joints' limits touches them for a moment each cycle and is not counted.
 - ``depth_jump_fraction``: the share of consecutive tracked frames whose base depth (``base_z`` [m])
   changes by more than :data:`DEPTH_JUMP` of its median: the model's scale jumping between objects.
 - ``gait_power_fraction``: the median share of a joint's power near its dominant frequency; checked only
@@ -23,7 +24,7 @@ do, each against a limit of :data:`LIMITS` (docs/your-robot.md, "Judging a track
 - ``labels_flagged_fraction`` (given the labels' report): labels the labeller's own guard flagged.
 
 :func:`run_figures` computes them from a track folder; :func:`quality_flags` lists the figures beyond
-their limits; :func:`warning_line` says it in one line.
+their limits; :func:`warning_line` says it in one line; :func:`flag_run` does the three and warns.
 """
 from __future__ import annotations
 
@@ -36,6 +37,8 @@ import numpy as np
 
 #: how close to a joint limit [rad] counts as at it
 LIMIT_MARGIN_RAD = 0.02
+#: how long [s] a joint stays at its limit to count as held there
+PINNED_S = 0.5
 #: a frame-to-frame base depth change above this share of the median depth is a jump
 DEPTH_JUMP = 0.15
 #: figure -> ("min" or "max", limit): a run is flagged on each figure beyond its limit
@@ -58,7 +61,7 @@ SAYS = {
     "skeleton_residual_p95_widths": "the mask's centre line leaves the model's axes",
     "mask_area_ratio_high": "the mask grew onto something beside the robot",
     "mask_area_ratio_low": "the mask shrank off the robot",
-    "joint_at_limit_fraction": "a joint sits at its limit",
+    "joint_at_limit_fraction": "a joint is held at its limit",
     "depth_jump_fraction": "the base depth jumps between frames",
     "gait_power_fraction": "the joints do not move in one gait",
     "lost_fraction": "frames lost",
@@ -95,16 +98,23 @@ def mask_area_ratio(mask_pixels) -> float:
     return float(np.median(last) / np.median(first))
 
 
-def joint_at_limit_fraction(q: np.ndarray, lower, upper, tracked, margin: float = LIMIT_MARGIN_RAD) -> np.ndarray:
+def joint_at_limit_fraction(q: np.ndarray, lower, upper, tracked, min_frames: int = 1,
+                            margin: float = LIMIT_MARGIN_RAD) -> np.ndarray:
     """Per joint coordinate (J,), the share of tracked frames in which q (n, J) [rad] lies within ``margin``
-    [rad] of its lower (J,) or upper (J,) limit; NaN without a tracked frame."""
+    [rad] of its lower (J,) or upper (J,) limit in a run of at least ``min_frames`` consecutive tracked frames
+    all at a limit (a frame not tracked ends a run); NaN without a tracked frame."""
     q = np.asarray(q, float).reshape(len(q), -1)
     ok = np.asarray(tracked, bool).reshape(-1)
     if not ok.any():
         return np.full(q.shape[1], np.nan)
-    qt = q[ok]
-    at = (qt <= np.asarray(lower, float) + margin) | (qt >= np.asarray(upper, float) - margin)
-    return at.mean(axis=0)
+    at = ((q <= np.asarray(lower, float) + margin) | (q >= np.asarray(upper, float) - margin)) & ok[:, None]
+    held = np.zeros_like(at)
+    for j in range(q.shape[1]):
+        edges = np.diff(np.concatenate([[0], at[:, j].astype(int), [0]]))
+        for a, b in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)):
+            if b - a >= min_frames:
+                held[a:b, j] = True
+    return held[ok].mean(axis=0)
 
 
 def depth_jump_fraction(z, tracked, jump: float = DEPTH_JUMP) -> float:
@@ -146,7 +156,8 @@ def run_figures(track_dir: str | os.PathLike, robot, fps: float,
     out["skeleton_residual_p95_widths"] = (float(np.percentile(res, 95)) / width
                                            if res.size and width > 0 else float("nan"))
     out["mask_area_ratio"] = mask_area_ratio(area)
-    at_limit = joint_at_limit_fraction(q, robot.lower, robot.upper, tracked)
+    at_limit = joint_at_limit_fraction(q, robot.lower, robot.upper, tracked,
+                                       min_frames=max(1, int(math.ceil(PINNED_S * float(fps)))))
     out["joint_at_limit_fraction"] = float(np.nanmax(at_limit)) if np.isfinite(at_limit).any() else float("nan")
     out["joint_at_limit_per_joint"] = [float(v) for v in at_limit]
     out["depth_jump_fraction"] = depth_jump_fraction(track["base_z"], tracked)
@@ -183,3 +194,18 @@ def warning_line(flags: list[dict[str, Any]]) -> Optional[str]:
     parts = "; ".join(f"{f['says']} ({f['figure']} {f['value']:.3g}, {f['limit']})" for f in flags)
     return (f"the track may have left the robot: {parts} (docs/your-robot.md, 'Judging a track without "
             f"truth'; look at the track's overlay.mp4 and the labels' labels_sheet.png)")
+
+
+def flag_run(track_dir: str | os.PathLike, robot, fps: float, labels_report: Optional[dict] = None) -> dict[str, Any]:
+    """:func:`run_figures` with ``flags`` (:func:`quality_flags`) added, and the one-line warning
+    (:func:`warning_line`) issued as a :class:`~snaketrack.errors.SnaketrackWarning` when there is a flag."""
+    import warnings
+
+    from snaketrack.errors import SnaketrackWarning
+
+    figures = run_figures(track_dir, robot, fps, labels_report)
+    figures["flags"] = quality_flags(figures)
+    line = warning_line(figures["flags"])
+    if line:
+        warnings.warn(line, SnaketrackWarning, stacklevel=2)
+    return figures

@@ -36,6 +36,7 @@ import shlex
 import shutil
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -188,9 +189,11 @@ def _run(args: argparse.Namespace) -> int:
         if partial.exists():  # an interrupted track: started again
             shutil.rmtree(partial)
         ground = ["--up", "auto", "--static-camera"] if args.camera == "fixed" else []
-        run_stage(["track", str(args.video), "--robot", str(args.robot), *camera, "--masks", f"segmenter:{model}",
-                   *ground, "--head", args.head, "--track-size", f"{width}x{height}", *first,
-                   "--out", str(partial)])
+        with warnings.catch_warnings():  # the flags are given once, below, with the labels' figure
+            warnings.filterwarnings("ignore", message="the track may have left the robot")
+            run_stage(["track", str(args.video), "--robot", str(args.robot), *camera, "--masks", f"segmenter:{model}",
+                       *ground, "--head", args.head, "--track-size", f"{width}x{height}", *first,
+                       "--out", str(partial)])
         if track.exists():
             shutil.rmtree(track)
         partial.rename(track)

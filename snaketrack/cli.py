@@ -40,11 +40,12 @@ EPILOG = ("The pipeline: label (a robot mask per frame from one box) -> train (a
           "track (joint angles and pose) -> estimate (the head Jacobian); serve tracks a live source for a "
           "controller. `snaketrack COMMAND --help` for each; README.md and docs/ for the rest.")
 #: the order ``--help`` lists the commands in: the pipeline's, then the tools around it
-ORDER = ("demo", "label", "fit-labels", "train", "segment", "eval-seg", "track", "estimate", "serve", "listen",
+ORDER = ("demo", "fit-video", "label", "fit-labels", "train", "segment", "eval-seg", "track", "estimate", "serve",
+         "listen",
          "batch", "calibrate", "robot", "sim", "statics")
 #: what each group of subcommands holds, for ``--help``
 GROUPS = {"sim": "simulators that know the truth: synthetic video, locomotion, control, the Jacobian experiments",
-          "robot": "robot files: draw a robot's silhouette"}
+          "robot": "robot files: write one from a few numbers, draw its silhouette"}
 
 
 def _commands():

@@ -29,6 +29,7 @@ from snaketrack.commands import (
     camera_of,
 )
 from snaketrack.errors import FileFormatError, InputError, MissingFileError
+from snaketrack.extras import require
 
 
 def read_token(path: str) -> str:
@@ -140,6 +141,7 @@ def open_service(args: argparse.Namespace):
 
 
 def _serve(args: argparse.Namespace) -> int:
+    require("service", "serve")
     apply_thread_policy(args)
     service = open_service(args)
     stop = threading.Event()
@@ -176,6 +178,7 @@ def _listen_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _listen(args: argparse.Namespace) -> int:
+    require("service", "listen", ["websockets"])
     from snaketrack.service import StateClient
     from snaketrack.service.messages import STATE
 

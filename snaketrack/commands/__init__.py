@@ -32,7 +32,7 @@ class Command:
 
 def add_threads_argument(p: argparse.ArgumentParser) -> None:
     """``--threads N``: the tracker's and the segmenter's CPU threads (:class:`snaketrack.threads.ThreadPolicy`);
-    applied by :func:`apply_threads`."""
+    applied by :func:`apply_thread_policy`."""
     p.add_argument("--threads", type=int, default=None, metavar="N",
                    help="CPU threads of the tracker (torch) and of the segmenter's inference engine, each (default: "
                         "one each, the segmenter reading ahead on the second core; holds its rate on a shared CPU: "

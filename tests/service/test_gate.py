@@ -112,16 +112,17 @@ def dataset(tmp_path_factory):
     return write_posed_dataset(tmp_path_factory.mktemp("gate") / "ds", N, seed=7)
 
 
-def test_a_service_serves_its_channels_and_states_to_a_client_speaking_each_name(dataset):
+@pytest.mark.parametrize("token", [None, "s3cret-token"])
+def test_a_service_serves_its_channels_and_states_to_a_client_speaking_each_name(dataset, token):
     frames = open_frames(dataset)
     source = Capture(RecordedFeed(frames, masks=frames.mask, realtime=False))
     service = TrackingService(source, load_robot(frames.meta["robot"]), Camera.from_meta(frames.meta),
                               PipelineConfig(refine_steps=2, hold_frames=0),
-                              ServiceConfig(port=0, token="s3cret-token", overlay_hz=0))
+                              ServiceConfig(port=0, token=token, overlay_hz=0))
     service.start(capture=False)
     try:
         url = f"ws://127.0.0.1:{service.port}"
-        clients = {name: _RawClient(url, name, [m.STATE, m.STATUS], token="s3cret-token") for name in (OLD, NEW)}
+        clients = {name: _RawClient(url, name, [m.STATE, m.STATUS], token=token) for name in (OLD, NEW)}
         threads = [threading.Thread(target=c.read) for c in clients.values()]
         for t in threads:
             t.start()

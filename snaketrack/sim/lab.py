@@ -188,7 +188,7 @@ def add_lab_bodies(root: ET.Element, kinds: tuple[str, ...], look: LabLook, text
                       rgba=c, **common)
 
 
-def add_room(root: ET.Element, path_xy: np.ndarray, seed: int, margin: float = 4.0, height: float = 1.6) -> None:
+def add_room(root: ET.Element, path_xy: np.ndarray, seed: int, margin: float = 4.0, height: float = 2.4) -> None:
     """Walls (painted, with a skirting board) around the robot's path, ``margin`` [m] beyond it, so a
     low camera sees a room rather than the void above the floor; low enough that their shadows end
     before the robot's path for a light 40 deg or more above the floor."""

@@ -61,17 +61,19 @@ def _render(distractors, seed=2, frames=5):
 def test_truth_mask_is_the_robot_with_or_without_distractors():
     on = _render(None)            # the lab scene's own: every distractor
     off = _render(())             # the same scene, seed and camera without them
-    seen = 0
+    seen = hidden = 0
     for (rgb1, m1, lab1), (rgb0, m0, lab0) in zip(on, off):
         assert not lab0.any()
         # the robot's pixels that no distractor hides are the same; the hidden ones leave the mask
         np.testing.assert_array_equal(m1, m0 & ~lab1)
         assert not (m1 & lab1).any()
         seen += int(lab1.sum())
+        hidden += int((m0 & lab1).sum())
         if lab1.sum() > 50:
             # distractors show in the RGB only
             assert np.abs(rgb1[lab1].astype(int) - rgb0[lab1].astype(int)).mean() > 10
-    assert seen > 0
+    # in this clip a person's leg passes in front of the robot: the mask is cut there
+    assert seen > 0 and hidden > 0
 
 
 def test_legs_step_near_and_over_the_robot():
@@ -149,3 +151,13 @@ def test_distractor_names():
         VideoConfig(scene="lab", distractors=("cat",))
     assert VideoConfig(scene="lab").lab_distractors == ("legs", "chair", "tether", "door")
     assert VideoConfig(scene="handheld").lab_distractors == ()
+
+
+def test_cli_refuses_unknown_distractors(tmp_path, capsys):
+    from snaketrack.cli import main
+
+    status = main(["sim", "video", "--scene", "lab", "--frames", "2", "--distractors", "legs,cat",
+                   "--out", str(tmp_path / "x")])
+    assert status == 2
+    assert "cat" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()

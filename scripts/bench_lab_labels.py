@@ -82,7 +82,7 @@ def run_one(job: tuple) -> dict:
     from snaketrack.datasets.boxes import mask_to_box
     from snaketrack.datasets.layout import Dataset
 
-    clip, robot, work, frames = job
+    clip, robot, work, frames, track_it = job
     clip = Path(clip)
     truth = Dataset(clip)
     box = mask_to_box(truth.mask(0)).expand(BOX_MARGIN).clip(truth.width, truth.height)
@@ -93,9 +93,11 @@ def run_one(job: tuple) -> dict:
                         "--out", str(labels), "--json"], check=True, env=_env(), stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
     row = {"clip": clip.name, "robot": robot, **score(clip, labels, frames)}
+    if not track_it:
+        return row
     track = Path(work) / "track" / clip.name
     if not (track / "metrics.json").is_file():
-        subprocess.run([sys.executable, "-m", "snaketrack", "track", str(clip), "--masks", str(labels),
+        subprocess.run([sys.executable, "-m", "snaketrack", "track", str(clip), "--masks", str(labels / "masks"),
                         "--robot", robot, "--up", "sim-imu", "--track-ground", "--no-video", "--threads", "1",
                         "--max-frames", str(frames), "--out", str(track)], check=True, env=_env(),
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -114,10 +116,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default="bench_data/lab-labels", help="folder of the rendered clips")
     ap.add_argument("--work", default="bench_out/lab-labels", help="folder for the labels and tracks")
-    ap.add_argument("--frames", type=int, default=200, help="frames a clip")
+    ap.add_argument("--frames", type=int, default=150, help="frames a clip")
     ap.add_argument("--workers", type=int, default=2, help="clips labelled and tracked in parallel")
     ap.add_argument("--only", default=None, help="comma-separated substrings: run the clips whose name has one")
     ap.add_argument("--render-only", action="store_true", help="render the clips, then stop")
+    ap.add_argument("--no-track", action="store_true", help="score the labels only, without tracking on them")
     args = ap.parse_args()
     from multiprocessing.pool import ThreadPool
 
@@ -129,7 +132,7 @@ def main() -> None:
     if args.render_only:
         print(json.dumps({"rendered": [str(c) for c in clips]}))
         return
-    jobs = [(str(c), r, args.work, args.frames) for c, (r, s, _) in zip(clips, specs)]
+    jobs = [(str(c), r, args.work, args.frames, not args.no_track) for c, (r, s, _) in zip(clips, specs)]
     with ThreadPool(max(1, args.workers)) as pool:
         rows = pool.map(run_one, jobs, chunksize=1)
     by = {r["clip"]: r for r in rows}

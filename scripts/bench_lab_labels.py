@@ -154,16 +154,17 @@ def main() -> None:
         a, c = p["lab"], p["clear"]
         print(f"{p['clip']:22s} {a['mean_iou']:6.3f} {a['min_block']:6.3f}  "
               f"{' '.join(f'{b:.2f}' for b in a['blocks']):23s} {a['flagged']:4d} {a['extra_far']:6.3f} "
-              f"{a['missed_other']:6.3f} {c['mean_iou']:7.3f} {opt(a['base_error_m'], '7.4f')} "
-              f"{opt(c['base_error_m'], '7.4f')} {opt(a['joint_error_rad'], '7.4f')} "
-              f"{opt(c['joint_error_rad'], '7.4f')} {opt(p['base_error_ratio'], '5.2f')} "
+              f"{a['missed_other']:6.3f} {c['mean_iou']:7.3f} {opt(a.get('base_error_m'), '7.4f')} "
+              f"{opt(c.get('base_error_m'), '7.4f')} {opt(a.get('joint_error_rad'), '7.4f')} "
+              f"{opt(c.get('joint_error_rad'), '7.4f')} {opt(p['base_error_ratio'], '5.2f')} "
               f"{opt(p['joint_error_ratio'], '5.2f')}")
     labs = [p["lab"] for p in pairs]
     met_labels = [p["clip"] for p in pairs if p["lab"]["mean_iou"] >= 0.85 and p["lab"]["min_block"] >= 0.80]
     met_track = [p["clip"] for p in pairs if p["base_error_ratio"] is not None and p["joint_error_ratio"] is not None
                  and p["base_error_ratio"] <= 1.25 and p["joint_error_ratio"] <= 1.25]
     summary = {"frames": args.frames, "clips": len(pairs),
-               "labels_meeting_target": len(met_labels), "tracks_meeting_target": len(met_track),
+               "labels_meeting_target": len(met_labels),
+               "tracks_meeting_target": None if args.no_track else len(met_track),
                "mean_iou_lab": sum(r["mean_iou"] for r in labs) / len(labs) if labs else None,
                "mean_iou_clear": sum(p["clear"]["mean_iou"] for p in pairs) / len(pairs) if pairs else None,
                "worst_iou_lab": min(r["mean_iou"] for r in labs) if labs else None,

@@ -11,7 +11,7 @@ the profiled run. cProfile adds a cost per Python call, so the Python-heavy stag
 high; ``plain_ms_per_frame`` is the figure without it.
 
     MUJOCO_GL=egl .venv/bin/python scripts/profile_tracker.py --clip bench_data/drone-planar-s0
-        [--frames 120] [--threads 1] [--top 0]
+        [--frames 120] [--threads 1] [--core auto] [--budget-width 12] [--top 0]
 
 Prints the table (stderr) and one JSON object last.
 """
@@ -80,6 +80,10 @@ def main(argv=None) -> int:
     ap.add_argument("--robot", default=None, help="the robot, when the clip does not name it")
     ap.add_argument("--frames", type=int, default=120, help="frames tracked (default 120)")
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
+    ap.add_argument("--core", default="auto", choices=["auto", "compiled", "torch"],
+                    help="refinement's core (RefineConfig.core; default auto)")
+    ap.add_argument("--budget-width", type=float, default=12.0,
+                    help="refinement's width budget [px] (RefineConfig.budget_width_px; 0: none; default 12)")
     ap.add_argument("--top", type=int, default=0, help="also print the N functions of largest own time")
     args = ap.parse_args(argv)
     import torch
@@ -97,7 +101,8 @@ def main(argv=None) -> int:
         from snaketrack.io import read_json
 
         meta = read_json(clip / "meta.json") if (clip / "meta.json").is_file() else {}
-        config, options = bench_options(scene, int(meta.get("seed", 0)), args.frames)
+        config, options = bench_options(scene, int(meta.get("seed", 0)), args.frames, refine_core=args.core,
+                                        refine_budget_px=args.budget_width)
         robot = args.robot or meta.get("robot")
         with tempfile.TemporaryDirectory() as tmp:
             t0, c0 = time.perf_counter(), time.process_time()
@@ -123,7 +128,8 @@ def main(argv=None) -> int:
     print(f"{'profiled run, all':<44} {1e3 * total / n:9.2f}", file=sys.stderr)
     if args.top:
         stats.sort_stats("tottime").print_stats(args.top)
-    print(json.dumps({"clip": str(clip), "frames": n, "threads": torch.get_num_threads(),
+    print(json.dumps({"clip": str(clip), "frames": n, "threads": torch.get_num_threads(), "core": args.core,
+                      "budget_width_px": args.budget_width,
                       "plain_fps": plain["fps"], "plain_ms_per_frame": 1e3 / plain["fps"],
                       "plain_wall_s": plain_wall,
                       "plain_cpu_s": plain_cpu, "profiled_ms_per_frame": 1e3 * total / n,

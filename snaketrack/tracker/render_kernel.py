@@ -359,3 +359,114 @@ def silhouette_jacobian(pix, prim, roi, cam, S, E, rad, cyl, f, min_depth, sig, 
         if with_offset:
             jac[row, Dp] += wgt
     return sil, rows, jac
+
+
+@_jit
+def _row_span(au, av, bu, bv, half, vv):
+    """The span [lo, hi] (float) where row ``vv`` meets the band within ``half`` px of the segment a→b
+    (:func:`snaketrack.tracker.bands._band_spans` for one row; lo > hi when it misses)."""
+    lo = np.inf
+    hi = -np.inf
+    for k in range(2):
+        cu = au if k == 0 else bu
+        cv = av if k == 0 else bv
+        dv = vv - cv
+        if abs(dv) <= half:
+            du = math.sqrt(max(half * half - dv * dv, 0.0))
+            lo = min(lo, cu - du)
+            hi = max(hi, cu + du)
+    eu, ev = bu - au, bv - av
+    L = np.hypot(eu, ev)
+    ok = L > 1e-9
+    Ls = L if ok else 1.0
+    ex, ey = eu / Ls, ev / Ls
+    dv = vv - av
+    rlo = -np.inf
+    rhi = np.inf
+    for k in range(2):
+        coef = ex if k == 0 else -ey
+        offs = ey * dv if k == 0 else ex * dv
+        b0 = 0.0 if k == 0 else -half
+        b1 = L if k == 0 else half
+        if abs(coef) > 1e-12:
+            t1, t2 = (b0 - offs) / coef, (b1 - offs) / coef
+            rlo = max(rlo, min(t1, t2))
+            rhi = min(rhi, max(t1, t2))
+        else:
+            ok = ok and offs >= b0 and offs <= b1
+    if ok and rlo <= rhi:
+        lo = min(lo, au + rlo)
+        hi = max(hi, au + rhi)
+    return lo, hi
+
+
+@_jit
+def band_pairs(S, E, rad, K, roi, pad_px):
+    """The (ROI pixel, primitive) pairs of one state, int64 arrays (Q,), (Q,): the same pairs, in the same
+    order, as :func:`snaketrack.tracker.bands.primitive_pixels` (band=True) for a batch of one.
+
+    S, E: (M, 3) end points [m]; rad: (M,) [m]; K: (3, 3) [px]; roi: (4,) int64; pad_px [px]."""
+    u0, v0, w, h = roi[0], roi[1], roi[2], roi[3]
+    M = S.shape[0]
+    f = 0.5 * (K[0, 0] + K[1, 1])
+    U = np.empty((M, 2))
+    V = np.empty((M, 2))
+    half = np.empty(M)
+    box = np.empty((M, 4), np.int64)
+    unbounded = np.empty(M, np.bool_)
+    for i in range(M):
+        rho2 = -np.inf
+        zmin = np.inf
+        zmax = -np.inf
+        zcmin = np.inf
+        for j in range(2):
+            P = S[i] if j == 0 else E[i]
+            z = P[2]
+            zc = max(z, 1e-3)
+            u = K[0, 0] * P[0] / zc + K[0, 1] * P[1] / zc + K[0, 2]
+            v = K[1, 1] * P[1] / zc + K[1, 2]
+            rho2 = max(rho2, (u - K[0, 2]) ** 2 + (v - K[1, 2]) ** 2)
+            U[i, j] = u - u0
+            V[i, j] = v - v0
+            zmin, zmax, zcmin = min(zmin, z), max(zmax, z), min(zcmin, zc)
+        rpx = f * rad[i] / zcmin
+        mag = math.sqrt(1.0 + (math.sqrt(rho2) + rpx) ** 2 / f ** 2)
+        half[i] = rpx * mag + pad_px * mag * mag + 1.0
+        ulo = math.floor(min(U[i, 0], U[i, 1]) - half[i])
+        uhi = math.ceil(max(U[i, 0], U[i, 1]) + half[i])
+        vlo = math.floor(min(V[i, 0], V[i, 1]) - half[i])
+        vhi = math.ceil(max(V[i, 0], V[i, 1]) + half[i])
+        out = uhi < 0 or ulo > w - 1 or zmax < 1e-3 or vhi < 0 or vlo > h - 1
+        box[i, 0] = 0 if out else int(min(max(min(max(ulo, 0.0), w - 1.0), -1e6), 1e6))
+        box[i, 1] = int(min(max(min(max(vlo, 0.0), h - 1.0), -1e6), 1e6))
+        box[i, 2] = -1 if out else int(min(max(min(max(uhi, -1.0), w - 1.0), -1e6), 1e6))
+        box[i, 3] = int(min(max(min(max(vhi, -1.0), h - 1.0), -1e6), 1e6))
+        unbounded[i] = zmin < 1e-3
+    total = 0
+    for sweep in range(2):  # count, then fill
+        if sweep == 1:
+            pix = np.empty(total, np.int64)
+            prim = np.empty(total, np.int64)
+            q = 0
+        for i in range(M):
+            if box[i, 2] < box[i, 0]:
+                continue
+            for vi in range(box[i, 1], box[i, 3] + 1):
+                ul, uh = box[i, 0], box[i, 2]
+                if unbounded[i]:
+                    lo, hi = ul, uh
+                else:
+                    flo, fhi = _row_span(U[i, 0], V[i, 0], U[i, 1], V[i, 1], half[i], float(vi))
+                    if not (fhi >= flo) or math.ceil(flo) > uh or math.floor(fhi) < ul:
+                        continue
+                    lo, hi = max(int(math.ceil(flo)), ul), min(int(math.floor(fhi)), uh)
+                if hi < lo:
+                    continue
+                if sweep == 0:
+                    total += hi - lo + 1
+                else:
+                    for uu in range(lo, hi + 1):
+                        pix[q] = vi * w + uu
+                        prim[q] = i
+                        q += 1
+    return pix, prim

@@ -88,3 +88,22 @@ def test_compiled_off_screen_and_behind_the_camera():
     assert ref.sil.sum() > 10
     assert torch.allclose(part.sil, ref.sil, atol=1e-10)
     assert torch.allclose(part.jac, ref.jac, atol=1e-9 * float(ref.jac.abs().max()), rtol=1e-7)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_band_pairs_are_the_reference_pairs(seed):
+    """The compiled pair list equals bands.primitive_pixels' (same pairs, same order), also with links
+    leaving the ROI and an end behind the camera."""
+    from snaketrack.tracker.bands import primitive_pixels
+
+    A, Bp, r, _ = _scene(seed, n=6)
+    if seed % 2:
+        Bp[0, 1, 2] = -0.2  # an end behind the camera: its whole box rows
+        A[0, 2] += torch.tensor([0.6, 0.0, 0.0], dtype=torch.float64)  # off to the side
+    for roi, pad in (((0, 0, 80, 60), 4.0), ((10, 7, 41, 33), 16.5), ((0, 0, 80, 60), 0.0)):
+        ref_pix, ref_prim = primitive_pixels(A, Bp, r, K64, roi, pad)
+        pix, prim = render_kernel.band_pairs(A[0].numpy().copy(), Bp[0].numpy().copy(), r.numpy().copy(),
+                                             K64.numpy().copy(), np.array(roi, np.int64), pad)
+        assert len(ref_pix) > 0
+        np.testing.assert_array_equal(pix, ref_pix)
+        np.testing.assert_array_equal(prim, ref_prim)

@@ -44,10 +44,12 @@ STAGES = [
     ("cut weighting", 1, [("occlusion.py", "cut_weighted")]),
     ("refine (LM)", 1, [("refine.py", "_lm")]),
     ("point Jacobian (FK)", 2, [("refine.py", "_points_and_jac")]),
-    ("render + Jacobian", 2, [("render.py", "render_with_jacobian")]),
-    ("band pixels", 3, [("bands.py", "primitive_pixels")]),
+    ("render + Jacobian", 2, [("render.py", "render_with_jacobian"),
+                              ("render.py", "render_with_jacobian_compiled")]),
+    ("band pixels", 3, [("bands.py", "primitive_pixels"), ("render_kernel.py", "band_pairs")]),
     ("edge distances", 3, [("edges.py", "edge_px")]),
     ("edge derivatives", 3, [("edges.py", "edge_px_grads")]),
+    ("compiled kernel (edges, union, Jacobian rows)", 3, [("render_kernel.py", "silhouette_jacobian")]),
     ("coverage term", 2, [("refine_terms.py", "coverage_terms")]),
     ("up / ground terms", 2, [("refine_terms.py", "ground_terms")]),
     ("linear solve", 2, [("__init__", "solve"), ("~", "<built-in method torch._C._linalg.linalg_solve>")]),
@@ -84,6 +86,7 @@ def main(argv=None) -> int:
                     help="refinement's core (RefineConfig.core; default auto)")
     ap.add_argument("--budget-width", type=float, default=12.0,
                     help="refinement's width budget [px] (RefineConfig.budget_width_px; 0: none; default 12)")
+    ap.add_argument("--stats-out", default=None, help="also write the raw cProfile statistics to this file")
     ap.add_argument("--top", type=int, default=0, help="also print the N functions of largest own time")
     args = ap.parse_args(argv)
     import torch
@@ -116,6 +119,8 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     stats = pstats.Stats(prof, stream=sys.stderr)
+    if args.stats_out:
+        stats.dump_stats(args.stats_out)
     n = int(profiled["frames"])
     total = sum(tt for (_cc, _nc, tt, _ct, _c) in stats.stats.values())  # type: ignore[attr-defined]
     times = _stage_times(stats)

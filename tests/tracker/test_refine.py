@@ -358,3 +358,26 @@ def test_a_wide_body_is_refined_on_blocks_as_well_as_on_pixels():
         assert et < 0.02
     # the offset is reported in image pixels either way
     assert abs(out[12.0].offset_px - out[0.0].offset_px) < 1.5
+
+
+def test_compiled_and_torch_cores_refine_to_the_same_pose(scene):
+    """LM with the compiled kernel (float64) and with the torch reference (float64 too) takes the same
+    steps: the same pose to well under the tracker's errors."""
+    from snaketrack.tracker import render_kernel
+
+    if not render_kernel.available():
+        pytest.skip("numba is not installed")
+    robot, K, mask, xt, lay = scene
+    rng = np.random.default_rng(3)
+    x0 = xt.copy()
+    x0[lay.q] += rng.normal(0, 0.03, robot.dof)
+    x0[lay.trans] += np.array([0.004, 0.003, -0.015])
+    ren = SilhouetteRenderer(robot, K, W, H)
+    obs = Observation.from_mask(mask)
+    out = [Refiner(ren, RefineConfig(core=core, compute_dtype="float64", budget_width_px=0.0)).refine(x0, obs)
+           for core in ("torch", "compiled")]
+    assert out[0].iterations == out[1].iterations
+    assert np.abs(out[0].x - out[1].x).max() < 1e-6
+    assert out[0].iou == pytest.approx(out[1].iou, abs=1e-9)
+    with pytest.raises(InputError):
+        RefineConfig(core="fast")

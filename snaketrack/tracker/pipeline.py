@@ -71,6 +71,9 @@ class PipelineConfig:
         wave runs from its tail to its head; ``TrackerConfig.wave_check``) or ``first`` (the first frame's
         reading is kept throughout: a sidewinding robot, whose wave says little about its head, or one that
         backs up). Default ``wave``.
+    refine_core: how refinement renders the silhouette and its Jacobian, ``RefineConfig.core`` (``auto``,
+        ``compiled``, ``torch``). Default ``auto``.
+    refine_budget_px: ``RefineConfig.budget_width_px`` (0: refinement on the image's own pixels). Default 12.
     """
 
     refine_steps: Optional[int] = None
@@ -86,6 +89,8 @@ class PipelineConfig:
     hidden: tuple[tuple[int, int], ...] = ()
     render: bool = True
     head: str = "wave"
+    refine_core: str = "auto"
+    refine_budget_px: float = 12.0
 
     def __post_init__(self):
         if self.refine_steps is not None and self.refine_steps < 0:
@@ -158,7 +163,8 @@ class FrameResult:
 
 def make_tracker(robot, camera, fps: float, refine_steps: Optional[int] = None, static_camera: bool = False,
                  track_ground: bool = False, silhouette: str = "visual", head: str = "wave",
-                 ground_height: Optional[float] = None):
+                 ground_height: Optional[float] = None, refine_core: str = "auto",
+                 refine_budget_px: float = 12.0):
     """The :class:`~snaketrack.tracker.tracker.Tracker` for this camera (its K and size) and frame rate [1/s];
     ``static_camera`` / ``track_ground`` set the ground prior, ``silhouette`` the model (``TrackerConfig.model``),
     ``head`` the reading of the chain, ``ground_height`` a known camera height (:class:`PipelineConfig`)."""
@@ -166,6 +172,7 @@ def make_tracker(robot, camera, fps: float, refine_steps: Optional[int] = None, 
     from snaketrack.tracker.tracker import Tracker
 
     config = TrackerConfig(model=silhouette, wave_check=head == "wave")
+    config = replace(config, refine=replace(config.refine, core=refine_core, budget_width_px=float(refine_budget_px)))
     if refine_steps is not None:
         config = replace(config, refine=replace(config.refine, steps=int(refine_steps)))
     if static_camera:
@@ -259,7 +266,8 @@ class TrackingSession:
         c = self.config
         self.tracker = make_tracker(self.robot, self.camera, self.fps, c.refine_steps, static_camera=c.static_camera,
                                     track_ground=c.track_ground, silhouette=c.silhouette, head=c.head,
-                                    ground_height=c.ground_height)
+                                    ground_height=c.ground_height, refine_core=c.refine_core,
+                                    refine_budget_px=c.refine_budget_px)
         self.ground = None
         if c.track_ground:
             from snaketrack.tracker.ground import GroundTracker

@@ -25,17 +25,20 @@ the first frame's label) says where the robot is next, and each frame is labelle
    fitted silhouette stays below ``drop_iou`` is flagged ``off_model``: written (the dataset stays aligned
    with the video), listed with the labeller's other flags, skipped by training.
 
-The first frame has no prediction: it is cut from the user's box, the model is fitted to that cut, and the
+The first frame has no prediction: it is cut from the user's box (what the cut holds outside the box is cut
+off, ``cut_off_box``: the box is where the user said the robot is), the model is fitted to that cut, and the
 frame is cut again guided by the fitted silhouette as in 3 (``recut``), so that a tether or a shoe inside the
 box does not shape the model every later frame is held to.
 
-A frame whose model is not ``tracked`` (coasting, lost) is labelled as without the gate, from the last good
-label's box. The reasons of each frame are the ``gate`` column of ``fit.csv``; ``labels_report.json`` counts
-them (``fit.gate_counts``).
+The first frame's re-cut is taken only when the model fitted to the box's cut and the re-cut each agree with
+that cut to ``trust_iou`` (a fit that found the robot elsewhere guides nothing). A frame whose model is not
+``tracked`` (coasting, lost), or did not explain the last label to ``trust_iou``, is labelled as without the
+gate, from the last good label's box. The reasons of each frame are the ``gate`` column of ``fit.csv``;
+``labels_report.json`` counts them (``fit.gate_counts``).
 
 Cost: the prediction is one silhouette drawn a frame; a re-cut is one more GrabCut, only on a frame whose cut
 disagrees. The fit's tracker runs its pose search on the first frame and on at most ``warmup_frames`` after
-it (:data:`GATE_TRACKER`), not the tracker's ten: with the label held to the model the search rarely helps,
+it (:func:`gate_tracker`), not the tracker's ten: with the label held to the model the search rarely helps,
 and on labels a distractor spoiled it runs every frame of the warm-up at seconds a frame.
 """
 from __future__ import annotations
@@ -60,7 +63,9 @@ class GateConfig:
     of a thing touching the body must not pull it); recut_iou: a cut agreeing less with the
     predicted silhouette (IoU) is cut again guided by it; off_px: a label's pixels farther than this from the
     fitted silhouette are cut [pixels, city-block]; drop_iou: a label agreeing less with the fitted silhouette
-    (IoU) is flagged ``off_model``; min_px: fewer pixels cut off are not recorded as a reason [pixels];
+    (IoU) is flagged ``off_model``; trust_iou: the model guides the next frame only when its fit explained the
+    last label at least this well (IoU), and on the first frame only a fit and a re-cut that agree this well
+    with the box's cut are taken; min_px: fewer pixels cut off are not recorded as a reason [pixels];
     warmup_frames: frames after the first on which the fit's tracker may search for its pose again."""
 
     box_px: int = 15
@@ -71,6 +76,7 @@ class GateConfig:
     recut_iou: float = 0.6
     off_px: int = 3
     drop_iou: float = 0.5
+    trust_iou: float = 0.5
     min_px: int = 20
     warmup_frames: int = 2
 
@@ -78,7 +84,7 @@ class GateConfig:
         for name in ("box_px", "near_px", "blob_px", "far_px", "fit_px", "off_px", "min_px", "warmup_frames"):
             if getattr(self, name) < 0:
                 raise InputError(f"gate {name} {getattr(self, name)}: expected >= 0")
-        for name in ("recut_iou", "drop_iou"):
+        for name in ("recut_iou", "drop_iou", "trust_iou"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise InputError(f"gate {name} {getattr(self, name)}: expected a fraction in [0, 1]")
 
@@ -161,6 +167,8 @@ class GatedBackend(FittedBackend):
         tr = self.fitter.tracker
         if not tr.started or tr.last is None or tr.last.status != "tracked":
             return None
+        if self.last_fit is None or not float(self.last_fit["iou_fit"]) >= self.config.trust_iou:
+            return None  # the model did not explain the last label: it is no guide
         f = tr.filter
         x = (f.F @ f.x)[:tr.layout.dim]  # the constant-velocity prediction, the filter left as it is
         sil = tr.renderer.mask(x)
@@ -186,17 +194,27 @@ class GatedBackend(FittedBackend):
         self._predicted = None  # one frame's
         if pred is None or pred.shape != self._frame.shape[:2]:
             self._frame_predicted = None
-            cut = self.backend.predict(box, prior)
+            cut = np.asarray(self.backend.predict(box, prior), bool)
             tr = self.fitter.tracker
-            if tr.started or np.count_nonzero(cut) < tr.config.min_mask_px:
+            if tr.started:
+                return cut
+            # the first frame: the user's box says where the robot is (a guide the backend took from what
+            # moves may have led its cut to a person walking past)
+            inside = cut & box.to_mask(cut.shape[1], cut.shape[0])
+            if np.count_nonzero(cut & ~inside) >= cfg.min_px:
+                self._reasons.append("cut_off_box")
+            cut = inside
+            if np.count_nonzero(cut) < tr.config.min_mask_px:
                 return cut
             # the first frame: cut again guided by the model fitted to the box's cut (a tether or a shoe in
             # the user's box must not shape the model every later frame is held to)
             sil = tr.renderer.mask(tr.start(cut).pose_vector(tr.layout))
             tr.reset()
+            if mask_iou(sil, cut) < cfg.trust_iou:  # the model did not find the robot in the cut: no guide
+                return cut
             again = np.asarray(self._grabcut.predict(box, None, guide=sil, guide_far_px=cfg.far_px), bool)
             again = cut_off_model(cut_blobs(again, sil, cfg.near_px, cfg.blob_px), sil, cfg.far_px)
-            if np.count_nonzero(again) >= tr.config.min_mask_px:
+            if np.count_nonzero(again) >= tr.config.min_mask_px and mask_iou(again, cut) >= cfg.trust_iou:
                 self._reasons.append("recut")
                 return again
             return cut

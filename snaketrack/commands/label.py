@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 
 from snaketrack.commands import Command, add_camera_arguments, apply_threads, camera_of
 from snaketrack.errors import InputError
@@ -45,6 +46,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="fit the robot model to the labels while labelling: its silhouette replaces a label it "
                         "explains (IoU >= 0.85) and trims one it explains less (>= 0.7) to within 1 px of it "
                         "(default: on for grabcut when the robot is known)")
+    p.add_argument("--gate", action=argparse.BooleanOptionalAction, default=True,
+                   help="with the labels fitted to the robot model, hold each label to it: the next frame's box "
+                        "and prior from the model's predicted silhouette, what lies beyond it cut off, a cut that "
+                        "disagrees cut again, a label the fitted model does not explain flagged off_model "
+                        "(default: on; --no-gate: the fit alone)")
     add_camera_arguments(p, "the source's meta.json K, else a 65 deg horizontal field of view; only the robot "
                             "model's fit and guide use the camera")
     p.add_argument("--sam-checkpoint", metavar="FILE",
@@ -81,15 +87,21 @@ def run(args: argparse.Namespace) -> int:
     cfg = LabelConfig(**{k: v for k, v in given.items() if v is not None})
     backend = build_backend(args.backend or "default", src, args.robot, camera_of(args),
                             sam_checkpoint=args.sam_checkpoint, sam_model=args.sam_model, device=args.device,
-                            stride=args.stride, motion=not args.no_motion, fit=args.fit)
+                            stride=args.stride, motion=not args.no_motion, fit=args.fit, gate=args.gate)
     if args.threads is None and backend.name != "sam":
         torch.set_num_threads(LABEL_THREADS)
+    t0 = time.perf_counter()
     res = label_video(src, args.out, backend, box, cfg, stride=args.stride, max_frames=args.max_frames)
+    seconds = time.perf_counter() - t0
     summary = {"out": res.out, "frames": res.frames, "written": res.written, "flagged": res.flagged,
-               "flag_counts": res.report["flag_counts"]}
+               "flag_counts": res.report["flag_counts"],
+               "frames_per_s": round(res.written / seconds, 3) if seconds > 0 else None}
     fitter = getattr(backend, "fitter", None)
     if fitter is not None:
         summary["robot_fit"] = {**fitter.counts, "joined": fitter.joined}
+    gate = getattr(backend, "gate_counts", None)
+    if gate is not None:
+        summary["gate"] = dict(gate, gated=backend.gated)
     if args.json:
         print(json.dumps(summary))
     else:
@@ -100,14 +112,18 @@ def run(args: argparse.Namespace) -> int:
                       f"and {fitter.counts['trim']} trimmed to it, {fitter.joined} took in its moving pixels, "
                       f"{fitter.counts['label']} kept as cut where the model did not explain them"
                       + (f" (to check first: {res.out}/{sheet})" if sheet else ""))
-        print(f"{res.out}: {res.frames} frames labelled ({res.written} now), {res.flagged} flagged"
+        if gate is not None:
+            fitted += (f"; the gate changed {backend.gated} labels ("
+                       + (", ".join(f"{k} {v}" for k, v in sorted(gate.items())) or "none") + ")")
+        rate = f" at {summary['frames_per_s']:.2f} frames/s" if summary["frames_per_s"] else ""
+        print(f"{res.out}: {res.frames} frames labelled ({res.written} now{rate}), {res.flagged} flagged"
               + (f" - see {res.out}/labels_flagged.png" if res.flagged else "") + fitted)
     return 0
 
 
 def build_backend(name: str, source=None, robot: str | None = None, intrinsics=None,
                   sam_checkpoint: str | None = None, sam_model: str = "vit_b", device: str = "cpu", stride: int = 1,
-                  motion: bool = True, fit: bool | None = None):
+                  motion: bool = True, fit: bool | None = None, gate: bool = True):
     """The box-prompted backend ``label`` runs for ``--backend NAME``, its labels fitted to the robot model
     (:class:`~snaketrack.datasets.fit_labels.FittedBackend`) when ``fit``.
 
@@ -122,6 +138,8 @@ def build_backend(name: str, source=None, robot: str | None = None, intrinsics=N
     ``fit``: None fits the GrabCut backend's labels when the robot is known (``robot``, or the source's
     meta.json names it; the label suite's best, docs/segmentation-measured.md); True fits a SAM or GrabCut backend's
     (the robot must be known); False never. The guided backend fits the model itself.
+    ``gate``: a fitted backend's labels are also held to the model
+    (:class:`~snaketrack.datasets.label_gate.GatedBackend`); False: fitted only.
     """
     meta = getattr(source, "meta", {}) or {}
     if name == "default":
@@ -139,7 +157,14 @@ def build_backend(name: str, source=None, robot: str | None = None, intrinsics=N
     from snaketrack.datasets.fit_labels import FittedBackend, LabelFitter
 
     camera = _guide_camera(source, intrinsics, meta)
-    return FittedBackend(backend, LabelFitter(fit_robot, camera, fps=float(source.fps) / max(int(stride), 1)))
+    fps = float(source.fps) / max(int(stride), 1)
+    if gate:
+        from snaketrack.datasets.label_gate import GateConfig, GatedBackend, gate_tracker
+
+        gcfg = GateConfig()
+        return GatedBackend(backend, LabelFitter(fit_robot, camera, fps=fps, tracker_config=gate_tracker(gcfg)),
+                            gcfg)
+    return FittedBackend(backend, LabelFitter(fit_robot, camera, fps=fps))
 
 
 def _fit_robot(robot, meta: dict, required: bool):

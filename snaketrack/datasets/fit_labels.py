@@ -194,7 +194,8 @@ def fit_row(label: np.ndarray, res: FittedFrame) -> dict[str, Any]:
     """A frame's row of ``fit.csv`` (:data:`~snaketrack.datasets.label_report.FIT_COLUMNS` but ``frame``) from
     the label it was given (bool (H, W)) and the fit's :class:`FittedFrame`."""
     return {"status": res.status, "iou_fit": round(res.iou, 4), "source": res.source,
-            "area_label_px": int(np.count_nonzero(label)), "area_fitted_px": int(np.count_nonzero(res.mask))}
+            "area_label_px": int(np.count_nonzero(label)), "area_fitted_px": int(np.count_nonzero(res.mask)),
+            "gate": ""}
 
 
 class LabelFitter:
@@ -205,9 +206,12 @@ class LabelFitter:
     silhouette is drawn without it); fps: the labels' frame rate [1/s]. Call it with each frame's label,
     in order, its frame (RGB uint8 (H, W, 3)) for ``FitConfig.snap`` and, on a video, its moving pixels
     (bool (H, W), :meth:`~snaketrack.datasets.motion.MotionMap.motion`) for ``FitConfig.join_moving_px``.
+    ``tracker_config``: the tracker's :class:`~snaketrack.tracker.config.TrackerConfig` (None: its defaults).
+    ``silhouette``: the last call's silhouette at the fitted state, bool (H, W), or None (the model not started).
     """
 
-    def __init__(self, robot, camera, fps: float = 30.0, config: FitConfig = FitConfig()):
+    def __init__(self, robot, camera, fps: float = 30.0, config: FitConfig = FitConfig(), tracker_config=None):
+        from snaketrack.tracker.config import TrackerConfig
         from snaketrack.tracker.render import SilhouetteRenderer
         from snaketrack.tracker.tracker import Tracker
 
@@ -216,8 +220,9 @@ class LabelFitter:
                              "pinhole model: label an undistorted video")
         width, height = camera.size
         self.config = config
-        self.tracker = Tracker(robot, camera.K, width, height, fps=fps)
+        self.tracker = Tracker(robot, camera.K, width, height, fps=fps, config=tracker_config or TrackerConfig())
         self.renderer = SilhouetteRenderer(robot, camera.K, width, height)
+        self.silhouette: Optional[np.ndarray] = None
         self.counts = {"fit": 0, "trim": 0, "label": 0}
         self.joined = 0  # labels (of any source) that took in the silhouette's moving pixels
 
@@ -232,7 +237,7 @@ class LabelFitter:
             return FittedFrame(label, "lost", float("nan"), "label")
         state = self.tracker.step(label) if self.tracker.started else self.tracker.start(label)
         narrow = min(self.tracker.offset, 0.0) if cfg.narrow_by_offset else 0.0
-        sil = self.renderer.mask(state.pose_vector(self.renderer.layout), narrow)
+        sil = self.silhouette = self.renderer.mask(state.pose_vector(self.renderer.layout), narrow)
         iou = mask_iou(sil, label)
         if state.status != "tracked" or not iou >= cfg.min_iou:
             mask, source = label, "label"

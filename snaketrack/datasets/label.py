@@ -79,7 +79,10 @@ class BoxPredictor(Protocol):
     to write for a mask ``predict`` returned (e.g. a smoothed outline); the
     quality guard and the propagation then use the unpolished mask; and
     ``seek(index)``: :func:`label_video` names the source frame before each
-    ``set_image`` (a backend that reads the video around it); and ``robot_fit``:
+    ``set_image`` (a backend that reads the video around it); ``prompt_box(width, height)``: the next frame's
+    prompt :class:`Box` (a backend that knows where the robot will be), or None for the labeller's own;
+    ``gate_flags``: after ``polish``, flags of its own for the frame's label (a backend that judges it against
+    a model: :mod:`~snaketrack.datasets.label_gate`); and ``robot_fit``:
     a dict of settings recorded in the dataset's meta.json as ``labelling.robot_fit``
     (a backend whose labels are fitted to the robot model), with ``last_fit``: the last label's row of
     ``fit.csv`` but its frame; and ``close()``: called when
@@ -230,9 +233,14 @@ class Labeller:
         return self._label(rgb, box)
 
     def next_box(self, width: int, height: int) -> Box:
-        """The prompt for the next frame: last good mask, dilated by ``dilate_px`` per frame since."""
+        """The prompt for the next frame: the backend's ``prompt_box`` when it gives one, else the last good
+        mask's box, dilated by ``dilate_px`` per frame since."""
         if self._box is None:
             raise StateError("Labeller.step called before start(); call start(rgb, box) first")
+        hook = getattr(self.predictor, "prompt_box", None)
+        b = hook(width, height) if hook is not None else None
+        if b is not None:
+            return b
         if self._last_good is None:
             return self._box.clip(width, height)
         b = propagate_box(self._last_good, self.config.dilate_px * self._since_good)
@@ -263,6 +271,9 @@ class Labeller:
             iou = mask_iou(mask, self._last_good)
             if area >= cfg.min_area_px:
                 flags += jumped
+        polish = getattr(self.predictor, "polish", None)
+        label = np.asarray(polish(mask), bool) if polish is not None else mask
+        flags += [f for f in getattr(self.predictor, "gate_flags", ()) if f not in flags]
         if flags == ["area_jump"] and cfg.reanchor_frames > 0:
             self._extend_streak(mask)
             if len(self._streak) >= cfg.reanchor_frames:
@@ -274,8 +285,6 @@ class Labeller:
         else:
             self._streak = []
             self._last_good, self._last_good_area, self._since_good = mask, area, 1
-        polish = getattr(self.predictor, "polish", None)
-        label = np.asarray(polish(mask), bool) if polish is not None else mask
         return FrameLabel(label, box, area, ratio, overlap, iou, tuple(flags), raw_mask=mask)
 
 

@@ -1,11 +1,12 @@
 """The record of a labelling run: ``labels.csv``, ``fit.csv``, ``labels_report.json`` and the contact sheets.
 
 A run that fits its labels to the robot model also writes ``fit.csv``, one row a frame: the tracker's status,
-the IoU of the fitted silhouette and the label, and which mask was written (``fit``: the silhouette, ``trim``:
-the label trimmed to it, ``label``: the label as cut, which the model did not explain).
+the IoU of the fitted silhouette and the label, which mask was written (``fit``: the silhouette, ``trim``:
+the label trimmed to it, ``label``: the label as cut, which the model did not explain), and under the label gate
+(:mod:`~snaketrack.datasets.label_gate`) what it did to the frame's label (``gate``: reasons joined by ``+``).
 :func:`write_report` (re)writes ``labels_report.json`` (frame counts, flag
 counts per reason, the labelling settings, one entry per flagged frame, and from ``fit.csv`` the count of
-each kind of written mask and the frames whose label the model did not explain),
+each kind of written mask, the frames whose label the model did not explain, and the gate's reasons counted),
 ``labels_sheet.png`` (:func:`contact_sheet_png` of up to 12 frames evenly
 spaced through the run: a look at the whole labelling at once) and, when any
 frame is flagged, ``labels_flagged.png`` (the flagged frames with mask,
@@ -34,7 +35,9 @@ OVERVIEW_TILES = 12
 CSV_COLUMNS = ["frame", "source_frame", "box_x", "box_y", "box_w", "box_h", "area_px",
                "area_ratio", "overlap", "iou_prev", "flags"]
 FIT_CSV = "fit.csv"
-FIT_COLUMNS = ["frame", "status", "iou_fit", "source", "area_label_px", "area_fitted_px"]
+FIT_COLUMNS = ["frame", "status", "iou_fit", "source", "area_label_px", "area_fitted_px", "gate"]
+#: a column a run without the label gate (:mod:`~snaketrack.datasets.label_gate`) may lack: read as empty
+OPTIONAL_COLUMNS = ("gate",)
 
 
 def read_label_rows(path: Path, columns: list[str] = CSV_COLUMNS) -> list[dict[str, str]]:
@@ -45,7 +48,11 @@ def read_label_rows(path: Path, columns: list[str] = CSV_COLUMNS) -> list[dict[s
     if not path.is_file():
         return []
     with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
+        reader = csv.DictReader(f)
+        rows = list(reader)
+        absent = [c for c in OPTIONAL_COLUMNS if c in columns and c not in (reader.fieldnames or ())]
+    for r in rows:
+        r.update({c: "" for c in absent})
     good = []
     for r in rows:  # a row torn by an interruption ends the list
         if any(r.get(c) is None for c in columns):
@@ -80,8 +87,13 @@ def write_report(out: str | os.PathLike) -> dict[str, Any]:
             kept.append(dict(e, flags=e["flags"] + [f"fit {r['iou_fit']}"]))
     if fits:
         kinds = [r["source"] for r in fits]
+        gate: dict[str, int] = {}
+        for r in fits:
+            for reason in filter(None, r["gate"].split("+")):
+                gate[reason] = gate.get(reason, 0) + 1
         report["fit"] = {"replaced": kinds.count("fit"), "trimmed": kinds.count("trim"), "kept": len(kept),
-                         "kept_frames": [e["frame"] for e in kept], "contact_sheet": KEPT_SHEET if kept else None}
+                         "kept_frames": [e["frame"] for e in kept], "contact_sheet": KEPT_SHEET if kept else None,
+                         "gate_counts": gate, "gated_frames": sum(1 for r in fits if r["gate"])}
     write_json(out / REPORT_JSON, report)
     for sheet, items in ((out / CONTACT_SHEET, flagged), (out / KEPT_SHEET, kept)):
         if items:

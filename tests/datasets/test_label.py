@@ -314,7 +314,34 @@ def test_the_report_lists_and_shows_the_labels_the_fit_kept_as_cut(tmp_path):
 
     fit(["fit", "label", "trim", "label"])
     report = write_report(out)["fit"]
-    assert report == {"replaced": 1, "trimmed": 1, "kept": 2, "kept_frames": [1, 3], "contact_sheet": KEPT_SHEET}
+    assert report == {"replaced": 1, "trimmed": 1, "kept": 2, "kept_frames": [1, 3], "contact_sheet": KEPT_SHEET,
+                      "gate_counts": {}, "gated_frames": 0}
     assert cv2.imread(str(out / KEPT_SHEET)).shape[1] == 2 * (240 + 2)  # two tiles in a row
     fit(["fit", "fit", "trim", "fit"])
     assert write_report(out)["fit"]["kept_frames"] == [] and not (out / KEPT_SHEET).exists()
+
+
+def test_the_report_counts_the_gates_reasons_and_reads_a_fit_csv_without_them(tmp_path):
+    """fit.csv's ``gate`` column counted per reason; a fit.csv written without the column reads as ungated."""
+    from snaketrack.datasets.label_report import CSV_COLUMNS, FIT_COLUMNS, FIT_CSV, read_label_rows, write_report
+    from snaketrack.datasets.layout import DatasetWriter
+    from snaketrack.io import CsvAppender
+
+    out = tmp_path / "labels"
+    with DatasetWriter(out, {"fps": 30.0, "width": 32, "height": 24}) as w:
+        for _ in range(3):
+            w.write_frame(np.full((24, 32, 3), 90, np.uint8), np.ones((24, 32), bool))
+    with CsvAppender(out / "labels.csv", CSV_COLUMNS) as log:
+        for i in range(3):
+            log.write({"frame": i, "source_frame": i, "box_x": 0, "box_y": 0, "box_w": 32, "box_h": 24,
+                       "area_px": 768, "area_ratio": "", "overlap": "", "iou_prev": "", "flags": ""})
+    with CsvAppender(out / FIT_CSV, FIT_COLUMNS) as log:
+        for i, gate in enumerate(["", "cut_off_model+recut", "cut_off_model"]):
+            log.write({"frame": i, "status": "tracked", "iou_fit": 0.9, "source": "fit", "area_label_px": 768,
+                       "area_fitted_px": 700, "gate": gate})
+    rep = write_report(out)["fit"]
+    assert rep["gate_counts"] == {"cut_off_model": 2, "recut": 1} and rep["gated_frames"] == 2
+    with CsvAppender(out / FIT_CSV, FIT_COLUMNS[:-1]) as log:  # rewritten without the column
+        log.write({"frame": 0, "status": "tracked", "iou_fit": 0.9, "source": "fit", "area_label_px": 768,
+                   "area_fitted_px": 700})
+    assert [r["gate"] for r in read_label_rows(out / FIT_CSV, FIT_COLUMNS)] == [""]

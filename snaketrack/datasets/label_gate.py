@@ -1,0 +1,259 @@
+"""The label gate: every label held to the robot model fitted from the first frame on.
+
+A box-prompted labeller grows each frame's box from the last label, so once a shoe, a chair leg or a tether
+that touches the robot is taken in, the next box takes in more, and nothing says so. With the robot's model
+known, the model fitted to the labels so far (:class:`~snaketrack.datasets.fit_labels.LabelFitter`, started on
+the first frame's label) says where the robot is next, and each frame is labelled against it:
+
+1. **Prior and box.** The tracker's constant-velocity prediction of the next pose is drawn (the *predicted
+   silhouette*); the prompt box is its box grown by ``box_px``, not the last label's, and it is the backend's
+   prior (the motion-guided backend keeps the moving pieces near it, so a leg stepping beside the robot is
+   not its guide).
+2. **Cut at the model's boundary.** Whatever the backend cut farther than ``far_px`` from the predicted
+   silhouette is not robot, whatever the colours say, and is cut off; so is a thick piece of the cut that
+   reaches beyond ``near_px`` of it (:func:`cut_blobs`: a shoe resting against the body, which within
+   ``far_px`` would pull the fit towards it) (``cut_off_model``, when at least ``min_px`` pixels go).
+3. **Re-cut.** A cut that still agrees with the predicted silhouette less than ``recut_iou`` (IoU) is cut again
+   by GrabCut guided by the silhouette itself (``GrabCutBackend.predict(guide=...)``: the silhouette "probably
+   robot", pixels farther than ``far_px`` certain background); the re-cut replaces the cut when it agrees
+   better (``recut``).
+4. **Fit and gate.** The model is fitted to the label within ``fit_px`` of the predicted silhouette (what is
+   left of a thing touching the body must not pull the fit, and with it the next prediction, towards it),
+   which the fit replaces or trims as
+   :class:`~snaketrack.datasets.fit_labels.FittedBackend` does; what of the label still lies farther than
+   ``off_px`` from the fitted silhouette is cut (``trimmed_to_model``), and a label whose IoU with the
+   fitted silhouette stays below ``drop_iou`` is flagged ``off_model``: written (the dataset stays aligned
+   with the video), listed with the labeller's other flags, skipped by training.
+
+The first frame has no prediction: it is cut from the user's box (what the cut holds outside the box is cut
+off, ``cut_off_box``: the box is where the user said the robot is), the model is fitted to that cut, and the
+frame is cut again guided by the fitted silhouette as in 3 (``recut``), so that a tether or a shoe inside the
+box does not shape the model every later frame is held to.
+
+The first frame's re-cut is taken only when the model fitted to the box's cut and the re-cut each agree with
+that cut to ``trust_iou`` (a fit that found the robot elsewhere guides nothing). A frame whose model is not
+``tracked`` (coasting, lost), or did not explain the last label to ``trust_iou``, is labelled as without the
+gate, from the last good label's box. The reasons of each frame are the ``gate`` column of ``fit.csv``;
+``labels_report.json`` counts them (``fit.gate_counts``).
+
+Cost: the prediction is one silhouette drawn a frame; a re-cut is one more GrabCut, only on a frame whose cut
+disagrees. The fit's tracker runs its pose search on the first frame and on at most ``warmup_frames`` after
+it (:func:`gate_tracker`), not the tracker's ten: with the label held to the model the search rarely helps,
+and on labels a distractor spoiled it runs every frame of the warm-up at seconds a frame.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from snaketrack.datasets.boxes import Box, dilate_mask, mask_to_box
+from snaketrack.datasets.fit_labels import FittedBackend, LabelFitter, fit_row, trimmed_label
+from snaketrack.errors import InputError
+from snaketrack.masks import mask_iou
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """box_px: the prompt box's margin around the predicted silhouette [pixels]; far_px: a cut's pixels farther
+    than this from the predicted silhouette are cut off [pixels]; near_px, blob_px: beyond ``near_px`` of the
+    predicted silhouette, pieces of the cut thicker than ``2 blob_px + 1`` are cut off (:func:`cut_blobs`)
+    [pixels]; fit_px: the model is fitted to the label within this of its predicted silhouette [pixels] (a rim
+    of a thing touching the body must not pull it); recut_iou: a cut agreeing less with the
+    predicted silhouette (IoU) is cut again guided by it; off_px: a label's pixels farther than this from the
+    fitted silhouette are cut [pixels, city-block]; drop_iou: a label agreeing less with the fitted silhouette
+    (IoU) is flagged ``off_model``; trust_iou: the model guides the next frame only when its fit explained the
+    last label at least this well (IoU), and on the first frame only a fit and a re-cut that agree this well
+    with the box's cut are taken; min_px: fewer pixels cut off are not recorded as a reason [pixels];
+    warmup_frames: frames after the first on which the fit's tracker may search for its pose again."""
+
+    box_px: int = 15
+    near_px: int = 1
+    blob_px: int = 1
+    far_px: int = 5
+    fit_px: int = 3
+    recut_iou: float = 0.6
+    off_px: int = 3
+    drop_iou: float = 0.5
+    trust_iou: float = 0.5
+    min_px: int = 20
+    warmup_frames: int = 2
+
+    def __post_init__(self) -> None:
+        for name in ("box_px", "near_px", "blob_px", "far_px", "fit_px", "off_px", "min_px", "warmup_frames"):
+            if getattr(self, name) < 0:
+                raise InputError(f"gate {name} {getattr(self, name)}: expected >= 0")
+        for name in ("recut_iou", "drop_iou", "trust_iou"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise InputError(f"gate {name} {getattr(self, name)}: expected a fraction in [0, 1]")
+
+
+def gate_tracker(config: GateConfig = GateConfig()):
+    """The fit's :class:`~snaketrack.tracker.config.TrackerConfig` under the gate: the defaults with the
+    warm-up searches cut to ``config.warmup_frames`` (module doc)."""
+    from dataclasses import replace
+
+    from snaketrack.tracker.config import TrackerConfig
+
+    return replace(TrackerConfig(), warmup_frames=int(config.warmup_frames))
+
+
+def cut_blobs(cut: np.ndarray, silhouette: np.ndarray, near_px: int, blob_px: int) -> np.ndarray:
+    """``cut`` without the thick pieces it holds beyond ``near_px`` of ``silhouette``; bool (H, W) each.
+
+    The pixels of the cut farther than ``near_px`` from the silhouette (square) are its excess; the excess an
+    opening by a ``2 blob_px + 1`` square keeps, grown back by ``blob_px`` within the excess, is a thing
+    touching the body (a shoe, a chair leg), not the body: a robot that moved farther than the prediction
+    leaves a ribbon along its edge as thin as the error, which the opening removes and the cut keeps.
+
+    >>> sil = np.zeros((20, 30), bool); sil[8:11, 2:28] = True
+    >>> cut = sil.copy(); cut[11:19, 10:20] = True; cut[11:13, 2:8] = True   # a blob and a 2-px ribbon
+    >>> kept = cut_blobs(cut, sil, 1, 2)
+    >>> int(kept[11:19, 10:20].sum()), int(kept[11:13, 2:8].sum()), bool(kept[sil].all())
+    (10, 12, True)
+    """
+    import cv2
+
+    cut = np.asarray(cut, bool)
+    excess = cut & ~dilate_mask(silhouette, near_px)
+    if blob_px <= 0 or not excess.any():
+        return cut
+    k = np.ones((2 * blob_px + 1, 2 * blob_px + 1), np.uint8)
+    thick = cv2.morphologyEx(excess.view(np.uint8), cv2.MORPH_OPEN, k) > 0
+    return cut & ~(dilate_mask(thick, blob_px) & excess)
+
+
+def cut_off_model(cut: np.ndarray, silhouette: np.ndarray, far_px: int) -> np.ndarray:
+    """``cut ∧ dilate(silhouette, far_px)`` (square, :func:`~snaketrack.datasets.boxes.dilate_mask`); bool (H, W).
+
+    >>> sil = np.zeros((5, 12), bool); sil[2, 1:5] = True
+    >>> cut = np.zeros((5, 12), bool); cut[2, 1:11] = True
+    >>> np.flatnonzero(cut_off_model(cut, sil, 2)[2]).tolist()   # a blob beyond 2 px of the model goes
+    [1, 2, 3, 4, 5, 6]
+    """
+    return np.asarray(cut, bool) & dilate_mask(silhouette, far_px)
+
+
+class GatedBackend(FittedBackend):
+    """A box-prompted backend whose labels are held to the robot model fitted to them (module doc).
+
+    backend: the box-prompted backend (:class:`~snaketrack.datasets.grabcut_backend.GrabCutBackend` or
+    :class:`~snaketrack.datasets.motion_backend.MotionGuidedBackend`); fitter: a
+    :class:`~snaketrack.datasets.fit_labels.LabelFitter` (best built with :func:`gate_tracker`); config:
+    :class:`GateConfig`. After each frame, ``gate_flags`` holds the labeller flags it raised (``off_model``)
+    and ``last_fit`` the frame's ``fit.csv`` row with its ``gate`` reasons; ``gate_counts`` the frames each
+    reason was given, ``gated`` the frames given any.
+    """
+
+    def __init__(self, backend, fitter: LabelFitter, config: GateConfig = GateConfig()):
+        super().__init__(backend, fitter)
+        self.config = config
+        self._grabcut = getattr(backend, "grabcut", backend)
+        self._predicted: Optional[np.ndarray] = None
+        self._frame_predicted: Optional[np.ndarray] = None
+        self._reasons: list[str] = []
+        self.gate_flags: tuple[str, ...] = ()
+        self.gate_counts: dict[str, int] = {}
+        self.gated = 0
+
+    @property
+    def robot_fit(self) -> dict[str, Any]:
+        return dict(super().robot_fit, gate=asdict(self.config))
+
+    def predicted_silhouette(self) -> Optional[np.ndarray]:
+        """The silhouette (bool (H, W)) of the tracker's prediction of the next frame's pose, or None when the
+        model is not tracked (not started, coasting, lost)."""
+        tr = self.fitter.tracker
+        if not tr.started or tr.last is None or tr.last.status != "tracked":
+            return None
+        if self.last_fit is None or not float(self.last_fit["iou_fit"]) >= self.config.trust_iou:
+            return None  # the model did not explain the last label: it is no guide
+        f = tr.filter
+        x = (f.F @ f.x)[:tr.layout.dim]  # the constant-velocity prediction, the filter left as it is
+        sil = tr.renderer.mask(x)
+        return sil if sil.any() else None
+
+    def prompt_box(self, width: int, height: int) -> Optional[Box]:
+        """The next frame's prompt: the predicted silhouette's box grown by ``box_px``, or None (the labeller
+        grows the last good label's box instead)."""
+        self._predicted = self.predicted_silhouette()
+        if self._predicted is None:
+            return None
+        box = mask_to_box(self._predicted).expand(self.config.box_px).clip(width, height)
+        return box if box.area > 0 else None
+
+    def set_image(self, rgb: np.ndarray) -> None:
+        super().set_image(rgb)
+        self._reasons = []
+        self.gate_flags = ()
+
+    def predict(self, box, prior: Optional[np.ndarray] = None) -> np.ndarray:
+        cfg = self.config
+        pred = self._frame_predicted = self._predicted
+        self._predicted = None  # one frame's
+        if pred is None or pred.shape != self._frame.shape[:2]:
+            self._frame_predicted = None
+            cut = np.asarray(self.backend.predict(box, prior), bool)
+            tr = self.fitter.tracker
+            if tr.started:
+                return cut
+            # the first frame: the user's box says where the robot is (a guide the backend took from what
+            # moves may have led its cut to a person walking past)
+            inside = cut & box.to_mask(cut.shape[1], cut.shape[0])
+            if np.count_nonzero(cut & ~inside) >= cfg.min_px:
+                self._reasons.append("cut_off_box")
+            cut = inside
+            if np.count_nonzero(cut) < tr.config.min_mask_px:
+                return cut
+            # the first frame: cut again guided by the model fitted to the box's cut (a tether or a shoe in
+            # the user's box must not shape the model every later frame is held to)
+            sil = tr.renderer.mask(tr.start(cut).pose_vector(tr.layout))
+            tr.reset()
+            if mask_iou(sil, cut) < cfg.trust_iou:  # the model did not find the robot in the cut: no guide
+                return cut
+            again = np.asarray(self._grabcut.predict(box, None, guide=sil, guide_far_px=cfg.far_px), bool)
+            again = cut_off_model(cut_blobs(again, sil, cfg.near_px, cfg.blob_px), sil, cfg.far_px)
+            if np.count_nonzero(again) >= tr.config.min_mask_px and mask_iou(again, cut) >= cfg.trust_iou:
+                self._reasons.append("recut")
+                return again
+            return cut
+        cut = np.asarray(self.backend.predict(box, pred), bool)
+        gated = cut_off_model(cut_blobs(cut, pred, cfg.near_px, cfg.blob_px), pred, cfg.far_px)
+        if np.count_nonzero(cut & ~gated) >= cfg.min_px:
+            self._reasons.append("cut_off_model")
+        agree = mask_iou(gated, pred)
+        if agree < cfg.recut_iou:
+            again = np.asarray(self._grabcut.predict(box, pred, guide=pred, guide_far_px=cfg.far_px), bool)
+            again = cut_off_model(cut_blobs(again, pred, cfg.near_px, cfg.blob_px), pred, cfg.far_px)
+            if mask_iou(again, pred) > agree:
+                gated = again
+                self._reasons.append("recut")
+        return gated
+
+    def polish(self, mask: np.ndarray) -> np.ndarray:
+        cfg = self.config
+        polish = getattr(self.backend, "polish", None)
+        moving = self.backend.moving() if hasattr(self.backend, "moving") else None
+        label = polish(mask) if polish is not None else mask
+        pred = self._frame_predicted
+        # the model is fitted to the label within fit_px of its prediction: a rim of a thing touching the body,
+        # left within far_px, must not pull the fit towards it (it would pull the next prediction further)
+        seen = label & dilate_mask(pred, cfg.fit_px) if pred is not None else label
+        res = self.fitter(seen, self._frame, moving)
+        out = res.mask if pred is None else res.mask | label
+        sil = self.fitter.silhouette
+        if res.status == "tracked" and sil is not None and self._frame is not None:
+            kept = trimmed_label(sil, out, cfg.off_px)
+            if np.count_nonzero(out & ~kept) >= cfg.min_px:
+                self._reasons.append("trimmed_to_model")
+            out = kept
+            if mask_iou(out, sil) < cfg.drop_iou:
+                self._reasons.append("off_model")
+                self.gate_flags = ("off_model",)
+        for r in self._reasons:
+            self.gate_counts[r] = self.gate_counts.get(r, 0) + 1
+        self.gated += bool(self._reasons)
+        self.last_fit = dict(fit_row(label, res), area_fitted_px=int(np.count_nonzero(out)),
+                             gate="+".join(self._reasons))
+        return out

@@ -105,7 +105,7 @@ def ensure_dataset(path: Path, scene: str, robot: str, seed: int, frames: int, b
 
 def bench_options(scene: str, seed: int, frames: int, up: str = "sim-imu", refine_steps: int = 10,
                   hold_frames: int = 60, silhouette: str = "visual", static_camera: bool = True,
-                  track_ground: bool = True):
+                  track_ground: bool = True, renderer: str = "own"):
     """The benchmark's ``(PipelineConfig, RunOptions)`` for one clip.
 
     Masks corrupted with the clip's ``seed``; at most ``frames`` frames; no video, plots or progress bar.
@@ -119,7 +119,8 @@ def bench_options(scene: str, seed: int, frames: int, up: str = "sim-imu", refin
     fixed = scene == "static" and up != "none" and static_camera
     moving = scene != "static" and up != "none" and track_ground
     config = PipelineConfig(refine_steps=refine_steps, corrupt_masks=True, corrupt_seed=seed,
-                            static_camera=fixed, track_ground=moving, hold_frames=hold_frames, silhouette=silhouette)
+                            static_camera=fixed, track_ground=moving, hold_frames=hold_frames, silhouette=silhouette,
+                            renderer=renderer)
     return config, RunOptions(up=up, max_frames=frames, video=False, plots=False, progress=False)
 
 
@@ -151,6 +152,7 @@ class BenchmarkConfig:
     track_ground: the moving cameras follow their height over the ground (with an up direction). Default True.
     hold_frames: first frames held until the head's end is settled [frames]. Default 60.
     silhouette: the tracker's silhouette model (``visual``, ``visual-capsule``, ``capsules``). Default visual.
+    renderer: the tracker's silhouette renderer (``own``, ``pytorch3d``). Default own.
     reacquire: also run each clip with the robot hidden and count ``reacquire_frames``. Default True.
     hide_start: first hidden frame of that run. Default 60.
     reacquire_tail: frames tracked after the robot reappears. Default 60.
@@ -167,6 +169,7 @@ class BenchmarkConfig:
     track_ground: bool = True
     hold_frames: int = 60
     silhouette: str = "visual"
+    renderer: str = "own"
     reacquire: bool = True
     hide_start: int = 60
     reacquire_tail: int = 60
@@ -198,7 +201,7 @@ def bench_clip(data: Path, out: Path, scene: str, robot: str, config: BenchmarkC
     run_dir = out / f"{scene}-{SHORT.get(robot, robot)}"
     pipeline, opts = bench_options(scene, seed, c.frames, up=c.up, refine_steps=c.refine_steps,
                                    hold_frames=c.hold_frames, silhouette=c.silhouette,
-                                   static_camera=c.static_camera, track_ground=c.track_ground)
+                                   static_camera=c.static_camera, track_ground=c.track_ground, renderer=c.renderer)
     t0 = time.perf_counter()
     s = track_source(ds, run_dir, robot, config=pipeline, options=opts)
     res = {k: s.get(k) for k in REPORTED}
@@ -216,6 +219,7 @@ def bench_clip(data: Path, out: Path, scene: str, robot: str, config: BenchmarkC
     res["static_camera"] = pipeline.static_camera
     res["track_ground"] = pipeline.track_ground
     res["silhouette"] = c.silhouette
+    res["renderer"] = c.renderer
     if c.reacquire:
         hide = (c.hide_start, c.hide_start + HIDE_FRAMES)
         ensure_dataset(ds, scene, robot, c.seed, hide[1] + c.reacquire_tail)

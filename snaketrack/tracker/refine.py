@@ -93,6 +93,8 @@ class Refiner:
         self.lower = torch.as_tensor(self.robot.lower, dtype=torch.float64)
         self.upper = torch.as_tensor(self.robot.upper, dtype=torch.float64)
         self._radii = torch.as_tensor(renderer.model.radius, dtype=torch.float64)
+        # a renderer of its own geometry (meshes) gives its silhouette and Jacobian itself
+        self._pose_jacobian = getattr(renderer, "pose_jacobian", None)
 
     # -- geometry -------------------------------------------------------
     def _points(self, theta: torch.Tensor, R_ref: torch.Tensor) -> torch.Tensor:
@@ -147,8 +149,11 @@ class Refiner:
         if roi is None:
             return float("inf"), 0.0
         with torch.no_grad():
-            sil = soft_silhouette(a, b, r, self.K, roi, s, torch.tensor([float(offset_px)], dtype=torch.float64),
-                                  self.renderer.model.cylinders)[0]
+            off = torch.tensor([float(offset_px)], dtype=torch.float64)
+            if self._pose_jacobian is not None:
+                sil = self.renderer(xt, roi, s, off)[0][0]
+            else:
+                sil = soft_silhouette(a, b, r, self.K, roi, s, off, self.renderer.model.cylinders)[0]
         return self._cost_iou(sil.reshape(-1), obs, roi)
 
     def _cost_iou(self, sil: torch.Tensor, obs: Observation, roi) -> tuple[float, float]:
@@ -213,11 +218,15 @@ class Refiner:
             if roi is None:
                 return None
             s = replace(self.renderer.settings, sigma_px=sigma)
-            rj = render_with_jacobian(pts[None, :, 0], pts[None, :, 1], self._radii, self.K, roi, G, s,
-                                      offset_px=b, with_offset=cfg.estimate_offset, tol=cfg.jac_tol / sigma,
-                                      compute_dtype=getattr(torch, cfg.compute_dtype),
-                                      image_size=(self.renderer.width, self.renderer.height),
-                                      cylinders=self.renderer.model.cylinders)
+            if self._pose_jacobian is not None:
+                rj = self._pose_jacobian(theta[:J], _exp(theta[J:J + 3]) @ R_ref, theta[J + 3:], roi, s,
+                                         offset_px=b, with_offset=cfg.estimate_offset, tol=cfg.jac_tol / sigma)
+            else:
+                rj = render_with_jacobian(pts[None, :, 0], pts[None, :, 1], self._radii, self.K, roi, G, s,
+                                          offset_px=b, with_offset=cfg.estimate_offset, tol=cfg.jac_tol / sigma,
+                                          compute_dtype=getattr(torch, cfg.compute_dtype),
+                                          image_size=(self.renderer.width, self.renderer.height),
+                                          cylinders=self.renderer.model.cylinders)
             m = obs.crop(roi, obs.mask)
             w = obs.crop(roi, obs.weight)
             r = w * (rj.sil - m)
@@ -344,8 +353,11 @@ class Refiner:
         w = obs.crop(roi, obs.weight)
         for _ in range(n_iter):
             opt.zero_grad()
-            a, b, r = self.renderer.primitives(x[None])
-            sil = soft_silhouette(a, b, r, self.K, roi, s, cylinders=self.renderer.model.cylinders)[0].reshape(-1)
+            if self._pose_jacobian is not None:
+                sil = self.renderer(x[None], roi, s)[0][0].reshape(-1)
+            else:
+                a, b, r = self.renderer.primitives(x[None])
+                sil = soft_silhouette(a, b, r, self.K, roi, s, cylinders=self.renderer.model.cylinders)[0].reshape(-1)
             loss = ((w * (sil - m)) ** 2).sum()
             loss.backward()
             opt.step()

@@ -13,6 +13,9 @@ pose at 640×360 with the tracker's silhouette model (``visual``) and final edge
 - ``iou_at_truth``: the two backends' hard silhouettes (at σ = 0.5 px) against each other at that pose; ``faces``:
   PyTorch3D's mesh size.
 
+With ``--refine-frames N``, the tracker's refinement alone with each backend, frame after frame from the true
+first pose against the truth masks (no filter, no search): its base and joint errors and time per frame.
+
 Then each clip is tracked for ``--frames`` frames with each backend (``snaketrack track``'s benchmark options:
 corrupted truth masks, no up direction): the base position and joint errors, IoU and frames per second, and the
 PyTorch3D run's errors over the own run's.
@@ -115,6 +118,43 @@ def render_figures(ds_path: Path, reps: int, shipped: bool, device: str = "cpu")
     return out
 
 
+def refine_figures(ds_path: Path, frames: int, renderer: str) -> dict:
+    """The tracker's refinement alone, frame after frame from the true first pose against the clip's truth masks
+    (each frame starts from the last refined pose; no filter, no search): mean base position [m] and joint
+    [rad] errors over ``frames`` frames, the mean IoU and seconds per frame."""
+    from snaketrack.datasets.layout import Dataset
+    from snaketrack.models.robot import load_robot
+    from snaketrack.tracker.camera import Camera
+    from snaketrack.tracker.config import TrackerConfig
+    from snaketrack.tracker.observation import observe
+    from snaketrack.tracker.primitives import CapsuleModel
+    from snaketrack.tracker.refine import Refiner
+    from snaketrack.tracker.render import SilhouetteSettings
+    from snaketrack.tracker.renderers import make_renderer
+    from snaketrack.tracker.state import StateLayout
+
+    ds = Dataset(ds_path)
+    robot = load_robot(ds.meta.get("robot", "planar-snake-11"))
+    cam = Camera.from_meta(ds.meta)
+    cfg = TrackerConfig().refine
+    ren = make_renderer(renderer, robot, cam.K, cam.width, cam.height, CapsuleModel.from_visual(robot),
+                        SilhouetteSettings(sigma_px=cfg.sigma_px))
+    refiner = Refiner(ren, cfg)
+    lay = StateLayout.for_robot(robot)
+    truth = [lay.from_quat(t["joint_angles"], t["base_quat_cam"], t["base_position_cam"]) for t in ds.truth]
+    J = lay.n_joints
+    x, offset, base, joint, ious = truth[0], 0.0, [], [], []
+    t0 = time.perf_counter()
+    for i in range(1, frames + 1):
+        res = refiner.refine(x, observe(ds.mask(i) > 0, cfg), offset0=offset)
+        x, offset = res.x, res.offset_px
+        base.append(float(np.linalg.norm(x[J + 3:] - truth[i][J + 3:])))
+        joint.append(float(np.abs(x[:J] - truth[i][:J]).mean()))
+        ious.append(res.iou)
+    return {"base_position_error_m": float(np.mean(base)), "joint_error_rad": float(np.mean(joint)),
+            "iou": float(np.mean(ious)), "s_per_frame": (time.perf_counter() - t0) / frames}
+
+
 def track_figures(ds_path: Path, out: Path, frames: int, renderer: str) -> dict:
     from snaketrack.io import read_json
     from snaketrack.tracker.benchmark import REPORTED, bench_options
@@ -145,6 +185,8 @@ def main(argv=None) -> int:
     ap.add_argument("--shipped-backward", action="store_true",
                     help="also time PyTorch3D's own CPU backward (once: tens of seconds)")
     ap.add_argument("--no-track", action="store_true", help="timings only")
+    ap.add_argument("--refine-frames", type=int, default=0, metavar="N",
+                    help="also the refinement alone over N frames from the true first pose with each backend")
     ap.add_argument("--threads", type=int, default=2, help="torch intra-op threads (default 2)")
     args = ap.parse_args(argv)
     from snaketrack.errors import SnaketrackError
@@ -165,6 +207,12 @@ def main(argv=None) -> int:
         entry = {"render": render_figures(ds, args.reps, args.shipped_backward)}
         if torch.cuda.is_available():
             entry["render_gpu"] = render_figures(ds, args.reps, True, "cuda")
+        if args.refine_frames > 0:
+            ref = {r: refine_figures(ds, args.refine_frames, r) for r in ("own", "pytorch3d")}
+            ref["error_ratio"] = {k: ref["pytorch3d"][k] / ref["own"][k] if ref["own"][k] else None
+                                  for k in ("base_position_error_m", "joint_error_rad")}
+            entry["refine"] = ref
+            print(json.dumps({clip: ref}), file=sys.stderr)
         if not args.no_track:
             runs = {r: track_figures(ds, Path(args.out), args.frames, r) for r in ("own", "pytorch3d")}
             o, p = runs["own"], runs["pytorch3d"]

@@ -28,6 +28,9 @@ os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from snaketrack.errors import SnaketrackError  # noqa: E402
+from snaketrack.threads import ThreadPolicy, quiet_openmp  # noqa: E402
+
+quiet_openmp()  # as the command line does, before torch is loaded
 
 
 def main(argv=None) -> int:
@@ -39,7 +42,8 @@ def main(argv=None) -> int:
     ap.add_argument("--frames", type=int, default=150, help="frames of the rendered clip (default 150)")
     ap.add_argument("--seconds", type=float, default=60.0, help="length of the run [s] (default 60)")
     ap.add_argument("--track-size", default="640x360", metavar="WxH", help="tracking size (default 640x360)")
-    ap.add_argument("--threads", type=int, default=2, help="torch intra-op threads (default 2)")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="the tracker's and the segmenter's threads (default: serve's policy, one each)")
     ap.add_argument("--out", default="bench_out/service", help="folder for soak.png and soak.json")
     args = ap.parse_args(argv)
     from snaketrack.io import parse_size
@@ -59,9 +63,7 @@ def main(argv=None) -> int:
             if render.exitcode != 0:
                 print(f"error: rendering {dataset} failed", file=sys.stderr)
                 return 2
-        import torch
-
-        torch.set_num_threads(max(1, min(args.threads, os.cpu_count() or 1)))
+        ThreadPolicy.of(args.threads).apply()
         result = run_service_benchmark(dataset, config, out=args.out)
     except SnaketrackError as e:
         print(f"error: {e}", file=sys.stderr)

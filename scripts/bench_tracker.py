@@ -63,6 +63,12 @@ def main(argv=None) -> int:
                     help="repetitions of each timed renderer pass (the dense reference runs a quarter of them)")
     ap.add_argument("--reacquire-tail", type=int, default=60,
                     help="frames tracked after the robot reappears in the re-acquisition run")
+    ap.add_argument("--core", default="auto", choices=["auto", "compiled", "torch"],
+                    help="how refinement renders the silhouette and its Jacobian: the compiled kernel, the torch "
+                         "reference, or auto (compiled when numba is installed)")
+    ap.add_argument("--budget-width", type=float, default=12.0,
+                    help="refinement evaluates the image on k x k blocks for a body wider than this [px] "
+                         "(k: the body's width over it, rounded up; 0: always on the image's pixels; default 12)")
     args = ap.parse_args(argv)
     try:
         config = BenchmarkConfig(frames=args.frames, seed=args.seed, scenes=tuple(args.scenes),
@@ -70,7 +76,8 @@ def main(argv=None) -> int:
                                  static_camera=not args.no_static_camera, track_ground=not args.no_track_ground,
                                  hold_frames=args.hold_frames, silhouette=args.silhouette, renderer=args.renderer,
                                  reacquire=not args.no_reacquire, hide_start=args.hide_start,
-                                 reacquire_tail=args.reacquire_tail, timing_reps=args.timing_reps)
+                                 reacquire_tail=args.reacquire_tail, timing_reps=args.timing_reps,
+                                 refine_core=args.core, refine_budget_px=args.budget_width)
     except SnaketrackError as e:
         ap.error(str(e))
     import torch

@@ -15,8 +15,10 @@ import warnings
 from typing import Optional, Sequence
 
 from snaketrack.errors import SnaketrackError, SnaketrackWarning
+from snaketrack.threads import quiet_openmp
 
 os.environ.setdefault("MUJOCO_GL", "egl")
+quiet_openmp()  # before torch is loaded: OpenMP's idle workers sleep (snaketrack.threads)
 os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
 
 
@@ -38,11 +40,12 @@ EPILOG = ("The pipeline: label (a robot mask per frame from one box) -> train (a
           "track (joint angles and pose) -> estimate (the head Jacobian); serve tracks a live source for a "
           "controller. `snaketrack COMMAND --help` for each; README.md and docs/ for the rest.")
 #: the order ``--help`` lists the commands in: the pipeline's, then the tools around it
-ORDER = ("demo", "label", "fit-labels", "train", "segment", "eval-seg", "track", "estimate", "serve", "listen",
+ORDER = ("demo", "fit-video", "label", "fit-labels", "train", "segment", "eval-seg", "track", "estimate", "serve",
+         "listen",
          "batch", "calibrate", "robot", "sim", "statics")
 #: what each group of subcommands holds, for ``--help``
 GROUPS = {"sim": "simulators that know the truth: synthetic video, locomotion, control, the Jacobian experiments",
-          "robot": "robot files: draw a robot's silhouette"}
+          "robot": "robot files: write one from a few numbers, draw its silhouette"}
 
 
 def _commands():

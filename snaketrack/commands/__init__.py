@@ -31,11 +31,12 @@ class Command:
 
 
 def add_threads_argument(p: argparse.ArgumentParser) -> None:
-    """``--threads N``: torch's CPU threads for the tracker and a segmenter's network (an inference engine takes
-    as many); applied by :func:`apply_threads`."""
+    """``--threads N``: the tracker's and the segmenter's CPU threads (:class:`snaketrack.threads.ThreadPolicy`);
+    applied by :func:`apply_thread_policy`."""
     p.add_argument("--threads", type=int, default=None, metavar="N",
-                   help="CPU threads of the tracker and the segmenter's network (default: torch's, one a core); "
-                        "the tracker's small tensors may run faster on one (docs/tracking.md, 'Threads')")
+                   help="CPU threads of the tracker (torch) and of the segmenter's inference engine, each (default: "
+                        "one each, the segmenter reading ahead on the second core; holds its rate on a shared CPU: "
+                        "docs/tracking.md, 'Threads')")
 
 
 def apply_threads(args: argparse.Namespace) -> None:
@@ -50,6 +51,14 @@ def apply_threads(args: argparse.Namespace) -> None:
     import torch
 
     torch.set_num_threads(threads)
+
+
+def apply_thread_policy(args: argparse.Namespace) -> dict[str, int]:
+    """Apply the tracking thread policy of ``args.threads`` (:func:`add_threads_argument`, None: the default
+    policy); returns torch's threads after (:meth:`snaketrack.threads.ThreadPolicy.apply`)."""
+    from snaketrack.threads import ThreadPolicy
+
+    return ThreadPolicy.of(getattr(args, "threads", None)).apply()
 
 
 def add_camera_arguments(p: argparse.ArgumentParser, default: str) -> None:

@@ -14,6 +14,7 @@ import sys
 
 from snaketrack.commands import Command
 from snaketrack.errors import InputError
+from snaketrack.extras import require
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
@@ -31,6 +32,7 @@ def _run(args: argparse.Namespace) -> int:
     from snaketrack.batch.campaign import load_campaign
     from snaketrack.batch.runner import Resources, run_campaign
 
+    require("batch", "batch")
     if args.workers is not None and args.workers < 1:
         raise InputError(f"--workers {args.workers}; expected a positive number")
     campaign = load_campaign(args.campaign)

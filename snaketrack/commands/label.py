@@ -20,6 +20,7 @@ import json
 
 from snaketrack.commands import Command, add_camera_arguments, apply_threads, camera_of
 from snaketrack.errors import InputError
+from snaketrack.extras import require
 
 #: torch's threads for GrabCut's labeller: the fit's tracker works on small tensors, and the other core makes the
 #: next frame's motion map (docs/benchmarks.md, "Labels and a segmenter on scenes they were not tuned on")
@@ -182,6 +183,7 @@ def _box_backend(name: str, source, robot, intrinsics, sam_checkpoint, sam_model
         if not sam_checkpoint:
             raise InputError("--backend sam needs --sam-checkpoint FILE (Segment Anything's weights, a file you "
                              "supply); or use --backend grabcut")
+        require("sam", "--backend sam")
         return SamBackend(sam_checkpoint, sam_model, device=device)
     if name == "grabcut":
         from snaketrack.datasets.grabcut_backend import GrabCutBackend

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
@@ -24,10 +25,11 @@ from snaketrack.commands import (
     add_camera_arguments,
     add_setting_argument,
     add_threads_argument,
-    apply_threads,
+    apply_thread_policy,
     camera_of,
 )
 from snaketrack.errors import FileFormatError, InputError, MissingFileError
+from snaketrack.extras import require
 
 
 def read_token(path: str) -> str:
@@ -143,7 +145,8 @@ def open_service(args: argparse.Namespace):
 
 
 def _serve(args: argparse.Namespace) -> int:
-    apply_threads(args)
+    require("service", "serve")
+    apply_thread_policy(args)
     service = open_service(args)
     stop = threading.Event()
 
@@ -158,12 +161,14 @@ def _serve(args: argparse.Namespace) -> int:
         while not stop.is_set() and not service.wait(0.2):
             pass
     finally:
-        figures = service.stop()
+        figures = service.stop()  # within its stop timeout, the recording closed
         for s, h in previous.items():
             signal.signal(s, h)
     print(json.dumps(figures), flush=True)
     if args.record:
-        print(f"wrote {args.record}", file=sys.stderr)
+        print(f"wrote {args.record}", file=sys.stderr, flush=True)
+    if not service.clean:  # a thread still inside a frame (a search on a loaded CPU): end without waiting
+        os._exit(0)        # for it, and without the native libraries' teardown racing it
     return 0
 
 
@@ -177,6 +182,7 @@ def _listen_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _listen(args: argparse.Namespace) -> int:
+    require("service", "listen", ["websockets"])
     from snaketrack.service import StateClient
     from snaketrack.service.messages import STATE
 

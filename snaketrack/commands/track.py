@@ -23,10 +23,11 @@ from snaketrack.commands import (
     add_camera_arguments,
     add_setting_argument,
     add_threads_argument,
-    apply_threads,
+    apply_thread_policy,
     camera_of,
 )
 from snaketrack.errors import InputError
+from snaketrack.extras import require
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
@@ -102,7 +103,7 @@ def _run(args: argparse.Namespace) -> int:
     from snaketrack.tracker.run import RunOptions, track_source
 
     src = Path(args.source)
-    apply_threads(args)
+    apply_thread_policy(args)
     seed = args.corrupt_seed
     if seed is None:
         seed = 0
@@ -119,6 +120,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.chunks != 1:
         from snaketrack.batch.chunks import track_chunked
 
+        require("batch", "track --chunks")
         if args.up == "auto" or args.refine_focal:
             raise InputError("--chunks: --up auto and --refine-focal calibrate on the first frames in one pass")
         if args.states or args.max_frames:
@@ -135,7 +137,9 @@ def _run(args: argparse.Namespace) -> int:
                          refine_focal=args.refine_focal,
                          calibration_frames=args.calibration_frames)
     summary = track_source(src, args.out, args.robot, camera_of(args), args.masks, config, options)
-    keys = ("frames", "fps", "base_position_error_m", "joint_error_rad", "iou", "iou_truth", "frames_lost")
+    # iou: the fit with its edge offset, silhouette_iou_mean: the model's own silhouette; both means over frames
+    keys = ("frames", "fps", "base_position_error_m", "joint_error_rad", "iou", "silhouette_iou_mean", "iou_truth",
+            "frames_lost")
     report = sys.stderr if args.states == "-" else sys.stdout  # standard output carries the states then
     cal = summary.get("calibration") or {}
     if "focal" in cal:
@@ -147,6 +151,13 @@ def _run(args: argparse.Namespace) -> int:
     print("  ".join(f"{k}={summary[k]:.4g}" if isinstance(summary.get(k), float) else f"{k}={summary[k]}"
                     for k in keys if k in summary), file=report)
     print(f"wrote {args.out}/track.csv" + ("" if args.no_video else f", {args.out}/overlay.mp4"), file=report)
+    if "joint_error_rad" not in summary:  # no truth: say when the truth-free figures say the track is wrong
+        from snaketrack.datasets.video import open_frames
+        from snaketrack.models.robot import source_robot
+        from snaketrack.tracker.quality_flags import flag_run
+
+        frames = open_frames(src)
+        flag_run(args.out, source_robot(args.robot, getattr(frames, "meta", {}) or {}), float(frames.fps))
     return 0
 
 

@@ -94,6 +94,14 @@ class LatestFrame:
             self.closed = True
             self._cond.notify_all()
 
+    def discard(self) -> None:
+        """Remove the frame in the slot, if any, counting it as dropped (it will not be taken)."""
+        with self._cond:
+            if self._frame is not None:
+                self._frame = None
+                self.dropped += 1
+            self._cond.notify_all()
+
 
 class PushSource:
     """Frames pushed by the caller (a simulator, another capture library): ``push`` never blocks.
@@ -195,6 +203,10 @@ class RecordedFeed:
             yield k, self.source.frame(i), i
             k += 1
 
+    def restart_clock(self) -> None:
+        """With ``realtime``, the next frame is delivered at once and the later ones at the frame rate from it."""
+        self._t0 = None
+
     def reopen(self) -> bool:
         return False
 
@@ -253,6 +265,10 @@ class Capture:
     capture ends.
     ``paced``: a recorded feed not played in real time waits for the tracker (nothing dropped).
     ``on_status(status)`` is called on each change (the service publishes it).
+    ``hold_clock``: an event; a recorded feed played in real time delivers its first frame, waits for the
+    event (the service sets it once that frame is tracked, its pose search done), then restarts its clock
+    (``RecordedFeed.restart_clock``), so that the first frame's search does not skip the recording's
+    start. None (default): no wait.
     """
 
     max_failed_in_a_row = 25
@@ -266,6 +282,7 @@ class Capture:
         self.failed = 0
         self.error: Optional[str] = None
         self.paced = not feed.live and not getattr(feed, "realtime", False)
+        self.hold_clock: Optional[threading.Event] = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="snaketrack-capture", daemon=True)
 
@@ -284,8 +301,20 @@ class Capture:
             if self.on_status is not None:
                 self.on_status(status)
 
+    def _hold(self) -> bool:
+        """After the first frame of a recording played in real time: wait for ``hold_clock``, then restart
+        the feed's clock (class doc). Whether it waited."""
+        if self.hold_clock is None or not getattr(self.feed, "realtime", False):
+            return False
+        while not self.hold_clock.wait(0.1):
+            if self._stop.is_set():
+                return False
+        self.feed.restart_clock()
+        return True
+
     def _run(self) -> None:
         in_a_row = 0
+        held = None  # whether the clock was held after the first frame; None: not yet asked
         try:
             while not self._stop.is_set():
                 if self.paced:
@@ -311,6 +340,8 @@ class Capture:
                 if frame is None:
                     break
                 self.slot.put(frame)
+                if held is None and hasattr(self.feed, "restart_clock"):
+                    held = self._hold()
         finally:
             self.feed.release()
             self._set("ended")

@@ -45,6 +45,10 @@ class RobotState:
     capture_time, publish_time: wall clock [s since the epoch]. received_time: when the client got it.
     reading_settled: False while the tracker has not yet settled which end is the head (the track may
     still turn round: head and tail swapped); a controller should wait for it.
+    predicted_time: the time [s since the epoch] the ``predicted_*`` entries hold for (the publish time:
+    the state carried forward by the tracker's constant-velocity prediction over the latency,
+    :mod:`snaketrack.tracker.forecast`), None when the message carries no prediction; predicted_q (J,),
+    predicted_base_position (3,), predicted_base_quat (4,) (w, x, y, z), predicted_head (3,): the pose then.
     """
 
     frame: int
@@ -61,6 +65,16 @@ class RobotState:
     received_time: float
     row: dict
     reading_settled: bool = True
+    predicted_time: Optional[float] = None
+    predicted_q: Optional[np.ndarray] = None
+    predicted_base_position: Optional[np.ndarray] = None
+    predicted_base_quat: Optional[np.ndarray] = None
+    predicted_head: Optional[np.ndarray] = None
+
+    @property
+    def predicted_dt(self) -> Optional[float]:
+        """How far [s] the predicted pose is ahead of the captured frame (None: no prediction)."""
+        return None if self.predicted_time is None else self.predicted_time - self.capture_time
 
     @property
     def latency_ms(self) -> float:
@@ -78,12 +92,20 @@ class RobotState:
         qdot = None
         if "qdot_1" in msg:
             qdot = np.array([f(f"qdot_{k + 1}") for k in range(n)])
-        return cls(frame=int(msg["frame"]), t=f("t"), q=np.array([f(f"q_{k + 1}") for k in range(n)]), qdot=qdot,
-                   base_position=np.array([f("base_x"), f("base_y"), f("base_z")]),
-                   base_quat=np.array([f("base_qw"), f("base_qx"), f("base_qy"), f("base_qz")]),
-                   head=np.array([f("head_x"), f("head_y"), f("head_z")]), status=str(msg.get("status")),
+        def pose(prefix: str) -> dict:
+            return dict(q=np.array([f(f"{prefix}q_{k + 1}") for k in range(n)]),
+                        base_position=np.array([f(f"{prefix}base_{a}") for a in "xyz"]),
+                        base_quat=np.array([f(f"{prefix}base_q{a}") for a in "wxyz"]),
+                        head=np.array([f(f"{prefix}head_{a}") for a in "xyz"]))
+
+        predicted = {}
+        if msg.get("predicted_time") is not None:
+            predicted = {f"predicted_{k}": v for k, v in pose("predicted_").items()}
+            predicted["predicted_time"] = f("predicted_time")
+        return cls(frame=int(msg["frame"]), t=f("t"), qdot=qdot, status=str(msg.get("status")),
                    iou=f("iou"), capture_time=f("capture_time"), publish_time=f("publish_time"),
-                   received_time=received_time, row=msg, reading_settled=bool(msg.get("reading_settled", True)))
+                   received_time=received_time, row=msg, reading_settled=bool(msg.get("reading_settled", True)),
+                   **pose(""), **predicted)
 
 
 class StateClient:

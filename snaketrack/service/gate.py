@@ -1,13 +1,18 @@
-"""A token check in front of the Foxglove SDK's WebSocket server.
+"""A gate in front of the Foxglove SDK's WebSocket server: the token check and both subprotocol names.
 
-The SDK's server cannot refuse a client at the handshake, so the service runs
-it on a private loopback port and puts :class:`TokenGate` where clients
-connect. The gate answers the HTTP upgrade request itself: without the token
-(``Authorization: Bearer TOKEN`` or the query ``?token=TOKEN``, the form a
-browser such as the Foxglove app can send) the client gets ``401`` and no
-WebSocket. An accepted client is relayed, message for message, through a
-connection of its own to the SDK's server, which keeps its per-client queue
-(and its dropping of old messages for a slow client).
+The SDK's server cannot refuse a client at the handshake, and it accepts only
+the subprotocol name ``foxglove.sdk.v1``: a client that asks for the same
+protocol by its older name, ``foxglove.websocket.v1`` (apps built on
+``@foxglove/ws-protocol``, roslibjs-foxglove, older Lichtblick), gets HTTP 400.
+So the service runs the SDK's server on a private loopback port and puts
+:class:`TokenGate` where clients connect. The gate answers the HTTP upgrade
+request itself: it accepts either name (:data:`SUBPROTOCOLS`) and, with a
+token, refuses a client without it (``Authorization: Bearer TOKEN`` or the
+query ``?token=TOKEN``, the form a browser such as the Foxglove app can send)
+with ``401`` and no WebSocket. An accepted client is relayed, message for
+message, through a connection of its own to the SDK's server under the SDK's
+name, which keeps its per-client queue (and its dropping of old messages for a
+slow client).
 """
 from __future__ import annotations
 
@@ -18,7 +23,10 @@ from http import HTTPStatus
 from typing import Optional
 from urllib.parse import parse_qs, urlsplit
 
-SUBPROTOCOLS = ("foxglove.sdk.v1", "foxglove.websocket.v1")
+#: the subprotocol name the SDK's server accepts
+SDK_SUBPROTOCOL = "foxglove.sdk.v1"
+#: the names clients may ask for, the SDK's first: one protocol (the second is its name in @foxglove/ws-protocol)
+SUBPROTOCOLS = (SDK_SUBPROTOCOL, "foxglove.websocket.v1")
 
 
 def presented_token(path: str, headers) -> Optional[str]:
@@ -31,10 +39,11 @@ def presented_token(path: str, headers) -> Optional[str]:
 
 
 class TokenGate:
-    """Listen on ``host:port`` (0: any free port), admit clients with ``token``, relay them to
-    ``127.0.0.1:upstream_port``. Runs its own event loop in a thread."""
+    """Listen on ``host:port`` (0: any free port), admit clients with ``token`` (None: every client) that ask
+    for one of :data:`SUBPROTOCOLS`, relay them to ``127.0.0.1:upstream_port``. Runs its own event loop in a
+    thread."""
 
-    def __init__(self, token: str, host: str, port: int, upstream_port: int):
+    def __init__(self, token: Optional[str], host: str, port: int, upstream_port: int):
         self.token, self.host, self.requested_port, self.upstream_port = token, host, int(port), int(upstream_port)
         self.refused = 0
         self.port: Optional[int] = None
@@ -65,6 +74,8 @@ class TokenGate:
             self._loop.close()
 
     def _admit(self, connection, request):
+        if self.token is None:
+            return None
         got = presented_token(request.path, request.headers)
         if got is None or not hmac.compare_digest(got.encode(), self.token.encode()):
             self.refused += 1
@@ -75,8 +86,7 @@ class TokenGate:
         from websockets.asyncio.client import connect
 
         upstream_url = f"ws://127.0.0.1:{self.upstream_port}"
-        protocols = [client.subprotocol] if client.subprotocol else list(SUBPROTOCOLS[:1])
-        async with connect(upstream_url, subprotocols=protocols, max_size=None, compression=None) as upstream:
+        async with connect(upstream_url, subprotocols=[SDK_SUBPROTOCOL], max_size=None, compression=None) as upstream:
             async def pump(src, dst):
                 async for message in src:
                     await dst.send(message)

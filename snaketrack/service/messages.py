@@ -85,6 +85,17 @@ STATE_SCHEMA = {
         "frame": {"type": "integer"}, "t": {"type": "number"}, "status": {"type": "string"},
         "capture_time": {"type": "number"}, "publish_time": {"type": "number"},
         "reading_settled": {"type": "boolean", "description": "which end is the head is settled"},
+        "predicted_time": {"type": "number",
+                           "description": "the time the predicted_* fields hold for: the publish time [s since "
+                                          "the epoch]"},
+        "predicted_dt": {"type": "number",
+                         "description": "predicted_time - capture_time [s]: how far the state was carried forward"},
+    },
+    "patternProperties": {
+        "^predicted_q_[0-9]+$": {"type": "number", "description": "joint angle at predicted_time [rad]"},
+        "^predicted_base_[xyz]$": {"type": "number", "description": "base position at predicted_time [m]"},
+        "^predicted_base_q[wxyz]$": {"type": "number", "description": "base orientation at predicted_time"},
+        "^predicted_head_[xyz]$": {"type": "number", "description": "head point at predicted_time [m]"},
     },
     "additionalProperties": True,
 }
@@ -116,10 +127,13 @@ def joint_state_message(state, capture_time: float) -> dict[str, Any]:
 
 
 def state_message(row: dict, state, capture_time: float, publish_time: float,
-                  reading_settled: bool = True) -> dict[str, Any]:
+                  reading_settled: bool = True, predicted=None) -> dict[str, Any]:
     """``/snake/state``: the ``track.csv`` row (NaN as null), ``qdot_1 … qdot_J`` [rad/s] when known,
     the capture and publish times [s since the epoch], and ``reading_settled``: False while the body
-    wave has not yet shown which end is the head (the track may still turn round; a controller waits)."""
+    wave has not yet shown which end is the head (the track may still turn round; a controller waits).
+    ``predicted``: the state carried forward to the publish time
+    (:func:`~snaketrack.tracker.forecast.forecast`), as ``predicted_time``, ``predicted_dt`` [s] and
+    ``predicted_`` + the pose columns (``q_*``, ``base_*``, ``base_q*``, ``head_*``); None: none."""
     msg: dict[str, Any] = {}
     for k, v in row.items():
         if isinstance(v, (float, np.floating)):
@@ -134,7 +148,17 @@ def state_message(row: dict, state, capture_time: float, publish_time: float,
     msg["capture_time"] = float(capture_time)
     msg["publish_time"] = float(publish_time)
     msg["reading_settled"] = bool(reading_settled)
+    if predicted is not None:
+        msg["predicted_time"] = float(publish_time)
+        msg["predicted_dt"] = float(publish_time) - float(capture_time)
+        for k, v in predicted.as_row().items():
+            if k.startswith(PREDICTED_COLUMNS):
+                msg[f"predicted_{k}"] = _finite(v)
     return msg
+
+
+#: The pose columns that ``/snake/state`` also gives as predicted to the publish time (``predicted_`` prefix).
+PREDICTED_COLUMNS = ("q_", "base_", "head_")
 
 
 def status_message(**fields: Any) -> dict[str, Any]:

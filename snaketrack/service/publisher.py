@@ -92,18 +92,14 @@ class Publisher:
             m.OVERLAY: CompressedImageChannel(m.OVERLAY, context=ctx),
         }
         try:
-            if self.token is None:
-                self.server = foxglove.start_server(name="snaketrack", host=self.host, port=self.requested_port,
-                                                    context=ctx, message_backlog_size=self.client_queue,
-                                                    server_listener=self._subscriptions)
-            else:
-                from snaketrack.service.gate import TokenGate
+            from snaketrack.service.gate import TokenGate
 
-                self.server = foxglove.start_server(name="snaketrack", host="127.0.0.1", port=0, context=ctx,
-                                                    message_backlog_size=self.client_queue,
-                                                    server_listener=self._subscriptions)
-                self.gate = TokenGate(self.token, self.host, self.requested_port, upstream_port=self.server.port)
-                self.gate.start()
+            # the SDK's server accepts one subprotocol name and no token check: clients reach it through the gate
+            self.server = foxglove.start_server(name="snaketrack", host="127.0.0.1", port=0, context=ctx,
+                                                message_backlog_size=self.client_queue,
+                                                server_listener=self._subscriptions)
+            self.gate = TokenGate(self.token, self.host, self.requested_port, upstream_port=self.server.port)
+            self.gate.start()
         except (RuntimeError, OSError) as e:  # the port taken, the host unknown: before any file is written
             self.close()
             raise InputError(f"--host {self.host} --port {self.requested_port}: cannot serve there "
@@ -194,8 +190,12 @@ class Publisher:
             if ok:
                 ch[m.OVERLAY].log(CompressedImage(timestamp=stamp, frame_id=m.CAMERA_FRAME, data=jpeg.tobytes(),
                                                   format="jpeg"), log_time=ns)
-        published = time.time()
-        ch[m.STATE].log(m.state_message(result.row, state, capture_time, published, reading_settled), log_time=ns)
+        from snaketrack.tracker.forecast import forecast
+
+        published = time.time()  # the forecast's time: the state as it stands when a client gets it
+        predicted = forecast(state, self.robot, max(0.0, published - capture_time))
+        ch[m.STATE].log(m.state_message(result.row, state, capture_time, published, reading_settled, predicted),
+                        log_time=ns)
         self.flush()
         return 1000.0 * (published - capture_time)
 

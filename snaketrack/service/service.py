@@ -4,8 +4,21 @@
 a camera, a stream, a recorded file, or frames pushed by the caller), one
 :class:`~snaketrack.tracker.pipeline.TrackingSession` and a
 :class:`~snaketrack.service.publisher.Publisher` (Foxglove WebSocket and
-MCAP). Three threads: capture, tracking (takes the newest frame, steps the
-session, publishes), and the SDK's server. ``snaketrack serve`` runs one.
+MCAP). The stages overlap, each in a thread of its own: capture; preparing
+(undistorting, resizing and segmenting the newest captured frame,
+:meth:`~snaketrack.tracker.pipeline.TrackingSession.prepare`); tracking (the
+newest prepared frame); publishing (each tracked state, its overlay and
+forecast, in order, :class:`~snaketrack.tracker.overlap.WriteBehind`); and
+the SDK's server. Between capture and preparing, and between preparing and
+tracking, one slot each holds the newest frame (:class:`LatestFrame`): a
+frame replaced before it was taken counts as dropped. ``snaketrack serve``
+runs one.
+
+Stopping (:meth:`TrackingService.stop`) takes at most ``stop_timeout_s``: the
+threads are told to end after the frame they are on and waited for until
+then; the recording is closed in any case. A frame the tracker is still on
+then (a search on a loaded CPU) is abandoned: :attr:`TrackingService.clean`
+says whether every thread ended.
 
 >>> from snaketrack.service import PushSource, ServiceConfig
 >>> ServiceConfig().host, ServiceConfig().port
@@ -75,7 +88,9 @@ class TrackingService:
     """
 
     def __init__(self, source, robot, camera, pipeline: PipelineConfig = PipelineConfig(),
-                 config: ServiceConfig = ServiceConfig(), segmenter: Any = None):
+                 config: ServiceConfig = ServiceConfig(), segmenter: Any = None, stop_timeout_s: float = 3.0):
+        from snaketrack.service.capture import LatestFrame
+
         self.source, self.robot, self.config = source, robot, config
         if (camera.width, camera.height) != (source.width, source.height):
             raise InputError(f"camera of {camera.width}x{camera.height} px; the source's frames are "
@@ -84,19 +99,28 @@ class TrackingService:
                                        segmenter=segmenter)
         self.publisher = Publisher(robot, self.session.camera.K, config.host, config.port, config.token,
                                    config.record, config.client_queue, config.overlay_hz)
+        self.stop_timeout_s = float(stop_timeout_s)
         self.latencies_ms: deque[float] = deque(maxlen=100_000)
         self.frames_tracked = 0
         self.errors = 0
         self.last_error: Optional[str] = None
         self.state = "waiting"
+        self.clean = True  # every thread ended when stopped
+        self.first_tracked = threading.Event()  # the first frame is tracked (its search done)
+        self.prepared = LatestFrame()  # the newest prepared frame, waiting for the tracker
+        self._paced = bool(getattr(source, "paced", False))  # a recording at the tracker's pace: nothing dropped
         self._last: dict[str, Any] = {}
         self._stop = threading.Event()
         self._done = threading.Event()
+        self._prepare_thread = threading.Thread(target=self._prepare_loop, name="snaketrack-prepare", daemon=True)
         self._thread = threading.Thread(target=self._run, name="snaketrack-track", daemon=True)
+        self._behind = None
         self._started = self._stopped = False
         self._figures: Optional[dict] = None
         if hasattr(source, "on_status") and source.on_status is None:  # a dropped camera is told at once,
             source.on_status = self._source_status                      # even while the tracker is busy
+        if hasattr(source, "hold_clock") and source.hold_clock is None:  # a recording played in real time
+            source.hold_clock = self.first_tracked                       # starts its clock after the first frame
 
     # -- lifetime ---------------------------------------------------------------------------
     @property
@@ -109,12 +133,16 @@ class TrackingService:
         return self.publisher.port
 
     def start(self, capture: bool = True) -> "TrackingService":
-        """Start the server and the tracking thread, and the capture unless ``capture`` is False (then
-        :meth:`start_capture` starts it, e.g. once the clients are connected)."""
+        """Start the server and the preparing, tracking and publishing threads, and the capture unless
+        ``capture`` is False (then :meth:`start_capture` starts it, e.g. once the clients are connected)."""
+        from snaketrack.tracker.overlap import WriteBehind
+
         self.publisher.start()
         self.session.start()
         self._started = True
         self._publish_status()
+        self._behind = WriteBehind(self._publish, depth=8, name="snaketrack-publish")
+        self._prepare_thread.start()
         self._thread.start()
         if capture:
             self.start_capture()
@@ -128,30 +156,62 @@ class TrackingService:
         return self._done.wait(timeout)
 
     def stop(self) -> dict:
-        """Stop capture and tracking, close the server and finish the MCAP; the run's figures."""
+        """Stop capture and tracking, close the server and finish the MCAP, within ``stop_timeout_s``
+        (module doc); the run's figures."""
         if self._stopped:
             return self._figures
         self._stopped = True
+        deadline = time.monotonic() + self.stop_timeout_s
         self._stop.set()
-        self.source.stop()
+        self.prepared.close()
+        stop_source = threading.Thread(target=self.source.stop, name="snaketrack-stop-capture", daemon=True)
+        stop_source.start()  # a capture blocked in a read must not hold the rest up
         if self._started:
-            self._thread.join(timeout=30)
+            for thread in (self._prepare_thread, self._thread):
+                thread.join(max(0.0, deadline - time.monotonic()))
+            self.clean = self._behind.close(max(0.0, deadline - time.monotonic())) and \
+                not self._thread.is_alive() and not self._prepare_thread.is_alive()
             self.state = "ended"
             self._publish_status()
+        stop_source.join(max(0.0, deadline - time.monotonic()))
+        self.clean = self.clean and not stop_source.is_alive()
+        if not self._prepare_thread.is_alive():  # frames left in the slots were never tracked: dropped
+            self.source.slot.discard()
+            self.prepared.discard()
         self.publisher.close()
         self._figures = self.figures()
         return self._figures
 
-    # -- tracking ---------------------------------------------------------------------------
-    def _run(self) -> None:
+    # -- the stages ---------------------------------------------------------------------------
+    def _prepare_loop(self) -> None:
+        """Take the newest captured frame, prepare it (undistort, resize, segment) and offer it to the tracker."""
         slot = self.source.slot
+        try:
+            while not self._stop.is_set():
+                frame = slot.take(timeout=0.5)
+                if frame is None:
+                    if slot.closed:
+                        break
+                    continue
+                try:
+                    prepared = self.session.prepare(frame.rgb, frame.mask, frame.index)
+                except Exception as e:  # a bad frame costs that frame, not the service
+                    self._fail(frame, e)
+                    continue
+                if self._paced:
+                    self.prepared.wait_empty()
+                self.prepared.put((frame, prepared))
+        finally:
+            self.prepared.close()
+
+    def _run(self) -> None:
         period = 1.0 / self.config.status_hz
         last_status = time.monotonic()
         try:
             while not self._stop.is_set():
-                frame = slot.take(timeout=period)
-                if frame is None:
-                    if slot.closed:
+                item = self.prepared.take(timeout=period)
+                if item is None:
+                    if self.prepared.closed:
                         break
                     if self.source.status != "live":
                         self.state = self.source.status
@@ -159,21 +219,30 @@ class TrackingService:
                     last_status = time.monotonic()
                     continue
                 before = self.state
-                self._track(frame)
+                self._track(*item)
                 if self.state != before or time.monotonic() - last_status >= period:  # a change is told at once
                     self._publish_status()
                     last_status = time.monotonic()
         finally:
-            self._done.set()
+            self.first_tracked.set()  # a recording's clock is not held by a tracker that has ended
+            if self._behind is not None:
+                self._behind.put(None)  # the done marker, after the last state
+            else:
+                self._done.set()
 
-    def _track(self, frame) -> None:
+    def _fail(self, frame, e: Exception) -> None:
+        self.errors += 1
+        self.last_error = f"frame {frame.index}: {e}"
+        self._publish_status()
+
+    def _track(self, frame, prepared) -> None:
         try:
-            results = self.session.step(frame.rgb, frame.mask, up=frame.up, t=frame.t, index=frame.index)
+            results = self.session.track(prepared, up=frame.up, t=frame.t)
         except Exception as e:  # a bad frame costs that frame, not the service
-            self.errors += 1
-            self.last_error = f"frame {frame.index}: {e}"
-            self._publish_status()
+            self._fail(frame, e)
             return
+        finally:
+            self.first_tracked.set()
         settled = bool(getattr(self.session.tracker, "reading_settled", True))
         for r in results:
             self.frames_tracked += 1
@@ -181,9 +250,22 @@ class TrackingService:
             if not r.state.has_pose:  # the robot not yet seen: no pose to publish, the status says lost
                 self._last = {"frame": r.index}
                 continue
-            latency = self.publisher.publish(r, frame.capture_time, frame.up, settled)
-            self.latencies_ms.append(latency)
-            self._last = {"frame": r.index, "iou": float(r.state.iou), "latency_ms": latency}
+            self._behind.put((r, frame.capture_time, frame.up, settled))
+
+    def _publish(self, item) -> None:
+        """Publish one tracked frame (the publishing thread); None: the last one was."""
+        if item is None:
+            self._done.set()
+            return
+        r, capture_time, up, settled = item
+        try:
+            latency = self.publisher.publish(r, capture_time, up, settled)
+        except Exception as e:  # a failed publish costs that state, not the service
+            self.errors += 1
+            self.last_error = f"frame {r.index}: publishing: {e}"
+            return
+        self.latencies_ms.append(latency)
+        self._last = {"frame": r.index, "iou": float(r.state.iou), "latency_ms": latency}
 
     def _source_status(self, status: str) -> None:
         if self._started and not self._stopped:
@@ -191,12 +273,18 @@ class TrackingService:
 
     def _publish_status(self) -> None:
         fields = dict(state=self.state, source=self.source.status, frames_captured=self.source.slot.captured,
-                      frames_tracked=self.frames_tracked, frames_dropped=self.source.slot.dropped,
+                      frames_tracked=self.frames_tracked, frames_dropped=self.frames_dropped,
                       reconnects=self.source.reconnects, **self._last)
         error = self.last_error or getattr(self.source, "error", None)
         if error:
             fields["error"] = error
         self.publisher.status(**fields)
+
+    @property
+    def frames_dropped(self) -> int:
+        """Frames replaced before they were taken, by the preparing stage or by the tracker, and frames left
+        in their slots when the service stopped."""
+        return self.source.slot.dropped + self.prepared.dropped
 
     def figures(self) -> dict:
         """``frames_captured``, ``frames_tracked``, ``frames_dropped``, ``reconnects``, ``errors`` (frames the
@@ -206,7 +294,7 @@ class TrackingService:
         lat = np.asarray(self.latencies_ms, float)
         pct = (lambda p: float(np.percentile(lat, p))) if lat.size else (lambda p: float("nan"))
         return {"frames_captured": self.source.slot.captured, "frames_tracked": self.frames_tracked,
-                "frames_dropped": self.source.slot.dropped, "reconnects": self.source.reconnects,
+                "frames_dropped": self.frames_dropped, "reconnects": self.source.reconnects,
                 "errors": self.errors + getattr(self.source, "failed", 0),
                 "track_fps": self.frames_tracked / self.session.track_time_s if self.session.track_time_s else 0.0,
                 "latency_ms_p50": pct(50), "latency_ms_p95": pct(95),

@@ -23,6 +23,12 @@ Scenes (all framed from the robot's own motion, which is known in advance):
 - ``drone``: 2-4 m above the robot, looking down 5-20 deg off nadir, the
   image's long axis roughly along the robot's heading with a slowly
   changing yaw offset (up to about ±25 deg) and a changing height.
+- ``low-handheld``: a phone held low by a crouching person (lens 0.22-0.42 m
+  above the floor, 0.9-1.4 m from the robot, so the view is 10-25 deg above
+  the floor: strong foreshortening, the body wave seen nearly edge-on),
+  60-120 deg off the robot's heading. The person shifts position in quick
+  moves every 2-4 s and in between pans and tilts the phone to follow the
+  robot; shake of about 0.3 deg (2-9 Hz), a slow roll of about ±2 deg.
 
 The moving cameras are then checked against the robot's projected capsules
 (with a margin) and pulled back, smoothly, in the frames where the robot
@@ -43,7 +49,7 @@ from scipy.ndimage import gaussian_filter1d, maximum_filter1d
 
 from snaketrack.errors import InputError
 
-SCENES = ("static", "handheld", "drone")
+SCENES = ("static", "handheld", "drone", "low-handheld")
 
 
 @dataclass(frozen=True)
@@ -238,6 +244,10 @@ def camera_path(scene: str, times: np.ndarray, robot_points: np.ndarray, *, body
         eye = eye + 0.002 * np.stack([smooth_noise(rng, times, 1.5, 6.0) for _ in range(3)], 1)
         return CameraPath(eye, R, fovy)
 
+    if scene == "low-handheld":
+        return _low_handheld(rng, times, pts, centre, radius, width, height, margin_px, fps, target_width_px,
+                             body_diameter)
+
     # drone
     d_nom = 3.0
     f = target_width_px * d_nom / body_diameter
@@ -262,4 +272,48 @@ def camera_path(scene: str, times: np.ndarray, robot_points: np.ndarray, *, body
     # a drone gimbal is stabilised but not perfect: tiny high-frequency jitter
     jitter = np.stack([0.0008 * smooth_noise(rng, times, 3.0, 12.0, n=5) for _ in range(3)], 1)
     R = R @ _rot_small(jitter)
+    return CameraPath(eye, R, fovy)
+
+
+def _low_handheld(rng: np.random.Generator, times: np.ndarray, pts: np.ndarray, centre: np.ndarray,
+                  radius: float, width: int, height: int, margin_px: float, fps: float,
+                  target_width_px: float, body_diameter: float) -> CameraPath:
+    """The ``low-handheld`` path: a crouching person who shifts position now and then and pans to follow."""
+    T = len(times)
+    d_nom = 1.2
+    f = target_width_px * d_nom / body_diameter
+    fovy = float(2 * np.arctan((height / 2) / f))
+    K = intrinsics(width, height, fovy)
+    # overall direction of travel (the robot's heading averaged over seconds)
+    axis = gaussian_filter1d(pts[:, -1, :2] - pts[:, 0, :2], sigma=max(1.0, 2.0 * fps), axis=0, mode="nearest")
+    heading = np.unwrap(np.arctan2(axis[:, 1], axis[:, 0]))
+    side = rng.choice([-1.0, 1.0])
+    # the person holds a position for 2-4 s, then moves: anchors at those times, quick smooth moves between
+    anchors = [0.0]
+    while anchors[-1] < times[-1]:
+        anchors.append(anchors[-1] + rng.uniform(2.0, 4.0))
+    k = np.searchsorted(np.array(anchors), times, side="right") - 1
+    ka = np.clip(np.round(np.array(anchors) * fps).astype(int), 0, T - 1)
+    n_a = len(anchors)
+    phi = side * np.deg2rad(rng.uniform(60.0, 120.0, n_a))     # off the heading, per anchor
+    dist = rng.uniform(0.9, 1.4, n_a)
+    ang = heading[ka] + phi
+    held = centre[ka, :2] + dist[:, None] * np.column_stack([np.cos(ang), np.sin(ang)])
+    xy = gaussian_filter1d(held[k], sigma=max(1.0, 0.35 * fps), axis=0, mode="nearest")
+    hgt = 0.32 + 0.07 * smooth_noise(rng, times, 0.05, 0.3) / 1.4
+    # the phone follows the robot closely (a short lag) with a small wandering aim
+    aim = gaussian_filter1d(centre, sigma=max(1.0, 0.2 * fps), axis=0, mode="nearest")
+    aim[:, 2] = 0.5 * np.clip(centre[:, 2].mean(), 0, None)
+    aim = aim + 0.03 * np.stack([smooth_noise(rng, times, 0.1, 0.6) for _ in range(3)], 1) * np.array([1, 1, 0.3])
+    up_z = np.array([0.0, 0.0, 1.0])
+
+    def eye_fn(scale: np.ndarray) -> np.ndarray:
+        base = np.column_stack([xy, hgt])
+        return aim + scale[:, None] * (base - aim)
+
+    eye, R = _pull_back(eye_fn, aim, up_z, K, pts, radius, width, height, margin_px + 4, fps)
+    shake = np.stack([0.005 * smooth_noise(rng, times, 2.0, 9.0, n=6) for _ in range(3)], 1)
+    shake[:, 2] += 0.035 * smooth_noise(rng, times, 0.05, 0.3)
+    R = R @ _rot_small(shake)
+    eye = eye + 0.003 * np.stack([smooth_noise(rng, times, 1.5, 6.0) for _ in range(3)], 1)
     return CameraPath(eye, R, fovy)

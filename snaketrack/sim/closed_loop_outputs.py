@@ -140,9 +140,8 @@ def write_run(run: dict, out: Path, video: bool = True) -> dict:
 def write_overlay(run: dict, path: Path) -> None:
     """The run's frames with the observed mask (cyan) and, from the state the controller received for
     that frame (or the newest before it, marked ``dropped``), the link axes and the head point."""
-    import torch
+    from scipy.spatial.transform import Rotation
 
-    from snaketrack.models.rotations import quat_to_matrix
     from snaketrack.tracker.outputs import OverlayVideo, draw_overlay, link_axes_cam, project_points
 
     cfg, robot, K = run["config"], run["robot"], run["K"]
@@ -155,7 +154,7 @@ def write_overlay(run: dict, path: Path) -> None:
             if latest is None:
                 video.write(draw_overlay(rgb, mask, text=f"frame {k}  waiting"))
                 continue
-            R = quat_to_matrix(torch.tensor(latest["base_quat"], dtype=torch.float64)).numpy()
+            R = Rotation.from_quat(latest["base_quat"], scalar_first=True).as_matrix()
             starts, ends, head = link_axes_cam(robot, np.asarray(latest["q"]), R, np.asarray(latest["base_position"]))
             axes = project_points(K, np.stack([starts, ends], axis=1))
             status = latest["status"]

@@ -28,6 +28,7 @@ import numpy as np
 from snaketrack.io import atomic_write_bytes, atomic_write_text
 from snaketrack.models.planar_dynamics import PlanarSnakeModel, paper_to_design_joints
 from snaketrack.sim.control import joint_limit_stats
+from snaketrack.video_writer import Mp4Writer
 
 if TYPE_CHECKING:
     from snaketrack.sim.planar import PlanarResult
@@ -198,8 +199,7 @@ def plot_reach_times(summaries: Sequence[dict], path: Path) -> None:
 
 
 def write_animation(result: PlanarResult, path: Path, n_frames: int = 120, fps: int = 15) -> Path:
-    """Animation of the robot passing the targets (GIF, or MP4 if ``path`` ends in .mp4)."""
-    import imageio.v2 as imageio
+    """Animation of the robot passing the targets (GIF, or H.264 MP4 if ``path`` ends in .mp4)."""
 
     plt = _plt()
     model = PlanarSnakeModel(result.scenario.params, reference=result.scenario.track)
@@ -241,12 +241,18 @@ def write_animation(result: PlanarResult, path: Path, n_frames: int = 120, fps: 
         frames.append(img[:h2, :w2].copy())
     plt.close(fig)
     path = Path(path)
+    if path.suffix == ".mp4":
+        with Mp4Writer(path, fps, frames[0].shape[1], frames[0].shape[0]) as video:
+            for frame in frames:
+                video.write(frame)
+        return path
+    from PIL import Image
+
     tmp = path.with_name(f".{path.name}.tmp{path.suffix}")
     try:
-        if path.suffix == ".mp4":
-            imageio.mimsave(tmp, frames, fps=fps, macro_block_size=1)
-        else:
-            imageio.mimsave(tmp, frames, duration=1.0 / fps, loop=0)
+        images = [Image.fromarray(f) for f in frames]
+        images[0].save(tmp, format="GIF", save_all=True, append_images=images[1:], duration=round(1000 / fps),
+                       loop=0)
         tmp.replace(path)
     finally:
         if tmp.exists():

@@ -40,10 +40,20 @@ import numpy as np
 
 from snaketrack.errors import InputError
 
-GROUNDS = ("grass", "gravel", "brick", "grass+gravel")
+# outdoor grounds, the ones drawn from the seed when no ground is given
+OUTDOOR = ("grass", "gravel", "brick", "grass+gravel")
+GROUNDS = OUTDOOR + ("carpet",)
 
-# natural size [m] of one 512-px tile of each texture (grass blades, 1-3 cm stones, 0.2 m bricks)
-TILE_M = {"grass": 0.6, "gravel": 0.4, "brick": 1.0}
+# natural size [m] of one tile of each texture (grass blades, 1-3 cm stones, 0.2 m bricks, 0.5 m carpet tiles)
+TILE_M = {"grass": 0.6, "gravel": 0.4, "brick": 1.0, "carpet": 0.5}
+
+# office carpet tiles: (dark, light) colour pairs, one drawn per clip
+_CARPETS = (
+    ((0.16, 0.18, 0.22), (0.42, 0.45, 0.52)),   # blue-grey
+    ((0.12, 0.12, 0.13), (0.36, 0.36, 0.37)),   # charcoal
+    ((0.25, 0.20, 0.15), (0.55, 0.47, 0.38)),   # brown-beige
+    ((0.17, 0.20, 0.17), (0.42, 0.46, 0.40)),   # green-grey
+)
 
 # tint palettes: dark and light colour (RGB in [0,1]) per texture
 _TINTS = {
@@ -117,6 +127,8 @@ def ground_texture(kind: str, size: int = 512, seed: int = 0, tiles: int = 1) ->
     if kind not in GROUNDS:
         raise InputError(f"ground {kind!r}; expected one of {', '.join(GROUNDS)}")
     rng = np.random.default_rng([seed, 4242])
+    if kind == "carpet":
+        return carpet_texture(size, tiles, rng)
     n = size * tiles
     layers = []
     for name in kind.split("+"):
@@ -139,6 +151,26 @@ def ground_texture(kind: str, size: int = 512, seed: int = 0, tiles: int = 1) ->
     for c in range(3):
         rgb[..., c] *= 1 + 0.03 * _smooth_field(rng, n, n / 6)
     return (np.clip(rgb, 0, 1) * 255 + 0.5).astype(np.uint8)
+
+
+def carpet_texture(size: int, tiles: int, rng: np.random.Generator) -> np.ndarray:
+    """Office carpet tiles (tiles*size, tiles*size, 3) uint8: a fine loop pile (two-colour fibre
+    speckle over periodic noise), each tile laid a quarter-turn from its neighbours (the pile
+    direction shows as a brightness step of a few percent)."""
+    dark, light = (np.array(c) for c in _CARPETS[int(rng.integers(len(_CARPETS)))])
+    pile = 0.6 * _smooth_field(rng, size, 0.8) + 0.4 * _smooth_field(rng, size, 2.5)
+    grain = np.clip(0.5 + 0.22 * pile, 0, 1)
+    fleck = _smooth_field(rng, size, 0.6) > 1.8    # scattered fibres of the other colour
+    tile = dark + grain[..., None] * (light - dark)
+    tile[fleck] = 0.5 * (tile[fleck] + light * rng.uniform(0.9, 1.15, 3))
+    n = size * tiles
+    canvas = np.empty((n, n, 3), np.float64)
+    for r in range(tiles):
+        for c in range(tiles):
+            t = tile if (r + c) % 2 == 0 else np.rot90(tile).copy()
+            canvas[r * size:(r + 1) * size, c * size:(c + 1) * size] = t * (1.04 if (r + c) % 2 else 0.97)
+    canvas *= (1 + 0.05 * _smooth_field(rng, n, n / 6))[..., None]   # wear and soiling
+    return (np.clip(canvas, 0, 1) * 255 + 0.5).astype(np.uint8)
 
 
 def _write_png(path: str, rgb: np.ndarray) -> None:
@@ -208,7 +240,7 @@ def dress_scene(root: ET.Element, texture_dir: str | os.PathLike, path_xy: np.nd
     """
     rng = np.random.default_rng([seed, 1234, variant])
     path_xy = np.asarray(path_xy, float).reshape(-1, 2)
-    ground = config.ground or str(rng.choice(GROUNDS))
+    ground = config.ground or str(rng.choice(OUTDOOR))
     lo = path_xy.min(axis=0) - config.spread
     hi = path_xy.max(axis=0) + config.spread
     area = float(np.prod(hi - lo))

@@ -13,7 +13,11 @@ Pipeline (one call of :func:`~snaketrack.sim.video_dataset.render_video`;
    :mod:`snaketrack.sim.scene` (textured ground, moving sun with shadows,
    distractors). Only static things are added, so the recorded ``qpos``
    replays as it is (``mj_forward``, no stepping).
-3. **Camera**: :mod:`snaketrack.sim.camera_path` (static / handheld / drone),
+   With ``distractors`` (:mod:`snaketrack.sim.lab`: people's legs, a chair, a
+   tether, a door frame) their mocap bodies are added too and posed every
+   frame; they are not robot geoms. The ``lab`` scene is an office floor:
+   carpet, no rocks or sticks, all four lab distractors, the ``low-handheld`` camera.
+3. **Camera**: :mod:`snaketrack.sim.camera_path` (static / handheld / drone / low-handheld),
    a MuJoCo camera whose pose is set every frame; ``K`` from its ``fovy``.
    MuJoCo's camera looks along its −z with
    y up, so its rotation is ``R_wc · diag(1, −1, −1)``.
@@ -55,7 +59,7 @@ import math
 import os
 import tempfile
 import xml.etree.ElementTree as ET
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
@@ -64,17 +68,22 @@ import numpy as np
 from snaketrack.errors import InputError
 from snaketrack.sim.camera_path import SCENES, CameraPath, camera_path, project
 from snaketrack.sim.degrade import Degradation, clip_settings, degrade
+from snaketrack.sim.lab import DISTRACTORS, LabProps, add_lab_bodies, add_room, lab_look
 from snaketrack.sim.scene import LightSchedule, SceneConfig, dress_scene
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
+
+# the camera paths, and ``lab``: an office floor seen by the low handheld camera, with the lab distractors
+VIDEO_SCENES = SCENES + ("lab",)
 
 
 @dataclass(frozen=True)
 class VideoConfig:
     """A synthetic video.
 
-    scene: camera path, ``static``, ``handheld`` or ``drone``; default ``drone``.
+    scene: ``static``, ``handheld``, ``drone``, ``low-handheld`` (camera paths) or ``lab`` (the
+        ``low-handheld`` camera over office carpet with every lab distractor); default ``drone``.
     robot: shipped robot name or a robot YAML path; default ``planar-snake-11``.
     frames: number of frames; default 300.
     seed: seeds the physics, the scene, the camera path and the noise; default 0.
@@ -87,6 +96,8 @@ class VideoConfig:
     target_width_px: the body's nominal width in the image [px], sets the focal length; default 11.
     scene_config: ground, sun and distractors (:class:`~snaketrack.sim.scene.SceneConfig`); default SceneConfig().
     degradation: image degradations (:class:`~snaketrack.sim.degrade.Degradation`); default Degradation().
+    distractors: lab distractors beside the robot, of :data:`~snaketrack.sim.lab.DISTRACTORS`
+        (None: the scene's own, all of them for ``lab`` and none otherwise).
     """
 
     scene: str = "drone"
@@ -102,10 +113,16 @@ class VideoConfig:
     target_width_px: float = 11.0
     scene_config: SceneConfig = field(default_factory=SceneConfig)
     degradation: Degradation = field(default_factory=Degradation)
+    distractors: Optional[tuple] = None
 
     def __post_init__(self) -> None:
-        if self.scene not in SCENES:
-            raise InputError(f"scene {self.scene!r}; expected one of {', '.join(SCENES)}")
+        if self.scene not in VIDEO_SCENES:
+            raise InputError(f"scene {self.scene!r}; expected one of {', '.join(VIDEO_SCENES)}")
+        if self.distractors is not None:
+            bad = [k for k in self.distractors if k not in DISTRACTORS]
+            if bad:
+                raise InputError(f"distractors {', '.join(map(str, bad))}; expected some of {', '.join(DISTRACTORS)}")
+            object.__setattr__(self, "distractors", tuple(k for k in DISTRACTORS if k in self.distractors))
         for name in ("frames", "width", "height"):
             v = getattr(self, name)
             if not isinstance(v, (int, np.integer)) or v < 1:
@@ -121,6 +138,28 @@ class VideoConfig:
         if not (0.5 <= self.target_width_px <= 200):
             raise InputError(f"body width {self.target_width_px!r} px (target_width_px, --body-width-px); "
                              "expected 0.5..200")
+
+
+    @property
+    def lab_distractors(self) -> tuple:
+        """The distractors this video shows: ``distractors``, or the scene's own."""
+        if self.distractors is not None:
+            return self.distractors
+        return DISTRACTORS if self.scene == "lab" else ()
+
+    @property
+    def camera(self) -> str:
+        """The camera path's name (:data:`~snaketrack.sim.camera_path.SCENES`)."""
+        return "low-handheld" if self.scene == "lab" else self.scene
+
+    @property
+    def dressing(self) -> SceneConfig:
+        """The scene dressing: ``scene_config``, for ``lab`` with carpet and no rocks or sticks unless set."""
+        sc = self.scene_config
+        if self.scene != "lab":
+            return sc
+        return replace(sc, ground=sc.ground or "carpet", rocks=0 if sc.rocks is None else sc.rocks,
+                       sticks=0 if sc.sticks is None else sc.sticks)
 
 
 @dataclass(frozen=True)
@@ -196,8 +235,12 @@ class _World:
         self.axis_points = np.array(pts)  # (T, 2N+1, 3)
         with tempfile.TemporaryDirectory(prefix="snaketrack-tex-") as tex:
             self.dressing = dress_scene(root, tex, self.axis_points[:, :, :2].reshape(-1, 2),
-                                        config.scene_config, seed=config.seed,
-                                        variant=SCENES.index(config.scene))
+                                        config.dressing, seed=config.seed,
+                                        variant=VIDEO_SCENES.index(config.scene))
+            self.look = lab_look(config.seed, self.robot.visual.rgba)
+            add_lab_bodies(root, config.lab_distractors, self.look, tex)
+            if config.scene == "lab":
+                add_room(root, self.axis_points[:, :, :2].reshape(-1, 2), config.seed)
             world = root.find("worldbody")
             ET.SubElement(world, "camera", name="video", mode="fixed", pos="0 0 3", quat="1 0 0 0", fovy="45")
             vis = root.find("visual").find("global")
@@ -248,7 +291,7 @@ class VideoRenderer:
         self.motion = motion or robot_motion(config)
         self.world = _World(config, self.motion)
         w = self.world
-        self.path = camera_path(config.scene, self.motion.times, w.axis_points, body_diameter=w.body_diameter,
+        self.path = camera_path(config.camera, self.motion.times, w.axis_points, body_diameter=w.body_diameter,
                                 width=config.width, height=config.height, seed=config.seed,
                                 target_width_px=config.target_width_px)
         self.K = self.path.K(config.width, config.height)
@@ -260,6 +303,11 @@ class VideoRenderer:
         self.option.sitegroup[:] = 0
         self.clip = clip_settings(config.degradation, config.width, config.height, config.seed)
         self.link_flows = self._link_flows()
+        self.props = None
+        if config.lab_distractors:
+            self.props = LabProps(w.model, config.lab_distractors, config.seed, self.motion.times, w.axis_points,
+                                  self.path.positions, self.path.rotations, self.K, config.width,
+                                  robot_radius=0.5 * w.body_diameter, tether_radius=w.look.tether_radius)
 
     def _link_flows(self) -> np.ndarray:
         """(T, N, 2) image motion of each link centre [px per frame], camera and robot motion together."""
@@ -313,7 +361,11 @@ class VideoRenderer:
 
         cfg, w = self.config, self.world
         m, d = w.model, w.data
+        if qpos is not None and self.props is not None:
+            raise InputError("lab distractors follow the recorded motion; a live qpos cannot be shown with them")
         d.qpos[:] = self.motion.qpos[i] if qpos is None else qpos
+        if self.props is not None:
+            self.props.apply(d, i)
         t = float(self.motion.times[i])
         if qpos is None:
             axis_points, link_flow = w.axis_points[i], self.link_flows[i]
@@ -384,11 +436,13 @@ class VideoRenderer:
             "motion": self.motion.source,
             "start_time": cfg.start_time,
             "ground": w.dressing.ground,
-            "distractors": {"rocks": w.dressing.rocks, "sticks": w.dressing.sticks, "boxes": w.dressing.boxes},
+            "distractors": {"rocks": w.dressing.rocks, "sticks": w.dressing.sticks, "boxes": w.dressing.boxes,
+                            **({"lab": self.props.summary()} if self.props is not None else {})},
             "degradation": asdict(cfg.degradation),
             "camera_convention": "OpenCV: x right, y down, z forward; "
                                  "camera_quat_world is R_wc (camera axes in world), w x y z",
-            "mask": "MuJoCo segmentation of the robot's visual geoms (group 1), visible pixels only",
+            "mask": "MuJoCo segmentation of the robot's visual geoms (group 1), visible pixels only "
+                    "(posts, legs, a chair or a cable in front of the robot cut it)",
             "config": config_key(cfg),
         }
 
@@ -396,6 +450,8 @@ class VideoRenderer:
 def config_key(cfg: VideoConfig) -> dict:
     """``cfg`` as plain JSON values: meta.json's ``config``, which ``--resume`` checks."""
     d = asdict(cfg)
+    if d["distractors"] is None:
+        d.pop("distractors")  # the scene's own: keeps the key of configurations written without the field
     return json_safe(d)
 
 

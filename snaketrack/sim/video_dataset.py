@@ -16,6 +16,7 @@ import numpy as np
 
 from snaketrack.errors import InputError
 from snaketrack.sim.video import VideoConfig, VideoRenderer, config_key
+from snaketrack.video_writer import Mp4Writer
 
 
 def contact_sheet(root: str | os.PathLike, n: int = 12, cols: int = 4, tile_width: int = 320) -> np.ndarray:
@@ -25,12 +26,11 @@ def contact_sheet(root: str | os.PathLike, n: int = 12, cols: int = 4, tile_widt
     :func:`snaketrack.models.kinematics.forward_kinematics_np`, projected with meta.json's K,
     so the sheet also shows that the two renderers agree. Returns RGB uint8.
     """
-    import torch
+    from scipy.spatial.transform import Rotation
 
     from snaketrack.datasets.layout import Dataset
     from snaketrack.models.kinematics import forward_kinematics_np
     from snaketrack.models.robot import load_robot
-    from snaketrack.models.rotations import quat_to_matrix
 
     ds = Dataset(root)
     robot = load_robot(ds.meta.get("robot_file") or ds.meta["robot"])
@@ -46,7 +46,7 @@ def contact_sheet(root: str | os.PathLike, n: int = 12, cols: int = 4, tile_widt
             cv2.drawContours(img, cnts, -1, (0, 255, 255), 1)
         if i < len(truth) and K is not None:
             tr = truth[i]
-            R = quat_to_matrix(torch.tensor(tr["base_quat_cam"], dtype=torch.float64)).numpy()
+            R = Rotation.from_quat(tr["base_quat_cam"], scalar_first=True).as_matrix()
             fk = forward_kinematics_np(robot, np.array(tr["joint_angles"]), R, np.array(tr["base_position_cam"]))
             pc = fk["centres"]
             uv = (pc @ K.T)[:, :2] / pc[:, 2:3]
@@ -63,21 +63,16 @@ def contact_sheet(root: str | os.PathLike, n: int = 12, cols: int = 4, tile_widt
 
 
 def write_mp4(root: str | os.PathLike, fps: float) -> Path:
-    """Encode ``frames/*.jpg`` of a dataset into ``video.mp4`` (OpenCV mp4v), atomically."""
+    """Encode ``frames/*.jpg`` of a dataset into ``video.mp4`` (H.264, :class:`~snaketrack.video_writer.Mp4Writer`),
+    atomically."""
     from snaketrack.datasets.layout import Dataset
 
     ds = Dataset(root)
     out = Path(root) / "video.mp4"
-    tmp = Path(root) / ".video.mp4.tmp.mp4"
     first = ds.frame(0)
-    h, w = first.shape[:2]
-    writer = cv2.VideoWriter(str(tmp), cv2.VideoWriter_fourcc(*"mp4v"), float(fps), (w, h))
-    if not writer.isOpened():
-        raise InputError(f"{out}: OpenCV could not open an mp4v writer")
-    for i in range(len(ds)):
-        writer.write(cv2.cvtColor(ds.frame(i), cv2.COLOR_RGB2BGR))
-    writer.release()
-    os.replace(tmp, out)
+    with Mp4Writer(out, fps, first.shape[1], first.shape[0]) as writer:
+        for i in range(len(ds)):
+            writer.write(ds.frame(i))
     return out
 
 

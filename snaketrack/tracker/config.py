@@ -11,6 +11,7 @@ from snaketrack.tracker.filter import FilterConfig
 
 METHODS = ("lm", "adam")
 LOSSES = ("ssd", "dt")
+CORES = ("auto", "compiled", "torch")
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,13 @@ class RefineConfig:
     height_prior_m: std of the ground prior on the base's height along up [m] (0: off); default 0.02.
     up_on_body: the up prior holds the body's normal (mean of the links' z axes) rather than the base
         link's z axis; default True.
+    core: how LM renders the silhouette and its Jacobian: ``"compiled"`` (one compiled loop over the
+        pixels, :mod:`~snaketrack.tracker.render_kernel`, float64), ``"torch"`` (the vectorised torch
+        reference, in ``compute_dtype``) or ``"auto"`` (compiled when numba is importable); default
+        ``"auto"``.
+    budget_width_px: LM's image terms are evaluated on blocks of k × k pixels, k the body's median image
+        width over this, rounded up (0: always on the image's pixels): a body wider than this costs what a
+        body this wide costs; default 12 [px].
     """
 
     method: str = "lm"
@@ -90,10 +98,14 @@ class RefineConfig:
     far_weight: float = 0.0
     height_prior_m: float = 0.02
     up_on_body: bool = True
+    core: str = "auto"
+    budget_width_px: float = 12.0
 
     def __post_init__(self):
         if self.method not in METHODS:
             raise InputError(f"refine method {self.method!r}; expected one of {', '.join(METHODS)}")
+        if self.core not in CORES:
+            raise InputError(f"refine core {self.core!r}; expected one of {', '.join(CORES)}")
         if self.loss not in LOSSES:
             raise InputError(f"refine loss {self.loss!r}; expected one of {', '.join(LOSSES)}")
         if not (isinstance(self.steps, int) and self.steps >= 0):

@@ -31,8 +31,9 @@ from typing import Any, Optional, Sequence
 import cv2
 import numpy as np
 
-from snaketrack.errors import FileFormatError, InputError
+from snaketrack.errors import InputError
 from snaketrack.io import CsvAppender
+from snaketrack.video_writer import Mp4Writer
 
 STATUS_COLOURS = {"tracked": (60, 220, 60), "coasting": (255, 170, 0), "lost": (255, 60, 60)}  # RGB
 
@@ -196,44 +197,10 @@ def draw_overlay(
     return img
 
 
-class OverlayVideo:
-    """An MP4 (``mp4v``) of overlay frames, written frame by frame with OpenCV.
-
-    The file is written under a temporary name and renamed on :meth:`close`,
-    so a finished video is never half-written. Frames are RGB uint8.
-    """
-
-    def __init__(self, path: str | os.PathLike, fps: float, width: int, height: int):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._tmp = self.path.with_name(f".{self.path.stem}.part{self.path.suffix}")
-        self.size = (int(width), int(height))
-        self._w = cv2.VideoWriter(str(self._tmp), cv2.VideoWriter_fourcc(*"mp4v"), float(fps), self.size)
-        if not self._w.isOpened():
-            raise FileFormatError(f"{self.path}: OpenCV cannot open an mp4v video writer")
-        self.frames = 0
-
-    def write(self, rgb: np.ndarray) -> None:
-        if (rgb.shape[1], rgb.shape[0]) != self.size:
-            raise InputError(f"{self.path}: frame size {rgb.shape[1]}x{rgb.shape[0]}; "
-                             f"expected {self.size[0]}x{self.size[1]}")
-        self._w.write(cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
-        self.frames += 1
-
-    def close(self) -> None:
-        if self._w is not None:
-            self._w.release()
-            self._w = None
-            if self.frames:
-                os.replace(self._tmp, self.path)
-            elif self._tmp.exists():
-                self._tmp.unlink()
-
-    def __enter__(self) -> "OverlayVideo":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+class OverlayVideo(Mp4Writer):
+    """The overlay frames as an H.264 MP4 (:class:`~snaketrack.video_writer.Mp4Writer`: written under a
+    temporary name and renamed on :meth:`close`, so a finished video is never half-written). Frames are RGB
+    uint8."""
 
 
 def overlay_frame(result: Any, robot: Any, K: np.ndarray) -> np.ndarray:

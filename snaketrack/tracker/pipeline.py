@@ -72,6 +72,9 @@ class PipelineConfig:
         wave runs from its tail to its head; ``TrackerConfig.wave_check``) or ``first`` (the first frame's
         reading is kept throughout: a sidewinding robot, whose wave says little about its head, or one that
         backs up). Default ``wave``.
+    refine_core: how refinement renders the silhouette and its Jacobian, ``RefineConfig.core`` (``auto``,
+        ``compiled``, ``torch``). Default ``auto``.
+    refine_budget_px: ``RefineConfig.budget_width_px`` (0: refinement on the image's own pixels). Default 12.
     """
 
     refine_steps: Optional[int] = None
@@ -88,6 +91,8 @@ class PipelineConfig:
     hidden: tuple[tuple[int, int], ...] = ()
     render: bool = True
     head: str = "wave"
+    refine_core: str = "auto"
+    refine_budget_px: float = 12.0
 
     def __post_init__(self):
         if self.refine_steps is not None and self.refine_steps < 0:
@@ -114,6 +119,19 @@ class PipelineConfig:
     def needs_up(self) -> bool:
         """Whether every frame needs the up direction (the ground priors hold the robot to the ground)."""
         return self.static_camera or self.track_ground
+
+
+@dataclass(frozen=True)
+class PreparedFrame:
+    """A frame ready to track (:meth:`TrackingSession.prepare`).
+
+    index: the source's frame number. rgb: RGB uint8 (h, w, 3) undistorted, at the tracking size.
+    mask: the observed mask, bool (h, w), before any corruption or hiding the session applies.
+    """
+
+    index: int
+    rgb: np.ndarray
+    mask: np.ndarray
 
 
 @dataclass
@@ -150,7 +168,8 @@ class FrameResult:
 
 def make_tracker(robot, camera, fps: float, refine_steps: Optional[int] = None, static_camera: bool = False,
                  track_ground: bool = False, silhouette: str = "visual", head: str = "wave",
-                 ground_height: Optional[float] = None, renderer: str = "own"):
+                 ground_height: Optional[float] = None, refine_core: str = "auto",
+                 refine_budget_px: float = 12.0, renderer: str = "own"):
     """The :class:`~snaketrack.tracker.tracker.Tracker` for this camera (its K and size) and frame rate [1/s];
     ``static_camera`` / ``track_ground`` set the ground prior, ``silhouette`` the model (``TrackerConfig.model``),
     ``head`` the reading of the chain, ``ground_height`` a known camera height, ``renderer`` the silhouette
@@ -159,6 +178,7 @@ def make_tracker(robot, camera, fps: float, refine_steps: Optional[int] = None, 
     from snaketrack.tracker.tracker import Tracker
 
     config = TrackerConfig(model=silhouette, renderer=renderer, wave_check=head == "wave")
+    config = replace(config, refine=replace(config.refine, core=refine_core, budget_width_px=float(refine_budget_px)))
     if refine_steps is not None:
         config = replace(config, refine=replace(config.refine, steps=int(refine_steps)))
     if static_camera:
@@ -252,7 +272,8 @@ class TrackingSession:
         c = self.config
         self.tracker = make_tracker(self.robot, self.camera, self.fps, c.refine_steps, static_camera=c.static_camera,
                                     track_ground=c.track_ground, silhouette=c.silhouette, head=c.head,
-                                    ground_height=c.ground_height, renderer=c.renderer)
+                                    ground_height=c.ground_height, refine_core=c.refine_core,
+                                    refine_budget_px=c.refine_budget_px, renderer=c.renderer)
         self.ground = None
         if c.track_ground:
             from snaketrack.tracker.ground import GroundTracker
@@ -265,7 +286,7 @@ class TrackingSession:
     def step(self, frame: np.ndarray, mask: Optional[np.ndarray] = None, up: Optional[np.ndarray] = None,
              t: Optional[float] = None, index: Optional[int] = None,
              truth_mask: Optional[np.ndarray] = None) -> list[FrameResult]:
-        """Track one frame.
+        """Track one frame: :meth:`prepare`, then :meth:`track`.
 
         frame: RGB uint8 (H, W, 3) at the camera's size, as captured (distorted).
         mask: the observed mask, bool (H, W) at the camera's size; None: the segmenter's.
@@ -275,9 +296,15 @@ class TrackingSession:
         truth_mask: the true mask (same geometry as ``mask``) when ``truth_masks``.
         Returns the frames this step finished (class doc).
         """
-        if self.tracker is None:
-            self.start()
         i = self.frames if index is None else int(index)
+        return self.track(self.prepare(frame, mask, i), up=up, t=t, truth_mask=truth_mask)
+
+    def prepare(self, frame: np.ndarray, mask: Optional[np.ndarray] = None, index: int = 0) -> PreparedFrame:
+        """Frame ``index`` undistorted and resized to the tracking size, and its observed mask: ``mask``
+        (bool (H, W) at the camera's size) undistorted and resized alike, or, when None, the segmenter's
+        on the prepared frame. Needs nothing of the track: it may run in another thread, ahead of
+        :meth:`track` (:class:`~snaketrack.tracker.overlap.ReadAhead`)."""
+        i = int(index)
         rgb = self.undistort.frame(frame)
         if mask is None:
             if self.segmenter is None:
@@ -289,6 +316,15 @@ class TrackingSession:
         else:
             mask = self.resize.mask(self.undistort.mask(mask))
             rgb = self.resize.frame(rgb)
+        return PreparedFrame(i, rgb, mask)
+
+    def track(self, prepared: PreparedFrame, up: Optional[np.ndarray] = None, t: Optional[float] = None,
+              truth_mask: Optional[np.ndarray] = None) -> list[FrameResult]:
+        """Track a :meth:`prepare`-d frame (``up``, ``t``, ``truth_mask`` as :meth:`step`); the frames
+        finished (class doc). Frames are tracked in the order given."""
+        if self.tracker is None:
+            self.start()
+        i, rgb, mask = prepared.index, prepared.rgb, prepared.mask
         if self.corrupt is not None:
             mask = self.corrupt(mask, i)
         if any(a <= i < b for a, b in self.config.hidden):

@@ -27,8 +27,9 @@ import numpy as np
 
 from snaketrack.io import CsvAppender
 
-#: ``quality.csv``'s columns: the frame, its skeleton residual [px] and how many skeleton pixels it had.
-QUALITY_COLUMNS = ("frame", "skeleton_residual_px", "skeleton_pixels")
+#: ``quality.csv``'s columns: the frame, its skeleton residual [px], how many skeleton pixels it had and the
+#: observed mask's area [px].
+QUALITY_COLUMNS = ("frame", "skeleton_residual_px", "skeleton_pixels", "mask_pixels")
 #: Fewest tracked frames for a gait frequency (fewer: NaN).
 MIN_GAIT_FRAMES = 16
 #: The figures ``summary.json`` repeats from ``metrics.json``.
@@ -134,7 +135,8 @@ class QualityWriter:
         state = result.state
         axes, _ = link_axes_uv(self.robot, state.q, state.base_rotation, state.base_position, self.K)
         residual, n = skeleton_residual(result.mask, axes)
-        self._csv.write({"frame": int(result.index), "skeleton_residual_px": residual, "skeleton_pixels": n})
+        self._csv.write({"frame": int(result.index), "skeleton_residual_px": residual, "skeleton_pixels": n,
+                         "mask_pixels": int(np.count_nonzero(result.mask))})
         return residual
 
     def close(self) -> None:

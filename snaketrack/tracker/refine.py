@@ -38,6 +38,7 @@ Units: radians, metres, pixels (``b``, ``σ``); the cost is in pixels
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
@@ -54,6 +55,7 @@ from snaketrack.tracker.refine_terms import coverage_terms, ground_terms
 from snaketrack.tracker.render import (
     SilhouetteRenderer,
     render_with_jacobian,
+    render_with_jacobian_compiled,
     soft_silhouette,
 )
 from snaketrack.tracker.state import unwrap_rotvec
@@ -93,8 +95,10 @@ class Refiner:
         self.lower = torch.as_tensor(self.robot.lower, dtype=torch.float64)
         self.upper = torch.as_tensor(self.robot.upper, dtype=torch.float64)
         self._radii = torch.as_tensor(renderer.model.radius, dtype=torch.float64)
-        # a renderer of its own geometry (meshes) gives its silhouette and Jacobian itself
+        # a renderer of its own geometry (meshes) gives its silhouette and Jacobian itself, on the image's pixels
         self._pose_jacobian = getattr(renderer, "pose_jacobian", None)
+        self.core = refine_core(config.core, own_renderer=self._pose_jacobian is None)
+        self._render_jac = render_with_jacobian_compiled if self.core == "compiled" else render_with_jacobian
 
     # -- geometry -------------------------------------------------------
     def _points(self, theta: torch.Tensor, R_ref: torch.Tensor) -> torch.Tensor:
@@ -118,18 +122,37 @@ class Refiner:
         depth = pts[:, :, 2].max(dim=1).values.clamp_min(1e-6)
         return -self.config.offset_floor * float(self.K[0, 0]) * float((self._radii / depth).min())
 
-    def _roi(self, pts: torch.Tensor, sigma: float, offset: float, margin_extra: float = 0.0):
+    def _roi(self, pts: torch.Tensor, sigma: float, offset: float, margin_extra: float = 0.0, level=None):
         from snaketrack.tracker.bands import primitive_boxes
 
-        full = (0, 0, self.renderer.width, self.renderer.height)
+        K, (W, Hh) = (self.K, (self.renderer.width, self.renderer.height)) if level is None else \
+            (level.K, level.size)
+        full = (0, 0, W, Hh)
         pad = self.renderer.settings.margin_sigmas * sigma + abs(offset) + self.config.roi_pad_px + margin_extra
-        boxes = primitive_boxes(pts[None, :, 0], pts[None, :, 1], self._radii, self.K, full, pad)
+        boxes = primitive_boxes(pts[None, :, 0], pts[None, :, 1], self._radii, K, full, pad)
         good = boxes[:, 2] >= boxes[:, 0]
         if not good.any():
             return None
         bx = boxes[good]
         ul, vl, uh, vh = int(bx[:, 0].min()), int(bx[:, 1].min()), int(bx[:, 2].max()), int(bx[:, 3].max())
         return (ul, vl, uh - ul + 1, vh - vl + 1)
+
+    def _level(self, pts: torch.Tensor, obs: Observation) -> "GridLevel":
+        """The grid LM's image terms are evaluated on (``RefineConfig.budget_width_px``) for end points
+        ``pts`` (M, 2, 3) [m]: every k-th pixel's block, k the body's median image width over the budget,
+        rounded up; k = 1 (the image itself) for a body as narrow as the budget, and for a renderer with its own
+        ``pose_jacobian``, which draws on the image's pixels."""
+        cfg = self.config
+        k = 1
+        if cfg.budget_width_px > 0 and self._pose_jacobian is None:
+            depth = pts[:, :, 2].min(dim=1).values
+            front = depth > 1e-3
+            if bool(front.any()):
+                width = 2.0 * float(self.K[0, 0]) * (self._radii[front] / depth[front])
+                k = max(1, int(math.ceil(float(width.median()) / cfg.budget_width_px - 1e-9)))
+        if k == 1:
+            return GridLevel(1, self.K, (self.renderer.width, self.renderer.height), obs)
+        return GridLevel.of(k, self.K, (self.renderer.width, self.renderer.height), obs)
 
     def to_pose_vector(self, theta: torch.Tensor, R_ref: torch.Tensor, reference: np.ndarray) -> np.ndarray:
         J = self.J
@@ -214,26 +237,27 @@ class Refiner:
 
         def linearise(theta, R_ref, b, sigma, points=None):
             pts, G = points if points is not None else self._points_and_jac(theta, R_ref)
-            roi = self._roi(pts, sigma, b)
+            roi = self._roi(pts, sigma, b, level=level)
             if roi is None:
                 return None
             s = replace(self.renderer.settings, sigma_px=sigma)
-            if self._pose_jacobian is not None:
+            if self._pose_jacobian is not None:  # k = 1 (_level)
                 rj = self._pose_jacobian(theta[:J], _exp(theta[J:J + 3]) @ R_ref, theta[J + 3:], roi, s,
                                          offset_px=b, with_offset=cfg.estimate_offset, tol=cfg.jac_tol / sigma)
             else:
-                rj = render_with_jacobian(pts[None, :, 0], pts[None, :, 1], self._radii, self.K, roi, G, s,
-                                          offset_px=b, with_offset=cfg.estimate_offset, tol=cfg.jac_tol / sigma,
-                                          compute_dtype=getattr(torch, cfg.compute_dtype),
-                                          image_size=(self.renderer.width, self.renderer.height),
-                                          cylinders=self.renderer.model.cylinders)
-            m = obs.crop(roi, obs.mask)
-            w = obs.crop(roi, obs.weight)
+                rj = self._render_jac(pts[None, :, 0], pts[None, :, 1], self._radii, level.K, roi, G, s,
+                                      offset_px=b, with_offset=cfg.estimate_offset, tol=cfg.jac_tol / sigma,
+                                      compute_dtype=getattr(torch, cfg.compute_dtype),
+                                      image_size=level.size,
+                                      cylinders=self.renderer.model.cylinders)
+            m = obs_l.crop(roi, obs_l.mask)
+            w = obs_l.crop(roi, obs_l.weight)
             r = w * (rj.sil - m)
-            cost_img = float((r * r).sum() - (w * w * m * m).sum())
+            a2 = level.k ** 2  # a coarse pixel stands for k² pixels
+            cost_img = a2 * float((r * r).sum() - (w * w * m * m).sum())
             Jw = rj.jac * w[rj.rows, None]
-            H = Jw.T @ Jw
-            g = Jw.T @ r[rj.rows]
+            H = a2 * (Jw.T @ Jw)
+            g = a2 * (Jw.T @ r[rj.rows])
             if cover:
                 Hc, gc, cc = coverage_terms(cfg, self.K.numpy(), self._radii.numpy(), pts, G, obs.skeleton, nP)
                 H, g, cost_img = H + Hc, g + gc, cost_img + cc
@@ -275,7 +299,13 @@ class Refiner:
         it_done = 0
         # the floor at the start's depth: a refinement moves the body too little to change it
         start = self._points_and_jac(theta, R_ref)
-        b_floor = self._offset_floor(start[0]) if cfg.estimate_offset else 0.0
+        level = self._level(start[0], obs)
+        if level.k > 1:  # the image terms on the coarser grid: b and its prior in that grid's pixels
+            b /= level.k
+            if cfg.estimate_offset:
+                Pi[D] *= level.k ** 2
+        obs_l = level.obs
+        b_floor = self._offset_floor(start[0]) / level.k if cfg.estimate_offset else 0.0
         b = max(b, b_floor)
         lin = linearise(theta, R_ref, b, cfg.sigma(0), start)
         if lin is None:
@@ -326,16 +356,17 @@ class Refiner:
                     break
         x = self.to_pose_vector(theta, R_ref, x0)
         sigma_f = cfg.sigma(it_done - 1) if it_done else cfg.sigma(0)
-        cost, iou = self._cost_iou(lin["sil"], obs, lin["roi"])
+        cost, iou = self._cost_iou(lin["sil"], obs_l, lin["roi"])
         # covariance: residual variance × inverse information (pose part)
         H = lin["H"] + torch.diag(Pi + Wb) + Hu
-        dof = max(lin["n"] - nP, 1)
+        dof = max(lin["n"] * level.k ** 2 - nP, 1)
         s2 = max(lin["cost_img"] + float((obs.weight ** 2 * obs.mask).sum()), 1.0) / max(obs.area + dof, 1.0)
         try:
             cov = (s2 * torch.linalg.inv(H))[:D, :D].numpy()
         except RuntimeError:
             cov = None
-        return RefineResult(x, b, cost, iou, cov, it_done, {"sigma": sigma_f, "lambda": lam})
+        return RefineResult(x, b * level.k, cost, iou, cov, it_done,
+                            {"sigma": sigma_f, "lambda": lam, "level": level.k})
 
     # -- Adam (the paper) -------------------------------------------------
     def _adam(self, x0: np.ndarray, obs: Observation, steps: Optional[int]) -> RefineResult:
@@ -366,6 +397,57 @@ class Refiner:
         xf = x.detach().numpy().copy()
         cost, iou = self.evaluate(xf, obs, 0.0)
         return RefineResult(xf, 0.0, cost, iou, None, n_iter, {})
+
+
+@dataclass(frozen=True)
+class GridLevel:
+    """The pixel grid of LM's image terms: blocks of k × k image pixels.
+
+    k: block size [px]; K: (3, 3) intrinsics of the block grid (a block's centre is the centre of its
+    pixels); size: (width, height) of the grid [blocks]; obs: the observation on the grid (the mask
+    averaged over each block, the weight the root mean square of its pixels' weights; the skeleton as
+    it was, in image pixels). Each block's residual stands for its k² pixels' (weighted k²).
+    """
+
+    k: int
+    K: torch.Tensor
+    size: tuple[int, int]
+    obs: Observation
+
+    @classmethod
+    def of(cls, k: int, K: torch.Tensor, size: tuple[int, int], obs: Observation) -> "GridLevel":
+        """The grid of k × k blocks over an image of ``size`` (W, H) [px] with intrinsics ``K``."""
+        W, H = size
+        Wk, Hk = -(-W // k), -(-H // k)
+        # block (U, V) holds pixels [kU, kU + k): its centre is pixel kU + (k − 1)/2
+        S = torch.tensor([[1.0 / k, 0.0, -(k - 1) / (2.0 * k)], [0.0, 1.0 / k, -(k - 1) / (2.0 * k)],
+                          [0.0, 0.0, 1.0]], dtype=torch.float64)
+        Kk = S @ K.double()
+
+        def pool(a: torch.Tensor) -> torch.Tensor:
+            pad = torch.zeros(Hk * k, Wk * k, dtype=a.dtype)
+            pad[:H, :W] = a
+            return pad.view(Hk, k, Wk, k).mean(dim=(1, 3))
+
+        m = pool(obs.mask)
+        w = torch.sqrt(pool(obs.weight ** 2))
+        return cls(k, Kk, (Wk, Hk), Observation(m, float(m.sum()), w, obs.skeleton))
+
+
+def refine_core(core: str, own_renderer: bool = True) -> str:
+    """The core LM renders with, ``"compiled"`` or ``"torch"``, for ``RefineConfig.core`` and the tracker's
+    renderer: the compiled kernel draws the own renderer's capsules and cylinders, so with another renderer
+    (``own_renderer`` False: ``pytorch3d``, which gives its silhouette and Jacobian itself) ``"auto"`` is
+    ``"torch"`` and ``"compiled"`` an :class:`InputError`."""
+    from snaketrack.tracker import render_kernel
+
+    if core == "compiled" and not own_renderer:
+        raise InputError("refine core 'compiled' draws the own renderer only; use 'auto' or 'torch' with "
+                         "--renderer pytorch3d")
+    if core == "compiled" and not render_kernel.available():
+        raise InputError("refine core 'compiled' needs numba (pip install numba)")
+    return "compiled" if core == "compiled" or (core == "auto" and own_renderer and render_kernel.available()) \
+        else "torch"
 
 
 def _exp(v: torch.Tensor) -> torch.Tensor:

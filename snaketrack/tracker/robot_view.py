@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 import cv2
 import numpy as np
@@ -64,6 +64,35 @@ def centred_pose(robot: Robot, camera: Camera, q: Optional[np.ndarray] = None, f
     u0, v0 = (camera.width - 1) / 2.0, (camera.height - 1) / 2.0
     centre = np.array([(u0 - camera.cx) * z / camera.fx, (v0 - camera.cy) * z / camera.fy, z])
     return Pose(q, R_DOWN.copy(), centre - R_DOWN @ np.array([L / 2.0, 0.0, 0.0]))
+
+
+def view_pose(robot: Robot, camera: Camera, elevation_deg: float, azimuth_deg: float, distance: float,
+              q: Optional[np.ndarray] = None, at: Optional[Sequence[float]] = None) -> Pose:
+    """The robot lying on the ground, its straight axis's middle at the image point ``at`` (u, v) [px] (default
+    the image centre), seen by a camera at ``elevation_deg`` over the ground (90: straight down; the camera
+    tilted about its own x axis, so the ground's far side is the image's top), the body heading
+    ``azimuth_deg`` on the ground (0: along the image's x, tail left; 90: head away from the camera), the
+    ground ``distance`` [m] from the camera along its optical axis."""
+    q = np.zeros(robot.dof) if q is None else np.asarray(q, float)
+    tilt = math.radians(elevation_deg - 90.0)
+    c, s = math.cos(tilt), math.sin(tilt)
+    R0 = np.array([[1.0, 0, 0], [0, c, -s], [0, s, c]]) @ base_rotation(math.radians(azimuth_deg))
+    up = R0[:, 2]  # the ground's normal towards the camera
+    on_axis = np.array([0.0, 0.0, float(distance)])  # the ground's point on the optical axis
+    u, v = ((camera.width - 1) / 2.0, (camera.height - 1) / 2.0) if at is None else map(float, at)
+    ray = np.array([(u - camera.cx) / camera.fx, (v - camera.cy) / camera.fy, 1.0])
+    if up @ ray >= -1e-9:
+        raise InputError(f"--at {u:g},{v:g}: that image point sees no ground (above the horizon)")
+    middle = ray * (up @ on_axis) / (up @ ray)
+    return Pose(q, R0, middle - R0 @ np.array([robot.total_length / 2.0, 0.0, 0.0]))
+
+
+def base_angles(R0: np.ndarray) -> tuple[float, float, float]:
+    """(yaw, pitch, roll) [rad] of a base rotation (3, 3): the inverse of :func:`base_rotation`."""
+    from scipy.spatial.transform import Rotation
+
+    yaw, pitch, roll = Rotation.from_matrix(R_DOWN.T @ np.asarray(R0, float)).as_euler("ZYX")
+    return float(yaw), float(pitch), float(roll)
 
 
 def sample_q(robot: Robot) -> np.ndarray:

@@ -314,12 +314,12 @@ def self_calibrate(frames, session: TrackingSession, mask_source: "MaskSource", 
     return session, up_source, report
 
 
-def step_frames(frames, session: TrackingSession, mask_source: "MaskSource", up_source=None,
-                start: int = 0, stop: Optional[int] = None) -> Iterator[list]:
-    """Step the started ``session`` through frames ``[start, stop)`` of ``frames`` (``stop`` None: to the
-    end), each with its mask, up direction and (when the session scores against truth) truth mask;
-    yields each step's finished :class:`~snaketrack.tracker.pipeline.FrameResult` list. Neither starts
-    nor closes the session."""
+def prepared_frames(frames, session: TrackingSession, mask_source: "MaskSource", up_source=None,
+                    start: int = 0, stop: Optional[int] = None) -> Iterator[tuple]:
+    """Frames ``[start, stop)`` of ``frames`` (``stop`` None: to the end) read and prepared for ``session``
+    (:meth:`~snaketrack.tracker.pipeline.TrackingSession.prepare`: undistorted, resized, segmented):
+    ``(prepared, up, truth_mask)`` each, the up direction and (when the session scores against truth)
+    the truth mask beside it."""
     for i, rgb in frames.frames(start=start):
         if stop is not None and i >= stop:
             return
@@ -328,7 +328,26 @@ def step_frames(frames, session: TrackingSession, mask_source: "MaskSource", up_
         truth = None
         if session.truth_masks:  # the observed mask when it is the truth: read once
             truth = mask if mask_source.kind == "truth" else frames.mask(i)
-        yield session.step(rgb, mask, up=up, index=i, truth_mask=truth)
+        yield session.prepare(rgb, mask, i), up, truth
+
+
+def step_frames(frames, session: TrackingSession, mask_source: "MaskSource", up_source=None,
+                start: int = 0, stop: Optional[int] = None, ahead: bool = True) -> Iterator[list]:
+    """Step the started ``session`` through frames ``[start, stop)`` of ``frames`` (``stop`` None: to the
+    end), each with its mask, up direction and (when the session scores against truth) truth mask;
+    yields each step's finished :class:`~snaketrack.tracker.pipeline.FrameResult` list. Neither starts
+    nor closes the session. ``ahead``: the next frame is read and segmented in a thread of its own while
+    this one is tracked (:class:`~snaketrack.tracker.overlap.ReadAhead`)."""
+    from snaketrack.tracker.overlap import ReadAhead
+
+    items = prepared_frames(frames, session, mask_source, up_source, start, stop)
+    if not ahead:
+        for prepared, up, truth in items:
+            yield session.track(prepared, up=up, truth_mask=truth)
+        return
+    with ReadAhead(items) as reader:
+        for prepared, up, truth in reader:
+            yield session.track(prepared, up=up, truth_mask=truth)
 
 
 def track_source(source: str | os.PathLike, out: str | os.PathLike, robot: Optional[str] = None,
@@ -372,18 +391,24 @@ def track_source(source: str | os.PathLike, out: str | os.PathLike, robot: Optio
             if video is not None:
                 video.write(overlay_frame(r, robot_model, session.camera.K))
 
+    from snaketrack.tracker.overlap import WriteBehind
+
     n = 0
     session.start()
+    behind = WriteBehind(emit)  # rows, overlay drawing and encoding off the tracker's thread, in order
     try:
         try:
             for results in step_frames(frames, session, mask_source, up_source):
-                emit(results)
+                behind.put(results)
                 n += 1
                 bar.update(1)
                 if n_total is not None and n >= n_total:
                     break
         finally:  # the frames still held are written as tracked (interrupted or at the end)
-            emit(session.close())
+            try:
+                behind.put(session.close())
+            finally:
+                behind.close()
     finally:
         bar.close()
         writer.close()

@@ -36,6 +36,7 @@ import numpy as np
 import torch
 
 from snaketrack.errors import InputError, SnaketrackWarning
+from snaketrack.extras import install_command
 from snaketrack.io import atomic_write_bytes
 
 SETTINGS = ("live", "accurate")
@@ -272,10 +273,10 @@ def live_network(model_path: str | os.PathLike, model: torch.nn.Module, config, 
     with a one-line :class:`LiveFallbackWarning`, when it cannot be used (module doc)."""
     engines = installed_engines()
     if engine is not None and engine not in engines:
-        return _fallback(f"{engine} is not installed" if engine in ENGINES else
+        return _fallback(f"{engine} is not installed ({install_command('live')})" if engine in ENGINES else
                          f"unknown engine {engine!r} (expected one of {', '.join(ENGINES)})")
     if not engines:
-        return _fallback(f"no inference engine is installed ({' or '.join(ENGINES)})")
+        return _fallback(f"no inference engine is installed ({' or '.join(ENGINES)}: {install_command('live')})")
     engine = engine or engines[0]
     x = check_frame(net_size, config.mean, config.std)
     if int8 is not None:

@@ -155,3 +155,36 @@ def test_a_real_stream_that_drops_is_reopened_when_it_returns(mjpeg_server):
 def test_a_stream_nobody_answers_is_a_one_line_error():
     with pytest.raises(InputError, match="no stream answered"):
         StreamSource("http://127.0.0.1:9/none", timeout_s=1)
+
+
+def test_a_recording_in_real_time_holds_its_clock_until_the_first_frame_is_tracked(tmp_path):
+    """The second frame comes only once the first is tracked (its search done), then the clock runs
+    from there: the first frame's search does not skip the start of a short recording."""
+    for i in range(4):
+        cv2.imwrite(str(tmp_path / f"{i:03d}.png"), np.full((4, 6, 3), i, np.uint8))
+    frames = open_frames(tmp_path)
+    tracked = threading.Event()
+    cap = Capture(RecordedFeed(frames, realtime=True))
+    cap.hold_clock = tracked
+    cap.start()
+    first = cap.slot.take(30)
+    assert first.index == 0
+    assert cap.slot.take(0.3) is None  # held: no second frame while the first is being tracked
+    told = time.time()
+    tracked.set()
+    second = cap.slot.take(30)
+    assert second.index == 1 and second.capture_time >= told
+    rest = []
+    while (f := cap.slot.take(5)) is not None:
+        rest.append(f.index)
+    cap.stop()
+    assert rest[-1] == 3 and cap.slot.captured == 4
+
+
+def test_a_recording_in_real_time_without_a_hold_does_not_wait(tmp_path):
+    for i in range(3):
+        cv2.imwrite(str(tmp_path / f"{i:03d}.png"), np.full((4, 6, 3), i, np.uint8))
+    cap = Capture(RecordedFeed(open_frames(tmp_path), realtime=True))
+    cap.start()
+    cap._thread.join(30)  # nobody takes the frames: it plays on regardless
+    assert cap.status == "ended" and cap.slot.captured == 3 and cap.slot.take(0).index == 2

@@ -174,3 +174,32 @@ def test_listen_prints_the_states_as_json_lines(dataset):
     rows = [json.loads(line) for line in r.stdout.splitlines()]
     assert len(rows) == 3 and all(len([k for k in row if k.startswith("q_")]) == 10 for row in rows)
     assert proc.returncode == 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_during_the_first_search_beside_a_busy_process_exits_0_with_a_closed_recording(dataset, tmp_path,
+                                                                                                sig):
+    """Signalled at once, while the first frame's pose search runs on a CPU shared with a busy process: exit
+    status 0, no native library's abort message, an indexed MCAP holding exactly the states published."""
+    from snaketrack.cpu_load import Competitor
+
+    record = tmp_path / "run.mcap"
+    with Competitor(limit_s=300):
+        proc, url = _start([dataset, "--port", 0, "--loop", "--realtime", "--record", record])
+        try:
+            time.sleep(0.5)
+            proc.send_signal(sig)
+            out, err = proc.communicate(timeout=120)
+        finally:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "terminate called" not in err and "Traceback" not in err, err
+    figures = json.loads(out.strip().splitlines()[-1])
+    with open(record, "rb") as f:
+        reader = make_reader(f)
+        summary = reader.get_summary()
+        assert summary is not None and summary.chunk_indexes is not None  # closed: summary and footer written
+        states = sum(1 for _ in reader.iter_messages(topics=["/snake/state"]))
+        status = [json.loads(msg.data) for _, _, msg in reader.iter_messages(topics=["/snake/status"])]
+    assert states <= figures["frames_tracked"]
+    assert status and status[-1]["state"] == "ended"

@@ -353,3 +353,29 @@ def test_a_robot_not_yet_in_view_is_reported_lost_until_it_enters_and_no_frame_i
     assert [s["frame"] for s in got] == list(range(enters, 40))  # no pose is published before the robot is seen
     assert all(s["q_1"] is not None and s["base_x"] is not None for s in got) and got[0]["status"] == "tracked"
     assert any(s.get("state") == "lost" and s.get("frame", 40) < enters for s in statuses)
+
+
+def test_a_short_recording_in_real_time_has_its_first_frame_and_more_tracked_and_every_frame_counted(dataset):
+    """Played at its own rate, a recording no longer than a few pose searches: the first frame is tracked
+    (the clock waits for its search), later frames are tracked or counted as dropped, none lost between;
+    the stages run in threads of their own and stop cleanly."""
+    frames = open_frames(dataset)
+    service = _service(dataset, ServiceConfig(port=0), realtime=True)
+    assert service.source.hold_clock is service.first_tracked
+    got = []
+    service.start()
+    try:
+        t = threading.Thread(target=_collect, args=(service.url, got))
+        t.start()
+        assert service.wait(300)
+    finally:
+        figures = service.stop()
+        t.join(30)
+    assert service.clean
+    assert figures["frames_captured"] == len(frames)
+    assert figures["frames_tracked"] + figures["frames_dropped"] + figures["errors"] == len(frames)
+    assert figures["frames_tracked"] >= 2 and figures["errors"] == 0
+    assert got and got[0].frame == 0  # the first frame, not skipped while its search ran
+    assert [s.frame for s in got] == sorted(s.frame for s in got)  # published in frame order
+    assert got[-1].frame == len(frames) - 1  # the last one kept for the tracker
+    assert all(s.predicted_time is not None and s.predicted_dt >= 0 for s in got if s.qdot is not None)

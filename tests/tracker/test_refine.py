@@ -296,3 +296,88 @@ def test_ground_terms_gradient_matches_finite_differences(up_on_body):
     num = np.array([(cost(th + e * np.eye(nP)[k]) - cost(th - e * np.eye(nP)[k])) / (4 * e) for k in range(nP)])
     assert np.abs(num - g.numpy()).max() < 1e-5 * max(1.0, np.abs(num).max())
     assert np.abs(g.numpy()).max() > 1.0  # the test point is off both priors
+
+
+def test_grid_level_renders_the_block_average_of_the_image():
+    """A silhouette rendered on the k × k block grid (GridLevel's K) is the image's silhouette averaged over
+    each block, and the observation on the grid is the mask so averaged."""
+    from snaketrack.tracker.refine import GridLevel
+    from snaketrack.tracker.render import SilhouetteSettings, soft_silhouette
+
+    K = torch.tensor([[300.0, 0, 61.5], [0, 310.0, 44.5], [0, 0, 1]], dtype=torch.float64)
+    A = torch.tensor([[[-0.06, -0.02, 1.0], [0.05, 0.03, 1.1]]], dtype=torch.float64)
+    B = torch.tensor([[[0.04, 0.03, 1.05], [0.09, -0.04, 1.0]]], dtype=torch.float64)
+    r = torch.tensor([0.02, 0.015], dtype=torch.float64)
+    size = (125, 91)  # not a multiple of k: the last blocks are partly outside the image
+    full = soft_silhouette(A, B, r, K, (0, 0) + size, SilhouetteSettings(sigma_px=0.05))[0]
+    for k in (2, 3):
+        lvl = GridLevel.of(k, K, size, Observation.from_mask(full.numpy() > 0.5))
+        Wk, Hk = lvl.size
+        coarse = soft_silhouette(A, B, r, lvl.K, (0, 0, Wk, Hk), SilhouetteSettings(sigma_px=0.05 / k))[0]
+        assert (Wk, Hk) == (-(-size[0] // k), -(-size[1] // k))
+        # the grid's silhouette samples each block at its centre: it differs from the block average only
+        # along the outline
+        diff = (coarse - lvl.obs.mask).abs()
+        assert float(lvl.obs.mask.sum()) * k * k == pytest.approx(float((full > 0.5).sum()))
+        assert float(diff.sum()) < 0.25 * float(lvl.obs.mask.sum())
+        # a block's weight: the root mean square over its k² pixels, those past the image's edge counting 0
+        assert float(lvl.obs.weight[:size[1] // k, :size[0] // k].min()) == 1.0
+        assert float(lvl.obs.weight[-1, -1]) == pytest.approx(((size[0] % k) * (size[1] % k) / k ** 2) ** 0.5)
+
+
+def test_a_wide_body_is_refined_on_blocks_as_well_as_on_pixels():
+    """A body ~30 px wide: refinement on 3 × 3 blocks (budget 12 px) recovers the pose as refinement on the
+    image's pixels does."""
+    from mj_scene import MujocoMasks, serpentine
+
+    robot = load_robot("planar-snake-11")
+    s = 3
+    mj = MujocoMasks(robot, W * s, H * s, F * s)
+    q, R0, t0 = serpentine(robot, 5)
+    mask = mj.mask(q, R0, t0)
+    mj.close()
+    lay = StateLayout.for_robot(robot)
+    xt = lay.pack(q, R0, t0)
+    rng = np.random.default_rng(1)
+    x0 = xt.copy()
+    x0[lay.q] += rng.normal(0, 0.03, robot.dof)
+    x0[lay.rot] += rng.normal(0, 0.01, 3)
+    x0[lay.trans] += np.array([0.005, -0.005, 0.02])
+    ren = SilhouetteRenderer(robot, mj.K, W * s, H * s)
+    obs = Observation.from_mask(mask)
+    out = {}
+    for budget in (0.0, 12.0):
+        cfg = RefineConfig(steps=15, sigma_schedule=(3.0, 2.0, 1.0), budget_width_px=budget)
+        out[budget] = Refiner(ren, cfg).refine(x0, obs)
+    assert out[0.0].info["level"] == 1 and out[12.0].info["level"] >= 2
+    e0 = _errors(x0, xt, lay)
+    for res in out.values():
+        eq, et = _errors(res.x, xt, lay)
+        assert res.iou > 0.9
+        assert eq < min(e0[0], 0.02)
+        assert et < 0.02
+    # the offset is reported in image pixels either way
+    assert abs(out[12.0].offset_px - out[0.0].offset_px) < 1.5
+
+
+def test_compiled_and_torch_cores_refine_to_the_same_pose(scene):
+    """LM with the compiled kernel (float64) and with the torch reference (float64 too) takes the same
+    steps: the same pose to well under the tracker's errors."""
+    from snaketrack.tracker import render_kernel
+
+    if not render_kernel.available():
+        pytest.skip("numba is not installed")
+    robot, K, mask, xt, lay = scene
+    rng = np.random.default_rng(3)
+    x0 = xt.copy()
+    x0[lay.q] += rng.normal(0, 0.03, robot.dof)
+    x0[lay.trans] += np.array([0.004, 0.003, -0.015])
+    ren = SilhouetteRenderer(robot, K, W, H)
+    obs = Observation.from_mask(mask)
+    out = [Refiner(ren, RefineConfig(core=core, compute_dtype="float64", budget_width_px=0.0)).refine(x0, obs)
+           for core in ("torch", "compiled")]
+    assert out[0].iterations == out[1].iterations
+    assert np.abs(out[0].x - out[1].x).max() < 1e-6
+    assert out[0].iou == pytest.approx(out[1].iou, abs=1e-9)
+    with pytest.raises(InputError):
+        RefineConfig(core="fast")

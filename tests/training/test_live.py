@@ -79,8 +79,9 @@ def test_openvino_is_the_default_engine_where_installed(model_file):
 
 def test_no_engine_installed_falls_back_to_torch(model_file, monkeypatch):
     monkeypatch.setattr(live, "installed_engines", lambda: [])
-    with pytest.warns(live.LiveFallbackWarning, match="no inference engine is installed"):
+    with pytest.warns(live.LiveFallbackWarning, match="no inference engine is installed") as caught:
         assert load_segmenter(model_file, setting="live").backend == "torch"
+    assert "pip install 'snaketrack[live]'" in str(caught[0].message)
 
 
 def test_cache_reused_and_rebuilt_when_the_model_changes(model_file, monkeypatch):

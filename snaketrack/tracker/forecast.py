@@ -1,0 +1,53 @@
+"""A tracked state carried forward in time: latency compensation.
+
+A state describes the robot when its frame was captured; a controller uses it later (the frame's
+tracking, publishing and delivery take time). :func:`forecast` carries a state forward by ``dt``
+seconds with the tracker's own motion model, the Kalman filter's constant-velocity prediction step
+(:func:`snaketrack.tracker.filter.predict` with ``F = cv_transition(D, dt)``)::
+
+    s(t + dt) = s(t) + dt·ṡ(t)
+
+on the pose vector ``s`` (joint angles, base rotation vector, base translation) and its rate ``ṡ``,
+the head point following by forward kinematics. The service publishes each state with its forecast
+to the moment it is published (``predicted_*`` fields of ``/snake/state``, docs/service.md).
+``scripts/bench_forecast.py`` measures the forecast's error against a synthetic clip's truth.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from snaketrack.tracker.filter import cv_transition, predict
+from snaketrack.tracker.state import StateLayout, TrackState
+
+
+def predicted_pose(s: np.ndarray, velocity: np.ndarray, dt: float) -> np.ndarray:
+    """The pose vector (D,) predicted ``dt`` [s] ahead of pose ``s`` (D,) moving at ``velocity`` (D,): the
+    filter's prediction step on ``[s; ṡ]`` (module doc); ``dt`` ≥ 0."""
+    s = np.asarray(s, float).reshape(-1)
+    if dt == 0:  # no time passed (the filter's transition needs a positive step)
+        return s.copy()
+    x = np.concatenate([s, np.asarray(velocity, float).reshape(-1)])
+    n = s.size
+    x, _ = predict(x, np.zeros((2 * n, 2 * n)), cv_transition(n, float(dt)), np.zeros((2 * n, 2 * n)))
+    return x[:n]
+
+
+def forecast(state: TrackState, robot, dt: float, layout: Optional[StateLayout] = None) -> Optional[TrackState]:
+    """``state`` carried ``dt`` [s] forward (module doc): a :class:`TrackState` at time ``state.t + dt`` with
+    the predicted joints, base and head, the same status, IoU and rate. None when the state has no pose or
+    no rate (before the track starts). ``layout``: the pose vector's (default the robot's)."""
+    if not state.has_pose or state.velocity is None:
+        return None
+    import torch
+
+    from snaketrack.models.kinematics import forward_kinematics
+
+    layout = layout or StateLayout.for_robot(robot)
+    s = predicted_pose(state.pose_vector(layout), state.velocity, dt)
+    q, R0, t0 = layout.to_fk(torch.as_tensor(s)[None])
+    head = forward_kinematics(robot, q, R0, t0).head[0].numpy()
+    return TrackState.from_pose_vector(layout, s, head, state.frame, state.t + float(dt), cov_trace=state.cov_trace,
+                                       iou=state.iou, status=state.status, velocity=state.velocity,
+                                       loss=state.loss)

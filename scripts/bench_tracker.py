@@ -57,6 +57,8 @@ def main(argv=None) -> int:
                     help="first frames held until the body wave settles the reading (snaketrack track --hold-frames)")
     ap.add_argument("--silhouette", default="visual", choices=["visual", "visual-capsule", "capsules"],
                     help="the tracker's silhouette model (snaketrack track --silhouette)")
+    ap.add_argument("--renderer", default="own", choices=["own", "pytorch3d"],
+                    help="the tracker's silhouette renderer (snaketrack track --renderer)")
     ap.add_argument("--timing-reps", type=int, default=20,
                     help="repetitions of each timed renderer pass (the dense reference runs a quarter of them)")
     ap.add_argument("--reacquire-tail", type=int, default=60,
@@ -72,7 +74,7 @@ def main(argv=None) -> int:
         config = BenchmarkConfig(frames=args.frames, seed=args.seed, scenes=tuple(args.scenes),
                                  robots=tuple(args.robots), refine_steps=args.refine_steps, up=args.up,
                                  static_camera=not args.no_static_camera, track_ground=not args.no_track_ground,
-                                 hold_frames=args.hold_frames, silhouette=args.silhouette,
+                                 hold_frames=args.hold_frames, silhouette=args.silhouette, renderer=args.renderer,
                                  reacquire=not args.no_reacquire, hide_start=args.hide_start,
                                  reacquire_tail=args.reacquire_tail, timing_reps=args.timing_reps,
                                  refine_core=args.core, refine_budget_px=args.budget_width)

@@ -5,17 +5,21 @@ The core (tracking, labelling with GrabCut, training, the simulators and the est
 ``pip install snaketrack``. Each extra of ``pyproject.toml`` carries the distributions one capability
 imports; :data:`EXTRAS` names them by import name, and a test checks the two agree.
 
-======== ========================================= ==========================================
-extra    for                                       imports (distribution)
-======== ========================================= ==========================================
-service  ``serve``, ``listen``                     foxglove (foxglove-sdk), websockets
-batch    ``batch``, ``track --chunks``             ray
-live     the segmenter's ``live`` setting engines  onnx, onnxruntime, openvino
-sam      ``label --backend sam``                   segment_anything (segment-anything)
-======== ========================================= ==========================================
+========= ========================================= ==========================================
+extra     for                                       imports (distribution)
+========= ========================================= ==========================================
+service   ``serve``, ``listen``                     foxglove (foxglove-sdk), websockets
+batch     ``batch``, ``track --chunks``             ray
+live      the segmenter's ``live`` setting engines  onnx, onnxruntime, openvino
+sam       ``label --backend sam``                   segment_anything (segment-anything)
+pytorch3d ``--renderer pytorch3d``                  pytorch3d (easypytorch3d), trimesh
+========= ========================================= ==========================================
 
 The ``live`` setting falls back to torch, with a one-line warning naming the extra, when no engine is
-installed; the other commands stop at once (:func:`require`).
+installed; the other commands stop at once (:func:`require`). The ``pytorch3d`` extra's compiled part is
+built against one torch release, so it is installed in an environment of its own (``make pytorch3d``,
+requirements-pytorch3d.txt), and ``--renderer pytorch3d`` without it says so in one line
+(:func:`snaketrack.tracker.renderers.check_renderer`).
 
 >>> install_command("service")
 "pip install 'snaketrack[service]'"
@@ -33,6 +37,7 @@ EXTRAS: dict[str, dict[str, str]] = {
     "batch": {"ray": "ray"},
     "live": {"onnx": "onnx", "onnxruntime": "onnxruntime", "openvino": "openvino"},
     "sam": {"segment_anything": "segment-anything"},
+    "pytorch3d": {"pytorch3d": "easypytorch3d", "trimesh": "trimesh"},
 }
 
 

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SKIP = {".venv", ".git", "demo_out", "build", "node_modules", ".pytest_cache"}
+SKIP = {".venv", ".venv-pytorch3d", ".git", "demo_out", "build", "node_modules", ".pytest_cache"}
 
 _REF = re.compile(
     r'docs/(?P<file>[\w./-]+?\.md)'

@@ -1,7 +1,7 @@
 """pyproject.toml declares what snaketrack imports: every third-party import of the package's sources (read with
 ``ast``) maps, through the installed distributions, to a dependency of the core or of an extra; the extras match
-:data:`snaketrack.extras.EXTRAS`; requirements.txt pins them all; a command whose extra is missing says which to
-install, in one line, and exits 2."""
+:data:`snaketrack.extras.EXTRAS`; requirements.txt pins them all (but :data:`OWN_ENVIRONMENT`); a command whose
+extra is missing says which to install, in one line, and exits 2."""
 import ast
 import importlib.metadata
 import re
@@ -20,6 +20,8 @@ UNDECLARED = {"triton": "torch's own dependency, imported only to load it before
 #: pinned in requirements.txt, imported by no source: the distribution → why
 PINNED_ONLY = {"torchvision": "segmentation-models-pytorch's encoders, the build of this torch",
                "timm": "segmentation-models-pytorch's encoders"}
+#: declared, and pinned in an environment of its own rather than in requirements.txt: the distribution → why
+OWN_ENVIRONMENT = {"easypytorch3d": "built against one torch release: requirements-pytorch3d.txt, .venv-pytorch3d"}
 
 
 def _name(requirement: str) -> str:
@@ -120,7 +122,7 @@ def test_requirements_pin_every_declared_distribution_and_only_what_is_needed():
             name, _, version = line.partition("==")
             assert version, f"requirements.txt: {line} is not pinned"
             pins[_name(name)] = version
-    declared = {_name(r) for r in _project()["dependencies"]}.union(*_extras().values())
+    declared = {_name(r) for r in _project()["dependencies"]}.union(*_extras().values()) - set(OWN_ENVIRONMENT)
     assert declared - set(pins) == set()
     assert set(pins) - declared == set(PINNED_ONLY)
     for dist, version in pins.items():  # the pins are what this environment runs

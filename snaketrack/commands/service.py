@@ -76,6 +76,10 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--track-size", default=None, metavar="WxH",
                    help="track at this resolution (frames and masks resized, K scaled)")
     p.add_argument("--refine-steps", type=int, default=None, help="refinement iterations per frame (default 10)")
+    p.add_argument("--renderer", default="own", choices=("own", "pytorch3d"),
+                   help="the silhouette renderer: 'own' (analytic capsules and cylinders; default) or 'pytorch3d' "
+                        "(PyTorch3D's soft rasteriser on the robot's meshes, the paper's; needs `make pytorch3d`, "
+                        "docs/renderer.md)")
     p.add_argument("--overlay-hz", type=float, default=5.0,
                    help="the most overlay images (/camera/overlay) per second (default 5; 0: none)")
     add_threads_argument(p)
@@ -106,7 +110,7 @@ def open_service(args: argparse.Namespace):
                            client_queue=args.client_queue, overlay_hz=args.overlay_hz)
     if args.max_frames is not None and args.max_frames < 1:
         raise InputError(f"--max-frames {args.max_frames}; expected a positive number of frames")
-    pipeline = PipelineConfig(refine_steps=args.refine_steps, hold_frames=0,
+    pipeline = PipelineConfig(refine_steps=args.refine_steps, hold_frames=0, renderer=args.renderer,
                               track_size=parse_size(args.track_size, "--track-size") if args.track_size else None)
     if is_stream(args.source):
         if args.up not in (None, "none"):

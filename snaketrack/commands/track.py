@@ -76,6 +76,10 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the robot's silhouette model: 'visual' (bodies, caps and housings from the robot file, "
                         "cylindrical housings drawn as cylinders; default), 'visual-capsule' (the same with "
                         "cylindrical housings as capsules) or 'capsules' (the kinematic capsules only)")
+    p.add_argument("--renderer", default="own", choices=("own", "pytorch3d"),
+                   help="the silhouette renderer: 'own' (analytic capsules and cylinders; default) or 'pytorch3d' "
+                        "(PyTorch3D's soft rasteriser on the robot's meshes, the paper's; needs `make pytorch3d`, "
+                        "docs/renderer.md)")
     p.add_argument("--track-size", default=None, metavar="WxH",
                    help="track at this resolution: frames and masks resized, K scaled "
                         "(default: the source's own; the paper tracks at 640x360)")
@@ -108,7 +112,7 @@ def _run(args: argparse.Namespace) -> int:
             from snaketrack.io import read_json
 
             seed = int(read_json(meta).get("seed", 0) or 0)
-    config = PipelineConfig(refine_steps=args.refine_steps, silhouette=args.silhouette,
+    config = PipelineConfig(refine_steps=args.refine_steps, silhouette=args.silhouette, renderer=args.renderer,
                             static_camera=args.static_camera, track_ground=args.track_ground,
                             hold_frames=args.hold_frames, corrupt_masks=args.corrupt_masks, corrupt_seed=seed,
                             head=args.head,

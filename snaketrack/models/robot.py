@@ -70,6 +70,8 @@ class Visual:
         along the joint's first axis (``housing_shape: sphere`` uses the radius only).
     cap_radius: radius of the rounded tail and head caps.
     rgba, housing_rgba, head_rgba: colours in [0, 1].
+    mesh: one entry per link, the path of a mesh file (STL, OBJ, PLY; metres, in the link's frame) that
+        draws the link in the mesh renderer (:mod:`snaketrack.tracker.meshes`), or None; empty: no link has one.
     """
 
     body_radius: tuple[float, ...]
@@ -80,6 +82,7 @@ class Visual:
     rgba: tuple[float, float, float, float]
     housing_rgba: tuple[float, float, float, float]
     head_rgba: tuple[float, float, float, float]
+    mesh: tuple[Optional[str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -215,6 +218,28 @@ def _rgba(v: Any, where: str) -> tuple[float, float, float, float]:
     return tuple(float(c) for c in v)  # type: ignore[return-value]
 
 
+def _meshes(spec: Any, n: int, source: str) -> tuple[Optional[str], ...]:
+    """``visual.mesh``: one path for every link or a list of one path (or null) per link, relative to the
+    robot file's folder; each file must exist."""
+    if spec is None:
+        return ()
+    paths = [spec] * n if isinstance(spec, str) else spec
+    if not isinstance(paths, list) or len(paths) != n or not all(p is None or isinstance(p, str) for p in paths):
+        raise FileFormatError(f"{source}: visual.mesh = {spec!r}; expected a file name or a list of {n} "
+                              "(a file name or null per link)")
+    folder = Path(source).parent if source and not source.startswith("<") else Path.cwd()
+    out: list[Optional[str]] = []
+    for p in paths:
+        if p is None:
+            out.append(None)
+            continue
+        f = Path(p) if Path(p).is_absolute() else folder / p
+        if not f.is_file():
+            raise MissingFileError(f"{source}: visual.mesh {p!r}: file not found")
+        out.append(str(f))
+    return tuple(out)
+
+
 def robot_from_dict(data: dict, source: str = "<dict>") -> Robot:
     """Build and validate a :class:`Robot` from the YAML mapping (see shipped files)."""
     if not isinstance(data, dict):
@@ -287,6 +312,7 @@ def robot_from_dict(data: dict, source: str = "<dict>") -> Robot:
         rgba=_rgba(v.get("rgba", [0.85, 0.45, 0.1, 1]), f"{source}: visual.rgba"),
         housing_rgba=_rgba(v.get("housing_rgba", [0.2, 0.2, 0.22, 1]), f"{source}: visual.housing_rgba"),
         head_rgba=_rgba(v.get("head_rgba", v.get("rgba", [0.85, 0.45, 0.1, 1])), f"{source}: visual.head_rgba"),
+        mesh=_meshes(v.get("mesh"), n, source),
     )
     known = {"name", "links", "joints", "visual", "description"}
     return Robot(

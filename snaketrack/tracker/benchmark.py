@@ -105,7 +105,8 @@ def ensure_dataset(path: Path, scene: str, robot: str, seed: int, frames: int, b
 
 def bench_options(scene: str, seed: int, frames: int, up: str = "sim-imu", refine_steps: int = 10,
                   hold_frames: int = 60, silhouette: str = "visual", static_camera: bool = True,
-                  track_ground: bool = True, refine_core: str = "auto", refine_budget_px: float = 12.0):
+                  track_ground: bool = True, refine_core: str = "auto", refine_budget_px: float = 12.0,
+                  renderer: str = "own"):
     """The benchmark's ``(PipelineConfig, RunOptions)`` for one clip.
 
     Masks corrupted with the clip's ``seed``; at most ``frames`` frames; no video, plots or progress bar.
@@ -120,7 +121,7 @@ def bench_options(scene: str, seed: int, frames: int, up: str = "sim-imu", refin
     moving = scene != "static" and up != "none" and track_ground
     config = PipelineConfig(refine_steps=refine_steps, corrupt_masks=True, corrupt_seed=seed,
                             static_camera=fixed, track_ground=moving, hold_frames=hold_frames, silhouette=silhouette,
-                            refine_core=refine_core, refine_budget_px=refine_budget_px)
+                            refine_core=refine_core, refine_budget_px=refine_budget_px, renderer=renderer)
     return config, RunOptions(up=up, max_frames=frames, video=False, plots=False, progress=False)
 
 
@@ -152,6 +153,7 @@ class BenchmarkConfig:
     track_ground: the moving cameras follow their height over the ground (with an up direction). Default True.
     hold_frames: first frames held until the head's end is settled [frames]. Default 60.
     silhouette: the tracker's silhouette model (``visual``, ``visual-capsule``, ``capsules``). Default visual.
+    renderer: the tracker's silhouette renderer (``own``, ``pytorch3d``). Default own.
     reacquire: also run each clip with the robot hidden and count ``reacquire_frames``. Default True.
     hide_start: first hidden frame of that run. Default 60.
     reacquire_tail: frames tracked after the robot reappears. Default 60.
@@ -170,6 +172,7 @@ class BenchmarkConfig:
     track_ground: bool = True
     hold_frames: int = 60
     silhouette: str = "visual"
+    renderer: str = "own"
     reacquire: bool = True
     hide_start: int = 60
     reacquire_tail: int = 60
@@ -204,7 +207,8 @@ def bench_clip(data: Path, out: Path, scene: str, robot: str, config: BenchmarkC
     pipeline, opts = bench_options(scene, seed, c.frames, up=c.up, refine_steps=c.refine_steps,
                                    hold_frames=c.hold_frames, silhouette=c.silhouette,
                                    static_camera=c.static_camera, track_ground=c.track_ground,
-                                   refine_core=c.refine_core, refine_budget_px=c.refine_budget_px)
+                                   refine_core=c.refine_core, refine_budget_px=c.refine_budget_px,
+                                   renderer=c.renderer)
     t0, c0 = time.perf_counter(), time.process_time()
     s = track_source(ds, run_dir, robot, config=pipeline, options=opts)
     res = {k: s.get(k) for k in REPORTED}
@@ -225,6 +229,7 @@ def bench_clip(data: Path, out: Path, scene: str, robot: str, config: BenchmarkC
     res["static_camera"] = pipeline.static_camera
     res["track_ground"] = pipeline.track_ground
     res["silhouette"] = c.silhouette
+    res["renderer"] = c.renderer
     if c.reacquire:
         hide = (c.hide_start, c.hide_start + HIDE_FRAMES)
         ensure_dataset(ds, scene, robot, c.seed, hide[1] + c.reacquire_tail)

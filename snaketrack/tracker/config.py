@@ -128,6 +128,8 @@ class TrackerConfig:
     refine: refinement settings (:class:`RefineConfig`); default ``RefineConfig()``.
     filter: constant-velocity filter settings (:class:`FilterConfig`); default ``FilterConfig()``.
     model: silhouette model, "visual" (robot.visual), "visual-capsule" (housings as capsules) or "capsules"; "visual".
+    renderer: the silhouette renderer, "own" (analytic) or "pytorch3d" (PyTorch3D on meshes;
+        :mod:`snaketrack.tracker.renderers`); "own".
     moment_update: run the filter's image-moment EKF update before refinement (the paper's); default False.
     moment_order: moments of that update, 1 (centroid) or 2 (and second moments); default 2.
     min_mask_px: a mask with fewer pixels than this means the robot is not visible [px]; default 30.
@@ -171,6 +173,7 @@ class TrackerConfig:
     refine: RefineConfig = field(default_factory=RefineConfig)
     filter: FilterConfig = field(default_factory=FilterConfig)
     model: str = "visual"
+    renderer: str = "own"
     moment_update: bool = False
     moment_order: int = 2
     min_mask_px: int = 30

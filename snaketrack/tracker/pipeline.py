@@ -53,6 +53,7 @@ class PipelineConfig:
 
     refine_steps: refinement iterations per frame; None: the tracker's default (10).
     silhouette: the silhouette model, ``TrackerConfig.model`` (``visual``, ``visual-capsule``, ``capsules``).
+    renderer: the silhouette renderer, ``TrackerConfig.renderer`` (``own`` or ``pytorch3d``). Default ``own``.
     static_camera: the camera is fixed to the ground (a tripod): hold the base to the ground's height; needs up.
     track_ground: the camera moves: follow its height over the ground plane and hold the base to it; needs up.
     follow_up: with ``track_ground``, the up direction need be given for the first frame only: later frames
@@ -78,6 +79,7 @@ class PipelineConfig:
 
     refine_steps: Optional[int] = None
     silhouette: str = "visual"
+    renderer: str = "own"
     static_camera: bool = False
     track_ground: bool = False
     follow_up: bool = False
@@ -109,6 +111,9 @@ class PipelineConfig:
             raise InputError(f"--silhouette {self.silhouette!r}; expected visual, visual-capsule or capsules")
         if self.head not in ("wave", "first"):
             raise InputError(f"--head {self.head!r}; expected wave or first")
+        from snaketrack.tracker.renderers import check_renderer
+
+        check_renderer(self.renderer)
 
     @property
     def needs_up(self) -> bool:
@@ -164,14 +169,15 @@ class FrameResult:
 def make_tracker(robot, camera, fps: float, refine_steps: Optional[int] = None, static_camera: bool = False,
                  track_ground: bool = False, silhouette: str = "visual", head: str = "wave",
                  ground_height: Optional[float] = None, refine_core: str = "auto",
-                 refine_budget_px: float = 12.0):
+                 refine_budget_px: float = 12.0, renderer: str = "own"):
     """The :class:`~snaketrack.tracker.tracker.Tracker` for this camera (its K and size) and frame rate [1/s];
     ``static_camera`` / ``track_ground`` set the ground prior, ``silhouette`` the model (``TrackerConfig.model``),
-    ``head`` the reading of the chain, ``ground_height`` a known camera height (:class:`PipelineConfig`)."""
+    ``head`` the reading of the chain, ``ground_height`` a known camera height, ``renderer`` the silhouette
+    renderer (:class:`PipelineConfig`)."""
     from snaketrack.tracker.config import TrackerConfig
     from snaketrack.tracker.tracker import Tracker
 
-    config = TrackerConfig(model=silhouette, wave_check=head == "wave")
+    config = TrackerConfig(model=silhouette, renderer=renderer, wave_check=head == "wave")
     config = replace(config, refine=replace(config.refine, core=refine_core, budget_width_px=float(refine_budget_px)))
     if refine_steps is not None:
         config = replace(config, refine=replace(config.refine, steps=int(refine_steps)))
@@ -267,7 +273,7 @@ class TrackingSession:
         self.tracker = make_tracker(self.robot, self.camera, self.fps, c.refine_steps, static_camera=c.static_camera,
                                     track_ground=c.track_ground, silhouette=c.silhouette, head=c.head,
                                     ground_height=c.ground_height, refine_core=c.refine_core,
-                                    refine_budget_px=c.refine_budget_px)
+                                    refine_budget_px=c.refine_budget_px, renderer=c.renderer)
         self.ground = None
         if c.track_ground:
             from snaketrack.tracker.ground import GroundTracker

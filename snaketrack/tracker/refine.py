@@ -95,7 +95,10 @@ class Refiner:
         self.lower = torch.as_tensor(self.robot.lower, dtype=torch.float64)
         self.upper = torch.as_tensor(self.robot.upper, dtype=torch.float64)
         self._radii = torch.as_tensor(renderer.model.radius, dtype=torch.float64)
-        self._render_jac = render_with_jacobian_compiled if _use_compiled(config.core) else render_with_jacobian
+        # a renderer of its own geometry (meshes) gives its silhouette and Jacobian itself, on the image's pixels
+        self._pose_jacobian = getattr(renderer, "pose_jacobian", None)
+        self.core = refine_core(config.core, own_renderer=self._pose_jacobian is None)
+        self._render_jac = render_with_jacobian_compiled if self.core == "compiled" else render_with_jacobian
 
     # -- geometry -------------------------------------------------------
     def _points(self, theta: torch.Tensor, R_ref: torch.Tensor) -> torch.Tensor:
@@ -137,10 +140,11 @@ class Refiner:
     def _level(self, pts: torch.Tensor, obs: Observation) -> "GridLevel":
         """The grid LM's image terms are evaluated on (``RefineConfig.budget_width_px``) for end points
         ``pts`` (M, 2, 3) [m]: every k-th pixel's block, k the body's median image width over the budget,
-        rounded up; k = 1 (the image itself) for a body as narrow as the budget."""
+        rounded up; k = 1 (the image itself) for a body as narrow as the budget, and for a renderer with its own
+        ``pose_jacobian``, which draws on the image's pixels."""
         cfg = self.config
         k = 1
-        if cfg.budget_width_px > 0:
+        if cfg.budget_width_px > 0 and self._pose_jacobian is None:
             depth = pts[:, :, 2].min(dim=1).values
             front = depth > 1e-3
             if bool(front.any()):
@@ -168,8 +172,11 @@ class Refiner:
         if roi is None:
             return float("inf"), 0.0
         with torch.no_grad():
-            sil = soft_silhouette(a, b, r, self.K, roi, s, torch.tensor([float(offset_px)], dtype=torch.float64),
-                                  self.renderer.model.cylinders)[0]
+            off = torch.tensor([float(offset_px)], dtype=torch.float64)
+            if self._pose_jacobian is not None:
+                sil = self.renderer(xt, roi, s, off)[0][0]
+            else:
+                sil = soft_silhouette(a, b, r, self.K, roi, s, off, self.renderer.model.cylinders)[0]
         return self._cost_iou(sil.reshape(-1), obs, roi)
 
     def _cost_iou(self, sil: torch.Tensor, obs: Observation, roi) -> tuple[float, float]:
@@ -234,7 +241,11 @@ class Refiner:
             if roi is None:
                 return None
             s = replace(self.renderer.settings, sigma_px=sigma)
-            rj = self._render_jac(pts[None, :, 0], pts[None, :, 1], self._radii, level.K, roi, G, s,
+            if self._pose_jacobian is not None:  # k = 1 (_level)
+                rj = self._pose_jacobian(theta[:J], _exp(theta[J:J + 3]) @ R_ref, theta[J + 3:], roi, s,
+                                         offset_px=b, with_offset=cfg.estimate_offset, tol=cfg.jac_tol / sigma)
+            else:
+                rj = self._render_jac(pts[None, :, 0], pts[None, :, 1], self._radii, level.K, roi, G, s,
                                       offset_px=b, with_offset=cfg.estimate_offset, tol=cfg.jac_tol / sigma,
                                       compute_dtype=getattr(torch, cfg.compute_dtype),
                                       image_size=level.size,
@@ -373,8 +384,11 @@ class Refiner:
         w = obs.crop(roi, obs.weight)
         for _ in range(n_iter):
             opt.zero_grad()
-            a, b, r = self.renderer.primitives(x[None])
-            sil = soft_silhouette(a, b, r, self.K, roi, s, cylinders=self.renderer.model.cylinders)[0].reshape(-1)
+            if self._pose_jacobian is not None:
+                sil = self.renderer(x[None], roi, s)[0][0].reshape(-1)
+            else:
+                a, b, r = self.renderer.primitives(x[None])
+                sil = soft_silhouette(a, b, r, self.K, roi, s, cylinders=self.renderer.model.cylinders)[0].reshape(-1)
             loss = ((w * (sil - m)) ** 2).sum()
             loss.backward()
             opt.step()
@@ -420,13 +434,20 @@ class GridLevel:
         return cls(k, Kk, (Wk, Hk), Observation(m, float(m.sum()), w, obs.skeleton))
 
 
-def _use_compiled(core: str) -> bool:
-    """Whether refinement renders with the compiled kernel (``RefineConfig.core``)."""
+def refine_core(core: str, own_renderer: bool = True) -> str:
+    """The core LM renders with, ``"compiled"`` or ``"torch"``, for ``RefineConfig.core`` and the tracker's
+    renderer: the compiled kernel draws the own renderer's capsules and cylinders, so with another renderer
+    (``own_renderer`` False: ``pytorch3d``, which gives its silhouette and Jacobian itself) ``"auto"`` is
+    ``"torch"`` and ``"compiled"`` an :class:`InputError`."""
     from snaketrack.tracker import render_kernel
 
+    if core == "compiled" and not own_renderer:
+        raise InputError("refine core 'compiled' draws the own renderer only; use 'auto' or 'torch' with "
+                         "--renderer pytorch3d")
     if core == "compiled" and not render_kernel.available():
         raise InputError("refine core 'compiled' needs numba (pip install numba)")
-    return core == "compiled" or (core == "auto" and render_kernel.available())
+    return "compiled" if core == "compiled" or (core == "auto" and own_renderer and render_kernel.available()) \
+        else "torch"
 
 
 def _exp(v: torch.Tensor) -> torch.Tensor:

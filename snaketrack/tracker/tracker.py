@@ -48,6 +48,7 @@ from snaketrack.tracker.occlusion import cut_weighted
 from snaketrack.tracker.primitives import CapsuleModel
 from snaketrack.tracker.refine import Refiner, RefineResult
 from snaketrack.tracker.render import SilhouetteRenderer, SilhouetteSettings
+from snaketrack.tracker.renderers import make_renderer
 from snaketrack.tracker.search import PoseSearch
 from snaketrack.tracker.state import StateLayout, TrackState
 
@@ -68,8 +69,9 @@ class Tracker:
             raise InputError(f"fps = {fps!r}; expected > 0")
         self.robot, self.config, self.fps = robot, config, float(fps)
         self.width, self.height = int(width), int(height)
-        self.renderer = SilhouetteRenderer(robot, K, width, height, CapsuleModel.named(robot, config.model),
-                                           SilhouetteSettings(sigma_px=config.refine.sigma_px))
+        self.renderer: SilhouetteRenderer = make_renderer(config.renderer, robot, K, width, height,
+                                                          CapsuleModel.named(robot, config.model),
+                                                          SilhouetteSettings(sigma_px=config.refine.sigma_px))
         self.layout: StateLayout = self.renderer.layout
         self.refiner = Refiner(self.renderer, config.refine)
         oop = config.init_out_of_plane_prior_rad

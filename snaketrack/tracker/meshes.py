@@ -1,0 +1,157 @@
+"""The robot's visual geometry as triangle meshes fixed to its link frames (for the mesh renderer).
+
+Each primitive of a :class:`~snaketrack.tracker.primitives.CapsuleModel` is tessellated with trimesh
+(``trimesh.creation``): a capsule (a sphere when its end points meet) or a flat-ended cylinder, around its axis
+``A→B`` in its link's frame. A link whose robot file names a mesh (``visual: {mesh: ...}``,
+:class:`~snaketrack.models.robot.Visual`) is drawn by that file's mesh instead of its primitives. Boxes
+(:func:`box_mesh`) are there for mesh files and tests.
+
+A regular polygon of ``n`` sections inscribed in a circle is narrower than the circle; the tessellated
+radius is scaled by ``(π/n) / sin(π/n)`` (1.0016 at n = 32), which makes the polygon's width averaged over
+the directions it is seen from the circle's: a tube's silhouette is then ±0.3 % of its width off at n = 32.
+
+Units: metres. Shapes: V vertices, F faces.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from snaketrack.errors import FileFormatError, MissingFileError
+from snaketrack.models.robot import Robot
+
+SECTIONS = 32
+
+
+@dataclass(frozen=True)
+class LinkMeshes:
+    """Triangle meshes fixed to link frames, as one vertex list.
+
+    link: (V,) link index (0-based) each vertex is fixed to; verts: (V, 3) vertex positions in their link's
+    frame [m]; faces: (F, 3) vertex indices (int64); parts: (P, 4) each part's (first vertex, end vertex, first
+    face, end face): one per tessellated primitive or mesh file, its vertices and faces contiguous (the CPU
+    rasteriser draws each part over its own screen box).
+
+    ``link`` / ``verts`` have the fields :func:`snaketrack.models.chain.point_jacobian` reads of a silhouette
+    model (``a_local`` = ``b_local`` = the vertices), so the vertices' pose Jacobian comes from the same code
+    as the capsules'.
+    """
+
+    link: np.ndarray
+    verts: np.ndarray
+    faces: np.ndarray
+    parts: np.ndarray
+
+    @property
+    def a_local(self) -> np.ndarray:
+        return self.verts
+
+    @property
+    def b_local(self) -> np.ndarray:
+        return self.verts
+
+    @property
+    def n_verts(self) -> int:
+        return int(len(self.verts))
+
+
+def _width_scale(sections: int) -> float:
+    a = np.pi / sections
+    return float(a / np.sin(a))
+
+
+def _along(mesh, a: np.ndarray, b: np.ndarray):
+    """``mesh`` (built along z, centred at the origin) turned onto the axis a→b and moved to its middle."""
+    import trimesh
+
+    axis = b - a
+    n = float(np.linalg.norm(axis))
+    T = np.eye(4) if n < 1e-12 else trimesh.geometry.align_vectors([0.0, 0.0, 1.0], axis / n)
+    T = np.array(T, float)
+    T[:3, 3] = 0.5 * (a + b)
+    mesh.apply_transform(T)
+    return mesh
+
+
+def capsule_mesh(a, b, radius: float, sections: int = SECTIONS):
+    """A capsule (a sphere when ``a = b``) of ``radius`` [m] around the segment a→b (3,) [m], as a trimesh."""
+    import trimesh
+
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    r = radius * _width_scale(sections)
+    length = float(np.linalg.norm(b - a))
+    if length < 1e-12:
+        mesh = trimesh.creation.uv_sphere(radius=r, count=[sections // 2 + 1, sections])
+    else:
+        mesh = trimesh.creation.capsule(height=length, radius=r, count=[sections, sections])
+    return _along(mesh, a, b)
+
+
+def cylinder_mesh(a, b, radius: float, sections: int = SECTIONS):
+    """A flat-ended cylinder of ``radius`` [m] from a to b (3,) [m], as a trimesh."""
+    import trimesh
+
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    mesh = trimesh.creation.cylinder(radius=radius * _width_scale(sections), height=float(np.linalg.norm(b - a)),
+                                     sections=sections)
+    return _along(mesh, a, b)
+
+
+def box_mesh(extents, centre=(0.0, 0.0, 0.0)):
+    """An axis-aligned box of side lengths ``extents`` (3,) [m] centred at ``centre`` (3,) [m], as a trimesh."""
+    import trimesh
+
+    mesh = trimesh.creation.box(extents=np.asarray(extents, float))
+    mesh.apply_translation(np.asarray(centre, float))
+    return mesh
+
+
+def load_mesh(path: str):
+    """The triangle mesh of the file ``path`` (STL, OBJ, PLY, ... as trimesh reads them), one trimesh."""
+    import trimesh
+
+    try:
+        mesh = trimesh.load_mesh(path, force="mesh")
+    except FileNotFoundError:
+        raise MissingFileError(f"{path}: mesh file not found") from None
+    except Exception as e:  # trimesh raises several kinds for files it cannot read
+        raise FileFormatError(f"{path}: not a mesh trimesh reads ({e})") from None
+    if len(mesh.faces) == 0:
+        raise FileFormatError(f"{path}: a mesh with no faces")
+    return mesh
+
+
+def robot_meshes(robot: Robot, model, sections: int = SECTIONS) -> LinkMeshes:
+    """The robot as meshes: each primitive of ``model`` (a :class:`CapsuleModel`) tessellated in its link's
+    frame, and the links with a mesh file (``robot.visual.mesh``) drawn by that file's mesh instead."""
+    files: tuple[Optional[str], ...] = tuple(robot.visual.mesh) or (None,) * robot.n_links
+    cyl = model.cylinders if model.cylinders is not None else np.zeros(model.n, bool)
+    parts = []
+    for i in range(model.n):
+        link = int(model.link[i])
+        if files[link] is not None:
+            continue
+        make = cylinder_mesh if cyl[i] else capsule_mesh
+        parts.append((link, make(model.a_local[i], model.b_local[i], float(model.radius[i]), sections)))
+    for link, f in enumerate(files):
+        if f is not None:
+            parts.append((link, load_mesh(f)))
+    return join_meshes([link for link, _ in parts], [m for _, m in parts])
+
+
+def join_meshes(links, meshes) -> LinkMeshes:
+    """One :class:`LinkMeshes` of trimeshes ``meshes`` fixed to links ``links`` (one index each), one part each."""
+    link_v, verts, faces, parts = [], [], [], []
+    n0 = f0 = 0
+    for link, m in zip(links, meshes):
+        v = np.asarray(m.vertices, float)
+        f = np.asarray(m.faces, np.int64)
+        link_v.append(np.full(len(v), int(link)))
+        verts.append(v)
+        faces.append(f + n0)
+        parts.append((n0, n0 + len(v), f0, f0 + len(f)))
+        n0, f0 = n0 + len(v), f0 + len(f)
+    return LinkMeshes(np.concatenate(link_v), np.concatenate(verts), np.concatenate(faces),
+                      np.asarray(parts, np.int64))

@@ -1,0 +1,391 @@
+"""The robot's soft silhouette drawn by PyTorch3D from triangle meshes (the tracking paper's renderer).
+
+The robot's visual geometry is a set of meshes fixed to its link frames (:mod:`snaketrack.tracker.meshes`:
+its capsules, spheres and cylinders tessellated, or a mesh file per link). PyTorch3D's mesh rasteriser
+(``rasterize_meshes``, its compiled ``_C``) lists for every pixel the ``faces_per_pixel`` nearest faces (by
+depth) within a blur radius, and its ``SoftSilhouetteShader`` blends them:
+
+    p_k = sigmoid(−d_k / σ),   o = 1 − Π_k (1 − p_k),
+
+with ``d_k`` the squared 2-D distance from the pixel centre to face k's nearest edge in normalised device
+coordinates (NDC, the shorter image side spanning 2), negative inside the face. The paper names this shader and
+gives no figures; the default setting is PyTorch3D's documented silhouette setting: σ = 1e-4, γ = 1e-4 (γ
+weighs depth in RGB blending only; the silhouette does not use it), 100 faces per pixel and a blur radius of
+``ln(1/ε − 1) σ`` with ε = 1e-4 (the distance past which ``p_k`` < ε).
+
+Here σ is set in pixels like the own renderer's (:class:`~snaketrack.tracker.render.SilhouetteSettings`
+``sigma_px``): ``p_k = sigmoid(∓ δ_k² / σ_px²)`` with ``δ_k`` the distance [px], the same as PyTorch3D's σ =
+``(2 σ_px / S)²`` on an image whose shorter side is S px (:func:`pytorch3d_sigma`); the paper's σ = 1e-4 on a
+640×360 image is ``σ_px`` = 1.8 (:func:`paper_sigma_px`). The silhouette over a region of interest (ROI) is
+rasterised on the ROI alone, with the same per-pixel values as the whole image's. An edge offset ``b`` [px]
+shifts the signed distance: ``p_k = sigmoid(s|s| / σ_px²)``, ``s = ±δ_k + b`` (+ inside), PyTorch3D's at b = 0.
+
+Gradients with respect to the pose:
+
+- on CUDA, through PyTorch3D's own rasteriser backward (``backward="pytorch3d"``, the default there);
+- on the CPU, PyTorch3D's backward runs one element at a time on one thread (about 30 s for a 2k-face mesh at
+  640×360), so the faces are rasterised in ``_C`` without gradients and the distances and the blend are
+  recomputed in torch from the same faces (``backward="torch"``, the default on the CPU; the same values and
+  gradients, tested against PyTorch3D's);
+- :meth:`PyTorch3DRenderer.pose_jacobian`: the silhouette's Jacobian with respect to the pose in closed
+  form per (pixel, face) pair, for the tracker's Levenberg–Marquardt refinement (:mod:`snaketrack.tracker.refine`).
+
+Needs PyTorch3D (``make pytorch3d``: docs/renderer.md). Units: metres in the camera frame (OpenCV: x right,
+y down, z forward), pixels in the image.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Optional, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from snaketrack.errors import InputError
+from snaketrack.models.chain import point_jacobian
+from snaketrack.models.kinematics import forward_kinematics
+from snaketrack.models.robot import Robot
+from snaketrack.tracker.bands import check_roi
+from snaketrack.tracker.meshes import SECTIONS, LinkMeshes, robot_meshes
+from snaketrack.tracker.primitives import CapsuleModel
+from snaketrack.tracker.render import RenderJacobian, SilhouetteRenderer, SilhouetteSettings
+
+PAPER_SIGMA = 1e-4
+PAPER_GAMMA = 1e-4
+PAPER_FACES_PER_PIXEL = 100
+BLUR_EPS = 1e-4
+# the edge of a face: the three (start, end) corners of its edges
+_EDGES = ((0, 1), (1, 2), (2, 0))
+
+
+def pytorch3d_sigma(sigma_px: float, width: int, height: int) -> float:
+    """PyTorch3D's σ (squared NDC) of an edge softness ``sigma_px`` [px] on a ``width`` × ``height`` image."""
+    return (2.0 * sigma_px / min(width, height)) ** 2
+
+
+def paper_sigma_px(width: int, height: int) -> float:
+    """The edge softness [px] of PyTorch3D's σ = 1e-4 on a ``width`` × ``height`` image (1.8 px at 640×360)."""
+    return math.sqrt(PAPER_SIGMA) * min(width, height) / 2.0
+
+
+def reach_px(sigma_px: float, offset_px: float = 0.0) -> float:
+    """How far past a face's edge it is listed for a pixel [px]: where its coverage falls below ε = 1e-4."""
+    return math.sqrt(math.log(1.0 / BLUR_EPS - 1.0)) * sigma_px + max(float(offset_px), 0.0)
+
+
+def _to_ndc(uvz: torch.Tensor, w: int, h: int) -> torch.Tensor:
+    """ROI pixel coordinates and depth (..., 3) → PyTorch3D's NDC (+x left, +y up; pixel centres at
+    ``(S − 1 − 2j) / S``-style positions on a ``w`` × ``h`` image, S the shorter side) and depth."""
+    S = float(min(w, h))
+    return torch.stack([-(2.0 * uvz[..., 0] - (w - 1)) / S, -(2.0 * uvz[..., 1] - (h - 1)) / S, uvz[..., 2]], -1)
+
+
+def rasterize(uvz: torch.Tensor, faces: torch.Tensor, w: int, h: int, reach: float, faces_per_pixel: int):
+    """PyTorch3D's rasteriser on B meshes: ``uvz`` (B, V, 3) vertex pixel coordinates in a ``w`` × ``h`` image
+    and depths [px, px, m], ``faces`` (F, 3); faces listed up to ``reach`` [px] past their edges.
+
+    Returns ``pix_to_face`` (B, h, w, K) (packed face index, −1: none), ``zbuf`` (B, h, w, K) [m] and ``dists``
+    (B, h, w, K) (signed squared NDC distance, negative inside), with gradients when ``uvz`` has them
+    (PyTorch3D's backward).
+    """
+    from pytorch3d.renderer.mesh.rasterize_meshes import rasterize_meshes
+    from pytorch3d.structures import Meshes
+
+    Bn = uvz.shape[0]
+    ndc = _to_ndc(uvz.float(), w, h)
+    meshes = Meshes(verts=list(ndc), faces=[faces.to(uvz.device)] * Bn)
+    blur = (2.0 * reach / min(w, h)) ** 2
+    p2f, zbuf, _, dists = rasterize_meshes(meshes, image_size=(h, w), blur_radius=blur,
+                                           faces_per_pixel=int(faces_per_pixel),
+                                           bin_size=0 if not uvz.is_cuda else None, perspective_correct=False)
+    return p2f, zbuf, dists
+
+
+@dataclass
+class Pairs:
+    """The (pixel, face) pairs the rasteriser lists over a ROI, each pixel's nearest ``faces_per_pixel`` faces
+    by depth: batch index b, ROI pixel (row-major) pix, face index, ``inside`` (the pixel centre inside the
+    face) and PyTorch3D's squared distance d2 [px²] (its backward's gradients when asked for). Shapes (Q,)."""
+
+    b: torch.Tensor
+    pix: torch.Tensor
+    face: torch.Tensor
+    inside: torch.Tensor
+    d2: torch.Tensor
+
+
+def list_pairs(uvz: torch.Tensor, faces: torch.Tensor, parts: np.ndarray, w: int, h: int, reach: float,
+               faces_per_pixel: int) -> Pairs:
+    """The rasteriser's (pixel, face) pairs of B meshes over a ``w`` × ``h`` ROI (``uvz`` (B, V, 3) ROI pixel
+    coordinates and depths, ``faces`` (F, 3), ``parts`` as :class:`~snaketrack.tracker.meshes.LinkMeshes`).
+
+    Each part is rasterised over its own screen box (PyTorch3D's CPU rasteriser tests every face at every
+    pixel), and the lists are merged keeping each pixel's ``faces_per_pixel`` nearest by depth: the pairs of
+    one rasterisation of the whole mesh over the ROI.
+    """
+    out = []
+    for bi in range(uvz.shape[0]):
+        for v0, v1, f0, f1 in np.asarray(parts).tolist():
+            sub = uvz[bi, v0:v1]
+            with torch.no_grad():
+                front = sub[:, 2] > 1e-9
+                if not bool(front.any()):
+                    continue
+                lo = (sub[front, :2].min(0).values - reach - 1.0).floor()
+                hi = (sub[front, :2].max(0).values + reach + 1.0).ceil()
+            cu0, cv0 = max(int(lo[0]), 0), max(int(lo[1]), 0)
+            cu1, cv1 = min(int(hi[0]), w - 1), min(int(hi[1]), h - 1)
+            if cu1 < cu0 or cv1 < cv0:
+                continue
+            wc, hc = cu1 - cu0 + 1, cv1 - cv0 + 1
+            shift = torch.tensor([cu0, cv0, 0.0], dtype=sub.dtype, device=sub.device)
+            p2f, zbuf, dists = rasterize((sub - shift)[None], faces[f0:f1] - v0, wc, hc, reach, faces_per_pixel)
+            flat = p2f.reshape(-1)
+            sel = torch.nonzero(flat >= 0).squeeze(1)
+            if sel.numel() == 0:
+                continue
+            cell = sel // p2f.shape[-1]
+            pix = (cell // wc + cv0) * w + (cell % wc + cu0)
+            dn = dists.reshape(-1).index_select(0, sel)
+            out.append((torch.full_like(sel, bi), pix, flat.index_select(0, sel) + f0,
+                        zbuf.reshape(-1).index_select(0, sel), dn < 0, dn.abs() * (min(wc, hc) / 2.0) ** 2))
+    if not out:
+        e = torch.zeros(0, dtype=torch.long, device=uvz.device)
+        return Pairs(e, e, e, torch.zeros(0, dtype=torch.bool, device=uvz.device),
+                     torch.zeros(0, dtype=uvz.dtype, device=uvz.device))
+    b, pix, face, z, inside, d2 = (torch.cat(c) for c in zip(*out))
+    cell = b * (w * h) + pix
+    counts = torch.bincount(cell)
+    if int(counts.max()) > faces_per_pixel:  # keep each pixel's nearest faces_per_pixel faces
+        order = torch.argsort(z.detach().double() + 0.0, stable=True)
+        order = order[torch.argsort(cell.index_select(0, order), stable=True)]
+        starts = torch.cumsum(counts, 0) - counts
+        cs = cell.index_select(0, order)
+        rank = torch.arange(len(order), device=cs.device) - starts.index_select(0, cs)
+        keep = order[rank < faces_per_pixel]
+        b, pix, face, inside, d2 = (t.index_select(0, keep) for t in (b, pix, face, inside, d2))
+    return Pairs(b, pix, face, inside, d2.to(uvz.dtype))
+
+
+def _nearest_edge(p: torch.Tensor, tri: torch.Tensor):
+    """The nearest edge of each triangle ``tri`` (Q, 3, 2) to the point ``p`` (Q, 2) [px]: its index (Q,)
+    in :data:`_EDGES`."""
+    with torch.no_grad():
+        d2 = []
+        for i, j in _EDGES:
+            a, b = tri[:, i], tri[:, j]
+            ab = b - a
+            t = (((p - a) * ab).sum(1) / (ab * ab).sum(1).clamp_min(1e-20)).clamp(0.0, 1.0)
+            q = a + t[:, None] * ab
+            d2.append(((p - q) ** 2).sum(1))
+        return torch.stack(d2, 1).argmin(1)
+
+
+def _edge_distance(p: torch.Tensor, a: torch.Tensor, b: torch.Tensor):
+    """Squared distance (Q,) [px²] from ``p`` (Q, 2) to the segments a→b (Q, 2), the segment parameter t (Q,)
+    and ``p − q`` (Q, 2), q the nearest point (differentiable in a and b)."""
+    ab = b - a
+    t = (((p - a) * ab).sum(1) / (ab * ab).sum(1).clamp_min(1e-20)).clamp(0.0, 1.0)
+    diff = p - (a + t[:, None] * ab)
+    return (diff * diff).sum(1), t, diff
+
+
+def _coverage_logit(d2: torch.Tensor, inside: torch.Tensor, sigma_px: float, offset: Optional[torch.Tensor]):
+    """``z`` with coverage ``sigmoid(z)``: ±d²/σ² (+ inside) or, with an edge offset (Q,) [px], s|s|/σ² with
+    s = ±d + b; and the signed distance s (None without an offset)."""
+    if offset is None:
+        return torch.where(inside, d2, -d2) / sigma_px ** 2, None
+    d = torch.sqrt(d2.clamp_min(1e-24))
+    s = torch.where(inside, d, -d) + offset
+    return s * s.abs() / sigma_px ** 2, s
+
+
+class PyTorch3DRenderer(SilhouetteRenderer):
+    """The robot's soft silhouette from meshes, rasterised by PyTorch3D (module doc); a
+    :class:`~snaketrack.tracker.render.SilhouetteRenderer` in every call the tracker makes.
+
+    ``robot``, ``K`` (3, 3) [px], ``width``, ``height`` [px], ``model`` (the :class:`CapsuleModel` the search,
+    the ROI and the occlusion test keep using; default :meth:`CapsuleModel.from_visual`) and ``settings`` as
+    there; the meshes are ``model``'s primitives tessellated with ``sections`` sides (and the robot's mesh
+    files). ``faces_per_pixel``: PyTorch3D's K (default 100, the paper's setting). ``backward``: ``"torch"``
+    (rasterise without gradients, recompute in torch), ``"pytorch3d"`` (PyTorch3D's backward) or ``"auto"``
+    (PyTorch3D's on CUDA, torch's on the CPU). ``device``: where the rasteriser runs (default: the CPU).
+    """
+
+    def __init__(self, robot: Robot, K, width: int, height: int, model: Optional[CapsuleModel] = None,
+                 settings: SilhouetteSettings = SilhouetteSettings(), faces_per_pixel: int = PAPER_FACES_PER_PIXEL,
+                 backward: str = "auto", device: Optional[str] = None, sections: int = SECTIONS,
+                 meshes: Optional[LinkMeshes] = None):
+        super().__init__(robot, K, width, height, model, settings)
+        if backward not in ("auto", "torch", "pytorch3d"):
+            raise InputError(f"backward {backward!r}; expected auto, torch or pytorch3d")
+        if int(faces_per_pixel) < 1:
+            raise InputError(f"faces_per_pixel = {faces_per_pixel!r}; expected >= 1")
+        self.faces_per_pixel = int(faces_per_pixel)
+        self.device = torch.device(device or "cpu")
+        self.backward = backward
+        self.sections = int(sections)
+        self.meshes = meshes if meshes is not None else robot_meshes(robot, self.model, self.sections)
+        self._faces = torch.as_tensor(self.meshes.faces, dtype=torch.int64)
+        self._link = torch.as_tensor(self.meshes.link, dtype=torch.int64)
+        self._edge_a = torch.tensor([i for i, _ in _EDGES])
+        self._edge_b = torch.tensor([j for _, j in _EDGES])
+
+    # -- geometry -------------------------------------------------------
+    def vertices(self, x: torch.Tensor) -> torch.Tensor:
+        """Mesh vertices (B, V, 3) in the camera frame [m] of pose vectors ``x`` (B, D) (differentiable)."""
+        q, R0, t0 = self.layout.to_fk(x)
+        pose = forward_kinematics(self.robot, q, R0, t0)
+        idx = self._link.to(x.device)
+        v = torch.as_tensor(self.meshes.verts, dtype=x.dtype, device=x.device)
+        return pose.origins[:, idx] + (pose.rotations[:, idx] @ v[..., None])[..., 0]
+
+    def _uvz(self, X: torch.Tensor, roi) -> torch.Tensor:
+        """Camera-frame points (..., 3) → ROI pixel coordinates and depth (..., 3)."""
+        K = self.K.to(X.dtype).to(X.device)
+        z = X[..., 2]
+        zc = z.clamp_min(1e-9)
+        u = K[0, 0] * X[..., 0] / zc + K[0, 2] - roi[0]
+        v = K[1, 1] * X[..., 1] / zc + K[1, 2] - roi[1]
+        return torch.stack([u, v, z], -1)
+
+    def screen_roi(self, x: torch.Tensor, pad_px: float = 4.0) -> tuple[int, int, int, int]:
+        """The image box (u0, v0, w, h) holding the meshes of all states ``x`` (B, D), padded by ``pad_px``."""
+        with torch.no_grad():
+            uvz = self._uvz(self.vertices(x.detach().double()), (0, 0))
+        front = uvz[..., 2] > 1e-6
+        if not front.any():
+            return (0, 0, 1, 1)
+        uv = uvz[front][:, :2]
+        ul = max(int(math.floor(float(uv[:, 0].min()) - pad_px)), 0)
+        vl = max(int(math.floor(float(uv[:, 1].min()) - pad_px)), 0)
+        uh = min(int(math.ceil(float(uv[:, 0].max()) + pad_px)), self.width - 1)
+        vh = min(int(math.ceil(float(uv[:, 1].max()) + pad_px)), self.height - 1)
+        if uh < ul or vh < vl:
+            return (0, 0, 1, 1)
+        return (ul, vl, uh - ul + 1, vh - vl + 1)
+
+    # -- the silhouette -------------------------------------------------
+    def __call__(self, x: torch.Tensor, roi: Optional[Sequence[int]] = None,
+                 settings: Optional[SilhouetteSettings] = None, offset_px: Optional[torch.Tensor] = None):
+        """Soft silhouettes (B, h, w) of pose vectors ``x`` (B, D) over ``roi`` (default: the meshes' screen
+        box) and the ROI; differentiable in ``x`` (and ``offset_px`` (B,) [px])."""
+        s = settings or self.settings
+        if x.ndim != 2:
+            raise InputError(f"pose vectors: shape {tuple(x.shape)}; expected (B, {self.layout.dim})")
+        if roi is None:
+            roi = self.screen_roi(x, reach_px(s.sigma_px) + 2.0)
+        roi = check_roi(roi)
+        return self.silhouette(self.vertices(x), roi, s, offset_px), tuple(roi)
+
+    def silhouette(self, verts: torch.Tensor, roi: Sequence[int], settings: SilhouetteSettings,
+                   offset_px: Optional[torch.Tensor] = None, backward: Optional[str] = None) -> torch.Tensor:
+        """Soft silhouettes (B, h, w) of mesh vertices ``verts`` (B, V, 3) [m, camera frame] over ``roi``."""
+        _, _, w, h = roi
+        Bn, dt = verts.shape[0], verts.dtype
+        sig = float(settings.sigma_px)
+        off = 0.0 if offset_px is None else float(offset_px.detach().abs().max()) if offset_px.numel() else 0.0
+        mode = backward or self.backward
+        if mode == "auto":
+            mode = "pytorch3d" if self.device.type == "cuda" else "torch"
+        uvz = self._uvz(verts.to(self.device), roi)
+        faces = self._faces.to(self.device)
+        reach = reach_px(sig, off)
+        if mode == "pytorch3d":
+            pr = list_pairs(uvz, faces, self.meshes.parts, w, h, reach, self.faces_per_pixel)
+            d2 = pr.d2
+        else:
+            with torch.no_grad():
+                pr = list_pairs(uvz.detach(), faces, self.meshes.parts, w, h, reach, self.faces_per_pixel)
+            tri = uvz[..., :2][pr.b[:, None], faces.index_select(0, pr.face)]  # (Q, 3, 2)
+            p = torch.stack([pr.pix % w, pr.pix // w], 1).to(dt)
+            e = _nearest_edge(p, tri.detach())
+            q = torch.arange(len(e), device=tri.device)
+            d2, _, _ = _edge_distance(p, tri[q, self._edge_a.to(e.device)[e]], tri[q, self._edge_b.to(e.device)[e]])
+        b, pix, inside = pr.b, pr.pix, pr.inside
+        bo = None if offset_px is None else offset_px.to(self.device).to(dt).index_select(0, b)
+        z, _ = _coverage_logit(d2, inside, sig, bo)
+        L = torch.zeros(Bn * w * h, dtype=dt, device=self.device).index_add(0, b * (w * h) + pix, F.logsigmoid(-z))
+        return (-torch.expm1(L)).view(Bn, h, w).to(verts.device)
+
+    # -- the Jacobian for Levenberg–Marquardt ---------------------------
+    def pose_jacobian(self, q: torch.Tensor, R0: torch.Tensor, t0: torch.Tensor, roi: Sequence[int],
+                      settings: SilhouetteSettings, offset_px: float = 0.0, with_offset: bool = False,
+                      tol: float = 1e-6) -> RenderJacobian:
+        """Silhouette of one state and its Jacobian with respect to ``[q (J), δ (3), t (3)]`` (base rotation
+        ``exp(δ) R0`` at δ = 0; :func:`~snaketrack.models.chain.point_jacobian`), plus the edge offset's column
+        when ``with_offset``: the same pairs as :meth:`silhouette`, their derivatives in closed form
+        (``∂o/∂s_k = Π_{j≠k}(1 − p_j) · p_k(1 − p_k) · 2|s_k|/σ²`` and the nearest edge's end points moving
+        the distance), kept where above ``tol``. ``roi``: (u0, v0, w, h). Float64 on the CPU."""
+        roi = check_roi(roi)
+        _, _, w, h = roi
+        sig = float(settings.sigma_px)
+        P, G = point_jacobian(self.robot, self.meshes, q.double(), R0.double(), t0.double())
+        X, G = P[:, 0], G[:, 0]  # (V, 3), (V, 3, D)
+        Dp = G.shape[-1]
+        uvz = self._uvz(X, roi)
+        faces = self._faces
+        D = Dp + (1 if with_offset else 0)
+        pr = list_pairs(uvz[None].to(self.device), faces.to(self.device), self.meshes.parts, w, h,
+                        reach_px(sig, offset_px), self.faces_per_pixel)
+        pix, face, inside = pr.pix.cpu(), pr.face.cpu(), pr.inside.cpu()
+        if pix.numel() == 0:
+            z0 = torch.zeros(0, dtype=torch.long)
+            return RenderJacobian(torch.zeros(w * h, dtype=torch.float64), z0, torch.zeros(0, D, dtype=torch.float64))
+        fv = faces.index_select(0, face)  # (Q, 3)
+        tri = uvz[:, :2][fv]
+        p = torch.stack([pix % w, pix // w], 1).double()
+        e = _nearest_edge(p, tri)
+        q_i = torch.arange(len(e))
+        va, vb = fv[q_i, self._edge_a[e]], fv[q_i, self._edge_b[e]]
+        d2, t, diff = _edge_distance(p, uvz[va, :2], uvz[vb, :2])
+        z, s = _coverage_logit(d2, inside, sig, torch.full_like(d2, float(offset_px)) if offset_px else None)
+        L = torch.zeros(w * h, dtype=torch.float64).index_add(0, pix, F.logsigmoid(-z))
+        sil = -torch.expm1(L)
+        # ∂o/∂s per pair: Π_{j≠k}(1 − p_j) = exp(L − log(1 − p_k)); dp/dz = p(1 − p); dz/ds = 2|s|/σ²
+        rest = torch.exp(L.index_select(0, pix) - F.logsigmoid(-z))
+        dpdz = torch.sigmoid(z) * torch.sigmoid(-z)
+        sign = torch.where(inside, 1.0, -1.0).double()
+        if s is None:  # s = ±d: 2|s|/σ² · ∂s/∂(a, b) = ±2/σ² · (−(p − q)) (1 − t, t)
+            ds = 2.0 / sig ** 2 * torch.ones_like(d2)
+            n = -diff
+        else:
+            d = torch.sqrt(d2.clamp_min(1e-24))
+            ds = 2.0 * s.abs() / sig ** 2
+            n = -diff / d[:, None]
+        wgt = rest * dpdz * ds  # ∂o/∂s · (∂s/∂d-free part)
+        keep = torch.nonzero(wgt.abs() > tol).squeeze(1)
+        # per kept pair: ∂o/∂(a, b) in the image, then through the projection to the camera frame and G
+        gk = (wgt * sign).index_select(0, keep)[:, None] * n.index_select(0, keep)  # ∂o/∂(nearest point) (Qk, 2)
+        tk = t.index_select(0, keep)[:, None]
+        ga, gb = gk * (1.0 - tk), gk * tk
+        Kd = self.K.double()
+        Xz = X[:, 2].clamp_min(1e-9)
+        Jp = torch.zeros(X.shape[0], 2, 3, dtype=torch.float64)  # ∂(u, v)/∂X per vertex
+        Jp[:, 0, 0] = Kd[0, 0] / Xz
+        Jp[:, 0, 2] = -Kd[0, 0] * X[:, 0] / Xz ** 2
+        Jp[:, 1, 1] = Kd[1, 1] / Xz
+        Jp[:, 1, 2] = -Kd[1, 1] * X[:, 1] / Xz ** 2
+        JG = Jp @ G  # (V, 2, D): ∂(u, v)/∂θ per vertex
+        vak, vbk = va.index_select(0, keep), vb.index_select(0, keep)
+        jp = torch.einsum("qc,qcd->qd", ga, JG.index_select(0, vak)) + \
+            torch.einsum("qc,qcd->qd", gb, JG.index_select(0, vbk))
+        pix_k = pix.index_select(0, keep)
+        seen = torch.zeros(w * h, dtype=torch.bool)
+        seen[pix_k] = True
+        rows = torch.nonzero(seen).squeeze(1)
+        lut = torch.zeros(w * h, dtype=torch.long)
+        lut[rows] = torch.arange(rows.numel())
+        inv = lut.index_select(0, pix_k)
+        jac = torch.zeros(rows.numel(), Dp, dtype=torch.float64).index_add_(0, inv, jp)
+        if with_offset:  # ∂s/∂b = 1
+            wb = (rest * dpdz * (ds if s is not None else 2.0 * torch.sqrt(d2) / sig ** 2)).index_select(0, keep)
+            jac = torch.cat([jac, torch.zeros(rows.numel(), 1, dtype=torch.float64).index_add(0, inv, wb[:, None])], 1)
+        return RenderJacobian(sil, rows, jac)
+
+    def with_settings(self, **kw) -> "PyTorch3DRenderer":
+        return PyTorch3DRenderer(self.robot, self.K.numpy(), self.width, self.height, self.model,
+                                 replace(self.settings, **kw), self.faces_per_pixel, self.backward,
+                                 str(self.device), self.sections, self.meshes)

@@ -1,0 +1,37 @@
+"""The tracker's silhouette renderers by name: ``own`` (:class:`~snaketrack.tracker.render.SilhouetteRenderer`,
+analytic capsules and cylinders, the default) and ``pytorch3d`` (:class:`~snaketrack.tracker.render_pytorch3d.
+PyTorch3DRenderer`, PyTorch3D's soft rasteriser on the robot's meshes; needs PyTorch3D, docs/renderer.md)."""
+from __future__ import annotations
+
+from snaketrack.errors import InputError
+
+RENDERERS = ("own", "pytorch3d")
+
+
+def check_renderer(name: str) -> None:
+    """Raise :class:`InputError` (one line) for an unknown renderer, or for ``pytorch3d`` where PyTorch3D does
+    not import."""
+    if name not in RENDERERS:
+        raise InputError(f"--renderer {name!r}; expected {' or '.join(RENDERERS)}")
+    if name == "pytorch3d":
+        try:
+            from pytorch3d import _C  # noqa: F401
+        except (ImportError, OSError) as e:
+            reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise InputError(f"--renderer pytorch3d: PyTorch3D does not import here ({reason}); `make pytorch3d` "
+                             "creates .venv-pytorch3d with it: run .venv-pytorch3d/bin/snaketrack") from None
+
+
+def make_renderer(name: str, robot, K, width: int, height: int, model=None, settings=None):
+    """The renderer ``name`` (:data:`RENDERERS`) for ``robot`` seen with intrinsics ``K`` (3, 3) [px] on a
+    ``width`` × ``height`` image, drawing ``model`` (a :class:`~snaketrack.tracker.primitives.CapsuleModel`)
+    with ``settings`` (:class:`~snaketrack.tracker.render.SilhouetteSettings`)."""
+    from snaketrack.tracker.render import SilhouetteRenderer, SilhouetteSettings
+
+    check_renderer(name)
+    settings = settings if settings is not None else SilhouetteSettings()
+    if name == "pytorch3d":
+        from snaketrack.tracker.render_pytorch3d import PyTorch3DRenderer
+
+        return PyTorch3DRenderer(robot, K, width, height, model, settings)
+    return SilhouetteRenderer(robot, K, width, height, model, settings)

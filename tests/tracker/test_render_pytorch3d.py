@@ -1,0 +1,221 @@
+"""The PyTorch3D renderer cross-checked: its torch-side backward against PyTorch3D's own, its LM Jacobian against
+autograd, and its silhouettes and pose gradients against the own analytic renderer on both shipped robots.
+
+Runs where PyTorch3D imports (``make test-pytorch3d``); skipped elsewhere.
+"""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("pytorch3d._C", reason="PyTorch3D is not installed here (make pytorch3d)")
+
+from snaketrack.models.kinematics import forward_kinematics  # noqa: E402
+from snaketrack.models.robot import load_robot  # noqa: E402
+from snaketrack.models.rotations import axis_angle_to_matrix, axis_angle_to_matrix_np  # noqa: E402
+from snaketrack.tracker.meshes import capsule_mesh, join_meshes  # noqa: E402
+from snaketrack.tracker.primitives import CapsuleModel  # noqa: E402
+from snaketrack.tracker.render import SilhouetteRenderer, SilhouetteSettings  # noqa: E402
+from snaketrack.tracker.render_pytorch3d import PyTorch3DRenderer, paper_sigma_px, pytorch3d_sigma  # noqa: E402
+from snaketrack.tracker.state import StateLayout  # noqa: E402
+
+W, H = 640, 360
+K = np.array([[520.0, 0, W / 2 - 0.5], [0, 520.0, H / 2 - 0.5], [0, 0, 1]])
+
+
+def random_pose(robot, rng, depth=1.3):
+    """A pose vector (D,) of ``robot``: joints within 70 % of their limits, the body lying on a ground plane
+    seen 30–60° from above, turned at random, its centre near the image centre at ``depth`` [m]."""
+    q = rng.uniform(0.7 * robot.lower, 0.7 * robot.upper)
+    tilt, yaw = rng.uniform(0.5, 1.0), rng.uniform(-math.pi, math.pi)
+    # camera looking down at the ground: the ground's normal (the base's z) tilted towards the camera
+    R_tilt = axis_angle_to_matrix_np(np.array([-(math.pi / 2 + tilt), 0.0, 0.0]))
+    R0 = R_tilt @ axis_angle_to_matrix_np(np.array([0.0, 0.0, yaw]))
+    lay = StateLayout.for_robot(robot)
+    x = lay.pack(q, R0, np.zeros(3))
+    qf, Rf, tf = lay.to_fk(torch.as_tensor(x)[None])
+    pose = forward_kinematics(robot, qf, Rf, tf)
+    centre = pose.origins[0].mean(0).numpy()
+    t0 = np.array([rng.uniform(-0.05, 0.05), rng.uniform(-0.03, 0.03), depth]) - centre
+    return lay.pack(q, R0, t0)
+
+
+def iou(a, b):
+    return float((a & b).sum() / max((a | b).sum(), 1))
+
+
+def test_sigma_conversion_is_the_papers():
+    assert pytorch3d_sigma(paper_sigma_px(W, H), W, H) == pytest.approx(1e-4)
+    assert paper_sigma_px(W, H) == pytest.approx(1.8)
+
+
+def _one_capsule(sections=8):
+    robot = load_robot("arcsnake-4")
+    m = capsule_mesh((-0.03, 0.005, 0.6), (0.03, -0.004, 0.62), 0.012, sections)
+    Kc = np.array([[300.0, 0, 23.5], [0, 300.0, 15.5], [0, 0, 1]])
+    ren = PyTorch3DRenderer(robot, Kc, 48, 32, meshes=join_meshes([0], [m]), faces_per_pixel=20)
+    return ren, torch.as_tensor(np.asarray(m.vertices))[None]
+
+
+@pytest.mark.parametrize("offset", [None, 0.7])
+def test_torch_backward_matches_pytorch3d_backward(offset):
+    """Rasterised without gradients and recomputed in torch: PyTorch3D's own silhouette and gradient (its
+    float32 rasteriser against float64 recomputation)."""
+    ren, v = _one_capsule()
+    s = SilhouetteSettings(sigma_px=1.0)
+    target = torch.rand(1, 32, 48, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    off = None if offset is None else torch.tensor([offset], dtype=torch.float64)
+    out = {}
+    for mode in ("torch", "pytorch3d"):
+        vv = v.clone().requires_grad_(True)
+        sil = ren.silhouette(vv, (0, 0, 48, 32), s, off, backward=mode)
+        ((sil - target) ** 2).sum().backward()
+        out[mode] = (sil.detach(), vv.grad)
+    assert out["torch"][0].sum() > 100  # the capsule is in view
+    assert torch.allclose(out["torch"][0], out["pytorch3d"][0], atol=2e-4)
+    g1, g2 = out["torch"][1], out["pytorch3d"][1]
+    assert float((g1 - g2).norm() / g2.norm()) < 1e-4
+
+
+def _theta_silhouette(ren, q, R_ref, t, roi, s, offset):
+    """The silhouette (P,) as a function of θ = [q, δ, t] with the base rotation exp(δ) R_ref (autograd)."""
+    J = q.shape[0]
+
+    def f(theta):
+        R0 = axis_angle_to_matrix(theta[J:J + 3]) @ R_ref
+        pose = forward_kinematics(ren.robot, theta[None, :J], R0[None], theta[None, J + 3:])
+        idx = ren._link
+        v = torch.as_tensor(ren.meshes.verts, dtype=theta.dtype)
+        verts = pose.origins[:, idx] + (pose.rotations[:, idx] @ v[..., None])[..., 0]
+        off = None if offset is None else torch.tensor([offset], dtype=torch.float64)
+        return ren.silhouette(verts, roi, s, off, backward="torch").reshape(-1)
+
+    return f
+
+
+@pytest.mark.parametrize("offset", [None, 1.2])
+def test_pose_jacobian_matches_autograd(offset):
+    robot = load_robot("arcsnake-4")
+    rng = np.random.default_rng(3)
+    x = random_pose(robot, rng)
+    ren = PyTorch3DRenderer(robot, K * np.array([[0.25], [0.25], [1.0]]), W // 4, H // 4,
+                            CapsuleModel.capsules(robot), sections=12, faces_per_pixel=30)
+    lay = ren.layout
+    q, R0, t0 = (torch.as_tensor(a) for a in lay.unpack(x))
+    J = q.shape[0]
+    s = SilhouetteSettings(sigma_px=1.5)
+    roi = ren.screen_roi(torch.as_tensor(x)[None], 8.0)
+    rj = ren.pose_jacobian(q, R0, t0, roi, s, offset_px=offset or 0.0, with_offset=offset is not None, tol=0.0)
+    f = _theta_silhouette(ren, q, R0, t0, roi, s, offset)
+    theta = torch.cat([q, torch.zeros(3, dtype=torch.float64), t0])
+    assert torch.allclose(rj.sil, f(theta).detach(), atol=1e-9)
+    dense = torch.zeros(rj.sil.shape[0], rj.jac.shape[1], dtype=torch.float64)
+    dense[rj.rows] = rj.jac
+    g = torch.Generator().manual_seed(0)
+    for _ in range(3):  # Jᵀu for random pixel weights u, against autograd's gradient of u·o(θ)
+        u = torch.randn(rj.sil.shape[0], generator=g, dtype=torch.float64)
+        th = theta.clone().requires_grad_(True)
+        (u @ f(th)).backward()
+        ours = u @ dense[:, :J + 6]
+        assert float((ours - th.grad).norm() / th.grad.norm()) < 1e-6
+    if offset is not None:  # the edge offset's column against autograd through the torch-side silhouette
+        # (not a finite difference: the faces listed change with the offset's reach, by steps of ε = 1e-4)
+        verts = ren.vertices(torch.as_tensor(x)[None])
+        u = torch.randn(rj.sil.shape[0], generator=g, dtype=torch.float64)
+        bt = torch.tensor([offset], dtype=torch.float64, requires_grad=True)
+        (u @ ren.silhouette(verts, roi, s, bt, backward="torch").reshape(-1)).backward()
+        assert float(u @ dense[:, -1]) == pytest.approx(float(bt.grad), rel=1e-9)
+
+
+@pytest.mark.parametrize("name", ["planar-snake-11", "arcsnake-4"])
+def test_silhouettes_agree_with_the_own_renderer(name):
+    """Same pose, capsule model, sharp edges, 640×360: hard silhouettes of IoU ≥ 0.99 on random poses."""
+    robot = load_robot(name)
+    model = CapsuleModel.capsules(robot)
+    s = SilhouetteSettings(sigma_px=0.05)
+    own = SilhouetteRenderer(robot, K, W, H, model, s)
+    p3d = PyTorch3DRenderer(robot, K, W, H, model, s)
+    rng = np.random.default_rng(11)
+    for _ in range(2):
+        x = torch.as_tensor(random_pose(robot, rng))[None]
+        roi = own.screen_roi(x, 4.0)
+        a = own(x, roi)[0][0].numpy() > 0.5
+        b = p3d(x, roi)[0][0].numpy() > 0.5
+        assert a.sum() > 2000  # the robot fills a fair part of the frame
+        assert iou(a, b) >= 0.99
+
+
+@pytest.mark.parametrize("name", ["planar-snake-11", "arcsnake-4"])
+def test_pose_gradients_point_the_same_way(name):
+    """The gradient of Σ(o − m)² with respect to the pose vector, m the own renderer's mask at a nearby pose:
+    cosine ≥ 0.95 between the backends, each at its own autograd, at the tracker's final edge softness (0.5 px;
+    at 1 px PyTorch3D's outline, dilated by about σ, gives 0.85 on the arcsnake's pose here)."""
+    robot = load_robot(name)
+    model = CapsuleModel.capsules(robot)
+    s = SilhouetteSettings(sigma_px=0.5)
+    own = SilhouetteRenderer(robot, K, W, H, model, s)
+    p3d = PyTorch3DRenderer(robot, K, W, H, model, s)
+    rng = np.random.default_rng(5)
+    x0 = random_pose(robot, rng)
+    step = np.zeros_like(x0)
+    step[:-6] = rng.normal(0, 0.05, len(x0) - 6)
+    step[-3:] = [0.01, -0.006, 0.02]
+    xt = torch.as_tensor(x0)[None]
+    roi = own.screen_roi(torch.cat([xt, xt + torch.as_tensor(step)]), 12.0)
+    m = (own(xt + torch.as_tensor(step), roi)[0] > 0.5).double()
+    grads = []
+    for ren in (own, p3d):
+        x = xt.clone().requires_grad_(True)
+        ((ren(x, roi)[0] - m) ** 2).sum().backward()
+        grads.append(x.grad[0])
+    cos = float(grads[0] @ grads[1] / (grads[0].norm() * grads[1].norm()))
+    assert cos >= 0.95
+
+
+def test_a_mesh_file_link_renders_as_its_capsule(tmp_path):
+    """A robot whose links are drawn from an STL of a tessellated capsule: the mesh renderer's silhouette is the
+    own renderer's of the capsule (IoU ≥ 0.99)."""
+    L, r = 0.15, 0.026
+    capsule_mesh((0.0, 0.0, 0.0), (L, 0.0, 0.0), r, 32).export(tmp_path / "link.stl")
+    (tmp_path / "snake.yaml").write_text(
+        f"name: meshsnake\nlinks: {{count: 4, length: {L}, radius: {r}}}\n"
+        "joints: {count: 3, axes: [z, y], limits: [[-0.8, 0.8], [-0.6, 0.6]]}\nvisual: {mesh: link.stl}\n")
+    robot = load_robot(tmp_path / "snake.yaml")
+    s = SilhouetteSettings(sigma_px=0.05)
+    own = SilhouetteRenderer(robot, K, W, H, CapsuleModel.capsules(robot), s)
+    p3d = PyTorch3DRenderer(robot, K, W, H, CapsuleModel.capsules(robot), s)
+    assert len(p3d.meshes.parts) == 4  # one per link, from the file
+    x = torch.as_tensor(random_pose(robot, np.random.default_rng(2)))[None]
+    roi = own.screen_roi(x, 4.0)
+    a = own(x, roi)[0][0].numpy() > 0.5
+    b = p3d(x, roi)[0][0].numpy() > 0.5
+    assert a.sum() > 2000
+    assert iou(a, b) >= 0.99
+
+
+def test_refiner_fits_the_mask_with_the_pytorch3d_renderer():
+    """The tracker's LM refinement through the renderer's Jacobian, from a perturbed pose, against the own
+    renderer's mask (a second renderer as the truth): the fitted pose's true silhouette overlaps the mask far
+    better than the start's."""
+    from snaketrack.tracker.config import RefineConfig
+    from snaketrack.tracker.observation import observe
+    from snaketrack.tracker.refine import Refiner
+
+    robot = load_robot("arcsnake-4")
+    model = CapsuleModel.capsules(robot)
+    W2, H2 = 320, 180
+    K2 = K * np.array([[0.5], [0.5], [1.0]])
+    own = SilhouetteRenderer(robot, K2, W2, H2, model)
+    p3d = PyTorch3DRenderer(robot, K2, W2, H2, model, faces_per_pixel=30, sections=16)
+    rng = np.random.default_rng(7)
+    x_true = random_pose(robot, rng)
+    mask = own.mask(x_true)
+    x0 = x_true.copy()
+    x0[-3:] += [0.008, -0.006, 0.02]
+    x0[:-6] += rng.normal(0, 0.04, len(x0) - 6)
+    cfg = RefineConfig(steps=8)
+    res = Refiner(p3d, cfg).refine(x0, observe(mask, cfg))
+    before, after = iou(own.mask(x0), mask), iou(own.mask(res.x), mask)
+    assert before < 0.8
+    assert after > 0.85

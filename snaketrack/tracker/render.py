@@ -168,10 +168,7 @@ def render_with_jacobian(starts: torch.Tensor, ends: torch.Tensor, radii: torch.
     evaluated only for the pairs whose derivative exceeds ``tol``. ``band``:
     see :func:`~snaketrack.tracker.bands.primitive_pixels`.
     """
-    _check_inputs(starts, ends, radii, K)
-    if starts.shape[0] != 1:
-        raise InputError(f"render_with_jacobian: batch of {starts.shape[0]} states; expected 1")
-    roi = check_roi(roi)
+    roi = _check_single(starts, ends, radii, K, roi)
     _, _, w, h = roi
     dt = starts.dtype
     sig = float(settings.sigma_px)
@@ -252,17 +249,13 @@ def render_with_jacobian_compiled(starts: torch.Tensor, ends: torch.Tensor, radi
     in float64 on the band's pairs, its rays computed from ``K``)."""
     from snaketrack.tracker import render_kernel
 
-    _check_inputs(starts, ends, radii, K)
-    if starts.shape[0] != 1:
-        raise InputError(f"render_with_jacobian: batch of {starts.shape[0]} states; expected 1")
-    roi = check_roi(roi)
+    roi = _check_single(starts, ends, radii, K, roi)
     _, _, w, h = roi
     dt = starts.dtype
     sig = float(settings.sigma_px)
     M = starts.shape[1]
-    Kd = K.detach().double().cpu().numpy()
-    S0, E0 = _np3(starts[0]), _np3(ends[0])
-    rad = np.ascontiguousarray(radii.detach().double().cpu().numpy())
+    Kd = _np64(K)
+    S0, E0, rad = _np64(starts[0]), _np64(ends[0]), _np64(radii)
     roi_a = np.array(roi, np.int64)
     pix, prim = render_kernel.band_pairs(S0, E0, rad, Kd, roi_a, settings.margin_sigmas * sig + abs(offset_px))
     D = point_jac.shape[-1] + (1 if with_offset else 0)
@@ -271,15 +264,23 @@ def render_with_jacobian_compiled(starts: torch.Tensor, ends: torch.Tensor, radi
         return RenderJacobian(torch.zeros(w * h, dtype=dt), z, torch.zeros(0, D, dtype=dt))
     cam = np.array([Kd[0, 0], Kd[1, 1], Kd[0, 2], Kd[1, 2], Kd[0, 1]])
     cyl = np.zeros(M, bool) if cylinders is None else np.asarray(cylinders, bool)
-    G6 = np.ascontiguousarray(point_jac.detach().double().cpu().numpy().reshape(M, 6, -1))
+    G6 = _np64(point_jac).reshape(M, 6, -1)
     sil, rows, jac = render_kernel.silhouette_jacobian(
         pix, prim, roi_a, cam, S0, E0, rad, cyl, 0.5 * float(Kd[0, 0] + Kd[1, 1]),
         float(settings.min_depth), sig, float(offset_px), float(tol), G6, bool(with_offset))
     return RenderJacobian(torch.from_numpy(sil).to(dt), torch.from_numpy(rows), torch.from_numpy(jac).to(dt))
 
 
-def _np3(t: torch.Tensor) -> np.ndarray:
+def _np64(t: torch.Tensor) -> np.ndarray:
     return np.ascontiguousarray(t.detach().double().cpu().numpy())
+
+
+def _check_single(starts, ends, radii, K, roi) -> tuple:
+    """The checked ROI of one state's render with its Jacobian (the inputs' checks included)."""
+    _check_inputs(starts, ends, radii, K)
+    if starts.shape[0] != 1:
+        raise InputError(f"render_with_jacobian: batch of {starts.shape[0]} states; expected 1")
+    return check_roi(roi)
 
 
 class SilhouetteRenderer:

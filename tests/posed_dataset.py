@@ -4,6 +4,7 @@ the measuring scripts (importable from any test: conftest.py's folder is on ``sy
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Optional
 
 import numpy as np
@@ -12,7 +13,7 @@ import torch
 from snaketrack.datasets.layout import DatasetWriter
 from snaketrack.models.kinematics import forward_kinematics_np
 from snaketrack.models.robot import load_robot
-from snaketrack.tracker.state import StateLayout
+from snaketrack.tracker.state import StateLayout, TrackState
 
 W, H, FPS = 320, 240, 30.0
 K = np.array([[400.0, 0, 159.5], [0, 400.0, 119.5], [0, 0, 1]])  # body about 8 px wide at 2 m
@@ -75,3 +76,35 @@ def write_posed_dataset(root: Path, n: int, seed: int, housings: Optional[str] =
                 row["camera_quat_world"] = _quat(R_cw.T)
             w.write_frame(rgb, mask, row)
     return root
+
+
+class TruePoses:
+    """Stand-in for the Tracker: the posed dataset's true pose each frame (:func:`pose`; ``coasting`` when the
+    mask is empty), so a run's figures are known; raises at frame ``fail_at``, as an interrupted run would stop.
+    Subclasses change what a frame reports through :meth:`frame_pose`."""
+
+    config = SimpleNamespace(min_mask_px=1)  # the session starts it on any mask pixel; no other tracker setting
+
+    def __init__(self, robot, fail_at: Optional[int] = None):
+        self.robot, self.i, self.fail_at = robot, -1, fail_at
+
+    def frame_pose(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """(q, base position) reported for frame ``i``."""
+        return pose(self.robot, i)
+
+    def _state(self, mask):
+        from snaketrack.errors import SnaketrackError
+
+        self.i += 1
+        if self.i == self.fail_at:
+            raise SnaketrackError(f"stopped at frame {self.i}")
+        q, base = self.frame_pose(self.i)
+        head = forward_kinematics_np(self.robot, q, R_DOWN, base)["head"]
+        return TrackState(frame=self.i, t=self.i / FPS, q=q, base_quat=np.array(QUAT_DOWN), base_position=base,
+                          head=head, iou=0.9, status="tracked" if mask.any() else "coasting")
+
+    def start(self, mask, t=0.0, up=None):
+        return self._state(mask)
+
+    def step(self, mask, t=None, up=None):
+        return self._state(mask)

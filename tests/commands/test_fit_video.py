@@ -4,7 +4,6 @@ COBRA labelled from one box, its robot file drawn over a frame, the CMU GIF's sp
 import json
 import os
 from pathlib import Path
-from types import SimpleNamespace
 
 import cv2
 import numpy as np
@@ -13,10 +12,10 @@ import pytest
 from snaketrack import cli
 from snaketrack.datasets.layout import encode_mask, frame_name, read_image, read_mask
 from snaketrack.datasets.split import split_in_time
-from snaketrack.errors import SnaketrackError, SnaketrackWarning
+from snaketrack.errors import SnaketrackWarning
 from snaketrack.io import write_json
 
-from posed_dataset import FPS, QUAT_DOWN, R_DOWN, H, W, pose, write_posed_dataset
+from posed_dataset import FPS, H, TruePoses, W, write_posed_dataset
 
 FOOTAGE = Path(os.environ.get("SNAKETRACK_FOOTAGE", Path(__file__).resolve().parents[3] / "shared" / "footage"))
 COBRA = FOOTAGE / "cobra-sidewinding-oblique.mp4"
@@ -103,34 +102,6 @@ def test_the_speckled_gif_is_filtered_before_grabcut_and_the_robot_is_found():
 
 
 # -- fit-video end to end ------------------------------------------------------------------------
-class TruePoses:
-    """Stand-in for the tracker: the posed clip's true pose each frame (the recipe is under test here, not the
-    tracker); raises at frame ``fail_at``, as an interrupted run would stop."""
-
-    config = SimpleNamespace(min_mask_px=1)
-
-    def __init__(self, robot, fail_at=None):
-        self.robot, self.i, self.fail_at = robot, -1, fail_at
-
-    def _state(self, mask):
-        from snaketrack.models.kinematics import forward_kinematics_np
-        from snaketrack.tracker.state import TrackState
-
-        self.i += 1
-        if self.i == self.fail_at:
-            raise SnaketrackError(f"stopped at frame {self.i}")
-        q, base = pose(self.robot, self.i)
-        head = forward_kinematics_np(self.robot, q, R_DOWN, base)["head"]
-        return TrackState(frame=self.i, t=self.i / FPS, q=q, base_quat=np.array(QUAT_DOWN), base_position=base,
-                          head=head, iou=0.9, status="tracked" if mask.any() else "coasting")
-
-    def start(self, mask, t=0.0, up=None):
-        return self._state(mask)
-
-    def step(self, mask, t=None, up=None):
-        return self._state(mask)
-
-
 def _clip(root: Path, n: int) -> tuple[Path, str]:
     """An mp4 of ``n`` frames of the posed planar snake and a box around it in the first frame."""
     ds = write_posed_dataset(root / "ds", n, seed=3)

@@ -1,6 +1,5 @@
 """Track quality without truth: each figure against a synthetic case whose answer is known."""
 import json
-from types import SimpleNamespace
 
 import cv2
 import numpy as np
@@ -23,7 +22,7 @@ from snaketrack.tracker.quality import (
 from snaketrack.tracker.run import RunOptions, track_source
 from snaketrack.tracker.state import TrackState
 
-from posed_dataset import QUAT_DOWN, R_DOWN, H, K, W, pose, write_posed_dataset
+from posed_dataset import QUAT_DOWN, H, K, TruePoses, W, pose, write_posed_dataset
 
 FPS = 30.0
 T = np.arange(300) / FPS  # 10 s at 30 fps
@@ -194,31 +193,6 @@ def test_quality_metrics_of_a_track_table():
 
 
 # -- a run without truth ------------------------------------------------------------------------
-class TruePoses:
-    """Stand-in for the Tracker: reports the posed dataset's true pose of each frame (``coasting`` when the
-    mask is empty), so the run's figures are known."""
-
-    config = SimpleNamespace(min_mask_px=1)  # the session starts it on any mask pixel; no other tracker setting
-
-    def __init__(self, robot):
-        self.robot, self.i = robot, -1
-
-    def _state(self, mask):
-        from snaketrack.models.kinematics import forward_kinematics_np
-
-        self.i += 1
-        q, base = pose(self.robot, self.i)
-        head = forward_kinematics_np(self.robot, q, R_DOWN, base)["head"]
-        return TrackState(frame=self.i, t=self.i / FPS, q=q, base_quat=np.array(QUAT_DOWN), base_position=base,
-                          head=head, iou=0.9, status="tracked" if mask.any() else "coasting")
-
-    def start(self, mask, t=0.0, up=None):
-        return self._state(mask)
-
-    def step(self, mask, t=None, up=None):
-        return self._state(mask)
-
-
 def test_a_run_without_truth_writes_the_quality_figures(tmp_path, monkeypatch):
     from snaketrack.tracker import pipeline
 

@@ -1,14 +1,12 @@
 """The truth-free flags of a run: a clean run raises none; a run whose masks drift onto a distractor, or whose
 track leaves the robot, is flagged on the figures that say so. The runs go through the real pipeline and
 writers with a stand-in tracker reporting known poses (the figures are the pipeline's, not the stand-in's)."""
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from snaketrack.datasets.layout import encode_mask, read_mask
 from snaketrack.errors import SnaketrackWarning
-from snaketrack.models.kinematics import forward_kinematics_np
 from snaketrack.models.robot import load_robot
 from snaketrack.tracker.pipeline import PipelineConfig
 from snaketrack.tracker.quality_flags import (
@@ -22,9 +20,8 @@ from snaketrack.tracker.quality_flags import (
     warning_line,
 )
 from snaketrack.tracker.run import RunOptions, track_source
-from snaketrack.tracker.state import TrackState
 
-from posed_dataset import FPS, QUAT_DOWN, R_DOWN, W, pose, write_posed_dataset
+from posed_dataset import FPS, TruePoses, W, write_posed_dataset
 
 N = 36
 
@@ -92,31 +89,21 @@ def test_mask_area_ratio_and_the_flags_sides():
 
 
 # -- runs ------------------------------------------------------------------------------------------
-class KnownPoses:
-    """Stand-in for the tracker: the posed dataset's true pose each frame, or from frame ``leave`` on a pose
-    that left the robot (its depth jumping between two values, joint 3 bent to its limit)."""
-
-    config = SimpleNamespace(min_mask_px=1)
+class KnownPoses(TruePoses):
+    """The posed dataset's true pose each frame, or from frame ``leave`` on a pose that left the robot (its depth
+    jumping between two values, joint 3 bent to its limit)."""
 
     def __init__(self, robot, leave=None):
-        self.robot, self.i, self.leave = robot, -1, leave
+        super().__init__(robot)
+        self.leave = leave
 
-    def _state(self, mask):
-        self.i += 1
-        q, base = pose(self.robot, self.i)
-        if self.leave is not None and self.i >= self.leave:
+    def frame_pose(self, i):
+        q, base = super().frame_pose(i)
+        if self.leave is not None and i >= self.leave:
             q = q.copy()
             q[2] = self.robot.upper[2]
-            base = base * (0.6 if self.i % 2 else 1.0)  # nearer the camera every other frame: a smaller robot
-        head = forward_kinematics_np(self.robot, q, R_DOWN, base)["head"]
-        return TrackState(frame=self.i, t=self.i / FPS, q=q, base_quat=np.array(QUAT_DOWN), base_position=base,
-                          head=head, iou=0.9, status="tracked" if mask.any() else "coasting")
-
-    def start(self, mask, t=0.0, up=None):
-        return self._state(mask)
-
-    def step(self, mask, t=None, up=None):
-        return self._state(mask)
+            base = base * (0.6 if i % 2 else 1.0)  # nearer the camera every other frame: a smaller robot
+        return q, base
 
 
 @pytest.fixture(scope="module")

@@ -99,9 +99,10 @@ def run(args: argparse.Namespace) -> int:
     fitter = getattr(backend, "fitter", None)
     if fitter is not None:
         summary["robot_fit"] = {**fitter.counts, "joined": fitter.joined}
-    gate = getattr(backend, "gate_counts", None)
+    fit = res.report.get("fit") if getattr(backend, "gate_flags", None) is not None else None
+    gate = None if fit is None else fit["gate_counts"]
     if gate is not None:
-        summary["gate"] = dict(gate, gated=backend.gated)
+        summary["gate"] = dict(gate, gated=fit["gated_frames"])
     if args.json:
         print(json.dumps(summary))
     else:
@@ -113,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
                       f"{fitter.counts['label']} kept as cut where the model did not explain them"
                       + (f" (to check first: {res.out}/{sheet})" if sheet else ""))
         if gate is not None:
-            fitted += (f"; the gate changed {backend.gated} labels ("
+            fitted += (f"; the gate changed {fit['gated_frames']} labels ("
                        + (", ".join(f"{k} {v}" for k, v in sorted(gate.items())) or "none") + ")")
         rate = f" at {summary['frames_per_s']:.2f} frames/s" if summary["frames_per_s"] else ""
         print(f"{res.out}: {res.frames} frames labelled ({res.written} now{rate}), {res.flagged} flagged"

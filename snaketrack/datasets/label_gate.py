@@ -142,8 +142,7 @@ class GatedBackend(FittedBackend):
     :class:`~snaketrack.datasets.motion_backend.MotionGuidedBackend`); fitter: a
     :class:`~snaketrack.datasets.fit_labels.LabelFitter` (best built with :func:`gate_tracker`); config:
     :class:`GateConfig`. After each frame, ``gate_flags`` holds the labeller flags it raised (``off_model``)
-    and ``last_fit`` the frame's ``fit.csv`` row with its ``gate`` reasons; ``gate_counts`` the frames each
-    reason was given, ``gated`` the frames given any.
+    and ``last_fit`` the frame's ``fit.csv`` row with its ``gate`` reasons (counted by the labels report).
     """
 
     def __init__(self, backend, fitter: LabelFitter, config: GateConfig = GateConfig()):
@@ -154,8 +153,6 @@ class GatedBackend(FittedBackend):
         self._frame_predicted: Optional[np.ndarray] = None
         self._reasons: list[str] = []
         self.gate_flags: tuple[str, ...] = ()
-        self.gate_counts: dict[str, int] = {}
-        self.gated = 0
 
     @property
     def robot_fit(self) -> dict[str, Any]:
@@ -251,9 +248,6 @@ class GatedBackend(FittedBackend):
             if mask_iou(out, sil) < cfg.drop_iou:
                 self._reasons.append("off_model")
                 self.gate_flags = ("off_model",)
-        for r in self._reasons:
-            self.gate_counts[r] = self.gate_counts.get(r, 0) + 1
-        self.gated += bool(self._reasons)
         self.last_fit = dict(fit_row(label, res), area_fitted_px=int(np.count_nonzero(out)),
                              gate="+".join(self._reasons))
         return out

@@ -2,8 +2,8 @@
 
 A state describes the robot when its frame was captured; a controller uses it later (the frame's
 tracking, publishing and delivery take time). :func:`forecast` carries a state forward by ``dt``
-seconds with the tracker's own motion model, the Kalman filter's constant-velocity prediction step
-(:func:`snaketrack.tracker.filter.predict` with ``F = cv_transition(D, dt)``)::
+seconds with the tracker's own motion model, the mean of the Kalman filter's constant-velocity prediction
+step (``F = cv_transition(D, dt)`` of :mod:`snaketrack.tracker.filter`)::
 
     s(t + dt) = s(t) + dt·ṡ(t)
 
@@ -18,20 +18,13 @@ from typing import Optional
 
 import numpy as np
 
-from snaketrack.tracker.filter import cv_transition, predict
 from snaketrack.tracker.state import StateLayout, TrackState
 
 
 def predicted_pose(s: np.ndarray, velocity: np.ndarray, dt: float) -> np.ndarray:
     """The pose vector (D,) predicted ``dt`` [s] ahead of pose ``s`` (D,) moving at ``velocity`` (D,): the
-    filter's prediction step on ``[s; ṡ]`` (module doc); ``dt`` ≥ 0."""
-    s = np.asarray(s, float).reshape(-1)
-    if dt == 0:  # no time passed (the filter's transition needs a positive step)
-        return s.copy()
-    x = np.concatenate([s, np.asarray(velocity, float).reshape(-1)])
-    n = s.size
-    x, _ = predict(x, np.zeros((2 * n, 2 * n)), cv_transition(n, float(dt)), np.zeros((2 * n, 2 * n)))
-    return x[:n]
+    filter's constant-velocity step (module doc); ``dt`` ≥ 0."""
+    return np.asarray(s, float).reshape(-1) + float(dt) * np.asarray(velocity, float).reshape(-1)
 
 
 def forecast(state: TrackState, robot, dt: float, layout: Optional[StateLayout] = None) -> Optional[TrackState]:

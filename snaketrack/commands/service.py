@@ -145,7 +145,7 @@ def open_service(args: argparse.Namespace):
 
 
 def _serve(args: argparse.Namespace) -> int:
-    require("service", "serve")
+    require("service", "serve", ["foxglove"])
     apply_thread_policy(args)
     service = open_service(args)
     stop = threading.Event()

@@ -78,8 +78,9 @@ async def _copy(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
 
 
 def presented_token(path: str, headers) -> Optional[str]:
-    """The token a handshake presents: the ``Authorization: Bearer`` header, else the ``token`` query field."""
-    auth = headers.get("Authorization") or headers.get("authorization") or ""
+    """The token a handshake presents: the ``Authorization: Bearer`` header (``headers``: names lower-cased),
+    else the ``token`` query field."""
+    auth = headers.get("authorization", "")
     if auth.lower().startswith("bearer "):
         return auth[7:].strip()
     values = parse_qs(urlsplit(path).query).get("token")
@@ -102,7 +103,8 @@ class TokenGate:
 
     def start(self) -> None:
         self._thread.start()
-        self._ready.wait(10)
+        if not self._ready.wait(10):
+            raise RuntimeError("the gate did not start listening within 10 s")
         if self._error is not None:
             raise self._error
 
@@ -197,6 +199,7 @@ class TokenGate:
             self.port = server.sockets[0].getsockname()[1]
             self._ready.set()
             await self._stop.wait()
+            server.close()  # no client accepted after the relays are ended
             relays = list(self._open)
             for writers in list(self._open.values()):  # closed sockets end each relay's copies
                 for w in writers:

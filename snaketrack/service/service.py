@@ -169,8 +169,9 @@ class TrackingService:
         if self._started:
             for thread in (self._prepare_thread, self._thread):
                 thread.join(max(0.0, deadline - time.monotonic()))
-            self.clean = self._behind.close(max(0.0, deadline - time.monotonic())) and \
-                not self._thread.is_alive() and not self._prepare_thread.is_alive()
+            # the publisher is closed only behind an ended tracker: one still inside a frame would put to it
+            self.clean = not self._thread.is_alive() and not self._prepare_thread.is_alive() and \
+                self._behind.close(max(0.0, deadline - time.monotonic()))
             self.state = "ended"
             self._publish_status()
         stop_source.join(max(0.0, deadline - time.monotonic()))
@@ -231,6 +232,7 @@ class TrackingService:
                 self._done.set()
 
     def _fail(self, frame, e: Exception) -> None:
+        self.first_tracked.set()  # a frame that failed does not hold a recording's clock
         self.errors += 1
         self.last_error = f"frame {frame.index}: {e}"
         self._publish_status()
@@ -241,8 +243,7 @@ class TrackingService:
         except Exception as e:  # a bad frame costs that frame, not the service
             self._fail(frame, e)
             return
-        finally:
-            self.first_tracked.set()
+        self.first_tracked.set()
         settled = bool(getattr(self.session.tracker, "reading_settled", True))
         for r in results:
             self.frames_tracked += 1

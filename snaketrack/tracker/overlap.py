@@ -157,7 +157,10 @@ class WriteBehind:
         write's error not yet raised. Whether the thread has ended."""
         if not self._closed:
             self._closed = True
-            self._queue.put(_END)
+            try:
+                self._queue.put(_END, timeout=timeout)
+            except queue.Full:  # the writer is stuck on an earlier item: it is left to end alone
+                return False
         self._thread.join(timeout)
         self._raise()
         return not self._thread.is_alive()

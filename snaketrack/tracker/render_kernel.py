@@ -31,7 +31,6 @@ def available() -> bool:
     return njit is not None
 
 
-_ZERO3 = (0.0, 0.0, 0.0)
 
 
 def _jit(fn):
@@ -50,9 +49,9 @@ def _ray(p, w, u0, v0, fx, fy, cx, cy, skew):
 
 
 @_jit
-def _capsule(A, B, r, d, f, min_depth, grad):
-    """Edge distance [px] of a capsule (end points A, B, radius r) along unit ray d (3-tuples) and, with
-    ``grad``, ∂e/∂A, ∂e/∂B (the closed form of edges.capsule_edge_px_grad; zeros without)."""
+def _capsule(A, B, r, d, f, min_depth):
+    """Edge distance [px] of a capsule (end points A, B, radius r) along unit ray d (3-tuples) and
+    ∂e/∂A, ∂e/∂B (the closed form of edges.capsule_edge_px_grad)."""
     Ex, Ey, Ez = B[0] - A[0], B[1] - A[1], B[2] - A[2]
     Ad = A[0] * d[0] + A[1] * d[1] + A[2] * d[2]
     Ed = Ex * d[0] + Ey * d[1] + Ez * d[2]
@@ -72,8 +71,6 @@ def _capsule(A, B, r, d, f, min_depth, grad):
     zc = max(z, min_depth)
     e_raw = f * (r - dist) / zc
     e = e_raw if front else -1e3
-    if not grad:
-        return e, _ZERO3, _ZERO3
     k = -1.0 / zc if front else 0.0
     fd = f / dist
     c = Ed * e_raw / a_safe if free else 0.0
@@ -109,9 +106,9 @@ def _scale(s, a):
 
 
 @_jit
-def _cylinder(A, B, r, d, f, min_depth, grad):
-    """Edge distance [px] of a flat-ended cylinder (axis A→B, radius r) along unit ray d (3-tuples) and,
-    with ``grad``, ∂e/∂A, ∂e/∂B (the adjoint steps of edges.cylinder_edge_px_grad; zeros without)."""
+def _cylinder(A, B, r, d, f, min_depth):
+    """Edge distance [px] of a flat-ended cylinder (axis A→B, radius r) along unit ray d (3-tuples) and
+    ∂e/∂A, ∂e/∂B (the adjoint steps of edges.cylinder_edge_px_grad)."""
     eps = 1e-12
     m = (0.5 * (A[0] + B[0]), 0.5 * (A[1] + B[1]), 0.5 * (A[2] + B[2]))
     w = (0.5 * (B[0] - A[0]), 0.5 * (B[1] - A[1]), 0.5 * (B[2] - A[2]))
@@ -142,8 +139,6 @@ def _cylinder(A, B, r, d, f, min_depth, grad):
     e_raw = f * ((r - sq) * g) / zm
     front = zm > min_depth and dv > 0.0
     e = e_raw if front else -1e3
-    if not grad:
-        return e, _ZERO3, _ZERO3
     one = 1.0 if front else 0.0
     b_em = one * f / zm
     b_zm = -one * e_raw / zm
@@ -269,10 +264,10 @@ def _edge_table(T, i, cyl, r, d, f, min_depth):
 
 
 @_jit
-def _edge(A, B, r, cyl, d, f, min_depth, grad):
+def _edge(A, B, r, cyl, d, f, min_depth):
     if cyl:
-        return _cylinder(A, B, r, d, f, min_depth, grad)
-    return _capsule(A, B, r, d, f, min_depth, grad)
+        return _cylinder(A, B, r, d, f, min_depth)
+    return _capsule(A, B, r, d, f, min_depth)
 
 
 @_jit
@@ -349,7 +344,7 @@ def silhouette_jacobian(pix, prim, roi, cam, S, E, rad, cyl, f, min_depth, sig, 
         d = _ray(pix[i], w, u0, v0, fx, fy, cx, cy, skew)
         A = (S[m, 0], S[m, 1], S[m, 2])
         B = (E[m, 0], E[m, 1], E[m, 2])
-        _, gA, gB = _edge(A, B, rad[m], cyl[m], d, f, min_depth, True)
+        _, gA, gB = _edge(A, B, rad[m], cyl[m], d, f, min_depth)
         a0, a1, a2 = gA[0] * wgt, gA[1] * wgt, gA[2] * wgt
         b0, b1, b2 = gB[0] * wgt, gB[1] * wgt, gB[2] * wgt
         row = lut[pix[i]]

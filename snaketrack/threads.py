@@ -64,8 +64,6 @@ class ThreadPolicy:
         """The policy of ``--threads``: None the default, N that many for the tracker and the segmenter."""
         if threads is None:
             return cls()
-        if int(threads) < 1:
-            raise InputError(f"--threads {threads}: expected at least 1")
         return cls(tracker=int(threads), segmenter=int(threads))
 
     def apply(self) -> dict[str, int]:

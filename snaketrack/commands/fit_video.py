@@ -206,13 +206,10 @@ def _run(args: argparse.Namespace) -> int:
     figures["speed"] = stages.get("speed")
 
     figures["quality"] = flag_run(track, robot, float(video.fps), read_json(labels / "labels_report.json"))
-    print(json.dumps(figures, default=_plain))
+    from snaketrack.io import to_json
+
+    print(to_json(figures, indent=None))
     return 0
-
-
-def _plain(o):
-    """JSON for numpy scalars; NaN stays NaN (json's own)."""
-    return o.item() if hasattr(o, "item") else str(o)
 
 
 def _speed(model: Path, heldout: Path, track: dict, frames: int = 40) -> dict:

@@ -286,7 +286,9 @@ def frequency_agreement(f0: Sequence[float]) -> tuple[float, float]:
 
 
 # -- the figures of a run -----------------------------------------------------------------------
-def _track_columns(track: dict, n_joints: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def track_arrays(track: dict, n_joints: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``track.csv``'s frames (N,), joint angles (N, J) [rad] and statuses (N,); a missing column is a
+    :class:`~snaketrack.errors.FileFormatError`."""
     from snaketrack.errors import FileFormatError
 
     for key in ["frame", "status"] + [f"q_{i + 1}" for i in range(n_joints)]:
@@ -303,7 +305,7 @@ def quality_metrics(track: dict, n_joints: int, fps: float, quality: Optional[di
     silhouette's IoU, ``iou`` the tracker's fit with its edge offset. n_joints: J. fps: the source's
     frame rate [1/s]. quality: ``quality.csv``'s columns (the skeleton residuals); None: NaN figures.
     """
-    frames, q, status = _track_columns(track, n_joints)
+    frames, q, status = track_arrays(track, n_joints)
     out = status_counts(status)
     nan_col = np.full(len(frames), np.nan)
     for key, column in (("silhouette_iou", "iou_no_offset"), ("fit_iou", "iou")):
@@ -342,7 +344,7 @@ def plot_quality(track: dict, n_joints: int, out_dir: str | os.PathLike, fps: fl
     from snaketrack.io import atomic_write_bytes
     from snaketrack.tracker.outputs import STATUS_COLOURS
 
-    frames, q, status = _track_columns(track, n_joints)
+    frames, q, status = track_arrays(track, n_joints)
     t = frames / float(fps)
     names = list(joint_names) if joint_names else [f"q_{i + 1}" for i in range(n_joints)]
     colours = plt.get_cmap("viridis")(np.linspace(0, 0.9, max(n_joints, 1)))

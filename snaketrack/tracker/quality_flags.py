@@ -35,6 +35,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from snaketrack.tracker.quality import track_arrays
+
 #: how close to a joint limit [rad] counts as at it
 LIMIT_MARGIN_RAD = 0.02
 #: how long [s] a joint stays at its limit to count as held there
@@ -140,21 +142,18 @@ def run_figures(track_dir: str | os.PathLike, robot, fps: float,
     track = read_csv_columns(track_dir / "track.csv")
     per_frame = read_csv_columns(track_dir / "quality.csv")
     metrics = read_json(track_dir / "metrics.json")
-    status = np.asarray(track["status"]).astype(str)
+    _, q, status = track_arrays(track, robot.dof)
     tracked = status == "tracked"
-    q = np.stack([np.asarray(track[f"q_{i + 1}"], float) for i in range(robot.dof)], axis=1)
     out: dict[str, Any] = {k: metrics.get(k, float("nan")) for k in (
         "silhouette_iou_mean", "silhouette_iou_p5", "gait_power_fraction", "gait_frequency_hz", "lost_fraction")}
-    residual = np.asarray(per_frame["skeleton_residual_px"], float)
     width = float("nan")
-    area = np.full(len(residual), np.nan)
+    area = np.full(len(per_frame["skeleton_residual_px"]), np.nan)
     if "mask_pixels" in per_frame:
         area = np.asarray(per_frame["mask_pixels"], float)
         width = body_width_px(area, per_frame["skeleton_pixels"])
-    res = _finite(residual)
     out["body_width_px"] = width
-    out["skeleton_residual_p95_widths"] = (float(np.percentile(res, 95)) / width
-                                           if res.size and width > 0 else float("nan"))
+    p95 = float(metrics.get("skeleton_residual_p95_px", float("nan")))  # metrics.json's, over the finite frames
+    out["skeleton_residual_p95_widths"] = p95 / width if width > 0 else float("nan")
     out["mask_area_ratio"] = mask_area_ratio(area)
     at_limit = joint_at_limit_fraction(q, robot.lower, robot.upper, tracked,
                                        min_frames=max(1, int(math.ceil(PINNED_S * float(fps)))))

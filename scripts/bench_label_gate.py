@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 BOX_MARGIN = 10
 BLOCK = 50
-LABELLERS = {"gate": [], "fit": ["--no-gate"], "plain": ["--no-fit"]}
+LABELLERS = {"gate": [], "gate-ground": ["--up", "sim-imu", "--track-ground"], "fit": ["--no-gate"],
+             "plain": ["--no-fit"]}
 
 
 def label(clip: Path, out: Path, flags: list[str], frames: int) -> dict:

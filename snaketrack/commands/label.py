@@ -51,6 +51,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "and prior from the model's predicted silhouette, what lies beyond it cut off, a cut that "
                         "disagrees cut again, a label the fitted model does not explain flagged off_model "
                         "(default: on; --no-gate: the fit alone)")
+    p.add_argument("--up", default=None, metavar="sim-imu|FILE|none",
+                   help="the world's up direction in the camera frame per frame, which holds the fitted robot model "
+                        "to the ground (what keeps it from sliding nearer the camera on a low view): an IMU CSV "
+                        "(frame, up_x, up_y, up_z; a phone logs one), or 'sim-imu' (a synthetic dataset's camera "
+                        "attitude with 1° bias and 0.5° noise); default none")
+    p.add_argument("--track-ground", action="store_true",
+                   help="the camera moves (handheld, drone): follow its height over the ground through the frames "
+                        "and hold the fitted model's base to the ground (needs --up)")
     add_camera_arguments(p, "the source's meta.json K, else a 65 deg horizontal field of view; only the robot "
                             "model's fit and guide use the camera")
     p.add_argument("--sam-checkpoint", metavar="FILE",
@@ -87,7 +95,8 @@ def run(args: argparse.Namespace) -> int:
     cfg = LabelConfig(**{k: v for k, v in given.items() if v is not None})
     backend = build_backend(args.backend or "default", src, args.robot, camera_of(args),
                             sam_checkpoint=args.sam_checkpoint, sam_model=args.sam_model, device=args.device,
-                            stride=args.stride, motion=not args.no_motion, fit=args.fit, gate=args.gate)
+                            stride=args.stride, motion=not args.no_motion, fit=args.fit, gate=args.gate,
+                            up=args.up, track_ground=args.track_ground)
     if args.threads is None and backend.name != "sam":
         torch.set_num_threads(LABEL_THREADS)
     t0 = time.perf_counter()
@@ -124,7 +133,8 @@ def run(args: argparse.Namespace) -> int:
 
 def build_backend(name: str, source=None, robot: str | None = None, intrinsics=None,
                   sam_checkpoint: str | None = None, sam_model: str = "vit_b", device: str = "cpu", stride: int = 1,
-                  motion: bool = True, fit: bool | None = None, gate: bool = True):
+                  motion: bool = True, fit: bool | None = None, gate: bool = True, up: str | None = None,
+                  track_ground: bool = False):
     """The box-prompted backend ``label`` runs for ``--backend NAME``, its labels fitted to the robot model
     (:class:`~snaketrack.datasets.fit_labels.FittedBackend`) when ``fit``.
 
@@ -141,6 +151,8 @@ def build_backend(name: str, source=None, robot: str | None = None, intrinsics=N
     (the robot must be known); False never. The guided backend fits the model itself.
     ``gate``: a fitted backend's labels are also held to the model
     (:class:`~snaketrack.datasets.label_gate.GatedBackend`); False: fitted only.
+    ``up``, ``track_ground``: the fit's up source (``--up``, :func:`~snaketrack.tracker.gravity.open_up`) and
+    ground following (:class:`~snaketrack.datasets.fit_labels.LabelFitter`).
     """
     meta = getattr(source, "meta", {}) or {}
     if name == "default":
@@ -154,18 +166,24 @@ def build_backend(name: str, source=None, robot: str | None = None, intrinsics=N
         fit_robot = _fit_robot(robot, meta, required=bool(fit))
     backend = _box_backend(name, source, robot, intrinsics, sam_checkpoint, sam_model, device, stride, motion, meta)
     if fit_robot is None:
+        if up not in (None, "none") or track_ground:
+            raise InputError("--up and --track-ground hold the robot model's fit to the ground: they need the "
+                             "robot (--robot) and the fit")
         return backend
     from snaketrack.datasets.fit_labels import FittedBackend, LabelFitter
+    from snaketrack.tracker.gravity import open_up
 
     camera = _guide_camera(source, intrinsics, meta)
     fps = float(source.fps) / max(int(stride), 1)
+    up_source = open_up(up, getattr(source, "truth", None), int(meta.get("seed", 0) or 0))
+    ground = {"up_source": up_source, "track_ground": bool(track_ground)}
     if gate:
         from snaketrack.datasets.label_gate import GateConfig, GatedBackend, gate_tracker
 
         gcfg = GateConfig()
-        return GatedBackend(backend, LabelFitter(fit_robot, camera, fps=fps, tracker_config=gate_tracker(gcfg)),
-                            gcfg)
-    return FittedBackend(backend, LabelFitter(fit_robot, camera, fps=fps))
+        return GatedBackend(backend, LabelFitter(fit_robot, camera, fps=fps, tracker_config=gate_tracker(gcfg),
+                                                 **ground), gcfg)
+    return FittedBackend(backend, LabelFitter(fit_robot, camera, fps=fps, **ground))
 
 
 def _fit_robot(robot, meta: dict, required: bool):

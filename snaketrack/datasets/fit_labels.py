@@ -207,27 +207,59 @@ class LabelFitter:
     in order, its frame (RGB uint8 (H, W, 3)) for ``FitConfig.snap`` and, on a video, its moving pixels
     (bool (H, W), :meth:`~snaketrack.datasets.motion.MotionMap.motion`) for ``FitConfig.join_moving_px``.
     ``tracker_config``: the tracker's :class:`~snaketrack.tracker.config.TrackerConfig` (None: its defaults).
+    ``up_source``: the world's up direction in the camera frame per source frame
+    (:func:`~snaketrack.tracker.gravity.open_up`; the call's ``index``), which holds the model's plane to the
+    ground; ``track_ground``: the camera moves, and its height over the ground is followed through the frames
+    (:class:`~snaketrack.tracker.ground.GroundTracker`, as ``snaketrack track --track-ground``) to hold the
+    model's base to the ground; needs ``up_source``. Seen from low down, a model fitted to a mask alone trades
+    tilt against depth, and a label a distractor spoils then pulls it nearer the camera frame by frame; the
+    ground holds it.
     ``silhouette``: the last call's silhouette at the fitted state, bool (H, W), or None (the model not started).
     """
 
-    def __init__(self, robot, camera, fps: float = 30.0, config: FitConfig = FitConfig(), tracker_config=None):
+    def __init__(self, robot, camera, fps: float = 30.0, config: FitConfig = FitConfig(), tracker_config=None,
+                 up_source=None, track_ground: bool = False):
         from snaketrack.tracker.config import TrackerConfig
+        from snaketrack.tracker.ground import GroundTracker
+        from snaketrack.tracker.pipeline import MOVING_GROUND_MIN_FRAMES
         from snaketrack.tracker.render import SilhouetteRenderer
         from snaketrack.tracker.tracker import Tracker
 
         if camera.has_distortion and np.any(np.asarray(camera.dist) != 0):
             raise InputError("the calibration has lens distortion, and the fitted silhouette is drawn with the "
                              "pinhole model: label an undistorted video")
+        if track_ground and up_source is None:
+            raise InputError("following the ground (--track-ground) needs the up direction: give --up")
         width, height = camera.size
         self.config = config
-        self.tracker = Tracker(robot, camera.K, width, height, fps=fps, config=tracker_config or TrackerConfig())
+        tracker_config = tracker_config or TrackerConfig()
+        if track_ground:
+            tracker_config = replace(tracker_config, ground_window=-1, ground_min_frames=MOVING_GROUND_MIN_FRAMES)
+        self.up_source = up_source
+        self.ground = GroundTracker(camera.K) if track_ground else None
+        self.tracker = Tracker(robot, camera.K, width, height, fps=fps, config=tracker_config)
         self.renderer = SilhouetteRenderer(robot, camera.K, width, height)
         self.silhouette: Optional[np.ndarray] = None
         self.counts = {"fit": 0, "trim": 0, "label": 0}
         self.joined = 0  # labels (of any source) that took in the silhouette's moving pixels
 
+    def ground_of(self, index: Optional[int], frame: Optional[np.ndarray],
+                  label: Optional[np.ndarray] = None) -> dict[str, Any]:
+        """The tracker's ``up`` and ``ground`` keywords for source frame ``index`` (RGB ``frame``; ``label``
+        keeps the ground tracker's corners off the robot); empty without an up source. Call once a frame."""
+        if self.up_source is None or index is None:
+            return {}
+        up = self.up_source(int(index))
+        kw: dict[str, Any] = {"up": up}
+        if self.ground is not None and frame is not None:
+            gray = cv2.cvtColor(np.asarray(frame), cv2.COLOR_RGB2GRAY)
+            kw["ground"] = self.ground.step(gray, up, None if label is None else np.asarray(label, bool))
+        return kw
+
     def __call__(self, label: np.ndarray, frame: Optional[np.ndarray] = None,
-                 moving: Optional[np.ndarray] = None) -> FittedFrame:
+                 moving: Optional[np.ndarray] = None, index: Optional[int] = None) -> FittedFrame:
+        """Fit the model to the label of source frame ``index`` (for the up source; None: none) and decide
+        the label (class doc)."""
         from snaketrack.masks import mask_iou
 
         cfg = self.config
@@ -235,7 +267,8 @@ class LabelFitter:
         if not self.tracker.started and np.count_nonzero(label) < self.tracker.config.min_mask_px:
             self.counts["label"] += 1  # too small to start the model on: it starts on a later label
             return FittedFrame(label, "lost", float("nan"), "label")
-        state = self.tracker.step(label) if self.tracker.started else self.tracker.start(label)
+        kw = self.ground_of(index, frame, label)
+        state = self.tracker.step(label, **kw) if self.tracker.started else self.tracker.start(label, **kw)
         narrow = min(self.tracker.offset, 0.0) if cfg.narrow_by_offset else 0.0
         sil = self.silhouette = self.renderer.mask(state.pose_vector(self.renderer.layout), narrow)
         iou = mask_iou(sil, label)
@@ -273,6 +306,7 @@ class FittedBackend:
         self.fitter = fitter
         self.name = backend.name
         self._frame: Optional[np.ndarray] = None
+        self._index: Optional[int] = None  # the source frame's index, from ``seek``
         self.last_fit: Optional[dict[str, Any]] = None  # the last label's row of fit.csv (:func:`fit_row`)
 
     @property
@@ -281,6 +315,7 @@ class FittedBackend:
         return dict(asdict(self.fitter.config), robot=self.fitter.tracker.robot.name)
 
     def seek(self, index: int) -> None:
+        self._index = int(index)
         if hasattr(self.backend, "seek"):
             self.backend.seek(index)
 
@@ -303,7 +338,7 @@ class FittedBackend:
         polish = getattr(self.backend, "polish", None)
         moving = self.backend.moving() if hasattr(self.backend, "moving") else None
         label = polish(mask) if polish is not None else mask
-        res = self.fitter(label, self._frame, moving)
+        res = self.fitter(label, self._frame, moving, self._index)
         self.last_fit = fit_row(label, res)
         return res.mask
 

@@ -5,10 +5,13 @@ that touches the robot is taken in, the next box takes in more, and nothing says
 known, the model fitted to the labels so far (:class:`~snaketrack.datasets.fit_labels.LabelFitter`, started on
 the first frame's label) says where the robot is next, and each frame is labelled against it:
 
-1. **Prior and box.** The tracker's constant-velocity prediction of the next pose is drawn (the *predicted
-   silhouette*); the prompt box is its box grown by ``box_px``, not the last label's, and it is the backend's
-   prior (the motion-guided backend keeps the moving pieces near it, so a leg stepping beside the robot is
-   not its guide).
+1. **Prior and box.** The last fitted pose is drawn and moved with the image of the floor around it since
+   the last frame (:func:`follow_camera`: a handheld camera that pans moves the whole image by tens of
+   pixels a frame, the robot itself a pixel or two): the *predicted silhouette*. (With ``follow_px`` 0, the
+   tracker's constant-velocity prediction instead: on a panning camera it carries last frame's pan
+   into this one, and the gate then cuts the robot off.) The prompt box is its box grown by ``box_px``, not
+   the last label's, and it is the backend's prior (the motion-guided backend keeps the moving pieces near
+   it, so a leg stepping beside the robot is not its guide).
 2. **Cut at the model's boundary.** Whatever the backend cut farther than ``far_px`` from the predicted
    silhouette is not robot, whatever the colours say, and is cut off; so is a thick piece of the cut that
    reaches beyond ``near_px`` of it (:func:`cut_blobs`: a shoe resting against the body, which within
@@ -32,9 +35,14 @@ box does not shape the model every later frame is held to.
 
 The first frame's re-cut is taken only when the model fitted to the box's cut and the re-cut each agree with
 that cut to ``trust_iou`` (a fit that found the robot elsewhere guides nothing). A frame whose model is not
-``tracked`` (coasting, lost), or did not explain the last label to ``trust_iou``, is labelled as without the
-gate, from the last good label's box. The reasons of each frame are the ``gate`` column of ``fit.csv``;
-``labels_report.json`` counts them (``fit.gate_counts``).
+``tracked`` (coasting, lost) is labelled as without the gate, from the last good label's box. The reasons
+of each frame are the ``gate`` column of ``fit.csv`` (``followed``: the prediction was moved with the
+camera); ``labels_report.json`` counts them (``fit.gate_counts``).
+
+On a low view (a phone held near the floor) give the fit the up direction and, on a moving camera, the
+ground (:class:`~snaketrack.datasets.fit_labels.LabelFitter`, ``snaketrack label --up ... --track-ground``):
+a model fitted to masks alone trades tilt against depth there, and a label a distractor spoils pulls it
+nearer the camera frame by frame.
 
 Cost: the prediction is one silhouette drawn a frame; a re-cut is one more GrabCut, only on a frame whose cut
 disagrees. The fit's tracker runs its pose search on the first frame and on at most ``warmup_frames`` after
@@ -46,6 +54,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Optional
 
+import cv2
 import numpy as np
 
 from snaketrack.datasets.boxes import Box, dilate_mask, mask_to_box
@@ -63,10 +72,11 @@ class GateConfig:
     of a thing touching the body must not pull it); recut_iou: a cut agreeing less with the
     predicted silhouette (IoU) is cut again guided by it; off_px: a label's pixels farther than this from the
     fitted silhouette are cut [pixels, city-block]; drop_iou: a label agreeing less with the fitted silhouette
-    (IoU) is flagged ``off_model``; trust_iou: the model guides the next frame only when its fit explained the
-    last label at least this well (IoU), and on the first frame only a fit and a re-cut that agree this well
-    with the box's cut are taken; min_px: fewer pixels cut off are not recorded as a reason [pixels];
-    warmup_frames: frames after the first on which the fit's tracker may search for its pose again."""
+    (IoU) is flagged ``off_model``; trust_iou: on the first frame, only a fit and a re-cut that agree this
+    well (IoU) with the box's cut are taken; min_px: fewer pixels cut off are not recorded as a reason [pixels];
+    warmup_frames: frames after the first on which the fit's tracker may search for its pose again;
+    follow_px: the predicted silhouette is moved with the image of the ground around it, corners within this
+    of it (and outside it) tracked from the last frame (:func:`follow_camera`; 0: not moved) [pixels]."""
 
     box_px: int = 15
     near_px: int = 1
@@ -79,9 +89,11 @@ class GateConfig:
     trust_iou: float = 0.5
     min_px: int = 20
     warmup_frames: int = 2
+    follow_px: int = 80
 
     def __post_init__(self) -> None:
-        for name in ("box_px", "near_px", "blob_px", "far_px", "fit_px", "off_px", "min_px", "warmup_frames"):
+        for name in ("box_px", "near_px", "blob_px", "far_px", "fit_px", "off_px", "min_px", "warmup_frames",
+                     "follow_px"):
             if getattr(self, name) < 0:
                 raise InputError(f"gate {name} {getattr(self, name)}: expected >= 0")
         for name in ("recut_iou", "drop_iou", "trust_iou"):
@@ -113,8 +125,6 @@ def cut_blobs(cut: np.ndarray, silhouette: np.ndarray, near_px: int, blob_px: in
     >>> int(kept[11:19, 10:20].sum()), int(kept[11:13, 2:8].sum()), bool(kept[sil].all())
     (10, 12, True)
     """
-    import cv2
-
     cut = np.asarray(cut, bool)
     excess = cut & ~dilate_mask(silhouette, near_px)
     if blob_px <= 0 or not excess.any():
@@ -122,6 +132,46 @@ def cut_blobs(cut: np.ndarray, silhouette: np.ndarray, near_px: int, blob_px: in
     k = np.ones((2 * blob_px + 1, 2 * blob_px + 1), np.uint8)
     thick = cv2.morphologyEx(excess.view(np.uint8), cv2.MORPH_OPEN, k) > 0
     return cut & ~(dilate_mask(thick, blob_px) & excess)
+
+
+def follow_camera(prev_gray: np.ndarray, gray: np.ndarray, silhouette: np.ndarray, near_px: int = 80,
+                  clear_px: int = 6, min_points: int = 12) -> Optional[np.ndarray]:
+    """The image motion from ``prev_gray`` to ``gray`` (uint8 (H, W) each) of the scene around ``silhouette``
+    (bool (H, W), in the last frame): a (2, 3) similarity (rotation, scale, shift) [pixels], or None when too
+    few corners follow.
+
+    The robot's prediction comes from its own motion in the camera's frame; a handheld camera that pans
+    moves the whole image by tens of pixels between frames, which the prediction knows nothing of. Corners
+    within ``near_px`` of the silhouette but ``clear_px`` clear of it (mostly the floor it lies on) are
+    tracked by pyramidal Lucas-Kanade and a similarity is fitted to them by RANSAC (``cv2``'s
+    ``estimateAffinePartial2D``): a leg stepping past is an outlier.
+
+    >>> rng = np.random.default_rng(0)
+    >>> a = (rng.random((120, 160)) * 255).astype(np.uint8); a = cv2.GaussianBlur(a, (5, 5), 1.5)
+    >>> b = np.roll(a, (3, -5), axis=(0, 1))                       # the scene moved 5 px left, 3 px down
+    >>> sil = np.zeros_like(a, bool); sil[55:65, 40:120] = True
+    >>> np.round(follow_camera(a, b, sil)[:, 2]).tolist()
+    [-5.0, 3.0]
+    """
+    ring = dilate_mask(silhouette, near_px) & ~dilate_mask(silhouette, clear_px)
+    pts = cv2.goodFeaturesToTrack(prev_gray, maxCorners=300, qualityLevel=0.01, minDistance=5,
+                                  mask=ring.view(np.uint8) * 255)
+    if pts is None or len(pts) < min_points:
+        return None
+    nxt, st, _ = cv2.calcOpticalFlowPyrLK(prev_gray, gray, pts, None, winSize=(21, 21), maxLevel=3)
+    ok = st.reshape(-1).astype(bool)
+    if ok.sum() < min_points:
+        return None
+    A, inliers = cv2.estimateAffinePartial2D(pts[ok], nxt[ok], method=cv2.RANSAC, ransacReprojThreshold=2.0)
+    if A is None or inliers is None or int(inliers.sum()) < min_points:
+        return None
+    return A
+
+
+def moved(mask: np.ndarray, A: np.ndarray) -> np.ndarray:
+    """``mask`` (bool (H, W)) moved by the (2, 3) affine ``A`` [pixels] (nearest neighbour)."""
+    h, w = mask.shape
+    return cv2.warpAffine(mask.view(np.uint8), A, (w, h), flags=cv2.INTER_NEAREST) > 0
 
 
 def cut_off_model(cut: np.ndarray, silhouette: np.ndarray, far_px: int) -> np.ndarray:
@@ -153,21 +203,26 @@ class GatedBackend(FittedBackend):
         self._frame_predicted: Optional[np.ndarray] = None
         self._reasons: list[str] = []
         self.gate_flags: tuple[str, ...] = ()
+        self._gray: Optional[np.ndarray] = None
+        self._prev_gray: Optional[np.ndarray] = None
 
     @property
     def robot_fit(self) -> dict[str, Any]:
         return dict(super().robot_fit, gate=asdict(self.config))
 
     def predicted_silhouette(self) -> Optional[np.ndarray]:
-        """The silhouette (bool (H, W)) of the tracker's prediction of the next frame's pose, or None when the
-        model is not tracked (not started, coasting, lost)."""
+        """The silhouette (bool (H, W)) of the pose the next frame starts from (module doc, 1: the last fitted
+        pose, moved with the camera in :meth:`predict`), or None when the model is not tracked (not started,
+        coasting, lost) or did not explain the last label."""
         tr = self.fitter.tracker
         if not tr.started or tr.last is None or tr.last.status != "tracked":
             return None
-        if self.last_fit is None or not float(self.last_fit["iou_fit"]) >= self.config.trust_iou:
-            return None  # the model did not explain the last label: it is no guide
+        if self.last_fit is None or not np.isfinite(float(self.last_fit["iou_fit"])):
+            return None  # no silhouette was fitted to the last label
+        # a fit that explained the last label poorly still guides: the cut without a guide is worse (a
+        # panning camera's motion map takes in the whole scene), and the tracker's status says when it is lost
         f = tr.filter
-        x = (f.F @ f.x)[:tr.layout.dim]  # the constant-velocity prediction, the filter left as it is
+        x = (f.x if self.config.follow_px > 0 else f.F @ f.x)[:tr.layout.dim]
         sil = tr.renderer.mask(x)
         return sil if sil.any() else None
 
@@ -181,6 +236,8 @@ class GatedBackend(FittedBackend):
         return box if box.area > 0 else None
 
     def set_image(self, rgb: np.ndarray) -> None:
+        self._prev_gray = self._gray
+        self._gray = cv2.cvtColor(np.asarray(rgb), cv2.COLOR_RGB2GRAY)
         super().set_image(rgb)
         self._reasons = []
         self.gate_flags = ()
@@ -205,7 +262,8 @@ class GatedBackend(FittedBackend):
                 return cut
             # the first frame: cut again guided by the model fitted to the box's cut (a tether or a shoe in
             # the user's box must not shape the model every later frame is held to)
-            sil = tr.renderer.mask(tr.start(cut).pose_vector(tr.layout))
+            up = self.fitter.up_source(self._index) if self.fitter.up_source and self._index is not None else None
+            sil = tr.renderer.mask(tr.start(cut, up=up).pose_vector(tr.layout))
             tr.reset()
             if mask_iou(sil, cut) < cfg.trust_iou:  # the model did not find the robot in the cut: no guide
                 return cut
@@ -215,6 +273,8 @@ class GatedBackend(FittedBackend):
                 self._reasons.append("recut")
                 return again
             return cut
+        pred, box = self._followed(pred, box)
+        self._frame_predicted = pred
         cut = np.asarray(self.backend.predict(box, pred), bool)
         gated = cut_off_model(cut_blobs(cut, pred, cfg.near_px, cfg.blob_px), pred, cfg.far_px)
         if np.count_nonzero(cut & ~gated) >= cfg.min_px:
@@ -228,6 +288,22 @@ class GatedBackend(FittedBackend):
                 self._reasons.append("recut")
         return gated
 
+    def _followed(self, pred: np.ndarray, box):
+        """The predicted silhouette moved with the camera since the last frame (:func:`follow_camera`), and
+        the prompt box around it; as given when the camera's motion is not found."""
+        cfg = self.config
+        if cfg.follow_px <= 0 or self._prev_gray is None or self._prev_gray.shape != self._gray.shape:
+            return pred, box
+        A = follow_camera(self._prev_gray, self._gray, pred, cfg.follow_px)
+        if A is None:
+            return pred, box
+        shifted = moved(pred, A)
+        if not shifted.any():
+            return pred, box
+        h, w = pred.shape
+        self._reasons.append("followed")
+        return shifted, mask_to_box(shifted).expand(cfg.box_px).clip(w, h)
+
     def polish(self, mask: np.ndarray) -> np.ndarray:
         cfg = self.config
         polish = getattr(self.backend, "polish", None)
@@ -237,7 +313,7 @@ class GatedBackend(FittedBackend):
         # the model is fitted to the label within fit_px of its prediction: a rim of a thing touching the body,
         # left within far_px, must not pull the fit towards it (it would pull the next prediction further)
         seen = label & dilate_mask(pred, cfg.fit_px) if pred is not None else label
-        res = self.fitter(seen, self._frame, moving)
+        res = self.fitter(seen, self._frame, moving, self._index)
         out = res.mask if pred is None else res.mask | label
         sil = self.fitter.silhouette
         if res.status == "tracked" and sil is not None and self._frame is not None:

@@ -265,16 +265,17 @@ def test_the_fitted_backend_hands_the_fit_the_frames_moving_pixels():
             return moving
 
     class Fitter:
-        def __call__(self, label, frame=None, moving=None):
-            self.seen = (frame, moving)
+        def __call__(self, label, frame=None, moving=None, index=None):
+            self.seen = (frame, moving, index)
             return FittedFrame(label, "tracked", 1.0, "fit")
 
     fitter = Fitter()
     backend = FittedBackend(Cut(), fitter)
     rgb = np.zeros((6, 8, 3), np.uint8)
+    backend.seek(5)  # the labeller seeks each source frame before labelling it
     backend.set_image(rgb)
     backend.polish(backend.predict(None))
-    assert fitter.seen[0] is rgb and fitter.seen[1] is moving
+    assert fitter.seen[0] is rgb and fitter.seen[1] is moving and fitter.seen[2] == 5
 
 
 def test_a_model_fitted_wider_than_the_label_is_drawn_narrowed_by_its_edge_offset(labelled):

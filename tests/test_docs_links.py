@@ -2,8 +2,10 @@
 
 A reference is ``docs/NAME.md``, optionally followed by a quoted section (``docs/tracker.md,
 "Depth damping"``: some heading of that file contains the quoted words). A relative Markdown link
-in a doc (``[text](img/plot.png)``, ``[text](docs/oal.md)``) must name an existing file. Moving a
-section or a file without its readers fails here. Nothing refers into ``docs/notebook/``: the docs
+in a doc (``[text](img/plot.png)``, ``[text](docs/oal.md)``) must name an existing file, and its
+``#anchor``, if any, a heading of that file (GitHub's anchor of it). Moving a section or a file
+without its readers fails here. No doc reports against a target: the docs say what the software
+measures, not whether it met a figure someone once set. Nothing refers into ``docs/notebook/``: the docs
 describe the software as it is, and the history of how it was measured lives in git.
 """
 from __future__ import annotations
@@ -17,7 +19,9 @@ SKIP = {".venv", ".venv-pytorch3d", ".git", "demo_out", "build", "node_modules",
 _REF = re.compile(
     r'docs/(?P<file>[\w./-]+?\.md)'
     r'`?(?:,?\s*\(?"(?P<section>[^"]{3,120})")?')
-_LINK = re.compile(r'\]\((?P<target>[^)\s#]+)(?:#[^)]*)?\)')
+_LINK = re.compile(r'\]\((?P<target>[^)\s#]+)(?:#(?P<anchor>[^)]*))?\)')
+_TARGET = re.compile(r'targets? (?:met|not met|missed|stand)|vs\.? target|against (?:the|its) target'
+                     r'|\btargets?\s*(?::|≥|≤|\d)|\*\*(?:not )?met\b', re.I)
 _NOTEBOOK = re.compile(r'docs/notebook\b')
 
 
@@ -38,6 +42,11 @@ def _flat(text: str) -> str:
 def _headings(md: Path) -> list[str]:
     return [re.sub(r"^#+\s*", "", line).strip().lower()
             for line in md.read_text().splitlines() if line.startswith("#")]
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
 def _name(f: Path, root: Path) -> str:
@@ -68,13 +77,43 @@ def find_broken(files: list[Path], docs: Path) -> list[str]:
                 target = m["target"]
                 if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("/"):
                     continue
-                if not (f.parent / target).exists():
+                dest = f.parent / target
+                if not dest.exists():
                     broken.append(f"{_name(f, ROOT)}: ({target})")
+                elif m["anchor"] and dest.suffix == ".md" and m["anchor"] not in {
+                        _anchor(h) for h in _headings(dest)}:
+                    broken.append(f"{_name(f, ROOT)}: ({target}#{m['anchor']})")
     return broken
+
+
+def reports_against_targets(files: list[Path]) -> list[str]:
+    """One line per phrase of a doc that reports a figure against a target."""
+    return [f"{_name(f, ROOT)}: {m[0]}" for f in files if f.suffix == ".md"
+            for m in _TARGET.finditer(_flat(f.read_text(errors="replace")))]
 
 
 def test_every_doc_reference_resolves():
     assert find_broken(_sources(), ROOT / "docs") == []
+
+
+def test_no_doc_reports_against_a_target():
+    assert reports_against_targets([ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]) == []
+
+
+def test_an_anchor_must_name_a_heading(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\n## The robot's width, `--track-size`\n")
+    (docs / "b.md").write_text("[w](a.md#the-robots-width---track-size) [x](a.md#measured)\n")
+    assert find_broken([docs / "b.md"], docs) == [f"{docs / 'b.md'}: (a.md#measured)"]
+
+
+def test_a_report_against_a_target_is_caught(tmp_path):
+    doc = tmp_path / "a.md"
+    doc.write_text("Reach the targets (1, 1), (3, 1).\n")
+    assert reports_against_targets([doc]) == []
+    doc.write_text("IoU 0.85: target met.\n## Where the targets stand\nTarget: ≥ 0.85, **not met**.\n")
+    assert len(reports_against_targets([doc])) == 4
 
 
 def test_a_moved_section_is_caught(tmp_path):

@@ -139,7 +139,7 @@ def build_backend(name: str, source=None, robot: str | None = None, intrinsics=N
     (:class:`~snaketrack.datasets.fit_labels.FittedBackend`) when ``fit``.
 
     ``default`` is what ``label`` runs without ``--backend``: SAM when a checkpoint is given, else
-    GrabCut (higher mean IoU over the label suite than the guided backend, docs/segmentation-measured.md),
+    GrabCut (higher mean IoU over the label suite than the guided backend, docs/benchmarks.md),
     guided by where the video moves (:mod:`~snaketrack.datasets.motion_backend`) when ``motion`` and
     ``source`` is given, else from the box and colours alone.
     ``guided`` needs the robot: ``robot``, or the source's meta.json names it.
@@ -147,7 +147,7 @@ def build_backend(name: str, source=None, robot: str | None = None, intrinsics=N
     :class:`~snaketrack.datasets.video.FrameSource` (the guided backend's frame size, rate and camera);
     ``intrinsics``: a calibration file or ``FieldOfView`` (default: the source's meta.json ``K``).
     ``fit``: None fits the GrabCut backend's labels when the robot is known (``robot``, or the source's
-    meta.json names it; the label suite's best, docs/segmentation-measured.md); True fits a SAM or GrabCut backend's
+    meta.json names it; the label suite's best, docs/benchmarks.md); True fits a SAM or GrabCut backend's
     (the robot must be known); False never. The guided backend fits the model itself.
     ``gate``: a fitted backend's labels are also held to the model
     (:class:`~snaketrack.datasets.label_gate.GatedBackend`); False: fitted only.

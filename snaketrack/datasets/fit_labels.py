@@ -33,7 +33,7 @@ otherwise (``narrow_by_offset``). A label wider than the model (``b`` > 0) is so
 shade beside the body, blur — and the model's own outline is the body's. A model wider than the label
 (``b`` < 0) is one fitted too near the camera: without an up direction, on an oblique view from low
 down, tilt and depth trade against each other and the outline comes out too wide by a few pixels all
-round; the outline narrowed by ``b`` is the body's (docs/segmentation-measured.md).
+round; the outline narrowed by ``b`` is the body's (docs/segmentation.md, "Fitted to the robot").
 
 While labelling a video (:class:`FittedBackend` over the motion-guided backend), the label of every frame
 the tracker tracked — replaced, trimmed or kept — also takes in the silhouette's pixels that move (the
@@ -59,7 +59,7 @@ open ground) the model's outline is nearer the truth than GrabCut's; where they
 agree less (the model's capsules against a body whose housings bulge, a view
 from low down, parts behind obstacles) replacing costs more than it gains, and
 trimming still removes what lies off the body. Measured on the label suite
-(docs/segmentation-measured.md, "Labels on scenes the labeller was not tuned on").
+(docs/benchmarks.md, "Labels on scenes the labeller was not tuned on").
 
 :func:`fit_labels` writes a fitted copy of a label dataset (``snaketrack
 fit-labels``); :class:`FittedBackend` fits while labelling (``snaketrack

@@ -90,7 +90,8 @@ median-filtered before anything else (``speckle_level``): on raw speckle
 the colour models see noise and the cut keeps a few hundred pixels of the
 robot.
 
-What these rules measure, with the commands: docs/segmentation-measured.md. They
+What these rules measure, with the commands: docs/benchmarks.md, "Labels on scenes the
+labeller was not tuned on". They
 assume a coloured robot whose dark parts are darker than cast shadows; a grey robot
 on grey ground is what the motion guide and the collapsed cut are for. A
 colour-likelihood re-decision of the boundary band (``refine_band_px``),

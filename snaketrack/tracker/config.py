@@ -1,6 +1,6 @@
 """The tracker's settings: :class:`TrackerConfig` (the session) and :class:`RefineConfig` (the
-refinement of each frame). One line per field; why each default is what it is: docs/tracker.md,
-"Design choices"."""
+refinement of each frame). One line per field; why each default is what it is: docs/design.md,
+"The tracker's refinement"."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -16,7 +16,7 @@ CORES = ("auto", "compiled", "torch")
 
 @dataclass(frozen=True)
 class RefineConfig:
-    """Refinement settings; the defaults are the measured choices (docs/tracker.md, "Design choices").
+    """Refinement settings; the defaults are the measured choices (docs/design.md, "The tracker's refinement").
 
     method: optimiser, ``"lm"`` (Levenberg–Marquardt) or ``"adam"`` (the paper's); default ``"lm"``.
     loss: pixel residual weighting, ``"ssd"`` (uniform) or ``"dt"`` (by distance to the mask's boundary);
@@ -123,7 +123,7 @@ class RefineConfig:
 
 @dataclass(frozen=True)
 class TrackerConfig:
-    """Tracker settings; the defaults are the measured choices (docs/tracker.md, "Design choices").
+    """Tracker settings; the defaults are the measured choices (docs/design.md, "The tracker's refinement").
 
     refine: refinement settings (:class:`RefineConfig`); default ``RefineConfig()``.
     filter: constant-velocity filter settings (:class:`FilterConfig`); default ``FilterConfig()``.

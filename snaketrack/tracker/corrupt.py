@@ -177,7 +177,7 @@ def best_offset_iou(truth: np.ndarray, observed: np.ndarray,
     itself scores against a corrupted mask in the tracker's ``iou``: the
     ragged edge, missing chunks and false blobs are beyond any offset, and a
     model-based tracker's ``iou`` stays near or below it (docs/tracking.md,
-    "Where the targets stand").
+    "What a track can score").
 
     >>> m = np.zeros((40, 60), bool); m[15:25, 10:50] = True
     >>> grown = signed_distance(m) >= -2.0

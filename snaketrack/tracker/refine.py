@@ -2,7 +2,7 @@
 
 Two optimisers over the same silhouette (:mod:`snaketrack.tracker.render`):
 
-- ``method="lm"`` (default; docs/tracker.md, "Design choices"):
+- ``method="lm"`` (default; docs/design.md, "The tracker's refinement"):
   Levenberg–Marquardt on per-pixel residuals ``r_p = w_p (o_p − m_p)``
   (``o`` the soft silhouette, ``m`` the observed mask), with the Jacobian
   from one backward pass (:func:`render_with_jacobian`), a weak Gaussian

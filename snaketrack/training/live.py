@@ -41,8 +41,8 @@ from snaketrack.io import atomic_write_bytes
 
 SETTINGS = ("live", "accurate")
 #: the live setting's test-time flips at most: the left-right pair. On scenes the network was not trained on
-#: the pair lifts the mask where a thing of the robot's colour lies beside it (docs/segmentation-measured.md,
-#: "Live and accurate, measured"), for 1.6–1.8× a single pass's time.
+#: the pair lifts the mask where a thing of the robot's colour lies beside it (docs/benchmarks.md,
+#: "Live and accurate"), for 1.6–1.8× a single pass's time.
 LIVE_FLIPS = 2
 ENGINES = ("openvino", "onnxruntime")  # the live network's engines, fastest first
 EXPORT_TOLERANCE = 1e-3  # max |p_engine - p_torch| of the robot probability on the check frame, float32

@@ -1,7 +1,7 @@
 """The live network in int8, made at the end of training and kept only when it segments as well as float32.
 
 A CPU runs an int8 network about three times faster than the same network in float32 (VNNI or AVX2 integer
-dot products; docs/segmentation-measured.md, "Live and accurate, measured"). Static quantization needs the ranges of the
+dot products; docs/benchmarks.md, "int8"). Static quantization needs the ranges of the
 network's activations on frames like the ones it will see, and training has them: :func:`live_int8_entry`
 exports the trained network (:func:`~snaketrack.training.live.export_bytes`), quantizes it with ONNX
 Runtime's static quantization in the QDQ format (int8 weights per output channel, uint8 activations,
@@ -107,7 +107,7 @@ def calibration_frames(items: Sequence[tuple[Any, int]], n: int = CALIBRATION_FR
     (:func:`~snaketrack.training.grounds.paste_on_ground`, drawn from ``seed``).
 
     The live setting runs on footage of other grounds than the training clip's, and activations outside the
-    calibrated ranges are clipped (docs/segmentation-measured.md, "int8", measures the difference)."""
+    calibrated ranges are clipped (docs/benchmarks.md, "int8", measures the difference)."""
     from snaketrack.training.grounds import paste_on_ground
 
     rng = np.random.default_rng(seed)

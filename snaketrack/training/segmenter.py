@@ -18,7 +18,7 @@ Two settings (:mod:`snaketrack.training.live`): ``accurate`` runs the stored sca
 beside the model file as ``MODEL.live.onnx``), falling back to torch with a warning when it cannot.
 Both take the frames they are given as one video's, in order, and segment each in a window that
 follows the robot (:mod:`snaketrack.training.window`): on scenes the network was not trained on this is also the more
-accurate view (docs/segmentation-measured.md, "The window in both settings"); ``window=False``
+accurate view (docs/benchmarks.md, "The segmenter trained by default"); ``window=False``
 segments each frame whole, for frames that are not one video's. In both, each mask keeps only its robot
 (:func:`~snaketrack.training.window.robot_pieces`: its largest piece and, in turn, the pieces within
 three body widths of those taken and at least half as thick, and in ``live`` a piece of the previous

@@ -3,7 +3,7 @@
 A robot covers a small part of a frame, and a segmenter's cost grows with the pixels it is given. With a
 window, each frame is segmented only inside the previous frame's mask box grown by a margin
 (``margin_px + margin_frac × the box's longer side``; 12 px + 5 % by default, measured in
-docs/segmentation-measured.md, "The window"), at the same scale as the whole frame would be;
+docs/benchmarks.md, "The window"), at the same scale as the whole frame would be;
 the robot probability outside it is 0. The box is that of the mask's robot (:func:`robot_pieces`: its
 largest piece and the pieces near it, a piece of the previous frame's robot held at a wider gap): a
 speck of false robot elsewhere does not stretch it over the frame. The window's size on the network's

@@ -25,20 +25,27 @@ CHOICES = "cpu, cuda, cuda:N or auto"
 _CUDA = re.compile(r"cuda(?::(\d+))?")
 
 
+def check_device(spec: Optional[str], flag: str = "--device") -> str:
+    """``spec`` stripped (None: ``auto``) when it is one of :data:`CHOICES`, else an :class:`InputError`;
+    asks torch nothing (whether the GPU is there is :func:`resolve_device`'s question)."""
+    name = "auto" if spec is None else str(spec).strip()
+    if name not in ("cpu", "auto") and _CUDA.fullmatch(name) is None:
+        raise InputError(f"{flag} {spec!r}; expected {CHOICES}")
+    return name
+
+
 def resolve_device(spec: Optional[str] = "auto", flag: str = "--device") -> str:
     """The torch device name (``cpu``, ``cuda`` or ``cuda:N``) of ``spec`` (module doc; None: ``auto``).
 
     ``flag`` names the option in the error message. Raises :class:`InputError` for a spec that is none of
     :data:`CHOICES`, and for ``cuda``/``cuda:N`` where torch sees no such GPU.
     """
-    name = "auto" if spec is None else str(spec).strip()
+    name = check_device(spec, flag)
     if name == "cpu":
         return "cpu"
     if name == "auto":
         return "cuda" if cuda_count() > 0 else "cpu"
     match = _CUDA.fullmatch(name)
-    if match is None:
-        raise InputError(f"{flag} {spec!r}; expected {CHOICES}")
     n = cuda_count()
     if n == 0:
         raise InputError(f"{flag} {name}: torch sees no CUDA GPU here ({_why_no_cuda()}); use {flag} cpu or auto")

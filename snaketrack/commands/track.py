@@ -101,11 +101,13 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from snaketrack.device import resolve_device
     from snaketrack.io import parse_size
     from snaketrack.tracker.pipeline import PipelineConfig
     from snaketrack.tracker.run import RunOptions, track_source
 
     src = Path(args.source)
+    resolve_device(args.device)  # a GPU not there: one line before anything is read (chunks resolve their own)
     apply_thread_policy(args)
     seed = args.corrupt_seed
     if seed is None:

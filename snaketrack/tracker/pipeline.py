@@ -119,9 +119,9 @@ class PipelineConfig:
         from snaketrack.tracker.renderers import check_renderer
 
         check_renderer(self.renderer)
-        from snaketrack.device import resolve_device
+        from snaketrack.device import check_device
 
-        resolve_device(self.device)
+        check_device(self.device)  # whether its GPU is there: when a session is made
 
     @property
     def needs_up(self) -> bool:

@@ -106,6 +106,7 @@ class Refiner:
         self.device = torch.device(getattr(renderer, "device", "cpu")) if self._pose_jacobian is None \
             else torch.device("cpu")
         self.core = refine_core(config.core, own_renderer=self._pose_jacobian is None, device=self.device)
+        self._obs: tuple = (None, None)  # the last observation given and its copy on the device
         self._render_jac = render_with_jacobian_compiled if self.core == "compiled" else render_with_jacobian
 
     # -- geometry -------------------------------------------------------
@@ -169,6 +170,12 @@ class Refiner:
         w = unwrap_rotvec(w, reference[J:J + 3])
         return np.concatenate([theta[:J].numpy(), w, theta[J + 3:].numpy()])
 
+    def _on_device(self, obs: Observation) -> Observation:
+        """``obs`` on the device; a search refines many starts against one observation: it is moved once."""
+        if self._obs[0] is not obs:
+            self._obs = (obs, obs.to(self.device))
+        return self._obs[1]
+
     # -- evaluation -----------------------------------------------------
     def evaluate(self, x: np.ndarray, obs: Observation, offset_px: float = 0.0,
                  sigma: Optional[float] = None) -> tuple[float, float]:
@@ -186,7 +193,7 @@ class Refiner:
                 sil = self.renderer(xt, roi, s, off)[0][0]
             else:
                 sil = soft_silhouette(a.to(dev), b.to(dev), r, self.K, roi, s, off, self.renderer.model.cylinders)[0]
-        return self._cost_iou(sil.reshape(-1), obs.to(dev), roi)
+        return self._cost_iou(sil.reshape(-1), self._on_device(obs), roi)
 
     def _cost_iou(self, sil: torch.Tensor, obs: Observation, roi) -> tuple[float, float]:
         m = obs.crop(roi, obs.mask)
@@ -216,7 +223,7 @@ class Refiner:
             if not np.isfinite(n) or n < 1e-9:
                 raise InputError(f"up direction {up.tolist()}: expected a finite non-zero 3-vector")
             up = up / n
-        obs = obs.to(self.device)
+        obs = self._on_device(obs)
         if self.config.method == "adam":
             return self._adam(x0, obs, steps)
         if height is not None and (up is None or not np.isfinite(height)):

@@ -6,7 +6,6 @@ checks which device each part is given, and a default device of ``meta`` stands 
 where a test checks that no tensor is left behind (a tensor made without naming its device lands there,
 and any arithmetic between it and the inputs' fails).
 """
-import numpy as np
 import pytest
 import torch
 
@@ -135,10 +134,13 @@ def test_a_recorded_source_s_segmenter_is_loaded_on_the_session_s_device(dataset
     assert asked[-1][1] == "cpu" and session.device == "cpu"
 
 
-def test_a_bad_device_is_refused_when_the_configuration_is_made(gpus):
+def test_a_bad_device_is_refused_by_the_configuration_and_a_missing_gpu_by_the_session(gpus):
     gpus(0)
-    with pytest.raises(InputError, match="--device cuda: torch sees no CUDA GPU"):
-        PipelineConfig(device="cuda")
     with pytest.raises(InputError, match="expected cpu, cuda, cuda:N or auto"):
         PipelineConfig(device="tpu")
-    assert np.isfinite(PipelineConfig(device="cpu").refine_budget_px)
+    config = PipelineConfig(device="cuda:1")  # a GPU is looked for where the session runs
+    robot = load_robot("planar-snake-11")
+    camera = Camera.from_K([[400, 0, 159.5], [0, 400, 119.5], [0, 0, 1]], 320, 240)
+    with pytest.raises(InputError, match="--device cuda:1: torch sees no CUDA GPU"):
+        TrackingSession(robot, camera, config=config)
+    assert TrackingSession(robot, camera, config=config, device="cpu").device == "cpu"

@@ -262,9 +262,8 @@ class Refiner:
                 rj = self._pose_jacobian(theta[:J], _exp(theta[J:J + 3]) @ R_ref, theta[J + 3:], roi, s,
                                          offset_px=b, with_offset=cfg.estimate_offset, tol=cfg.jac_tol / sigma)
             else:
-                dev = self.device
-                rj = self._render_jac(pts[None, :, 0].to(dev), pts[None, :, 1].to(dev), self._radii, level.K, roi,
-                                      G, s,
+                ends = pts.to(self.device)  # (M, 2, 3): the per-pixel work runs on the device
+                rj = self._render_jac(ends[None, :, 0], ends[None, :, 1], self._radii, level.K, roi, G, s,
                                       offset_px=b, with_offset=cfg.estimate_offset, tol=cfg.jac_tol / sigma,
                                       compute_dtype=getattr(torch, cfg.compute_dtype),
                                       image_size=level.size,

@@ -130,11 +130,11 @@ def workers_device(spec: str, workers: int) -> str:
     """Where ``workers`` worker processes on this machine compute for ``--device spec``: ``"cpu"`` or
     ``"cuda"`` (worker ``i`` on GPU ``cuda:i``). ``auto`` is ``cuda`` when torch sees a GPU per worker;
     ``cuda`` without as many GPUs, and ``cuda:N`` (one GPU for all), are an :class:`InputError`."""
-    from snaketrack.device import cuda_count, resolve_device
+    from snaketrack.device import check_device, cuda_count, resolve_device
 
     name = resolve_device(spec)  # a bad spec, or cuda without any GPU: its one line
     n = cuda_count()
-    if spec in (None, "auto"):
+    if check_device(spec) == "auto":
         return "cuda" if 0 < n and int(workers) <= n else "cpu"
     if name == "cpu":
         return "cpu"

@@ -61,6 +61,14 @@ def apply_thread_policy(args: argparse.Namespace) -> dict[str, int]:
     return ThreadPolicy.of(getattr(args, "threads", None)).apply()
 
 
+def add_device_argument(p: argparse.ArgumentParser, what: str) -> None:
+    """``--device cpu|cuda|cuda:N|auto`` (default auto): where torch runs ``what``; resolved by
+    :func:`snaketrack.device.resolve_device` (``cuda`` without a GPU: one line, exit status 2)."""
+    p.add_argument("--device", default="auto", metavar="cpu|cuda|cuda:N|auto",
+                   help=f"where torch runs {what}: cpu, cuda (the current GPU), cuda:N, or auto (cuda when torch "
+                        "sees a GPU, else cpu; default auto)")
+
+
 def add_camera_arguments(p: argparse.ArgumentParser, default: str) -> None:
     """``--intrinsics FILE`` or ``--fov-deg DEG`` (one of them); ``default`` says what is used without either."""
     g = p.add_mutually_exclusive_group()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from snaketrack.commands import Command, add_all_pieces_argument, add_setting_argument
+from snaketrack.commands import Command, add_all_pieces_argument, add_device_argument, add_setting_argument
 
 
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
@@ -42,6 +42,8 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="cap on validation frames, evenly spaced (default: 16 cpu, all paper)")
     p.add_argument("--val-fraction", type=float, default=None, help="fraction held out for validation (default 0.15)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    add_device_argument(p, "training (with --workers N on CUDA: a GPU per worker, cuda:0 to cuda:N-1; the "
+                           "final choice of checkpoint and settings and the int8 network are made on the CPU)")
     p.add_argument("--seed", type=int, default=0, help="seed (default 0)")
     p.add_argument("--loss", default=None, help="loss terms joined by '+': bce, dice, iou, lovasz (default bce+dice)")
     p.add_argument("--pos-weight", type=float, default=None, help="BCE weight of robot pixels (default 1)")
@@ -110,6 +112,15 @@ def run_train(args: argparse.Namespace) -> int:
     from snaketrack.training.train import train, train_parallel
 
     check_workers(args.workers, args.batch_size, args.nnodes, args.node_rank, args.address)
+    single = args.workers == 1 and args.nnodes == 1 and args.address is None
+    if single:
+        from snaketrack.device import resolve_device
+
+        resolve_device(args.device)  # its one line before the datasets are read
+    else:
+        from snaketrack.training.distributed import workers_device
+
+        workers_device(args.device, args.workers)
     kw = dict(encoder=args.encoder, input_size=parse_input_size(args.input_size), batch_size=args.batch_size,
               encoder_weights=args.encoder_weights, threads=args.threads, seed=args.seed)
     if args.lr_step_epoch is not None:
@@ -142,11 +153,11 @@ def run_train(args: argparse.Namespace) -> int:
             except ValueError:
                 raise InputError(f"--{name} {text!r}: expected numbers separated by commas, e.g. {example}") from None
     config = recipe_config(args.recipe, **kw)
-    if args.workers == 1 and args.nnodes == 1 and args.address is None:
-        res = train(args.datasets, args.out, config)
+    if single:
+        res = train(args.datasets, args.out, config, device=args.device)
     else:
         res = train_parallel(args.datasets, args.out, config, args.workers, args.address, args.nnodes,
-                             args.node_rank)
+                             args.node_rank, device=args.device)
         if res is None:  # a machine other than rank 0's: that one writes the model
             print(f"node {args.node_rank}: training workers finished; the model is written on node 0")
             return 0
@@ -207,14 +218,17 @@ def add_segment_arguments(p: argparse.ArgumentParser) -> None:
                         "fp32 for a bf16 model on a CPU without bfloat16 arithmetic)")
     add_setting_argument(p, "live")
     add_all_pieces_argument(p)
+    add_device_argument(p, "the network (on a GPU the live setting runs the torch network: OpenVINO and ONNX "
+                           "Runtime run on the CPU)")
 
 
 def run_segment(args: argparse.Namespace) -> int:
+    from snaketrack.device import resolve_device
     from snaketrack.training.segment import segment_source
     from snaketrack.training.segmenter import load_segmenter
 
-    seg = load_segmenter(args.model, threshold=args.threshold, scale=args.scale, flips=args.flips,
-                         precision=args.precision, setting=args.setting, region=not args.all_pieces,
+    seg = load_segmenter(args.model, device=resolve_device(args.device), threshold=args.threshold, scale=args.scale,
+                         flips=args.flips, precision=args.precision, setting=args.setting, region=not args.all_pieces,
                          edges=not args.network_edges, window=not args.whole_frame)
     n = segment_source(args.source, args.out, seg, model_path=str(args.model), batch_size=args.batch_size)
     print(f"{args.out}: {n} frames segmented")
@@ -238,20 +252,23 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
                         "fp32 for a bf16 model on a CPU without bfloat16 arithmetic)")
     add_setting_argument(p, "accurate")
     add_all_pieces_argument(p)
+    add_device_argument(p, "the network (on a GPU the live setting runs the torch network: OpenVINO and ONNX "
+                           "Runtime run on the CPU)")
     p.add_argument("--every", type=int, default=1, metavar="K", help="evaluate every K-th frame (default 1)")
     p.add_argument("--json", action="store_true", help='print {"iou": ..., "frames": ...}')
 
 
 def run_eval(args: argparse.Namespace) -> int:
     from snaketrack.datasets.layout import Dataset
+    from snaketrack.device import resolve_device
     from snaketrack.errors import InputError
     from snaketrack.training.evaluate import evaluate_segmenter
     from snaketrack.training.segmenter import load_segmenter
 
     if args.every < 1:
         raise InputError(f"--every {args.every}: expected a positive integer")
-    seg = load_segmenter(args.model, threshold=args.threshold, scale=args.scale, flips=args.flips,
-                         precision=args.precision, setting=args.setting, region=not args.all_pieces,
+    seg = load_segmenter(args.model, device=resolve_device(args.device), threshold=args.threshold, scale=args.scale,
+                         flips=args.flips, precision=args.precision, setting=args.setting, region=not args.all_pieces,
                          edges=not args.network_edges, window=not args.whole_frame)
     res = evaluate_segmenter(seg, args.dataset, batch_size=args.batch_size, progress=not args.json,
                              frames=range(0, len(Dataset(args.dataset)), args.every))

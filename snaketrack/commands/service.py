@@ -5,7 +5,7 @@
     snaketrack serve SOURCE --robot NAME|FILE [--intrinsics FILE | --fov-deg DEG] [--masks truth|DIR|segmenter:MODEL.pt]
         [--segmenter-setting live|accurate] [--segmenter-flips 1|2|4] [--up sim-imu|FILE|none]
         [--host 127.0.0.1] [--port 8765] [--token-file FILE] [--record FILE.mcap] [--realtime] [--loop]
-        [--track-size WxH]
+        [--track-size WxH] [--device cpu|cuda|cuda:N|auto]
     snaketrack listen URL [--token-file FILE] [--count N] [--timeout S]
 
 Argument checking and wiring only: the service is :class:`snaketrack.service.TrackingService`.
@@ -23,6 +23,7 @@ from pathlib import Path
 from snaketrack.commands import (
     Command,
     add_camera_arguments,
+    add_device_argument,
     add_setting_argument,
     add_threads_argument,
     apply_thread_policy,
@@ -82,6 +83,8 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
                         "docs/renderer.md)")
     p.add_argument("--overlay-hz", type=float, default=5.0,
                    help="the most overlay images (/camera/overlay) per second (default 5; 0: none)")
+    add_device_argument(p, "the tracker and the segmenter (on a GPU the live setting runs the torch network: "
+                           "OpenVINO and ONNX Runtime run on the CPU)")
     add_threads_argument(p)
     p.add_argument("--client-queue", type=int, default=256,
                    help="messages queued per client before its oldest are dropped (default 256)")
@@ -91,6 +94,7 @@ def open_service(args: argparse.Namespace):
     """The :class:`~snaketrack.service.TrackingService` that ``serve``'s arguments describe; every
     argument is checked (and the source opened) before anything starts."""
     from snaketrack.datasets.video import StreamSource, is_stream, open_frames
+    from snaketrack.device import resolve_device
     from snaketrack.io import parse_size
     from snaketrack.models.robot import source_robot
     from snaketrack.service import Capture, RecordedFeed, ServiceConfig, StreamFeed, TrackingService
@@ -110,8 +114,10 @@ def open_service(args: argparse.Namespace):
                            client_queue=args.client_queue, overlay_hz=args.overlay_hz)
     if args.max_frames is not None and args.max_frames < 1:
         raise InputError(f"--max-frames {args.max_frames}; expected a positive number of frames")
+    device = resolve_device(args.device)
     pipeline = PipelineConfig(refine_steps=args.refine_steps, hold_frames=0, renderer=args.renderer,
-                              track_size=parse_size(args.track_size, "--track-size") if args.track_size else None)
+                              track_size=parse_size(args.track_size, "--track-size") if args.track_size else None,
+                              device=device)
     if is_stream(args.source):
         if args.up not in (None, "none"):
             raise InputError(f"--up {args.up}: a live stream's up direction cannot come from a file; use --up none")
@@ -123,7 +129,7 @@ def open_service(args: argparse.Namespace):
         stream = StreamSource(args.source)
         try:
             camera = source_camera({}, stream.width, stream.height, camera_of(args), args.source)
-            segmenter = open_segmenter(args.masks, args.segmenter_setting, args.segmenter_flips)
+            segmenter = open_segmenter(args.masks, args.segmenter_setting, args.segmenter_flips, device)
         except BaseException:
             stream.release()
             raise
@@ -132,7 +138,7 @@ def open_service(args: argparse.Namespace):
         frames = open_frames(args.source)
         robot = source_robot(args.robot, frames.meta)
         camera = source_camera(frames.meta, frames.width, frames.height, camera_of(args), args.source)
-        mask_source = MaskSource(args.masks, frames, args.segmenter_setting, args.segmenter_flips)
+        mask_source = MaskSource(args.masks, frames, args.segmenter_setting, args.segmenter_flips, device)
         if mask_source.kind != "segmenter" and len(frames):
             mask_source(0)  # a folder without the first frame's mask is refused before the service starts
         up = open_up(args.up, frames.truth, int(frames.meta.get("seed", 0) or 0))

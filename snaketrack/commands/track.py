@@ -7,7 +7,7 @@
         [--up sim-imu|IMU.csv|auto|none]
         [--static-camera | --track-ground] [--head wave|first] [--refine-focal] [--calibration-frames 60]
         [--refine-steps 10] [--corrupt-masks] [--max-frames N] [--hold-frames 60] [--track-size WxH]
-        [--states FILE|-] --out DIR
+        [--states FILE|-] [--device cpu|cuda|cuda:N|auto] --out DIR
 
 Argument parsing only: the run is :func:`snaketrack.tracker.run.track_source`, its frames go through
 one :class:`snaketrack.tracker.pipeline.TrackingSession`.
@@ -21,6 +21,7 @@ from pathlib import Path
 from snaketrack.commands import (
     Command,
     add_camera_arguments,
+    add_device_argument,
     add_setting_argument,
     add_threads_argument,
     apply_thread_policy,
@@ -93,16 +94,20 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    help="frames each chunk shares with the one before (default 30)")
     p.add_argument("--address", default=None, help="with --chunks: a Ray cluster (auto, ray://HOST:PORT)")
     p.add_argument("--workers", type=int, default=None, help="with --chunks: CPUs of the local Ray")
+    add_device_argument(p, "the tracker and a segmenter (on a GPU the live setting runs the torch network: "
+                           "OpenVINO and ONNX Runtime run on the CPU)")
     add_threads_argument(p)
     p.add_argument("--out", required=True, help="output folder (track.csv, overlay.mp4, metrics.json, plots)")
 
 
 def _run(args: argparse.Namespace) -> int:
+    from snaketrack.device import resolve_device
     from snaketrack.io import parse_size
     from snaketrack.tracker.pipeline import PipelineConfig
     from snaketrack.tracker.run import RunOptions, track_source
 
     src = Path(args.source)
+    resolve_device(args.device)  # a GPU not there: one line before anything is read (chunks resolve their own)
     apply_thread_policy(args)
     seed = args.corrupt_seed
     if seed is None:
@@ -115,7 +120,7 @@ def _run(args: argparse.Namespace) -> int:
     config = PipelineConfig(refine_steps=args.refine_steps, silhouette=args.silhouette, renderer=args.renderer,
                             static_camera=args.static_camera, track_ground=args.track_ground,
                             hold_frames=args.hold_frames, corrupt_masks=args.corrupt_masks, corrupt_seed=seed,
-                            head=args.head,
+                            head=args.head, device=args.device,
                             track_size=parse_size(args.track_size, "--track-size") if args.track_size else None)
     if args.chunks != 1:
         from snaketrack.batch.chunks import track_chunked

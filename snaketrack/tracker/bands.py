@@ -189,27 +189,29 @@ def pair_tensors(pairs: tuple[np.ndarray, np.ndarray], w: int, device, roi=None,
 _RAY_TABLES: dict = {}
 
 
-def ray_table(K: torch.Tensor, width: int, height: int, dtype=torch.float32) -> torch.Tensor:
-    """Unit rays (3, height·width) through every pixel centre of the image (cached per K, size, dtype)."""
+def ray_table(K: torch.Tensor, width: int, height: int, dtype=torch.float32, device=None) -> torch.Tensor:
+    """Unit rays (3, height·width) through every pixel centre of the image, on ``device`` (None: the CPU;
+    cached per K, size, dtype and device)."""
     Kn = K.detach().double().cpu().numpy()
-    key = (Kn.tobytes(), int(width), int(height), dtype)
+    device = torch.device(device or "cpu")
+    key = (Kn.tobytes(), int(width), int(height), dtype, device)
     tab = _RAY_TABLES.get(key)
     if tab is None:
         if len(_RAY_TABLES) > 8:
             _RAY_TABLES.clear()
-        pix = torch.arange(int(width) * int(height))
-        tab = pixel_rays(pix, (0, 0, int(width), int(height)), torch.as_tensor(Kn), torch.float64)
-        tab = tab.T.to(dtype).contiguous()
+        pix = torch.arange(int(width) * int(height), device="cpu")  # built in float64 on the CPU, then moved
+        tab = pixel_rays(pix, (0, 0, int(width), int(height)), torch.from_numpy(Kn), torch.float64)
+        tab = tab.T.to(device=device, dtype=dtype).contiguous()
         _RAY_TABLES[key] = tab
     return tab
 
 
 def pixel_rays(pix: torch.Tensor, roi: tuple[int, int, int, int], K: torch.Tensor, dtype) -> torch.Tensor:
-    """Unit ray directions (Q, 3) through the centres of ROI pixels ``pix``."""
+    """Unit ray directions (Q, 3) through the centres of ROI pixels ``pix``, on their device."""
     u0, v0, w, _ = roi
     u = (pix % w).to(dtype) + u0
     v = torch.div(pix, w, rounding_mode="floor").to(dtype) + v0
-    Kd = K.to(dtype)
+    Kd = K.to(device=pix.device, dtype=dtype)
     y = (v - Kd[1, 2]) / Kd[1, 1]
     x = (u - Kd[0, 2] - Kd[0, 1] * y) / Kd[0, 0]
     d = torch.stack([x, y, torch.ones_like(x)], -1)

@@ -52,7 +52,7 @@ HIDE_FRAMES = 30
 #: The figures of ``snaketrack track``'s summary each clip reports.
 REPORTED = ("base_position_error_m", "joint_error_rad", "joint_error_l2_rad", "iou", "iou_no_offset", "iou_truth",
             "fps", "fps_excluding_search", "search_s", "frames_lost", "frames", "head_position_error_m", "flips",
-            "reread_frames")
+            "reread_frames", "device")
 
 
 def dataset_dir(data: Path, scene: str, robot: str, seed: int) -> Path:

@@ -233,7 +233,7 @@ def kind_order(cylinders: Optional[np.ndarray]) -> tuple[Optional[torch.Tensor],
     n_cap = int(np.count_nonzero(~cyl))
     if not cyl[:n_cap].any():
         return None, n_cap
-    return torch.as_tensor(np.argsort(cyl, kind="stable")), n_cap
+    return torch.from_numpy(np.argsort(cyl, kind="stable")), n_cap
 
 
 def edge_px(A: torch.Tensor, Bp: torch.Tensor, r: torch.Tensor, d: torch.Tensor, f: float, min_depth: float,

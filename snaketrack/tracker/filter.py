@@ -240,7 +240,7 @@ def observation_jacobian(
             out = h(v).reshape(-1)
             return out, out.detach()
         J, hx = torch.func.jacrev(h_aux, has_aux=True)(s_t)
-        return hx.double().numpy(), J.detach().double().numpy()
+        return hx.double().cpu().numpy(), J.detach().double().cpu().numpy()
     if method != "loop":
         raise InputError(f"jacobian method {method!r}; expected 'loop' or 'jacrev'")
     s_t = s_t.clone().requires_grad_(True)
@@ -251,7 +251,7 @@ def observation_jacobian(
             (g,) = torch.autograd.grad(out[i], s_t, retain_graph=i + 1 < out.numel(), allow_unused=True)
             rows.append(torch.zeros_like(s_t) if g is None else g)
     H = torch.stack(rows) if rows else torch.zeros(0, s_t.numel(), dtype=dtype)
-    return out.detach().double().numpy(), H.detach().double().numpy()
+    return out.detach().double().cpu().numpy(), H.detach().double().cpu().numpy()
 
 
 def ekf_update(

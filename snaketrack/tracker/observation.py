@@ -57,6 +57,13 @@ class Observation:
         return cls(torch.as_tensor(m, dtype=torch.float64), float(m.sum()),
                    torch.as_tensor(w, dtype=torch.float64), skel)
 
+    def to(self, device) -> "Observation":
+        """The observation with its mask and weight on ``device`` (itself when they are there)."""
+        device = torch.device(device)
+        if self.mask.device == device and self.weight.device == device:
+            return self
+        return Observation(self.mask.to(device), self.area, self.weight.to(device), self.skeleton)
+
     def crop(self, roi, what: torch.Tensor) -> torch.Tensor:
         u0, v0, w, h = roi
         return what[v0:v0 + h, u0:u0 + w].reshape(-1)

@@ -75,6 +75,10 @@ class PipelineConfig:
     refine_core: how refinement renders the silhouette and its Jacobian, ``RefineConfig.core`` (``auto``,
         ``compiled``, ``torch``). Default ``auto``.
     refine_budget_px: ``RefineConfig.budget_width_px`` (0: refinement on the image's own pixels). Default 12.
+    device: where torch renders the silhouettes and their Jacobians for refinement, the search and each
+        finished frame's render: ``cpu``, ``cuda``, ``cuda:N`` or ``auto`` (``cuda`` when torch sees a GPU;
+        :func:`snaketrack.device.resolve_device`). On a GPU ``refine_core`` ``auto`` is the torch core (the
+        compiled one runs on the CPU). Default ``auto``.
     """
 
     refine_steps: Optional[int] = None
@@ -93,6 +97,7 @@ class PipelineConfig:
     head: str = "wave"
     refine_core: str = "auto"
     refine_budget_px: float = 12.0
+    device: str = "auto"
 
     def __post_init__(self):
         if self.refine_steps is not None and self.refine_steps < 0:
@@ -114,6 +119,9 @@ class PipelineConfig:
         from snaketrack.tracker.renderers import check_renderer
 
         check_renderer(self.renderer)
+        from snaketrack.device import check_device
+
+        check_device(self.device)  # whether its GPU is there: when a session is made
 
     @property
     def needs_up(self) -> bool:
@@ -169,11 +177,11 @@ class FrameResult:
 def make_tracker(robot, camera, fps: float, refine_steps: Optional[int] = None, static_camera: bool = False,
                  track_ground: bool = False, silhouette: str = "visual", head: str = "wave",
                  ground_height: Optional[float] = None, refine_core: str = "auto",
-                 refine_budget_px: float = 12.0, renderer: str = "own"):
+                 refine_budget_px: float = 12.0, renderer: str = "own", device: str = "cpu"):
     """The :class:`~snaketrack.tracker.tracker.Tracker` for this camera (its K and size) and frame rate [1/s];
     ``static_camera`` / ``track_ground`` set the ground prior, ``silhouette`` the model (``TrackerConfig.model``),
     ``head`` the reading of the chain, ``ground_height`` a known camera height, ``renderer`` the silhouette
-    renderer (:class:`PipelineConfig`)."""
+    renderer (:class:`PipelineConfig`), ``device`` the torch device it renders on (a resolved name)."""
     from snaketrack.tracker.config import TrackerConfig
     from snaketrack.tracker.tracker import Tracker
 
@@ -187,7 +195,7 @@ def make_tracker(robot, camera, fps: float, refine_steps: Optional[int] = None, 
         config = replace(config, ground_window=-1, ground_min_frames=MOVING_GROUND_MIN_FRAMES)
     if ground_height is not None:
         config = replace(config, ground_height=float(ground_height))
-    return Tracker(robot, camera.K, camera.width, camera.height, fps=fps, config=config)
+    return Tracker(robot, camera.K, camera.width, camera.height, fps=fps, config=config, device=device)
 
 
 class Resize:
@@ -222,6 +230,9 @@ class TrackingSession:
     segmenter: anything with ``predict(rgb) -> mask`` (a trained model from
         :func:`snaketrack.training.segmenter.load_segmenter`); used for frames given without a mask.
     truth_masks: the caller passes ``truth_mask`` with each frame: rows gain ``iou_truth``.
+    device: where torch runs the tracker (``cpu``, ``cuda``, ``cuda:N`` or ``auto``); None: ``config.device``.
+        ``self.device`` is the resolved name (:func:`snaketrack.device.resolve_device`). The segmenter runs
+        where it was loaded (:func:`~snaketrack.training.segmenter.load_segmenter` ``device``).
 
     ``start()``, then ``step(frame, mask=None, up=None, t=None)`` per frame; it returns the
     frames finished by that step, in order (usually the frame itself; none while the first frames
@@ -232,9 +243,11 @@ class TrackingSession:
     """
 
     def __init__(self, robot, camera, fps: float = 30.0, config: PipelineConfig = PipelineConfig(),
-                 segmenter: Any = None, truth_masks: bool = False):
+                 segmenter: Any = None, truth_masks: bool = False, device: Optional[str] = None):
+        from snaketrack.device import resolve_device
         from snaketrack.tracker.camera import Undistorter
 
+        self.device = resolve_device(config.device if device is None else device)
         self.robot, self.fps, self.config = robot, float(fps), config
         self.segmenter, self.truth_masks = segmenter, bool(truth_masks)
         self.undistort = Undistorter(camera)
@@ -273,7 +286,7 @@ class TrackingSession:
         self.tracker = make_tracker(self.robot, self.camera, self.fps, c.refine_steps, static_camera=c.static_camera,
                                     track_ground=c.track_ground, silhouette=c.silhouette, head=c.head,
                                     ground_height=c.ground_height, refine_core=c.refine_core,
-                                    refine_budget_px=c.refine_budget_px, renderer=c.renderer)
+                                    refine_budget_px=c.refine_budget_px, renderer=c.renderer, device=self.device)
         self.ground = None
         if c.track_ground:
             from snaketrack.tracker.ground import GroundTracker
@@ -387,7 +400,7 @@ class TrackingSession:
         if self._renderer is None:
             from snaketrack.tracker.render import SilhouetteRenderer
 
-            self._renderer = SilhouetteRenderer(self.robot, self.camera.K, *self.size)
+            self._renderer = SilhouetteRenderer(self.robot, self.camera.K, *self.size, device=self.device)
         return self._renderer.mask(state.pose_vector(self._renderer.layout))
 
     def _finish(self, state, i: int, t: float, rgb: np.ndarray, mask: np.ndarray, ground: Optional[float],

@@ -83,7 +83,12 @@ class RefineResult:
 
 
 class Refiner:
-    """Refines pose vectors against observed masks with a :class:`SilhouetteRenderer`."""
+    """Refines pose vectors against observed masks with a :class:`SilhouetteRenderer`.
+
+    The per-pixel work (silhouettes, their Jacobian rows, the residuals and ``JᵀJ``) runs on the
+    renderer's ``device``, the observation moved there once per call; the pose, the kinematics and the
+    normal equations (a few dozen parameters) stay on the CPU in float64.
+    """
 
     def __init__(self, renderer: SilhouetteRenderer, config: RefineConfig = RefineConfig()):
         self.renderer = renderer
@@ -97,7 +102,11 @@ class Refiner:
         self._radii = torch.as_tensor(renderer.model.radius, dtype=torch.float64)
         # a renderer of its own geometry (meshes) gives its silhouette and Jacobian itself, on the image's pixels
         self._pose_jacobian = getattr(renderer, "pose_jacobian", None)
-        self.core = refine_core(config.core, own_renderer=self._pose_jacobian is None)
+        # where the silhouettes and Jacobian rows come back: such a renderer returns them on the CPU
+        self.device = torch.device(getattr(renderer, "device", "cpu")) if self._pose_jacobian is None \
+            else torch.device("cpu")
+        self.core = refine_core(config.core, own_renderer=self._pose_jacobian is None, device=self.device)
+        self._obs: tuple = (None, None)  # the last observation given and its copy on the device
         self._render_jac = render_with_jacobian_compiled if self.core == "compiled" else render_with_jacobian
 
     # -- geometry -------------------------------------------------------
@@ -161,6 +170,12 @@ class Refiner:
         w = unwrap_rotvec(w, reference[J:J + 3])
         return np.concatenate([theta[:J].numpy(), w, theta[J + 3:].numpy()])
 
+    def _on_device(self, obs: Observation) -> Observation:
+        """``obs`` on the device; a search refines many starts against one observation: it is moved once."""
+        if self._obs[0] is not obs:
+            self._obs = (obs, obs.to(self.device))
+        return self._obs[1]
+
     # -- evaluation -----------------------------------------------------
     def evaluate(self, x: np.ndarray, obs: Observation, offset_px: float = 0.0,
                  sigma: Optional[float] = None) -> tuple[float, float]:
@@ -171,13 +186,14 @@ class Refiner:
         roi = self._roi(torch.stack([a[0], b[0]], 1), s.sigma_px, offset_px)
         if roi is None:
             return float("inf"), 0.0
+        dev = self.device
         with torch.no_grad():
             off = torch.tensor([float(offset_px)], dtype=torch.float64)
             if self._pose_jacobian is not None:
                 sil = self.renderer(xt, roi, s, off)[0][0]
             else:
-                sil = soft_silhouette(a, b, r, self.K, roi, s, off, self.renderer.model.cylinders)[0]
-        return self._cost_iou(sil.reshape(-1), obs, roi)
+                sil = soft_silhouette(a.to(dev), b.to(dev), r, self.K, roi, s, off, self.renderer.model.cylinders)[0]
+        return self._cost_iou(sil.reshape(-1), self._on_device(obs), roi)
 
     def _cost_iou(self, sil: torch.Tensor, obs: Observation, roi) -> tuple[float, float]:
         m = obs.crop(roi, obs.mask)
@@ -207,6 +223,7 @@ class Refiner:
             if not np.isfinite(n) or n < 1e-9:
                 raise InputError(f"up direction {up.tolist()}: expected a finite non-zero 3-vector")
             up = up / n
+        obs = self._on_device(obs)
         if self.config.method == "adam":
             return self._adam(x0, obs, steps)
         if height is not None and (up is None or not np.isfinite(height)):
@@ -245,7 +262,8 @@ class Refiner:
                 rj = self._pose_jacobian(theta[:J], _exp(theta[J:J + 3]) @ R_ref, theta[J + 3:], roi, s,
                                          offset_px=b, with_offset=cfg.estimate_offset, tol=cfg.jac_tol / sigma)
             else:
-                rj = self._render_jac(pts[None, :, 0], pts[None, :, 1], self._radii, level.K, roi, G, s,
+                ends = pts.to(self.device)  # (M, 2, 3): the per-pixel work runs on the device
+                rj = self._render_jac(ends[None, :, 0], ends[None, :, 1], self._radii, level.K, roi, G, s,
                                       offset_px=b, with_offset=cfg.estimate_offset, tol=cfg.jac_tol / sigma,
                                       compute_dtype=getattr(torch, cfg.compute_dtype),
                                       image_size=level.size,
@@ -256,8 +274,8 @@ class Refiner:
             a2 = level.k ** 2  # a coarse pixel stands for k² pixels
             cost_img = a2 * float((r * r).sum() - (w * w * m * m).sum())
             Jw = rj.jac * w[rj.rows, None]
-            H = a2 * (Jw.T @ Jw)
-            g = a2 * (Jw.T @ r[rj.rows])
+            H = (a2 * (Jw.T @ Jw)).cpu()
+            g = (a2 * (Jw.T @ r[rj.rows])).cpu()
             if cover:
                 Hc, gc, cc = coverage_terms(cfg, self.K.numpy(), self._radii.numpy(), pts, G, obs.skeleton, nP)
                 H, g, cost_img = H + Hc, g + gc, cost_img + cc
@@ -388,7 +406,8 @@ class Refiner:
                 sil = self.renderer(x[None], roi, s)[0][0].reshape(-1)
             else:
                 a, b, r = self.renderer.primitives(x[None])
-                sil = soft_silhouette(a, b, r, self.K, roi, s, cylinders=self.renderer.model.cylinders)[0].reshape(-1)
+                sil = soft_silhouette(a.to(self.device), b.to(self.device), r, self.K, roi, s,
+                                      cylinders=self.renderer.model.cylinders)[0].reshape(-1)
             loss = ((w * (sil - m)) ** 2).sum()
             loss.backward()
             opt.step()
@@ -425,7 +444,7 @@ class GridLevel:
         Kk = S @ K.double()
 
         def pool(a: torch.Tensor) -> torch.Tensor:
-            pad = torch.zeros(Hk * k, Wk * k, dtype=a.dtype)
+            pad = torch.zeros(Hk * k, Wk * k, dtype=a.dtype, device=a.device)
             pad[:H, :W] = a
             return pad.view(Hk, k, Wk, k).mean(dim=(1, 3))
 
@@ -434,20 +453,23 @@ class GridLevel:
         return cls(k, Kk, (Wk, Hk), Observation(m, float(m.sum()), w, obs.skeleton))
 
 
-def refine_core(core: str, own_renderer: bool = True) -> str:
-    """The core LM renders with, ``"compiled"`` or ``"torch"``, for ``RefineConfig.core`` and the tracker's
-    renderer: the compiled kernel draws the own renderer's capsules and cylinders, so with another renderer
-    (``own_renderer`` False: ``pytorch3d``, which gives its silhouette and Jacobian itself) ``"auto"`` is
-    ``"torch"`` and ``"compiled"`` an :class:`InputError`."""
+def refine_core(core: str, own_renderer: bool = True, device="cpu") -> str:
+    """The core LM renders with, ``"compiled"`` or ``"torch"``, for ``RefineConfig.core``, the tracker's
+    renderer and its ``device``: the compiled kernel draws the own renderer's capsules and cylinders on the
+    CPU, so with another renderer (``own_renderer`` False: ``pytorch3d``, which gives its silhouette and
+    Jacobian itself) or on a GPU ``"auto"`` is ``"torch"`` and ``"compiled"`` an :class:`InputError`."""
     from snaketrack.tracker import render_kernel
 
+    on_cpu = torch.device(device).type == "cpu"
     if core == "compiled" and not own_renderer:
         raise InputError("refine core 'compiled' draws the own renderer only; use 'auto' or 'torch' with "
                          "--renderer pytorch3d")
+    if core == "compiled" and not on_cpu:
+        raise InputError(f"refine core 'compiled' runs on the CPU; use 'auto' or 'torch' on {device}")
     if core == "compiled" and not render_kernel.available():
         raise InputError("refine core 'compiled' needs numba (pip install numba)")
-    return "compiled" if core == "compiled" or (core == "auto" and own_renderer and render_kernel.available()) \
-        else "torch"
+    return "compiled" if core == "compiled" or (core == "auto" and own_renderer and on_cpu
+                                                and render_kernel.available()) else "torch"
 
 
 def _exp(v: torch.Tensor) -> torch.Tensor:

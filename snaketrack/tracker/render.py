@@ -98,9 +98,11 @@ def soft_silhouette(starts: torch.Tensor, ends: torch.Tensor, radii: torch.Tenso
     cylinders: optional (M,) bool, primitives drawn as flat-ended cylinders
     (:func:`~snaketrack.tracker.edges.cylinder_edge_px`).
     Differentiable in ``starts``, ``ends``, ``radii`` and ``offset_px``;
-    computed in the dtype of ``starts`` (float32 or float64).
+    computed in the dtype of ``starts`` (float32 or float64), on its device (``radii`` and ``offset_px``
+    are moved there).
     """
     _check_inputs(starts, ends, radii, K)
+    radii = radii.to(starts.device)
     roi = check_roi(roi)
     u0, v0, w, h = roi
     Bn = starts.shape[0]
@@ -124,7 +126,7 @@ def soft_silhouette(starts: torch.Tensor, ends: torch.Tensor, radii: torch.Tenso
     n_cap = None if n_cap_prims is None else int(np.searchsorted(pairs[1], n_cap_prims))
     e = edge_px(A, Bp, radii.to(starts.dtype)[prim], d, f, settings.min_depth, n_cap)
     if offset_px is not None:
-        e = e + offset_px.to(starts.dtype)[:, None]
+        e = e + offset_px.to(device=starts.device, dtype=starts.dtype)[:, None]
     logout = F.logsigmoid(-e / sig)  # log(1 − c)
     L = out.index_add(1, pix, logout)
     return (-torch.expm1(L)).view(Bn, h, w)
@@ -164,6 +166,8 @@ def render_with_jacobian(starts: torch.Tensor, ends: torch.Tensor, radii: torch.
     fast and accurate to ~0.01 px at a few metres); outputs are in the
     dtype of ``starts``. ``image_size``: (W, H) of the image the ROI lies
     in; given, the pixel rays come from a cached table (:func:`ray_table`).
+    The work runs on the device of ``starts`` (``radii`` and ``point_jac`` are moved there), and so
+    do the results.
     The derivatives are in closed form (:func:`~snaketrack.tracker.edges.edge_px_grads`),
     evaluated only for the pairs whose derivative exceeds ``tol``. ``band``:
     see :func:`~snaketrack.tracker.bands.primitive_pixels`.
@@ -172,8 +176,11 @@ def render_with_jacobian(starts: torch.Tensor, ends: torch.Tensor, radii: torch.
     _, _, w, h = roi
     dt = starts.dtype
     sig = float(settings.sigma_px)
+    dev = starts.device
+    radii, point_jac = radii.to(dev), point_jac.to(dev)
     order, n_cap_prims = kind_order(cylinders)
     if order is not None:  # capsules first: each kind's pairs are then one slice
+        order = order.to(dev)
         starts, ends = starts.index_select(1, order), ends.index_select(1, order)
         radii, point_jac = radii.index_select(0, order), point_jac.index_select(0, order)
     pixels = primitive_pixels(starts, ends, radii, K, roi, settings.margin_sigmas * sig + abs(offset_px), band)
@@ -184,11 +191,11 @@ def render_with_jacobian(starts: torch.Tensor, ends: torch.Tensor, radii: torch.
         pix, prim = pair_tensors(pixels, w, starts.device)
     D = point_jac.shape[-1] + (1 if with_offset else 0)
     if pix.numel() == 0:
-        z = torch.zeros(0, dtype=torch.long)
-        return RenderJacobian(torch.zeros(w * h, dtype=dt), z, torch.zeros(0, D, dtype=dt))
+        z = torch.zeros(0, dtype=torch.long, device=dev)
+        return RenderJacobian(torch.zeros(w * h, dtype=dt, device=dev), z, torch.zeros(0, D, dtype=dt, device=dev))
     cdt = compute_dtype or dt
     if glob is not None:
-        d = ray_table(K, image_size[0], image_size[1], cdt).index_select(1, glob)  # (3, Q)
+        d = ray_table(K, image_size[0], image_size[1], cdt, dev).index_select(1, glob)  # (3, Q)
     else:
         d = pixel_rays(pix, roi, K, cdt).T.contiguous()  # (3, Q)
     f = 0.5 * float(K[0, 0] + K[1, 1])
@@ -201,7 +208,7 @@ def render_with_jacobian(starts: torch.Tensor, ends: torch.Tensor, radii: torch.
                 settings.min_depth, n_cap)
     e = e + offset_px
     logout = F.logsigmoid(-e / sig)
-    L = torch.zeros(w * h, dtype=cdt).index_add(0, pix, logout)
+    L = torch.zeros(w * h, dtype=cdt, device=dev).index_add(0, pix, logout)
     sil = -torch.expm1(L)
     c = torch.sigmoid(e / sig)
     # o = 1 − Π(1 − c_k):  ∂o/∂e_k = Π_{j≠k}(1 − c_j) · dc_k/de_k = (1 − o)/(1 − c_k) · c_k(1 − c_k)/σ
@@ -214,11 +221,11 @@ def render_with_jacobian(starts: torch.Tensor, ends: torch.Tensor, radii: torch.
     M = starts.shape[1]
     gAB = torch.cat([gA, gB], 0) * wk  # (6, Q): ∂o/∂(A, B) per pair
     # rows: ROI pixels with a derivative; inv: each kept pair's row (a lookup table, no sort)
-    seen = torch.zeros(w * h, dtype=torch.bool)
+    seen = torch.zeros(w * h, dtype=torch.bool, device=dev)
     seen[pix_k] = True
     rows = torch.nonzero(seen).squeeze(1)
-    lut = torch.zeros(w * h, dtype=torch.long)
-    lut[rows] = torch.arange(rows.numel())
+    lut = torch.zeros(w * h, dtype=torch.long, device=dev)
+    lut[rows] = torch.arange(rows.numel(), device=dev)
     inv = lut.index_select(0, pix_k)
     # per pair: ∂o/∂θ = Σ_c ∂o/∂(A, B)_c · G[prim, c]; then summed per row (most rows hold one pair)
     G6 = point_jac.to(cdt).reshape(M, 6, -1)  # (M, 2, 3, D) → (A_x, A_y, A_z, B_x, B_y, B_z) per primitive
@@ -226,15 +233,15 @@ def render_with_jacobian(starts: torch.Tensor, ends: torch.Tensor, radii: torch.
     # the pairs come grouped by primitive (``primitive_pixels`` lists them so): one small product per primitive
     counts = torch.bincount(prim_k, minlength=M).tolist()
     gT = gAB.T  # (Qk, 6)
-    jp = torch.empty(gT.shape[0], Dp, dtype=cdt)
+    jp = torch.empty(gT.shape[0], Dp, dtype=cdt, device=dev)
     lo = 0
     for m, n_m in enumerate(counts):
         if n_m:
             torch.mm(gT[lo:lo + n_m], G6[m], out=jp[lo:lo + n_m])
             lo += n_m
-    jac = torch.zeros(rows.numel(), Dp, dtype=cdt).index_add_(0, inv, jp)
+    jac = torch.zeros(rows.numel(), Dp, dtype=cdt, device=dev).index_add_(0, inv, jp)
     if with_offset:
-        jac = torch.cat([jac, torch.zeros(rows.numel(), 1, dtype=cdt).index_add(0, inv, wk[:, None])], 1)
+        jac = torch.cat([jac, torch.zeros(rows.numel(), 1, dtype=cdt, device=dev).index_add(0, inv, wk[:, None])], 1)
     sil, jac = sil.to(dt), jac.to(dt)
     return RenderJacobian(sil, rows, jac)
 
@@ -288,18 +295,21 @@ class SilhouetteRenderer:
 
     ``robot``: the robot; ``K`` (3, 3) [px]; ``width``, ``height`` [px];
     ``model``: its :class:`CapsuleModel` (default: :meth:`CapsuleModel.from_visual`);
-    ``settings``: :class:`SilhouetteSettings`, overridable per call.
+    ``settings``: :class:`SilhouetteSettings`, overridable per call;
+    ``device``: where the silhouettes are drawn (a torch device; default the CPU).
 
     ``renderer(x)`` with pose vectors ``x`` (B, J + 6) gives ``(sil, roi)``:
     the soft silhouette (B, h, w) over the ROI (default: the robot's padded
-    screen box, clipped to the image), and the ROI ``(u0, v0, w, h)``.
+    screen box, clipped to the image), on ``device``, and the ROI ``(u0, v0, w, h)``.
+    The kinematics (pose to primitives) run where ``x`` is; ``K`` stays on the CPU.
     """
 
     def __init__(self, robot: Robot, K, width: int, height: int, model: Optional[CapsuleModel] = None,
-                 settings: SilhouetteSettings = SilhouetteSettings()):
+                 settings: SilhouetteSettings = SilhouetteSettings(), device=None):
         from snaketrack.tracker.state import StateLayout
 
         self.robot = robot
+        self.device = torch.device(device or "cpu")
         self.K = torch.as_tensor(np.asarray(K, dtype=float))
         if self.K.shape != (3, 3):
             raise InputError(f"K: shape {tuple(self.K.shape)}; expected (3, 3)")
@@ -336,7 +346,9 @@ class SilhouetteRenderer:
         if roi is None:
             roi = self.screen_roi(x, s.margin_sigmas * s.sigma_px + 2.0)
         a, b, r = self.primitives(x)
-        return soft_silhouette(a, b, r, self.K.to(x.dtype), roi, s, offset_px, self.model.cylinders), tuple(roi)
+        dev = self.device
+        return soft_silhouette(a.to(dev), b.to(dev), r.to(dev), self.K.to(x.dtype), roi, s, offset_px,
+                               self.model.cylinders), tuple(roi)
 
     def full_image(self, x: torch.Tensor, settings: Optional[SilhouetteSettings] = None) -> torch.Tensor:
         """Silhouette (B, H, W) over the whole image."""
@@ -350,8 +362,8 @@ class SilhouetteRenderer:
             b = None if offset_px == 0.0 else torch.tensor([float(offset_px)], dtype=torch.float64)
             sil, _ = self(torch.as_tensor(x, dtype=torch.float64)[None], (0, 0, self.width, self.height),
                           offset_px=b)
-            return sil[0].numpy() > 0.5
+            return sil[0].cpu().numpy() > 0.5
 
     def with_settings(self, **kw) -> "SilhouetteRenderer":
         return SilhouetteRenderer(self.robot, self.K.numpy(), self.width, self.height, self.model,
-                                  replace(self.settings, **kw))
+                                  replace(self.settings, **kw), self.device)

@@ -22,10 +22,11 @@ def check_renderer(name: str) -> None:
                              "creates .venv-pytorch3d with it: run .venv-pytorch3d/bin/snaketrack") from None
 
 
-def make_renderer(name: str, robot, K, width: int, height: int, model=None, settings=None):
+def make_renderer(name: str, robot, K, width: int, height: int, model=None, settings=None, device=None):
     """The renderer ``name`` (:data:`RENDERERS`) for ``robot`` seen with intrinsics ``K`` (3, 3) [px] on a
     ``width`` × ``height`` image, drawing ``model`` (a :class:`~snaketrack.tracker.primitives.CapsuleModel`)
-    with ``settings`` (:class:`~snaketrack.tracker.render.SilhouetteSettings`)."""
+    with ``settings`` (:class:`~snaketrack.tracker.render.SilhouetteSettings`) on ``device`` (a torch
+    device; None: the CPU)."""
     from snaketrack.tracker.render import SilhouetteRenderer, SilhouetteSettings
 
     check_renderer(name)
@@ -33,5 +34,5 @@ def make_renderer(name: str, robot, K, width: int, height: int, model=None, sett
     if name == "pytorch3d":
         from snaketrack.tracker.render_pytorch3d import PyTorch3DRenderer
 
-        return PyTorch3DRenderer(robot, K, width, height, model, settings)
-    return SilhouetteRenderer(robot, K, width, height, model, settings)
+        return PyTorch3DRenderer(robot, K, width, height, model, settings, device=device)
+    return SilhouetteRenderer(robot, K, width, height, model, settings, device=device)

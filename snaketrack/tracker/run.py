@@ -85,12 +85,13 @@ def segmenter_file(spec: str) -> Path:
     return model
 
 
-def open_segmenter(spec: str, setting: str = "live", flips: Optional[int] = None):
-    """The segmenter of ``--masks segmenter:MODEL.pt`` in ``setting`` with ``flips`` (None: the setting's;
+def open_segmenter(spec: str, setting: str = "live", flips: Optional[int] = None, device: str = "cpu"):
+    """The segmenter of ``--masks segmenter:MODEL.pt`` in ``setting`` with ``flips`` (None: the setting's)
+    on ``device`` (a resolved torch device name; on a GPU the live setting runs the torch network:
     :func:`~snaketrack.training.segmenter.load_segmenter`)."""
     from snaketrack.training.segmenter import load_segmenter
 
-    return load_segmenter(segmenter_file(spec), setting=setting, flips=flips)
+    return load_segmenter(segmenter_file(spec), device=device, setting=setting, flips=flips)
 
 
 class MaskSource:
@@ -99,11 +100,11 @@ class MaskSource:
     ``spec`` None means ``truth`` for a dataset. Calling it with a frame index gives the mask, bool (H, W)
     at the source's size, or None when the session's segmenter (``self.segmenter``) predicts it.
     ``segmenter_setting``: ``live`` or ``accurate``, ``segmenter_flips``: its test-time flips, None the
-    setting's (:func:`~snaketrack.training.segmenter.load_segmenter`).
+    setting's, ``device``: where it runs (:func:`open_segmenter`).
     """
 
     def __init__(self, spec: Optional[str], frames, segmenter_setting: str = "live",
-                 segmenter_flips: Optional[int] = None):
+                 segmenter_flips: Optional[int] = None, device: str = "cpu"):
         self.frames, self.segmenter, self.dir = frames, None, None
         if spec is None:
             if not frames.has_masks:
@@ -116,7 +117,8 @@ class MaskSource:
                 raise InputError(f"--masks truth: {frames.path} has no masks/ folder; give --masks DIR or "
                                  "--masks segmenter:MODEL.pt")
         elif spec.startswith("segmenter:"):
-            self.kind, self.segmenter = "segmenter", open_segmenter(spec, segmenter_setting, segmenter_flips)
+            self.kind, self.segmenter = "segmenter", open_segmenter(spec, segmenter_setting, segmenter_flips,
+                                                                    device)
         else:
             d = Path(spec)
             if not d.is_dir():
@@ -149,9 +151,11 @@ def open_session(source: str | os.PathLike, robot: Optional[str] = None, intrins
     ``intrinsics``: a calibration file or a :class:`~snaketrack.tracker.camera.FieldOfView`; default the
     dataset's ``meta.json`` K.
     ``masks``: ``truth`` (default for datasets), a folder of PNGs or ``segmenter:MODEL.pt``, run in
-    ``segmenter_setting`` (``live`` or ``accurate``) with ``segmenter_flips`` (None: the setting's).
+    ``segmenter_setting`` (``live`` or ``accurate``) with ``segmenter_flips`` (None: the setting's), on
+    ``config.device`` like the tracker.
     """
     from snaketrack.datasets.video import open_frames
+    from snaketrack.device import resolve_device
     from snaketrack.models.robot import source_robot
     from snaketrack.tracker.camera import source_camera
 
@@ -162,9 +166,10 @@ def open_session(source: str | os.PathLike, robot: Optional[str] = None, intrins
     if truth is not None and len(truth[0].get("joint_angles", [])) != robot.dof:
         raise InputError(f"--robot {robot.name}: {robot.dof} joint angles, but {source}/truth.jsonl has "
                          f"{len(truth[0].get('joint_angles', []))}; expected the dataset's robot")
-    mask_source = MaskSource(masks, frames, segmenter_setting, segmenter_flips)
+    device = resolve_device(config.device)
+    mask_source = MaskSource(masks, frames, segmenter_setting, segmenter_flips, device)
     session = TrackingSession(robot, camera, frames.fps, config, segmenter=mask_source.segmenter,
-                              truth_masks=frames.has_masks)
+                              truth_masks=frames.has_masks, device=device)
     return frames, session, mask_source
 
 
@@ -258,7 +263,7 @@ def self_calibrate(frames, session: TrackingSession, mask_source: "MaskSource", 
             c = replace(config, track_ground=up is not None, follow_up=up is not None, render=False)
         else:
             c = replace(config, static_camera=up is not None, track_ground=False, render=False)
-        s = TrackingSession(session.robot, camera, session.fps, c, segmenter=segmenter)
+        s = TrackingSession(session.robot, camera, session.fps, c, segmenter=segmenter, device=session.device)
         calib = calibration_pass(frames, s, mask_source, up, frames_n)
         last.update(session=s, calib=calib)
         return calib, s.tracker.layout
@@ -310,7 +315,7 @@ def self_calibrate(frames, session: TrackingSession, mask_source: "MaskSource", 
             config = replace(config, ground_height=plane.height)
     if camera is not session.undistort.camera or auto:
         session = TrackingSession(session.robot, camera, session.fps, config, segmenter=session.segmenter,
-                                  truth_masks=session.truth_masks)
+                                  truth_masks=session.truth_masks, device=session.device)
     return session, up_source, report
 
 
@@ -442,7 +447,7 @@ def _summarise(out: Path, source, session: TrackingSession, frames, n: int, mask
                                "refine_steps": config.refine_steps, "up": options.up or "none",
                                "static_camera": bool(config.static_camera),
                                "track_ground": bool(config.track_ground),
-                               "track_size": list(session.size),
+                               "track_size": list(session.size), "device": session.device,
                                "flips": session.flips, "reread_frames": session.reread_frames}
     if calibration is not None:
         summary["calibration"] = calibration

@@ -57,21 +57,24 @@ class Tracker:
     """A tracking session (``start`` / ``step`` / ``reset``).
 
     robot: :class:`Robot`; K: (3, 3) intrinsics [px]; width, height: image size
-    [px] of the masks; fps: frame rate [1/s]; config: :class:`TrackerConfig`.
+    [px] of the masks; fps: frame rate [1/s]; config: :class:`TrackerConfig`; device: where the
+    silhouettes and their Jacobians are computed (a torch device name, :func:`snaketrack.device.resolve_device`;
+    default the CPU; refinement's ``core="auto"`` is the torch core on a GPU).
 
     ``offset``: the edge offset [px] of the last refinement (``RefineConfig.estimate_offset``; it grows
     (+) or shrinks (−) the model's outline to the mask's), 0 before the first.
     """
 
     def __init__(self, robot: Robot, K, width: int, height: int, fps: float = 30.0,
-                 config: TrackerConfig = TrackerConfig()):
+                 config: TrackerConfig = TrackerConfig(), device: str = "cpu"):
         if not fps > 0:
             raise InputError(f"fps = {fps!r}; expected > 0")
         self.robot, self.config, self.fps = robot, config, float(fps)
         self.width, self.height = int(width), int(height)
         self.renderer: SilhouetteRenderer = make_renderer(config.renderer, robot, K, width, height,
                                                           CapsuleModel.named(robot, config.model),
-                                                          SilhouetteSettings(sigma_px=config.refine.sigma_px))
+                                                          SilhouetteSettings(sigma_px=config.refine.sigma_px),
+                                                          device=device)
         self.layout: StateLayout = self.renderer.layout
         self.refiner = Refiner(self.renderer, config.refine)
         oop = config.init_out_of_plane_prior_rad

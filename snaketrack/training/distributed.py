@@ -126,20 +126,41 @@ def parse_address(address: Optional[str]) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def workers_device(spec: str, workers: int) -> str:
+    """Where ``workers`` worker processes on this machine compute for ``--device spec``: ``"cpu"`` or
+    ``"cuda"`` (worker ``i`` on GPU ``cuda:i``). ``auto`` is ``cuda`` when torch sees a GPU per worker;
+    ``cuda`` without as many GPUs, and ``cuda:N`` (one GPU for all), are an :class:`InputError`."""
+    from snaketrack.device import check_device, cuda_count, resolve_device
+
+    name = resolve_device(spec)  # a bad spec, or cuda without any GPU: its one line
+    n = cuda_count()
+    if check_device(spec) == "auto":
+        return "cuda" if 0 < n and int(workers) <= n else "cpu"
+    if name == "cpu":
+        return "cpu"
+    if name != "cuda":
+        raise InputError(f"--device {name}: a data-parallel run takes a GPU per worker (cuda:0 to cuda:"
+                         f"{int(workers) - 1}); use --device cuda")
+    if n < int(workers):
+        raise InputError(f"--device cuda with --workers {workers}: a GPU per worker, and torch sees {n}")
+    return "cuda"
+
+
 def launch(fn: Callable[..., Any], args: tuple = (), workers: int = 2, address: Optional[str] = None,
-           nnodes: int = 1, node_rank: int = 0) -> list[Any]:
+           nnodes: int = 1, node_rank: int = 0, device: str = "auto") -> list[Any]:
     """Run ``fn(Workers, *args)`` in ``workers`` new processes on this machine; their return values
     by local rank.
 
     ``fn`` and ``args`` must be picklable (the workers are started with ``spawn``). Without
     ``address`` the workers meet at a free local port; with it, at ``HOST:PORT`` together with the
-    workers of the other ``nnodes - 1`` machines (this one being ``node_rank``). Raises
-    :class:`WorkerError` (one line) when a worker fails.
+    workers of the other ``nnodes - 1`` machines (this one being ``node_rank``). ``device``: ``--device``
+    (:func:`workers_device`). Raises :class:`WorkerError` (one line) when a worker fails.
     """
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
+    device = workers_device(device, workers)
     host, port = parse_address(address)
     if host:  # torchrun's static rendezvous: node ranks as given, node 0 holds the store at HOST:PORT
         rdzv = dict(rdzv_backend="static", rdzv_endpoint=f"{host}:{port}", run_id="snaketrack",
@@ -152,7 +173,7 @@ def launch(fn: Callable[..., Any], args: tuple = (), workers: int = 2, address: 
     level = quiet.level
     quiet.setLevel(logging.CRITICAL)
     try:
-        out = elastic_launch(cfg, _worker_main)(fn, args)
+        out = elastic_launch(cfg, _worker_main)(fn, args, device)
     except SignalException as e:  # the launcher's own signal handler; Ctrl-C reaches the workers too
         if e.sigval == signal.SIGINT:
             raise KeyboardInterrupt from None
@@ -171,17 +192,17 @@ def launch(fn: Callable[..., Any], args: tuple = (), workers: int = 2, address: 
     return [out[k] for k in sorted(out)]
 
 
-def _worker_main(fn: Callable[..., Any], args: tuple) -> Any:
+def _worker_main(fn: Callable[..., Any], args: tuple, device: str = "cpu") -> Any:
     """A worker process: join the process group, run ``fn``, leave the group."""
     from torch.distributed.elastic.multiprocessing.errors import record
 
-    return record(_in_group)(fn, args)
+    return record(_in_group)(fn, args, device)
 
 
-def _in_group(fn: Callable[..., Any], args: tuple) -> Any:
+def _in_group(fn: Callable[..., Any], args: tuple, device: str = "cpu") -> Any:
     rank, world, local = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), int(os.environ["LOCAL_RANK"])
-    # a GPU per worker of this machine, or none used: all workers must agree on the backend
-    cuda = torch.cuda.is_available() and torch.cuda.device_count() >= int(os.environ["LOCAL_WORLD_SIZE"])
+    # a GPU per worker of this machine (workers_device), or none used: all workers must agree on the backend
+    cuda = device == "cuda"
     device = f"cuda:{local}" if cuda else "cpu"
     if cuda:
         torch.cuda.set_device(local)

@@ -99,7 +99,7 @@ def side_paths(out: str | os.PathLike) -> dict[str, Path]:
 
 
 def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: TrainConfig = TrainConfig(),
-          progress: bool = True, workers: Optional[Workers] = None) -> Optional[TrainResult]:
+          progress: bool = True, workers: Optional[Workers] = None, device: str = "cpu") -> Optional[TrainResult]:
     """Train on the dataset folders ``roots``; write the chosen model to ``out`` (see module doc).
 
     workers: this process's place in a data-parallel run (started by :func:`train_parallel`; None:
@@ -107,10 +107,15 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
     (:func:`~snaketrack.training.distributed.shard_batches`) through ``DistributedDataParallel``
     with batch norms synchronised over the global batch; rank 0 alone validates, writes the files
     and makes the final choice, and returns the result; the other ranks return None.
+    device: where a single process trains (``cpu``, ``cuda``, ``cuda:N`` or ``auto``:
+    :func:`snaketrack.device.resolve_device`; a data-parallel worker trains on ``workers.device``). The
+    final choice and the int8 network are made on the CPU.
     """
     from tqdm import tqdm
 
-    ctx = workers or Workers()
+    from snaketrack.device import resolve_device
+
+    ctx = workers or Workers(device=resolve_device(device))
     config = replace(config, precision=decide_precision(config.precision, ctx))
     main = ctx.is_main
     progress = progress and main
@@ -333,24 +338,27 @@ def resume_checkpoint(paths: dict[str, Path], config: TrainConfig) -> Optional[d
 
 def train_parallel(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: TrainConfig = TrainConfig(),
                    workers: int = 2, address: Optional[str] = None, nnodes: int = 1, node_rank: int = 0,
-                   progress: bool = True) -> Optional[TrainResult]:
+                   progress: bool = True, device: str = "auto") -> Optional[TrainResult]:
     """:func:`train` data-parallel over ``workers`` processes on this machine (and as many on each
-    of ``nnodes`` machines meeting at ``address``, ``HOST:PORT``; this one is ``node_rank``).
+    of ``nnodes`` machines meeting at ``address``, ``HOST:PORT``; this one is ``node_rank``), on
+    ``device`` (:func:`~snaketrack.training.distributed.workers_device`: a GPU per worker, or the CPU).
 
     The global batch stays ``config.batch_size`` (it must divide evenly among the workers); each
     worker gets ``config.threads`` (default: this machine's CPU count) / ``workers`` threads.
     Returns the result on the machine of rank 0 (:func:`train`'s), None on the others. A worker
     that fails ends the run: :class:`~snaketrack.training.distributed.WorkerError`.
     """
-    from snaketrack.training.distributed import check_workers
+    from snaketrack.training.distributed import check_workers, workers_device
 
     check_workers(workers, config.batch_size, nnodes, node_rank, address)
+    workers_device(device, workers)  # its one line before any worker starts
     if node_rank == 0:  # refuse a mismatched resume here, in one line, before any worker starts
         resume_checkpoint(side_paths(out), config)
     total = int(config.threads) if config.threads is not None else (os.cpu_count() or 1)
     config = replace(config, threads=max(1, total // int(workers)))
     roots = [str(r) for r in roots]
-    results = launch(_train_worker, (roots, str(out), config, progress), workers, address, nnodes, node_rank)
+    results = launch(_train_worker, (roots, str(out), config, progress), workers, address, nnodes, node_rank,
+                     device)
     return results[0]
 
 

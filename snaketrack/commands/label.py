@@ -9,7 +9,7 @@ labels_report.json and, when frames are flagged, labels_flagged.png. Run
 again on the same ``--out`` to continue.
 
 ``fit-labels``: tracks a label dataset with the robot's kinematic model
-(:mod:`snaketrack.datasets.fit_labels`) and writes a new dataset whose
+(:mod:`snaketrack.labelling.fit_labels`) and writes a new dataset whose
 masks are the fitted silhouettes where they explain the labels, the labels
 trimmed to them where they explain them less, the labels themselves elsewhere.
 """
@@ -77,8 +77,8 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from snaketrack.datasets.boxes import parse_box
-    from snaketrack.datasets.label import LabelConfig, label_video
     from snaketrack.datasets.video import open_frames
+    from snaketrack.labelling.label import LabelConfig, label_video
 
     apply_threads(args)
     src = open_frames(args.source)
@@ -126,7 +126,7 @@ def build_backend(name: str, source=None, robot: str | None = None, intrinsics=N
                   sam_checkpoint: str | None = None, sam_model: str = "vit_b", device: str = "cpu", stride: int = 1,
                   motion: bool = True, fit: bool | None = None, gate: bool = True):
     """The box-prompted backend ``label`` runs for ``--backend NAME``, its labels fitted to the robot model
-    (:class:`~snaketrack.datasets.fit_labels.FittedBackend`) when ``fit``.
+    (:class:`~snaketrack.labelling.fit_labels.FittedBackend`) when ``fit``.
 
     ``default`` is what ``label`` runs without ``--backend``: SAM when a checkpoint is given, else
     GrabCut (higher mean IoU over the label suite than the guided backend, docs/segmentation-measured.md),
@@ -140,7 +140,7 @@ def build_backend(name: str, source=None, robot: str | None = None, intrinsics=N
     meta.json names it; the label suite's best, docs/segmentation-measured.md); True fits a SAM or GrabCut backend's
     (the robot must be known); False never. The guided backend fits the model itself.
     ``gate``: a fitted backend's labels are also held to the model
-    (:class:`~snaketrack.datasets.label_gate.GatedBackend`); False: fitted only.
+    (:class:`~snaketrack.labelling.label_gate.GatedBackend`); False: fitted only.
     """
     meta = getattr(source, "meta", {}) or {}
     if name == "default":
@@ -155,12 +155,12 @@ def build_backend(name: str, source=None, robot: str | None = None, intrinsics=N
     backend = _box_backend(name, source, robot, intrinsics, sam_checkpoint, sam_model, device, stride, motion, meta)
     if fit_robot is None:
         return backend
-    from snaketrack.datasets.fit_labels import FittedBackend, LabelFitter
+    from snaketrack.labelling.fit_labels import FittedBackend, LabelFitter
 
     camera = _guide_camera(source, intrinsics, meta)
     fps = float(source.fps) / max(int(stride), 1)
     if gate:
-        from snaketrack.datasets.label_gate import GateConfig, GatedBackend, gate_tracker
+        from snaketrack.labelling.label_gate import GateConfig, GatedBackend, gate_tracker
 
         gcfg = GateConfig()
         return GatedBackend(backend, LabelFitter(fit_robot, camera, fps=fps, tracker_config=gate_tracker(gcfg)),
@@ -220,7 +220,7 @@ def _box_backend(name: str, source, robot, intrinsics, sam_checkpoint, sam_model
             return MotionGuidedBackend(source, stride=stride)
         return GrabCutBackend()
     if name == "guided":
-        from snaketrack.datasets.guided_backend import GuidedBackend
+        from snaketrack.labelling.guided_backend import GuidedBackend
         from snaketrack.models.robot import source_robot
 
         if source is None:
@@ -256,7 +256,7 @@ def add_fit_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_fit(args: argparse.Namespace) -> int:
-    from snaketrack.datasets.fit_labels import FitConfig, fit_labels
+    from snaketrack.labelling.fit_labels import FitConfig, fit_labels
 
     rep = fit_labels(args.labels, args.out, args.robot, camera_of(args),
                      FitConfig(agree_px=args.agree_px, min_iou=args.min_iou, replace_iou=args.replace_iou,

@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from filterpy.kalman import MerweScaledSigmaPoints, UnscentedKalmanFilter
 
 from snaketrack.errors import InputError
 from snaketrack.estimation.base import JacobianEstimator, as_vector
@@ -59,8 +60,6 @@ class UKFEstimator(JacobianEstimator):
     configs = ("kf", "sigma")
 
     def __init__(self, n_joints: int, kf: KFConfig = KFConfig(), sigma: SigmaConfig = SigmaConfig()):
-        from filterpy.kalman import MerweScaledSigmaPoints, UnscentedKalmanFilter
-
         if int(n_joints) < 1:
             raise InputError(f"n_joints = {n_joints}; expected a positive joint count")
         if not (0.0 < sigma.alpha <= 1.0):

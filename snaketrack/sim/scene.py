@@ -37,6 +37,8 @@ from typing import Optional
 
 import cv2
 import numpy as np
+import skimage.data
+from scipy import fft
 
 from snaketrack.errors import InputError
 
@@ -64,8 +66,6 @@ _TINTS = {
 
 
 def _skimage_texture(name: str) -> np.ndarray:
-    import skimage.data
-
     img = getattr(skimage.data, name)()
     if img.ndim == 3:
         img = img.mean(axis=2)
@@ -105,8 +105,6 @@ def _tile(name: str, size: int, rng: np.random.Generator) -> np.ndarray:
 def _smooth_field(rng: np.random.Generator, size: int, sigma: float) -> np.ndarray:
     """Periodic smooth random field (size, size), zero mean, unit std: white noise
     through a Gaussian of ``sigma`` pixels, applied in the Fourier domain (exactly periodic)."""
-    from scipy import fft
-
     noise = rng.normal(size=(size, size)).astype(np.float32)
     k = fft.fftfreq(size).astype(np.float32)
     kr = fft.rfftfreq(size).astype(np.float32)
@@ -378,7 +376,7 @@ class LightSchedule:
     """
 
     def __init__(self, model, dressing: Dressing, seed: int = 0, duration: float = 10.0):
-        import mujoco
+        import mujoco  # deferred: the module imports without MuJoCo
 
         self.sun = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_LIGHT, "sun")
         self.fill = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_LIGHT, "fill")

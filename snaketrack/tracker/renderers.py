@@ -4,6 +4,8 @@ PyTorch3DRenderer`, PyTorch3D's soft rasteriser on the robot's meshes; needs PyT
 from __future__ import annotations
 
 from snaketrack.errors import InputError
+from snaketrack.tracker.render import SilhouetteRenderer, SilhouetteSettings
+from snaketrack.tracker.render_pytorch3d import PyTorch3DRenderer
 
 RENDERERS = ("own", "pytorch3d")
 
@@ -26,12 +28,8 @@ def make_renderer(name: str, robot, K, width: int, height: int, model=None, sett
     """The renderer ``name`` (:data:`RENDERERS`) for ``robot`` seen with intrinsics ``K`` (3, 3) [px] on a
     ``width`` × ``height`` image, drawing ``model`` (a :class:`~snaketrack.tracker.primitives.CapsuleModel`)
     with ``settings`` (:class:`~snaketrack.tracker.render.SilhouetteSettings`)."""
-    from snaketrack.tracker.render import SilhouetteRenderer, SilhouetteSettings
-
     check_renderer(name)
     settings = settings if settings is not None else SilhouetteSettings()
     if name == "pytorch3d":
-        from snaketrack.tracker.render_pytorch3d import PyTorch3DRenderer
-
         return PyTorch3DRenderer(robot, K, width, height, model, settings)
     return SilhouetteRenderer(robot, K, width, height, model, settings)

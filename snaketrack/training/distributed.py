@@ -33,6 +33,9 @@ from datetime import timedelta
 from typing import Any, Callable, Optional, Sequence
 
 import torch
+from torch.distributed.elastic.multiprocessing.api import SignalException
+from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, record
+from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
 from snaketrack.errors import InputError, SnaketrackError
 
@@ -136,10 +139,6 @@ def launch(fn: Callable[..., Any], args: tuple = (), workers: int = 2, address: 
     workers of the other ``nnodes - 1`` machines (this one being ``node_rank``). Raises
     :class:`WorkerError` (one line) when a worker fails.
     """
-    from torch.distributed.elastic.multiprocessing.api import SignalException
-    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
-
     host, port = parse_address(address)
     if host:  # torchrun's static rendezvous: node ranks as given, node 0 holds the store at HOST:PORT
         rdzv = dict(rdzv_backend="static", rdzv_endpoint=f"{host}:{port}", run_id="snaketrack",
@@ -173,8 +172,6 @@ def launch(fn: Callable[..., Any], args: tuple = (), workers: int = 2, address: 
 
 def _worker_main(fn: Callable[..., Any], args: tuple) -> Any:
     """A worker process: join the process group, run ``fn``, leave the group."""
-    from torch.distributed.elastic.multiprocessing.errors import record
-
     return record(_in_group)(fn, args)
 
 

@@ -14,12 +14,11 @@ from snaketrack.models.robot import load_robot
 from snaketrack.tracker.camera import FieldOfView
 from snaketrack.tracker.gravity import up_from_camera_quat
 from snaketrack.tracker.pipeline import PipelineConfig, TrackingSession
-from snaketrack.tracker.run import RunOptions, constant_up, open_session, track_source
+from snaketrack.tracker.run import RunOptions, calibration_pass, constant_up, open_session, track_source
 from snaketrack.tracker.selfcal import (
     CalibrationFrame,
     PlaneFit,
     angle_deg,
-    calibration_pass,
     estimate_up,
     fit_plane,
     fit_plane_lengths,

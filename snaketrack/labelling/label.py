@@ -43,6 +43,8 @@ propagates from the written label).
 """
 from __future__ import annotations
 
+import csv
+import io
 import os
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
@@ -50,6 +52,7 @@ from pathlib import Path
 from typing import Any, Optional, Protocol, Sequence
 
 import numpy as np
+from tqdm import tqdm
 
 from snaketrack.datasets.boxes import Box, dilate_mask, propagate_box
 from snaketrack.datasets.label_report import (
@@ -297,9 +300,6 @@ def _check_rgb(rgb: np.ndarray) -> None:
 # ----------------------------------------------------------------------------- runs on disk
 
 def _rewrite_rows(path: Path, rows: list[dict[str, str]], columns: list[str] = CSV_COLUMNS) -> None:
-    import csv
-    import io
-
     buf = io.StringIO()
     w = csv.DictWriter(buf, columns, lineterminator="\n")
     w.writeheader()
@@ -330,8 +330,6 @@ def label_video(source: FrameSource, out: str | os.PathLike, predictor: BoxPredi
     interruption loses nothing finished; running again continues after the
     last complete frame with the labeller state restored from disk.
     """
-    from tqdm import tqdm
-
     out = Path(out)
     if int(stride) < 1:
         raise InputError(f"--stride {stride}: expected a positive integer")
@@ -442,8 +440,6 @@ def label_video(source: FrameSource, out: str | os.PathLike, predictor: BoxPredi
 
 def _write_resume(path: Path, masks: dict[int, np.ndarray]) -> None:
     """Write the unpolished good masks {dataset frame: bool (H, W)} bit-packed, atomically."""
-    import io
-
     buf = io.BytesIO()
     np.savez_compressed(buf, frames=np.array(sorted(masks), np.int64),
                         shape=np.array(next(iter(masks.values())).shape, np.int64),

@@ -43,15 +43,17 @@ and on labels a distractor spoiled it runs every frame of the warm-up at seconds
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Optional
 
+import cv2
 import numpy as np
 
 from snaketrack.datasets.boxes import Box, dilate_mask, mask_to_box
-from snaketrack.datasets.fit_labels import FittedBackend, LabelFitter, fit_row, trimmed_label
 from snaketrack.errors import InputError
+from snaketrack.labelling.fit_labels import FittedBackend, LabelFitter, fit_row, trimmed_label
 from snaketrack.masks import mask_iou
+from snaketrack.tracker.config import TrackerConfig
 
 
 @dataclass(frozen=True)
@@ -92,10 +94,6 @@ class GateConfig:
 def gate_tracker(config: GateConfig = GateConfig()):
     """The fit's :class:`~snaketrack.tracker.config.TrackerConfig` under the gate: the defaults with the
     warm-up searches cut to ``config.warmup_frames`` (module doc)."""
-    from dataclasses import replace
-
-    from snaketrack.tracker.config import TrackerConfig
-
     return replace(TrackerConfig(), warmup_frames=int(config.warmup_frames))
 
 
@@ -113,8 +111,6 @@ def cut_blobs(cut: np.ndarray, silhouette: np.ndarray, near_px: int, blob_px: in
     >>> int(kept[11:19, 10:20].sum()), int(kept[11:13, 2:8].sum()), bool(kept[sil].all())
     (10, 12, True)
     """
-    import cv2
-
     cut = np.asarray(cut, bool)
     excess = cut & ~dilate_mask(silhouette, near_px)
     if blob_px <= 0 or not excess.any():

@@ -85,12 +85,19 @@ from typing import Any, Optional
 
 import cv2
 import numpy as np
+from tqdm import tqdm
 
 from snaketrack.datasets.label_report import FIT_COLUMNS, FIT_CSV, LABELS_CSV, REPORT_JSON
 from snaketrack.datasets.layout import MASK_EXT, Dataset, encode_mask
 from snaketrack.errors import InputError
 from snaketrack.io import CsvAppender, atomic_write_bytes, read_csv_columns, read_json, write_json
 from snaketrack.mask_edges import snap_edges
+from snaketrack.masks import mask_iou
+from snaketrack.models.robot import source_robot
+from snaketrack.tracker.camera import source_camera
+from snaketrack.tracker.config import TrackerConfig
+from snaketrack.tracker.render import SilhouetteRenderer
+from snaketrack.tracker.tracker import Tracker
 
 FIT_REPORT = "fit_report.json"
 
@@ -211,10 +218,6 @@ class LabelFitter:
     """
 
     def __init__(self, robot, camera, fps: float = 30.0, config: FitConfig = FitConfig(), tracker_config=None):
-        from snaketrack.tracker.config import TrackerConfig
-        from snaketrack.tracker.render import SilhouetteRenderer
-        from snaketrack.tracker.tracker import Tracker
-
         if camera.has_distortion and np.any(np.asarray(camera.dist) != 0):
             raise InputError("the calibration has lens distortion, and the fitted silhouette is drawn with the "
                              "pinhole model: label an undistorted video")
@@ -228,8 +231,6 @@ class LabelFitter:
 
     def __call__(self, label: np.ndarray, frame: Optional[np.ndarray] = None,
                  moving: Optional[np.ndarray] = None) -> FittedFrame:
-        from snaketrack.masks import mask_iou
-
         cfg = self.config
         label = np.asarray(label, bool)
         if not self.tracker.started and np.count_nonzero(label) < self.tracker.config.min_mask_px:
@@ -319,9 +320,6 @@ def fit_labels(labels: str | os.PathLike, out: str | os.PathLike, robot_spec: Op
     apply: the labels' frames are not the video's motion (the join is made while labelling). Returns the report dict
     (also ``out/fit_report.json``).
     """
-    from snaketrack.models.robot import source_robot
-    from snaketrack.tracker.camera import source_camera
-
     labels, out = Path(labels), Path(out)
     config = replace(config, join_moving_px=0)  # a label dataset holds the frames labelled, not the video's motion
     ds = Dataset(labels)
@@ -356,8 +354,6 @@ def fit_labels(labels: str | os.PathLike, out: str | os.PathLike, robot_spec: Op
     fitter = LabelFitter(robot, camera, fps=ds.fps, config=config)
     bar = None
     if progress:
-        from tqdm import tqdm
-
         bar = tqdm(total=len(ds), desc="fit-labels", unit="frame", mininterval=0.5)
     ious = []
     try:

@@ -32,6 +32,7 @@ from scipy.spatial.transform import Rotation
 from snaketrack.errors import InputError
 from snaketrack.models.chain import chain_frames
 from snaketrack.service import messages as m
+from snaketrack.service.gate import TokenGate
 from snaketrack.tracker.forecast import forecast
 from snaketrack.tracker.outputs import overlay_frame
 
@@ -98,8 +99,6 @@ class Publisher:
             m.OVERLAY: CompressedImageChannel(m.OVERLAY, context=ctx),
         }
         try:
-            from snaketrack.service.gate import TokenGate
-
             # the SDK's server accepts one subprotocol name and no token check: clients reach it through the gate
             self.server = foxglove.start_server(name="snaketrack", host="127.0.0.1", port=0, context=ctx,
                                                 message_backlog_size=self.client_queue,

@@ -40,6 +40,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import cv2
+
 from snaketrack.commands import Command, add_camera_arguments, command_parser
 from snaketrack.errors import InputError
 
@@ -214,7 +216,6 @@ def _speed(model: Path, heldout: Path, track: dict, frames: int = 40) -> dict:
     """The segmenter's live setting per frame [ms] at the tracking size (the median over up to ``frames``
     held-out frames, the first two left out as warm-up), the tracker's per frame [ms] (its searches left
     out: ``fps_excluding_search``), and the rate of the two together [frames/s]."""
-    import cv2
     import numpy as np
 
     from snaketrack.datasets.video import open_frames

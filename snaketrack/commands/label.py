@@ -18,9 +18,10 @@ from __future__ import annotations
 import argparse
 import json
 import time
+import warnings
 
 from snaketrack.commands import Command, add_camera_arguments, apply_threads, camera_of
-from snaketrack.errors import InputError
+from snaketrack.errors import InputError, SnaketrackError, SnaketrackWarning
 from snaketrack.extras import require
 
 #: torch's threads for GrabCut's labeller: the fit's tracker works on small tensors, and the other core makes the
@@ -172,7 +173,6 @@ def _fit_robot(robot, meta: dict, required: bool):
     """The robot the labels are fitted to: ``robot``, else the one the source's meta.json names; None when
     neither names one, or (not ``required``, with a warning) when the meta.json's does not load. ``required``
     (``--fit``): neither naming one, or one that does not load, is an error."""
-    from snaketrack.errors import SnaketrackError, SnaketrackWarning
     from snaketrack.models.robot import source_robot
 
     if not (robot or meta.get("robot_file") or meta.get("robot")):
@@ -184,7 +184,6 @@ def _fit_robot(robot, meta: dict, required: bool):
     except SnaketrackError as e:
         if required or robot:
             raise
-        import warnings
 
         warnings.warn(f"labels not fitted to a robot model: {e}", SnaketrackWarning, stacklevel=3)
         return None

@@ -27,7 +27,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from filterpy.kalman import MerweScaledSigmaPoints, UnscentedKalmanFilter
 
 from snaketrack.errors import InputError
 from snaketrack.estimation.base import JacobianEstimator, as_vector
@@ -68,6 +67,10 @@ class UKFEstimator(JacobianEstimator):
         self.config, self.sigma = kf, sigma
         config = kf
         n = 2 * J
+        # deferred: filterpy takes half a second to import, and the registry (`snaketrack estimate --help`) loads
+        # this module
+        from filterpy.kalman import MerweScaledSigmaPoints, UnscentedKalmanFilter
+
         points = MerweScaledSigmaPoints(n, alpha=sigma.alpha, beta=sigma.beta, kappa=sigma.kappa)
         f = UnscentedKalmanFilter(dim_x=n, dim_z=2, dt=1.0, hx=self._hx, fx=self._fx, points=points)
         f.Q = _cov(config.q, n, "q")

@@ -38,10 +38,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
-from scipy.ndimage import gaussian_filter1d
 
 from snaketrack.errors import InputError
-from snaketrack.sim.scene import _smooth_field, _write_png
 
 DISTRACTORS = ("legs", "chair", "tether", "door")
 
@@ -121,6 +119,7 @@ def add_lab_bodies(root: ET.Element, kinds: tuple[str, ...], look: LabLook, text
     """
     if not kinds:
         return
+    from snaketrack.sim.scene import _smooth_field, _write_png
 
     asset = root.find("asset")
     rng = np.random.default_rng(77)
@@ -357,6 +356,8 @@ def tether_points(tail_history: np.ndarray, first_back: np.ndarray, radius: floa
     """(TETHER_SEGMENTS + 1, 3) points of the cable [m]: from the tail end (tail_history[-1]) back along the
     tail end's path (tail_history (k, 3), oldest first), then straight on along ``first_back`` (3,) (behind the
     robot's first pose), smoothed; it drops from the tail end's height to the floor within 0.12 m."""
+    from scipy.ndimage import gaussian_filter1d
+
     step = TETHER_LENGTH / TETHER_SEGMENTS
     back = tail_history[::-1].astype(float).copy()
     back[:, 2] = 0.0
@@ -439,7 +440,7 @@ class LabProps:
     def __init__(self, model, kinds: tuple[str, ...], seed: int, times: np.ndarray, axis_points: np.ndarray,
                  cam_pos: np.ndarray, cam_rot: np.ndarray, K: np.ndarray, width: int, robot_radius: float,
                  tether_radius: float = 0.005):
-        import mujoco  # deferred: the module imports without MuJoCo
+        import mujoco
 
         self.kinds = kinds
         self.times = np.asarray(times, float)

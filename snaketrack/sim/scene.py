@@ -37,8 +37,6 @@ from typing import Optional
 
 import cv2
 import numpy as np
-import skimage.data
-from scipy import fft
 
 from snaketrack.errors import InputError
 
@@ -66,6 +64,8 @@ _TINTS = {
 
 
 def _skimage_texture(name: str) -> np.ndarray:
+    import skimage.data  # deferred: `snaketrack sim video --help` reads this module's grounds
+
     img = getattr(skimage.data, name)()
     if img.ndim == 3:
         img = img.mean(axis=2)
@@ -105,6 +105,8 @@ def _tile(name: str, size: int, rng: np.random.Generator) -> np.ndarray:
 def _smooth_field(rng: np.random.Generator, size: int, sigma: float) -> np.ndarray:
     """Periodic smooth random field (size, size), zero mean, unit std: white noise
     through a Gaussian of ``sigma`` pixels, applied in the Fourier domain (exactly periodic)."""
+    from scipy import fft  # deferred: `snaketrack sim video --help` reads this module's grounds
+
     noise = rng.normal(size=(size, size)).astype(np.float32)
     k = fft.fftfreq(size).astype(np.float32)
     kr = fft.rfftfreq(size).astype(np.float32)

@@ -71,7 +71,6 @@ from snaketrack.sim.camera_path import SCENES, CameraPath, camera_path, project
 from snaketrack.sim.degrade import Degradation, clip_settings, degrade
 from snaketrack.sim.lab import DISTRACTORS, LabProps, add_lab_bodies, add_room, lab_look
 from snaketrack.sim.mjcf import joint_qpos_addresses, robot_geom_ids
-from snaketrack.sim.oal import OALConfig, oal_world_xml, simulate_oal
 from snaketrack.sim.scene import LightSchedule, SceneConfig, dress_scene
 
 os.environ.setdefault("MUJOCO_GL", "egl")
@@ -183,6 +182,9 @@ class Motion:
 
 def robot_motion(config: VideoConfig) -> Motion:
     """Simulate the OAL world and pick the physics steps at the frame times."""
+    # deferred: the module imports without torch (`snaketrack sim video --help` reads its scenes)
+    from snaketrack.sim.oal import OALConfig, oal_world_xml, simulate_oal
+
     robot = load_robot(config.robot)
     pitch = 0.0 if all(len(j.axes) == 1 for j in robot.joints) else config.pitch_amplitude
     dt = 1 / 240

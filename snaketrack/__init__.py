@@ -5,9 +5,9 @@ contracts under ``[tool.importlinter]`` in pyproject.toml, checked by ``make
 lint``), from the top:
 
 - ``cli`` and ``commands``: the ``snaketrack`` command and its subcommands;
-- ``bench``, ``batch``, ``experiments``: measurements, campaigns of videos,
-  and experiments that close the loop over a world, the service and the
-  estimators;
+- ``bench``: the measurements;
+- ``batch`` beside ``experiments``: campaigns of videos, and experiments that
+  close the loop over a world, the service and the estimators;
 - ``service``: tracked states streamed live;
 - ``labelling``: robot masks from one box, held to the fitted robot model;
 - ``tracker`` (frames to states) beside ``estimation`` (states to Jacobians);

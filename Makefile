@@ -39,8 +39,10 @@ test-pytorch3d: $(P3D_STAMP)
 demo: $(STAMP)
 	$(BIN)/snaketrack demo --out demo_out
 
+# ruff, then the import contracts of pyproject.toml ([tool.importlinter]: the packages' layers)
 lint: $(STAMP)
 	$(BIN)/ruff check snaketrack tests scripts
+	$(BIN)/lint-imports
 
 test: lint
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile snaketrack tests

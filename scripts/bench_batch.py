@@ -65,13 +65,14 @@ def measure_campaign(clips: list[Path], out: Path, workers: int, track_size: str
     from snaketrack.batch.campaign import load_campaign
     from snaketrack.batch.runner import run_campaign, stage_argv
     from snaketrack.batch.stages import run_command
+    from snaketrack.commands import command_parser
     from snaketrack.io import read_csv_columns
 
     out.mkdir(parents=True, exist_ok=True)
     spec = {"robot": "planar-snake-11", "masks": "truth", "track": {**TRACK, "track_size": track_size},
             "videos": [{"path": str(c.resolve())} for c in clips]}  # a campaign resolves paths from its own folder
     (out / "campaign.yaml").write_text(yaml.safe_dump(spec))
-    campaign = load_campaign(out / "campaign.yaml")
+    campaign = load_campaign(out / "campaign.yaml", command_parser)
     serial_out, ray_out = out / "serial", out / "ray"
     for d in (serial_out, ray_out):
         shutil.rmtree(d, ignore_errors=True)
@@ -82,7 +83,7 @@ def measure_campaign(clips: list[Path], out: Path, workers: int, track_size: str
         t0 = time.perf_counter()
         for v in campaign.videos:
             for stage in ("track", "estimate"):
-                error = run_command(stage_argv(campaign, v, stage, serial_out))
+                error = run_command(stage_argv(campaign, v, stage, serial_out), command_parser)
                 if error:
                     raise SystemExit(f"error: {v.name} {stage}: {error}")
         serial[threads] = time.perf_counter() - t0
@@ -90,7 +91,7 @@ def measure_campaign(clips: list[Path], out: Path, workers: int, track_size: str
     torch.set_num_threads(default_threads)
     serial_s = serial[default_threads]
     t0 = time.perf_counter()
-    summary = run_campaign(campaign, ray_out, workers=workers, progress=False)
+    summary = run_campaign(campaign, ray_out, command_parser, workers=workers, progress=False)
     ray_s = time.perf_counter() - t0
     ray.shutdown()
     if summary["failed"]:

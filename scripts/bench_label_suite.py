@@ -7,7 +7,7 @@ pixels; rendered by ``snaketrack sim video`` into ``--data`` when missing
 (about 25 s a clip). Each clip is labelled as a user would: one box on
 frame 0, the truth mask's box drawn tight (``tight``) and with a 10-pixel
 margin (``margin10``), then ``snaketrack label``'s own path
-(:func:`snaketrack.datasets.label.label_video` with the backend the
+(:func:`snaketrack.labelling.label.label_video` with the backend the
 command would build from ``--labeller``: with the robot the clip's meta.json
 names, GrabCut's labels are fitted to its model unless ``--no-fit``).
 
@@ -163,9 +163,9 @@ def run_one(job: tuple) -> dict:
     torch.set_num_threads(1)
     from snaketrack.commands.label import build_backend
     from snaketrack.datasets.boxes import mask_to_box
-    from snaketrack.datasets.label import LabelConfig, label_video
     from snaketrack.datasets.layout import Dataset
     from snaketrack.datasets.video import open_frames
+    from snaketrack.labelling.label import LabelConfig, label_video
 
     clip, box_kind, labeller, work, frames, fit = job
     clip = Path(clip)

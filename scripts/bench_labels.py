@@ -6,7 +6,7 @@
    ``--box-margin`` pixels (standing in for the user's box); mean IoU of
    the labels against the truth masks. With ``--fit-robot`` the labels are
    then replaced by the robot model's silhouette fitted to them
-   (:mod:`snaketrack.datasets.fit_labels`, into ``WORK/<labels>-fit``) and
+   (:mod:`snaketrack.labelling.fit_labels`, into ``WORK/<labels>-fit``) and
    scored the same way; with ``--keep-edge`` as well the labels keep their
    own edge and the silhouette only cuts what lies beyond it (``-trim``).
 2. Train DeepLabV3+ on those labels within ``--minutes`` on this CPU
@@ -95,9 +95,9 @@ def main() -> None:
 
     from snaketrack.datasets.boxes import mask_to_box
     from snaketrack.datasets.grabcut_backend import GrabCutBackend
-    from snaketrack.datasets.label import LabelConfig, label_video
     from snaketrack.datasets.layout import Dataset
     from snaketrack.datasets.video import open_frames
+    from snaketrack.labelling.label import LabelConfig, label_video
     from snaketrack.training.config import TrainConfig
     from snaketrack.training.evaluate import evaluate_dataset_masks, evaluate_segmenter
     from snaketrack.training.model import parse_input_size
@@ -126,7 +126,7 @@ def main() -> None:
            "label_flagged": res.flagged if res else None, "grabcut_label_iou": lab_eval["iou"],
            "grabcut_label_s_per_frame": label_s / max(res.written, 1) if res and res.written else None}
     if args.fit_robot:
-        from snaketrack.datasets.fit_labels import FitConfig, fit_labels
+        from snaketrack.labelling.fit_labels import FitConfig, fit_labels
 
         fitted = work / (labels.name + ("-trim" if args.keep_edge else "-fit"))
         t0 = time.perf_counter()

@@ -108,9 +108,9 @@ def labeller(args) -> None:
 
     from snaketrack.commands.label import LABEL_THREADS, build_backend
     from snaketrack.datasets.boxes import mask_to_box
-    from snaketrack.datasets.label import LabelConfig, label_video
     from snaketrack.datasets.layout import Dataset
     from snaketrack.datasets.video import open_frames
+    from snaketrack.labelling.label import LabelConfig, label_video
 
     specs = suite_specs(args.clips)
     if args.threads != 0:

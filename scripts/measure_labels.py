@@ -60,10 +60,10 @@ def main() -> None:
 
     from snaketrack.datasets.boxes import mask_to_box
     from snaketrack.datasets.grabcut_backend import GrabCutBackend, GrabCutConfig
-    from snaketrack.datasets.label import LabelConfig, Labeller
     from snaketrack.datasets.layout import Dataset
     from snaketrack.datasets.motion_backend import MotionGuidedBackend
     from snaketrack.datasets.video import open_frames
+    from snaketrack.labelling.label import LabelConfig, Labeller
     from snaketrack.masks import mask_iou
 
     cv2.setNumThreads(args.threads)

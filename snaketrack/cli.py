@@ -1,19 +1,19 @@
 """The one command: ``snaketrack <subcommand> ...``.
 
 Subcommands live in :mod:`snaketrack.commands` (one module per capability,
-each with a ``COMMANDS`` list). Any :class:`~snaketrack.errors.SnaketrackError`
-becomes one line on stderr and exit status 2, as does a bad or missing flag.
+each with a ``COMMANDS`` list, found by :func:`~snaketrack.commands.all_commands`).
+Any :class:`~snaketrack.errors.SnaketrackError` becomes one line on stderr and
+exit status 2, as does a bad or missing flag.
 """
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
-import pkgutil
 import sys
 import warnings
 from typing import Optional, Sequence
 
+from snaketrack.commands import ArgumentParser, all_commands
 from snaketrack.errors import SnaketrackError, SnaketrackWarning
 from snaketrack.threads import quiet_openmp
 
@@ -49,13 +49,7 @@ GROUPS = {"sim": "simulators that know the truth: synthetic video, locomotion, c
 
 
 def _commands():
-    import snaketrack.commands as pkg
-
-    out = []
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{pkg.__name__}.{info.name}")
-        out.extend(getattr(module, "COMMANDS", []))
-    return sorted(out, key=_listing_key)
+    return sorted(all_commands(), key=_listing_key)
 
 
 def _listing_key(cmd) -> tuple[int, str]:
@@ -74,16 +68,9 @@ def _format_warning(message, category, filename, lineno, line=None) -> str:
     return _default_format(message, category, filename, lineno, line)
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors: a missing or bad flag is one line on stderr and exit status 2."""
-
-    def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser, with every discovered subcommand."""
-    parser = _Parser(prog="snaketrack", description=DESCRIPTION, epilog=EPILOG)
+    parser = ArgumentParser(prog="snaketrack", description=DESCRIPTION, epilog=EPILOG)
     top = parser.add_subparsers(dest="command", metavar="COMMAND")
     groups: dict[str, argparse._SubParsersAction] = {}
     for cmd in _commands():

@@ -26,6 +26,8 @@ import os
 from dataclasses import dataclass
 from typing import Optional
 
+import cv2
+
 from snaketrack.errors import InputError
 
 #: OpenMP settings that make idle workers sleep, set by :func:`quiet_openmp` unless already set.
@@ -69,8 +71,7 @@ class ThreadPolicy:
     def apply(self) -> dict[str, int]:
         """Set torch's threads (and OpenCV's to the tracker's); returns what torch reports after.
         torch's inter-op pool can be sized only before it first runs: later, it is left as it is."""
-        import cv2
-        import torch
+        import torch  # deferred: the module imports without torch
 
         torch.set_num_threads(int(self.tracker))
         if torch.get_num_interop_threads() != int(self.interop):

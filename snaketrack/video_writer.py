@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 from typing import Any, Optional
 
+import imageio_ffmpeg
 import numpy as np
 
 from snaketrack.errors import InputError
@@ -48,8 +49,6 @@ class Mp4Writer:
         self._gen: Optional[Any] = None
 
     def _open(self) -> None:
-        import imageio_ffmpeg
-
         w, h = self.size
         self._gen = imageio_ffmpeg.write_frames(
             str(self._tmp), (w + w % 2, h + h % 2), fps=self.fps, codec="libx264", pix_fmt_out="yuv420p",

@@ -3,7 +3,7 @@ import importlib
 
 import pytest
 
-PACKAGES = ["datasets", "models", "sim", "training", "tracker", "estimation"]
+PACKAGES = ["datasets", "models", "sim", "training", "tracker", "estimation", "labelling", "experiments"]
 
 
 @pytest.mark.parametrize("package", PACKAGES)

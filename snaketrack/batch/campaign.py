@@ -33,7 +33,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+import yaml
+
+from snaketrack.batch.stages import ParserOf
+from snaketrack.datasets.boxes import parse_box
 from snaketrack.errors import InputError, SnaketrackError
+from snaketrack.models.robot import available_robots, load_robot
+from snaketrack.tracker.camera import FieldOfView
 
 SECTIONS = ("label", "fit_labels", "train", "track", "estimate")
 COMMAND_OF = {"label": "label", "fit_labels": "fit-labels", "train": "train", "track": "track",
@@ -88,10 +94,8 @@ def flags(section: dict[str, Any]) -> list[str]:
     return out
 
 
-def _known_flags(command: str) -> set[str]:
-    from snaketrack.batch.stages import command_parser
-
-    return {s for a in command_parser(command)._actions for s in a.option_strings}
+def _known_flags(command: str, parser_of: ParserOf) -> set[str]:
+    return {s for a in parser_of(command)._actions for s in a.option_strings}
 
 
 def _slug(path: Path, taken: set[str]) -> str:
@@ -103,10 +107,9 @@ def _slug(path: Path, taken: set[str]) -> str:
     return name
 
 
-def load_campaign(path: str | os.PathLike) -> Campaign:
-    """Read and check a campaign file; raises one :class:`InputError` listing every problem."""
-    import yaml
-
+def load_campaign(path: str | os.PathLike, parser_of: ParserOf) -> Campaign:
+    """Read and check a campaign file, each section's flags against its command's parser from ``parser_of``
+    (:data:`~snaketrack.batch.stages.ParserOf`); raises one :class:`InputError` listing every problem."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such campaign file")
@@ -131,13 +134,9 @@ def load_campaign(path: str | os.PathLike) -> Campaign:
     if not robot:
         problems.append("robot: missing (a shipped robot name or a robot YAML file)")
     else:
-        from snaketrack.models.robot import available_robots
-
         if str(robot) not in available_robots() and not where(robot).is_file():
             problems.append(f"robot: {robot!r} is neither a shipped robot nor a file")
         elif str(robot) not in available_robots():
-            from snaketrack.models.robot import load_robot
-
             robot = str(where(robot))
             try:
                 load_robot(robot)
@@ -155,8 +154,6 @@ def load_campaign(path: str | os.PathLike) -> Campaign:
         elif isinstance(fov_deg, bool) or not isinstance(fov_deg, (int, float)):
             problems.append(f"fov_deg: {fov_deg!r}; expected a horizontal field of view in degrees")
         else:
-            from snaketrack.tracker.camera import FieldOfView
-
             try:
                 FieldOfView(fov_deg)
             except InputError as e:
@@ -183,7 +180,7 @@ def load_campaign(path: str | os.PathLike) -> Campaign:
             problems.append(f"{name}: expected a mapping of {COMMAND_OF[name]}'s flags")
             value = {}
         sections[name] = value
-    known = {name: _known_flags(COMMAND_OF[name]) for name in SECTIONS}
+    known = {name: _known_flags(COMMAND_OF[name], parser_of) for name in SECTIONS}
     reserved = {"label": {"--box", "--out"}, "fit_labels": {"--out", "--robot", "--intrinsics", "--fov-deg"},
                 "train": {"--out"}, "track": {"--out", "--robot", "--intrinsics", "--fov-deg", "--masks"},
                 "estimate": {"--out"}}
@@ -230,8 +227,6 @@ def load_campaign(path: str | os.PathLike) -> Campaign:
             if box is None:
                 problems.append(f"{at}box: required when masks is label (X,Y,W,H of the robot in the first frame)")
             else:
-                from snaketrack.datasets.boxes import parse_box
-
                 box = ",".join(map(str, box)) if isinstance(box, (list, tuple)) else str(box)
                 try:
                     parse_box(box)

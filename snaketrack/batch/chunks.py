@@ -16,14 +16,22 @@ the settled earlier chunk as long as it can. Every frame appears once, in order.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
+import torch
 
+from snaketrack.batch.runner import connect
+from snaketrack.datasets.video import open_frames
 from snaketrack.errors import InputError
+from snaketrack.io import read_csv_columns, write_json
+from snaketrack.tracker.evaluation import tracking_metrics
+from snaketrack.tracker.outputs import TrackWriter
 from snaketrack.tracker.pipeline import PipelineConfig
+from snaketrack.tracker.run import open_session, open_up_source, step_frames
 
 
 @dataclass(frozen=True)
@@ -89,10 +97,6 @@ def track_range(source: str, robot: Optional[str], intrinsics, masks: Optional[s
                 config: PipelineConfig, up: Optional[str], start: int, stop: int, threads: int = 1,
                 segmenter_setting: str = "live", segmenter_flips: Optional[int] = None) -> dict:
     """Track frames ``[start, stop)`` of ``source`` from scratch; ``{"rows": [...], "track_s": float}``."""
-    import torch
-
-    from snaketrack.tracker.run import open_session, open_up_source, step_frames
-
     torch.set_num_threads(max(1, threads))
     frames, session, mask_source = open_session(source, robot, intrinsics, masks, config, segmenter_setting,
                                                 segmenter_flips)
@@ -115,15 +119,7 @@ def track_chunked(source: str | os.PathLike, out: str | os.PathLike, chunks: int
     ``out/track.csv`` and ``out/summary.json`` (with ``metrics.json`` when the source has truth);
     ``segmenter_setting``: ``live`` or ``accurate`` for ``masks="segmenter:MODEL.pt"``, ``segmenter_flips``
     its test-time flips (None: the setting's)."""
-    import time
-
-    import ray
-
-    from snaketrack.batch.runner import connect
-    from snaketrack.datasets.video import open_frames
-    from snaketrack.io import read_csv_columns, write_json
-    from snaketrack.tracker.outputs import TrackWriter
-    from snaketrack.tracker.run import open_up_source
+    import ray  # deferred: optional, the batch extra
 
     frames = open_frames(source)
     ranges = chunk_ranges(len(frames), chunks, overlap)
@@ -147,8 +143,6 @@ def track_chunked(source: str | os.PathLike, out: str | os.PathLike, chunks: int
                "ranges": ranges, "wall_s": wall, "track_s_per_chunk": [p["track_s"] for p in parts],
                "seams": [s.__dict__ for s in seams], "seams_disagree": sum(not s.agreed for s in seams)}
     if frames.truth is not None:
-        from snaketrack.tracker.evaluation import tracking_metrics
-
         metrics = tracking_metrics(read_csv_columns(out / "track.csv"), frames.truth, dof)
         write_json(out / "metrics.json", metrics)
         summary.update(metrics)

@@ -29,9 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from tqdm import tqdm
+
 from snaketrack.batch.campaign import Campaign, Video, flags
-from snaketrack.batch.stages import StageResult, run_stage
+from snaketrack.batch.stages import ParserOf, StageResult, run_stage
 from snaketrack.errors import InputError
+from snaketrack.io import atomic_write_text, write_json
 
 STAGES = ("label", "fit_labels", "train", "track", "estimate")
 SEGMENTER = "segmenter"  # the campaign-wide folder of the trained model
@@ -55,7 +58,7 @@ class Resources:
 def connect(address: Optional[str] = None, workers: Optional[int] = None) -> int:
     """Start (or join) Ray: a local instance with ``workers`` CPUs when ``address`` is None, else the cluster
     at ``address`` (``auto``, ``ray://HOST:PORT``). Returns the CPUs Ray offers."""
-    import ray
+    import ray  # deferred: optional, the batch extra
 
     if not ray.is_initialized():
         kw = dict(include_dashboard=False, log_to_driver=False, configure_logging=False)
@@ -98,13 +101,13 @@ def stage_argv(campaign: Campaign, video: Video, stage: str, out: Path, fitted: 
     raise KeyError(stage)
 
 
-def run_campaign(campaign: Campaign, out: str | os.PathLike, address: Optional[str] = None,
+def run_campaign(campaign: Campaign, out: str | os.PathLike, parser_of: ParserOf, address: Optional[str] = None,
                  workers: Optional[int] = None, resources: Resources = Resources(),
                  progress: bool = True) -> dict:
-    """Run every video's stages on Ray (module doc); writes ``summary.json`` and ``summary.csv`` in ``out``
+    """Run every video's stages on Ray (module doc), each command's parser from ``parser_of`` (a module-level
+    function: Ray hands it to its workers by name); writes ``summary.json`` and ``summary.csv`` in ``out``
     and returns the summary."""
-    import ray
-    from tqdm import tqdm
+    import ray  # deferred: optional, the batch extra
 
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -113,7 +116,8 @@ def run_campaign(campaign: Campaign, out: str | os.PathLike, address: Optional[s
 
     def submit(video: str, stage: str, argv: list[str], upstream=()):
         opts = dict(num_cpus=resources.cpus, max_retries=resources.max_retries)
-        return task.options(**opts).remote(str(out), video, stage, argv, max(1, int(resources.cpus)), *upstream)
+        return task.options(**opts).remote(str(out), video, stage, argv, parser_of, max(1, int(resources.cpus)),
+                                           *upstream)
 
     refs: dict[tuple[str, str], object] = {}
     if campaign.labels:
@@ -129,7 +133,7 @@ def run_campaign(campaign: Campaign, out: str | os.PathLike, address: Optional[s
         candidates = [str(out / v.name / "fitted") for v in campaign.videos]
         train_argv = stage_argv(campaign, campaign.videos[0], "train", out)
         refs[SEGMENTER, "train"] = ray.remote(_train_task).options(**opts).remote(
-            str(out), train_argv, candidates, max(1, int(n_cpus)), *[refs[v.name, "fit_labels"]
+            str(out), train_argv, candidates, parser_of, max(1, int(n_cpus)), *[refs[v.name, "fit_labels"]
                                                                      for v in campaign.videos])
     for v in campaign.videos:
         up = [refs[SEGMENTER, "train"], refs[v.name, "fit_labels"]] if campaign.labels else []
@@ -156,16 +160,18 @@ def run_campaign(campaign: Campaign, out: str | os.PathLike, address: Optional[s
     return write_summary(campaign, out, results)
 
 
-def _task(out: str, video: str, stage: str, argv: list[str], threads: int, *upstream: StageResult) -> StageResult:
-    return run_stage(out, video, stage, argv, threads, tuple(upstream))
+def _task(out: str, video: str, stage: str, argv: list[str], parser_of: ParserOf, threads: int,
+          *upstream: StageResult) -> StageResult:
+    return run_stage(out, video, stage, argv, parser_of, threads, tuple(upstream))
 
 
-def _train_task(out: str, argv: list[str], candidates: list[str], threads: int, *fits: StageResult) -> StageResult:
+def _train_task(out: str, argv: list[str], candidates: list[str], parser_of: ParserOf, threads: int,
+                *fits: StageResult) -> StageResult:
     """Train on the fitted datasets whose chain succeeded (blocked when none did)."""
     ok = [c for c, r in zip(candidates, fits) if r.ok]
     if not ok:
         return StageResult(SEGMENTER, "train", "blocked", "no video's labels came through")
-    return run_stage(out, SEGMENTER, "train", [argv[0], *ok, *argv[1:]], threads)
+    return run_stage(out, SEGMENTER, "train", [argv[0], *ok, *argv[1:]], parser_of, threads)
 
 
 def _video_figures(out: Path, video: str) -> dict:
@@ -183,8 +189,6 @@ def _video_figures(out: Path, video: str) -> dict:
 def write_summary(campaign: Campaign, out: Path, results: dict[tuple[str, str], StageResult]) -> dict:
     """``summary.json`` (per video: status, the failed stage and its error, the track's figures; every
     stage's result) and ``summary.csv`` (a row per video)."""
-    from snaketrack.io import atomic_write_text, write_json
-
     rows = []
     for v in campaign.videos:
         own = [results[key] for key in results if key[0] == v.name]

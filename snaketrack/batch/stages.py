@@ -9,6 +9,10 @@ record only after the command returned 0: a killed run loses no finished
 stage and redoes the one it was in (the commands resume or rewrite their
 own outputs). Bad input fails the stage with the command's one-line error;
 so does an unexpected exception, so that one video cannot stop the others.
+
+The commands come from the caller as ``parser_of`` (``snaketrack batch`` gives
+:func:`snaketrack.commands.command_parser`): the command line stands above
+this package and is not imported from it.
 """
 from __future__ import annotations
 
@@ -18,9 +22,15 @@ import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
+
+import torch
 
 from snaketrack.errors import SnaketrackError
+
+#: the argument parser of ``snaketrack COMMAND`` for a one-word command, its ``run`` as the parsed
+#: arguments' ``_run``; KeyError for no such command (:func:`snaketrack.commands.command_parser`)
+ParserOf = Callable[[str], argparse.ArgumentParser]
 
 
 @dataclass(frozen=True)
@@ -42,22 +52,10 @@ class StageResult:
         return asdict(self)
 
 
-def command_parser(command: str) -> argparse.ArgumentParser:
-    """The argument parser of ``snaketrack COMMAND`` (a one-word command)."""
-    from snaketrack.cli import _commands
-
-    for cmd in _commands():
-        if cmd.name == command:
-            p = argparse.ArgumentParser(prog=f"snaketrack {command}", exit_on_error=False)
-            cmd.add_arguments(p)
-            p.set_defaults(_run=cmd.run)
-            return p
-    raise KeyError(command)
-
-
-def run_command(argv: list[str]) -> Optional[str]:
-    """Run ``snaketrack ARGV`` in this process; None when it succeeded, else its one-line error."""
-    parser = command_parser(argv[0])
+def run_command(argv: list[str], parser_of: ParserOf) -> Optional[str]:
+    """Run ``snaketrack ARGV`` in this process, its parser from ``parser_of``; None when it succeeded, else its
+    one-line error."""
+    parser = parser_of(argv[0])
     try:
         args = parser.parse_args(argv[1:])
     except (argparse.ArgumentError, SystemExit) as e:
@@ -75,10 +73,11 @@ def record_path(out: Path, video: str, stage: str) -> Path:
     return out / video / ".stages" / f"{stage}.json"
 
 
-def run_stage(out: str | os.PathLike, video: str, stage: str, argv: list[str], threads: int = 1,
-              upstream: tuple = ()) -> StageResult:
-    """Run one stage (module doc). ``upstream``: the :class:`StageResult` s it depends on (a failed one
-    blocks it). ``threads``: torch threads for the command (its share of the CPUs)."""
+def run_stage(out: str | os.PathLike, video: str, stage: str, argv: list[str], parser_of: ParserOf,
+              threads: int = 1, upstream: tuple = ()) -> StageResult:
+    """Run one stage (module doc), its command's parser from ``parser_of``. ``upstream``: the
+    :class:`StageResult` s it depends on (a failed one blocks it). ``threads``: torch threads for the command
+    (its share of the CPUs)."""
     failed = [u for u in upstream if not u.ok]
     if failed:
         first = failed[0]
@@ -91,11 +90,9 @@ def run_stage(out: str | os.PathLike, video: str, stage: str, argv: list[str], t
                 return StageResult(video, stage, "skipped")
         except (OSError, ValueError):
             pass  # a damaged record: run the stage again
-    import torch
-
     torch.set_num_threads(max(1, int(threads)))
     t0 = time.time()
-    error = run_command(argv)
+    error = run_command(argv, parser_of)
     seconds = time.time() - t0
     if error is not None:
         return StageResult(video, stage, "failed", error.splitlines()[0] if error else error, seconds)

@@ -1,14 +1,24 @@
 """CLI subcommands, one module per capability.
 
-Each module defines ``COMMANDS``: a list of :class:`Command`. ``cli.py``
-discovers every module here, so adding a capability never edits ``cli.py``.
-A name with a space (``"sim oal"``) becomes a nested subcommand.
+Each module defines ``COMMANDS``: a list of :class:`Command`. :func:`all_commands`
+finds every module here (``cli.py`` builds ``--help`` from it), so adding a
+capability never edits ``cli.py``. A name with a space (``"sim oal"``) becomes
+a nested subcommand. :func:`command_parser` is one command's parser alone, for
+what runs commands in-process (``fit-video``, ``batch``).
+
+A command module imports its work inside ``run``: ``snaketrack --help`` imports
+every module here, and loads no torch, MuJoCo or OpenCV for it.
 """
 from __future__ import annotations
 
 import argparse
+import importlib
+import pkgutil
 from dataclasses import dataclass
 from typing import Callable, Optional
+
+from snaketrack.errors import InputError
+from snaketrack.threads import ThreadPolicy
 
 
 @dataclass(frozen=True)
@@ -29,6 +39,35 @@ class Command:
     description: Optional[str] = None
 
 
+def all_commands() -> list[Command]:
+    """Every subcommand: the ``COMMANDS`` of each module of this package, by name."""
+    out: list[Command] = []
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        out.extend(getattr(module, "COMMANDS", []))
+    return sorted(out, key=lambda cmd: cmd.name)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with one-line errors: a missing or bad flag is one line on stderr and exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def command_parser(name: str, exit_on_error: bool = True) -> argparse.ArgumentParser:
+    """The argument parser of ``snaketrack NAME`` (a one-word command) alone, its command's ``run`` as the
+    parsed arguments' ``_run``; ``exit_on_error`` as :class:`argparse.ArgumentParser`'s. KeyError for no such
+    command."""
+    for cmd in all_commands():
+        if cmd.name == name:
+            p = ArgumentParser(prog=f"snaketrack {name}", description=cmd.description or cmd.help,
+                               exit_on_error=exit_on_error)
+            cmd.add_arguments(p)
+            p.set_defaults(_run=cmd.run)
+            return p
+    raise KeyError(name)
+
 
 def add_threads_argument(p: argparse.ArgumentParser) -> None:
     """``--threads N``: the tracker's and the segmenter's CPU threads (:class:`snaketrack.threads.ThreadPolicy`);
@@ -45,10 +84,8 @@ def apply_threads(args: argparse.Namespace) -> None:
     if threads is None:
         return
     if threads < 1:
-        from snaketrack.errors import InputError
-
         raise InputError(f"--threads {threads}: expected at least 1")
-    import torch
+    import torch  # deferred: the commands' module imports without torch (module doc)
 
     torch.set_num_threads(threads)
 
@@ -56,8 +93,6 @@ def apply_threads(args: argparse.Namespace) -> None:
 def apply_thread_policy(args: argparse.Namespace) -> dict[str, int]:
     """Apply the tracking thread policy of ``args.threads`` (:func:`add_threads_argument`, None: the default
     policy); returns torch's threads after (:meth:`snaketrack.threads.ThreadPolicy.apply`)."""
-    from snaketrack.threads import ThreadPolicy
-
     return ThreadPolicy.of(getattr(args, "threads", None)).apply()
 
 
@@ -83,7 +118,7 @@ def camera_of(args: argparse.Namespace):
     """The camera flags of :func:`add_camera_arguments` as ``source_camera``'s ``intrinsics``: a file, a
     :class:`~snaketrack.tracker.camera.FieldOfView`, or None."""
     if getattr(args, "fov_deg", None) is not None:
-        from snaketrack.tracker.camera import FieldOfView
+        from snaketrack.tracker.camera import FieldOfView  # deferred: loads OpenCV and torch (module doc)
 
         return FieldOfView(args.fov_deg)
     return args.intrinsics

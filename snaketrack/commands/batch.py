@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from snaketrack.commands import Command
+from snaketrack.commands import Command, command_parser
 from snaketrack.errors import InputError
 from snaketrack.extras import require
 
@@ -35,8 +35,9 @@ def _run(args: argparse.Namespace) -> int:
     require("batch", "batch")
     if args.workers is not None and args.workers < 1:
         raise InputError(f"--workers {args.workers}; expected a positive number")
-    campaign = load_campaign(args.campaign)
-    summary = run_campaign(campaign, args.out, args.address, args.workers, Resources(train_gpus=args.train_gpus))
+    campaign = load_campaign(args.campaign, command_parser)
+    summary = run_campaign(campaign, args.out, command_parser, args.address, args.workers,
+                           Resources(train_gpus=args.train_gpus))
     for row in summary["per_video"]:
         if row["status"] != "ok":
             print(f"{row['video']}: {row['failed_stage']} failed: {row['error']}", file=sys.stderr)

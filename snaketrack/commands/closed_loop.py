@@ -1,11 +1,11 @@
 """``snaketrack sim closed-loop``: steer a snake robot through waypoints by vision.
 
-Runs :func:`snaketrack.sim.closed_loop.run_closed_loop` once per state source (``--states all``:
+Runs :func:`snaketrack.experiments.closed_loop.run_closed_loop` once per state source (``--states all``:
 the open loop, the truth-fed reference, then the tracked run) and writes each into ``OUT/none/``,
-``OUT/truth/`` or ``OUT/tracked/`` (:mod:`snaketrack.sim.closed_loop_outputs`); when more than one
+``OUT/truth/`` or ``OUT/tracked/`` (:mod:`snaketrack.experiments.closed_loop_outputs`); when more than one
 run is in ``--out``, their comparison ``OUT/summary.json`` and ``OUT/head_paths.png``. Only the
 flags the user gives are passed on; every default lives in
-:class:`snaketrack.sim.closed_loop.ClosedLoopConfig`. Flag values are checked there, so a bad one
+:class:`snaketrack.experiments.closed_loop.ClosedLoopConfig`. Flag values are checked there, so a bad one
 is one line on stderr and exit status 2.
 """
 from __future__ import annotations
@@ -47,7 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace, states: str):
     """A :class:`ClosedLoopConfig` from the flags the user set."""
-    from snaketrack.sim.closed_loop import ClosedLoopConfig, parse_targets
+    from snaketrack.experiments.closed_loop import ClosedLoopConfig, parse_targets
 
     kw: dict = {"states": states}
     for flag in ("world", "scene", "pacing", "seed", "time_scale", "duration", "fps"):
@@ -60,8 +60,8 @@ def config_from_args(args: argparse.Namespace, states: str):
 
 
 def run(args: argparse.Namespace) -> int:
-    from snaketrack.sim.closed_loop import STATE_SOURCES, run_closed_loop
-    from snaketrack.sim.closed_loop_outputs import compare_runs, write_run
+    from snaketrack.experiments.closed_loop import STATE_SOURCES, run_closed_loop
+    from snaketrack.experiments.closed_loop_outputs import compare_runs, write_run
 
     if args.states not in STATES_CHOICES:
         raise InputError(f"--states {args.states!r}; expected one of {', '.join(STATES_CHOICES)}")

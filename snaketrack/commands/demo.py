@@ -18,6 +18,7 @@ import argparse
 from pathlib import Path
 
 from snaketrack.commands import Command
+from snaketrack.errors import InputError
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
@@ -70,7 +71,6 @@ def _run(args: argparse.Namespace) -> int:
 def _check_reuse(data: Path, config) -> bool:
     """Whether ``data`` holds a finished rendering of ``config`` with at least its frames; an unfinished one
     of the same settings is resumed (False), one of other settings refused."""
-    from snaketrack.errors import InputError
     from snaketrack.io import read_json
     from snaketrack.sim.video import config_key
 

@@ -65,9 +65,9 @@ def _add_experiments(p: argparse.ArgumentParser) -> None:
 
 
 def _run_experiments(args: argparse.Namespace) -> int:
-    from snaketrack.estimation.experiment_outputs import write_outputs
-    from snaketrack.estimation.experiments import ExperimentsConfig, run_experiments
     from snaketrack.estimation.registry import ESTIMATORS
+    from snaketrack.experiments.jacobian import ExperimentsConfig, run_experiments
+    from snaketrack.experiments.jacobian_outputs import write_outputs
 
     kf, co, sigma = _configs(args)
     over = {"kf": kf, "co": co, "sigma": sigma}

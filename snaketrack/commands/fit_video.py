@@ -40,7 +40,9 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from snaketrack.commands import Command, add_camera_arguments
+import cv2
+
+from snaketrack.commands import Command, add_camera_arguments, command_parser
 from snaketrack.errors import InputError
 
 STAGES_JSON = "stages.json"
@@ -86,10 +88,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 def run_stage(argv: list[str]) -> str:
     """Run ``snaketrack ARGV`` in this process; returns what it printed on standard output, which is passed
     on to standard error (standard output carries only this command's JSON)."""
-    from snaketrack.cli import build_parser
-
     print("$ snaketrack " + " ".join(argv), file=sys.stderr, flush=True)
-    args = build_parser().parse_args(argv)
+    args = command_parser(argv[0]).parse_args(argv[1:])
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         args._run(args)
@@ -216,7 +216,6 @@ def _speed(model: Path, heldout: Path, track: dict, frames: int = 40) -> dict:
     """The segmenter's live setting per frame [ms] at the tracking size (the median over up to ``frames``
     held-out frames, the first two left out as warm-up), the tracker's per frame [ms] (its searches left
     out: ``fps_excluding_search``), and the rate of the two together [frames/s]."""
-    import cv2
     import numpy as np
 
     from snaketrack.datasets.video import open_frames

@@ -9,7 +9,7 @@ labels_report.json and, when frames are flagged, labels_flagged.png. Run
 again on the same ``--out`` to continue.
 
 ``fit-labels``: tracks a label dataset with the robot's kinematic model
-(:mod:`snaketrack.datasets.fit_labels`) and writes a new dataset whose
+(:mod:`snaketrack.labelling.fit_labels`) and writes a new dataset whose
 masks are the fitted silhouettes where they explain the labels, the labels
 trimmed to them where they explain them less, the labels themselves elsewhere.
 """
@@ -18,9 +18,10 @@ from __future__ import annotations
 import argparse
 import json
 import time
+import warnings
 
 from snaketrack.commands import Command, add_camera_arguments, apply_threads, camera_of
-from snaketrack.errors import InputError
+from snaketrack.errors import InputError, SnaketrackError, SnaketrackWarning
 from snaketrack.extras import require
 
 #: torch's threads for GrabCut's labeller: the fit's tracker works on small tensors, and the other core makes the
@@ -85,8 +86,8 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from snaketrack.datasets.boxes import parse_box
-    from snaketrack.datasets.label import LabelConfig, label_video
     from snaketrack.datasets.video import open_frames
+    from snaketrack.labelling.label import LabelConfig, label_video
 
     apply_threads(args)
     src = open_frames(args.source)
@@ -136,7 +137,7 @@ def build_backend(name: str, source=None, robot: str | None = None, intrinsics=N
                   motion: bool = True, fit: bool | None = None, gate: bool = True, up: str | None = None,
                   track_ground: bool = False):
     """The box-prompted backend ``label`` runs for ``--backend NAME``, its labels fitted to the robot model
-    (:class:`~snaketrack.datasets.fit_labels.FittedBackend`) when ``fit``.
+    (:class:`~snaketrack.labelling.fit_labels.FittedBackend`) when ``fit``.
 
     ``default`` is what ``label`` runs without ``--backend``: SAM when a checkpoint is given, else
     GrabCut (higher mean IoU over the label suite than the guided backend, docs/benchmarks.md),
@@ -150,9 +151,9 @@ def build_backend(name: str, source=None, robot: str | None = None, intrinsics=N
     meta.json names it; the label suite's best, docs/benchmarks.md); True fits a SAM or GrabCut backend's
     (the robot must be known); False never. The guided backend fits the model itself.
     ``gate``: a fitted backend's labels are also held to the model
-    (:class:`~snaketrack.datasets.label_gate.GatedBackend`); False: fitted only.
+    (:class:`~snaketrack.labelling.label_gate.GatedBackend`); False: fitted only.
     ``up``, ``track_ground``: the fit's up source (``--up``, :func:`~snaketrack.tracker.gravity.open_up`) and
-    ground following (:class:`~snaketrack.datasets.fit_labels.LabelFitter`).
+    ground following (:class:`~snaketrack.labelling.fit_labels.LabelFitter`).
     """
     meta = getattr(source, "meta", {}) or {}
     if name == "default":
@@ -170,7 +171,7 @@ def build_backend(name: str, source=None, robot: str | None = None, intrinsics=N
             raise InputError("--up and --track-ground hold the robot model's fit to the ground: they need the "
                              "robot (--robot) and the fit")
         return backend
-    from snaketrack.datasets.fit_labels import FittedBackend, LabelFitter
+    from snaketrack.labelling.fit_labels import FittedBackend, LabelFitter
     from snaketrack.tracker.gravity import open_up
 
     camera = _guide_camera(source, intrinsics, meta)
@@ -178,7 +179,7 @@ def build_backend(name: str, source=None, robot: str | None = None, intrinsics=N
     up_source = open_up(up, getattr(source, "truth", None), int(meta.get("seed", 0) or 0))
     ground = {"up_source": up_source, "track_ground": bool(track_ground)}
     if gate:
-        from snaketrack.datasets.label_gate import GateConfig, GatedBackend, gate_tracker
+        from snaketrack.labelling.label_gate import GateConfig, GatedBackend, gate_tracker
 
         gcfg = GateConfig()
         return GatedBackend(backend, LabelFitter(fit_robot, camera, fps=fps, tracker_config=gate_tracker(gcfg),
@@ -190,7 +191,6 @@ def _fit_robot(robot, meta: dict, required: bool):
     """The robot the labels are fitted to: ``robot``, else the one the source's meta.json names; None when
     neither names one, or (not ``required``, with a warning) when the meta.json's does not load. ``required``
     (``--fit``): neither naming one, or one that does not load, is an error."""
-    from snaketrack.errors import SnaketrackError, SnaketrackWarning
     from snaketrack.models.robot import source_robot
 
     if not (robot or meta.get("robot_file") or meta.get("robot")):
@@ -202,7 +202,6 @@ def _fit_robot(robot, meta: dict, required: bool):
     except SnaketrackError as e:
         if required or robot:
             raise
-        import warnings
 
         warnings.warn(f"labels not fitted to a robot model: {e}", SnaketrackWarning, stacklevel=3)
         return None
@@ -238,7 +237,7 @@ def _box_backend(name: str, source, robot, intrinsics, sam_checkpoint, sam_model
             return MotionGuidedBackend(source, stride=stride)
         return GrabCutBackend()
     if name == "guided":
-        from snaketrack.datasets.guided_backend import GuidedBackend
+        from snaketrack.labelling.guided_backend import GuidedBackend
         from snaketrack.models.robot import source_robot
 
         if source is None:
@@ -274,7 +273,7 @@ def add_fit_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_fit(args: argparse.Namespace) -> int:
-    from snaketrack.datasets.fit_labels import FitConfig, fit_labels
+    from snaketrack.labelling.fit_labels import FitConfig, fit_labels
 
     rep = fit_labels(args.labels, args.out, args.robot, camera_of(args),
                      FitConfig(agree_px=args.agree_px, min_iou=args.min_iou, replace_iou=args.replace_iou,

@@ -24,10 +24,13 @@ import math
 import warnings
 from pathlib import Path
 
+import cv2
 import numpy as np
 
 from snaketrack.commands import Command, add_camera_arguments, camera_of
+from snaketrack.datasets.layout import read_image
 from snaketrack.errors import FileFormatError, InputError, MissingFileError, SnaketrackWarning
+from snaketrack.io import atomic_write_bytes, atomic_write_text, parse_size
 
 _POSE_FORM = "X,Y,Z,YAW[,PITCH,ROLL]: the base's position in the camera frame [m] and its yaw, pitch, roll [rad]"
 
@@ -112,8 +115,6 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _read_frame(path: str) -> np.ndarray:
-    from snaketrack.datasets.layout import read_image
-
     try:
         return read_image(path)
     except (MissingFileError, FileFormatError) as e:
@@ -121,9 +122,6 @@ def _read_frame(path: str) -> np.ndarray:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import cv2
-
-    from snaketrack.io import atomic_write_bytes, parse_size
     from snaketrack.models.robot import load_robot
     from snaketrack.tracker import robot_view as rv
 
@@ -228,7 +226,6 @@ def _add_new_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run_new(args: argparse.Namespace) -> int:
-    from snaketrack.io import atomic_write_text
     from snaketrack.models.robot import load_robot
     from snaketrack.models.robot_spec import RobotSpec, parse_axes, parse_colour, robot_yaml
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import warnings
 
 from snaketrack.commands import Command, add_all_pieces_argument, add_device_argument, add_setting_argument
+from snaketrack.errors import InputError, SnaketrackWarning
 
 
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
@@ -105,7 +107,6 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    from snaketrack.errors import InputError
     from snaketrack.training.config import recipe_config
     from snaketrack.training.distributed import check_workers
     from snaketrack.training.model import parse_input_size
@@ -173,10 +174,6 @@ def run_train(args: argparse.Namespace) -> int:
           f"validation IoU {sel.get('iou', float('nan')):.4f} ({res.epochs_done} epochs)")
     note = short_budget_note(res.epochs_done, res.stopped_by_time, config.time_limit_s)
     if note:
-        import warnings
-
-        from snaketrack.errors import SnaketrackWarning
-
         warnings.warn(note, SnaketrackWarning, stacklevel=2)
     return 0
 
@@ -261,7 +258,6 @@ def add_eval_arguments(p: argparse.ArgumentParser) -> None:
 def run_eval(args: argparse.Namespace) -> int:
     from snaketrack.datasets.layout import Dataset
     from snaketrack.device import resolve_device
-    from snaketrack.errors import InputError
     from snaketrack.training.evaluate import evaluate_segmenter
     from snaketrack.training.segmenter import load_segmenter
 

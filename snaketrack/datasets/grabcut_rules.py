@@ -15,6 +15,7 @@ from typing import Optional
 
 import cv2
 import numpy as np
+from skimage.morphology import skeletonize
 
 from snaketrack.errors import InputError
 
@@ -200,8 +201,6 @@ def remove_thick_blobs(mask: np.ndarray, factor: float) -> np.ndarray:
     (found by a morphological opening) are removed — the round obstacles
     GrabCut sometimes glues to a thin robot.
     """
-    from skimage.morphology import skeletonize
-
     m = mask.astype(np.uint8)
     if m.sum() < 20:
         return mask
@@ -333,8 +332,6 @@ def close_gaps(mask: np.ndarray, factor: float) -> np.ndarray:
     Fills dark robot parts (joints) that look like shade and were left out
     between the robot's coloured segments.
     """
-    from skimage.morphology import skeletonize
-
     m = mask.astype(np.uint8)
     if m.sum() < 20:
         return mask

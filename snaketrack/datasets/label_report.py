@@ -3,7 +3,7 @@
 A run that fits its labels to the robot model also writes ``fit.csv``, one row a frame: the tracker's status,
 the IoU of the fitted silhouette and the label, which mask was written (``fit``: the silhouette, ``trim``:
 the label trimmed to it, ``label``: the label as cut, which the model did not explain), and under the label gate
-(:mod:`~snaketrack.datasets.label_gate`) what it did to the frame's label (``gate``: reasons joined by ``+``).
+(:mod:`~snaketrack.labelling.label_gate`) what it did to the frame's label (``gate``: reasons joined by ``+``).
 :func:`write_report` (re)writes ``labels_report.json`` (frame counts, flag
 counts per reason, the labelling settings, one entry per flagged frame, and from ``fit.csv`` the count of
 each kind of written mask, the frames whose label the model did not explain, and the gate's reasons counted),
@@ -16,6 +16,7 @@ prompt box and reasons) from ``labels.csv``, and when the fit kept any label as 
 """
 from __future__ import annotations
 
+import csv
 import os
 from pathlib import Path
 from typing import Any
@@ -36,15 +37,13 @@ CSV_COLUMNS = ["frame", "source_frame", "box_x", "box_y", "box_w", "box_h", "are
                "area_ratio", "overlap", "iou_prev", "flags"]
 FIT_CSV = "fit.csv"
 FIT_COLUMNS = ["frame", "status", "iou_fit", "source", "area_label_px", "area_fitted_px", "gate"]
-#: a column a run without the label gate (:mod:`~snaketrack.datasets.label_gate`) may lack: read as empty
+#: a column a run without the label gate (:mod:`~snaketrack.labelling.label_gate`) may lack: read as empty
 OPTIONAL_COLUMNS = ("gate",)
 
 
 def read_label_rows(path: Path, columns: list[str] = CSV_COLUMNS) -> list[dict[str, str]]:
     """The complete rows of ``labels.csv`` (or of another of the run's tables with its ``columns``: column
     name → text)."""
-    import csv
-
     if not path.is_file():
         return []
     with open(path, newline="") as f:

@@ -65,7 +65,7 @@ class MotionGuideConfig:
 class MotionGuidedBackend:
     """GrabCut guided by the video's motion (module doc). source: the
     :class:`~snaketrack.datasets.video.FrameSource` being labelled; :meth:`seek` names the source frame
-    the next :meth:`set_image` holds (:func:`~snaketrack.datasets.label.label_video` calls it; without
+    the next :meth:`set_image` holds (:func:`~snaketrack.labelling.label.label_video` calls it; without
     it, frames are counted from 0 by ``stride``)."""
 
     name = "grabcut"

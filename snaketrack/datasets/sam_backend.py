@@ -26,7 +26,7 @@ SAM_MODEL_TYPES = ("vit_b", "vit_l", "vit_h")
 
 def load_sam(checkpoint: str | os.PathLike, model_type: str = "vit_b", device: str = "cpu"):
     """Build SAM ``model_type`` and load ``checkpoint``; returns the ``Sam`` module (eval mode)."""
-    from segment_anything import sam_model_registry
+    from segment_anything import sam_model_registry  # deferred: optional, the sam extra
 
     if model_type not in SAM_MODEL_TYPES:
         raise InputError(f"--sam-model {model_type!r}: expected one of {', '.join(SAM_MODEL_TYPES)}")
@@ -59,7 +59,7 @@ class SamBackend:
 
     def __init__(self, checkpoint: Optional[str | os.PathLike] = None, model_type: str = "vit_b",
                  device: str = "cpu", sam=None):
-        from segment_anything import SamPredictor
+        from segment_anything import SamPredictor  # deferred: optional, the sam extra
 
         if sam is None:
             if checkpoint is None:
@@ -71,7 +71,7 @@ class SamBackend:
 
     def set_image(self, rgb: np.ndarray) -> None:
         """Compute the image embedding of one frame (RGB uint8 (H, W, 3)): the expensive step."""
-        import torch
+        import torch  # deferred: the module imports without torch
 
         with torch.inference_mode():
             self.predictor.set_image(np.ascontiguousarray(rgb), image_format="RGB")
@@ -81,7 +81,7 @@ class SamBackend:
 
     def predict(self, box: Box, prior: Optional[np.ndarray] = None) -> np.ndarray:
         """Mask bool (H, W) for the box prompt (pixels); ``prior`` is not used by SAM."""
-        import torch
+        import torch  # deferred: the module imports without torch
 
         if not self.predictor.is_image_set:
             raise StateError("SamBackend.predict called before set_image(); call set_image(rgb) first")

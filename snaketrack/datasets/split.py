@@ -8,7 +8,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from snaketrack.datasets.label_report import flagged_frames
+from snaketrack.datasets.layout import MASK_EXT, frame_name
 from snaketrack.errors import InputError
+from snaketrack.io import read_json, write_json
 
 #: fewest good labelled frames a split takes
 MIN_FRAMES = 10
@@ -23,10 +26,6 @@ def split_in_time(labels: str | os.PathLike, train: str | os.PathLike, heldout: 
     Returns ``{"train_frames", "heldout_frames", "heldout_from_frame"}``. Run again on the same folders, it
     links what is missing and leaves the rest.
     """
-    from snaketrack.datasets.label_report import flagged_frames
-    from snaketrack.datasets.layout import MASK_EXT, frame_name
-    from snaketrack.io import read_json, write_json
-
     labels, train, heldout = Path(labels), Path(train), Path(heldout)
     if not 0.0 < holdout < 1.0:
         raise InputError(f"--holdout {holdout}; expected a fraction in (0, 1)")

@@ -24,6 +24,7 @@ from typing import Any, Iterator, Optional
 import cv2
 import numpy as np
 
+from snaketrack.datasets.layout import Dataset
 from snaketrack.errors import FileFormatError, InputError, MissingFileError
 from snaketrack.io import read_json
 
@@ -79,8 +80,6 @@ class FolderSource(FrameSource):
         self.folder = folder
         self.dataset = None
         if folder != self.path:
-            from snaketrack.datasets.layout import Dataset
-
             self.dataset = Dataset(self.path)
             self.has_masks = self.dataset.has_masks
         self.files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_EXTS)

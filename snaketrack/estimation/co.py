@@ -78,7 +78,7 @@ class CvxpyCO:
     """
 
     def __init__(self, n_joints: int, solver: str = "CLARABEL", parametrised: bool = True, **solver_options):
-        import cvxpy as cp
+        import cvxpy as cp  # deferred: the module imports without cvxpy
 
         self.cp = cp
         self.n_joints = int(n_joints)

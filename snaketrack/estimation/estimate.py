@@ -7,6 +7,10 @@ from pathlib import Path
 import numpy as np
 
 from snaketrack.errors import InputError
+from snaketrack.estimation.metrics import mse, run_estimator
+from snaketrack.estimation.registry import make_estimator
+from snaketrack.estimation.states import SmoothingConfig, read_states
+from snaketrack.io import atomic_write_bytes, atomic_write_text, write_json
 
 
 def run_estimate(path, estimator: str = "ukf", out=None, plane: str = "xy", smoothing=None, kf=None, co=None,
@@ -29,11 +33,6 @@ def run_estimate(path, estimator: str = "ukf", out=None, plane: str = "xy", smoo
     ``step_time_ms`` of one estimator step, and what was read and how. A folder ``out`` holding another
     command's summary.json (one without estimate.csv beside it) is refused before anything runs.
     """
-    from snaketrack.estimation.metrics import mse, run_estimator
-    from snaketrack.estimation.registry import make_estimator
-    from snaketrack.estimation.states import SmoothingConfig, read_states
-    from snaketrack.io import atomic_write_text, write_json
-
     if out is not None and (Path(out) / "summary.json").is_file() and not (Path(out) / "estimate.csv").is_file():
         raise InputError(f"--out {out}: holds another command's summary.json; give a folder of its own")
     smoothing = smoothing or SmoothingConfig()
@@ -67,12 +66,10 @@ def plot_estimate(data, run, path: Path, estimator: str) -> None:
     data: the states read (``t``, ``rdot`` of shape (T, 2), ``source``, ``frame``);
     run: the estimator run (``prediction`` of shape (T, 2)).
     """
-    import matplotlib
+    import matplotlib  # deferred: the module imports without matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from snaketrack.io import atomic_write_bytes
+    import matplotlib.pyplot as plt  # deferred: the module imports without matplotlib
 
     fig, ax = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
     for j, comp in enumerate("xy"):

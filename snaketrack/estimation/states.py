@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from scipy.signal import savgol_filter
 
 from snaketrack.errors import FileFormatError, InputError, MissingFileError
 from snaketrack.io import read_csv_columns
@@ -91,8 +92,6 @@ class EstimationInput:
 
 def savgol_derivative(y: np.ndarray, t: np.ndarray, window: int = 9, polyorder: int = 2) -> np.ndarray:
     """Time derivative of uniformly sampled y (T, …) at times t (T,) [s] by Savitzky–Golay smoothing."""
-    from scipy.signal import savgol_filter
-
     y = np.asarray(y, dtype=float)
     t = np.asarray(t, dtype=float)
     if window % 2 != 1 or window <= polyorder or polyorder < 1:

@@ -59,8 +59,6 @@ class UKFEstimator(JacobianEstimator):
     configs = ("kf", "sigma")
 
     def __init__(self, n_joints: int, kf: KFConfig = KFConfig(), sigma: SigmaConfig = SigmaConfig()):
-        from filterpy.kalman import MerweScaledSigmaPoints, UnscentedKalmanFilter
-
         if int(n_joints) < 1:
             raise InputError(f"n_joints = {n_joints}; expected a positive joint count")
         if not (0.0 < sigma.alpha <= 1.0):
@@ -69,6 +67,10 @@ class UKFEstimator(JacobianEstimator):
         self.config, self.sigma = kf, sigma
         config = kf
         n = 2 * J
+        # deferred: filterpy takes half a second to import, and the registry (`snaketrack estimate --help`) loads
+        # this module
+        from filterpy.kalman import MerweScaledSigmaPoints, UnscentedKalmanFilter
+
         points = MerweScaledSigmaPoints(n, alpha=sigma.alpha, beta=sigma.beta, kappa=sigma.kappa)
         f = UnscentedKalmanFilter(dim_x=n, dim_z=2, dt=1.0, hx=self._hx, fx=self._fx, points=points)
         f.Q = _cov(config.q, n, "q")

@@ -37,7 +37,7 @@ from typing import Any, Optional
 import numpy as np
 import yaml
 
-from snaketrack.errors import FileFormatError, MissingFileError
+from snaketrack.errors import FileFormatError, InputError, MissingFileError
 
 ROBOTS_DIR = Path(__file__).parent / "robots"
 
@@ -148,8 +148,6 @@ def available_robots() -> list[str]:
 def source_robot(spec: Optional[str], meta: dict) -> Robot:
     """The robot named by ``spec`` (a shipped name or YAML path), else by ``meta``'s ``robot_file`` or ``robot``
     (a dataset's meta.json)."""
-    from snaketrack.errors import InputError
-
     spec = spec or meta.get("robot_file") or meta.get("robot")
     if not spec:
         raise InputError("--robot: no robot given and the source's meta.json names none")

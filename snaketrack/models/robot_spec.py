@@ -26,7 +26,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import yaml
+
 from snaketrack.errors import InputError
+from snaketrack.models.robot import robot_from_dict
 
 #: axis words for ``axes``
 AXIS_WORDS = {"yaw": "z", "pitch": "y", "roll": "x", "z": "z", "y": "y", "x": "x"}
@@ -164,10 +167,6 @@ def robot_dict(spec: RobotSpec) -> dict:
 def robot_yaml(spec: RobotSpec) -> str:
     """The robot file's text: a comment with the numbers it was written from, then the mapping, checked by
     the loader (:func:`snaketrack.models.robot.robot_from_dict`)."""
-    import yaml
-
-    from snaketrack.models.robot import robot_from_dict
-
     data = robot_dict(spec)
     robot_from_dict(data, source=spec.name)
     given = [f"modules {spec.modules}", f"pitch {spec.pitch:g} m",

@@ -19,6 +19,8 @@ import math
 import numpy as np
 import torch
 
+from snaketrack.errors import InputError
+
 _AXES = {"x": 0, "y": 1, "z": 2}
 
 
@@ -31,8 +33,6 @@ def axis_rotation(axis: str, angle: torch.Tensor) -> torch.Tensor:
     [0.0, 1.0, 0.0]
     """
     if axis not in _AXES:
-        from snaketrack.errors import InputError
-
         raise InputError(f"joint axis {axis!r}; expected one of 'x', 'y', 'z'")
     c, s = torch.cos(angle), torch.sin(angle)
     one, zero = torch.ones_like(angle), torch.zeros_like(angle)

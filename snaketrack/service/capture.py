@@ -27,7 +27,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from snaketrack.errors import SnaketrackError, SnaketrackWarning
+from snaketrack.errors import InputError, SnaketrackError, SnaketrackWarning
 
 
 @dataclass
@@ -150,8 +150,6 @@ class RecordedFeed:
     def __init__(self, frames, masks: Optional[Callable] = None, up: Optional[Callable] = None,
                  realtime: bool = False, loop: bool = False, max_frames: Optional[int] = None, bounce: bool = False):
         if bounce and not hasattr(frames, "frame"):
-            from snaketrack.errors import InputError
-
             raise InputError(f"{frames.path}: playing back and forth needs a folder of frames, not a video")
         self.bounce = bool(bounce)
         self.source, self.masks, self.up = frames, masks, up

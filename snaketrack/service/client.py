@@ -16,6 +16,7 @@ message. For a controller::
 from __future__ import annotations
 
 import json
+import socket
 import struct
 import time
 from dataclasses import dataclass
@@ -141,8 +142,7 @@ class StateClient:
         self.close()
 
     def connect(self) -> "StateClient":
-        import socket
-
+        # deferred: optional, the service extra
         from websockets.exceptions import InvalidStatus
         from websockets.sync.client import connect
 
@@ -196,7 +196,7 @@ class StateClient:
     def messages(self, timeout: Optional[float] = 5.0) -> Iterator[tuple[str, Any, float]]:
         """``(topic, message, received_time)`` of the subscribed topics (a JSON topic's message decoded, any
         other's as bytes), until ``timeout`` [s] passes without one (None: forever) or the service closes."""
-        from websockets.exceptions import ConnectionClosed
+        from websockets.exceptions import ConnectionClosed  # deferred: optional, the service extra
 
         if self.ws is None:
             self.connect()

@@ -186,7 +186,7 @@ def level_rotation(up: np.ndarray) -> np.ndarray:
 def link_transforms(robot, state) -> list[tuple[str, str, np.ndarray, np.ndarray]]:
     """``(parent, child, translation (3,), rotation (3, 3))`` of the robot's frames: camera → base
     (link 1), then each link in its predecessor's frame (``link_2`` … ``link_L``), metres."""
-    from snaketrack.models.chain import chain_frames
+    from snaketrack.models.chain import chain_frames  # deferred: the module imports without torch
 
     rots, origins, *_ = chain_frames(robot, np.asarray(state.q, float), np.asarray(state.base_rotation, float),
                                      np.asarray(state.base_position, float))

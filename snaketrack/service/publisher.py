@@ -25,10 +25,16 @@ import time
 from pathlib import Path
 from typing import Optional
 
+import cv2
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from snaketrack.errors import InputError
+from snaketrack.models.chain import chain_frames
 from snaketrack.service import messages as m
+from snaketrack.service.gate import TokenGate
+from snaketrack.tracker.forecast import forecast
+from snaketrack.tracker.outputs import overlay_frame
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
@@ -74,6 +80,7 @@ class Publisher:
 
     # -- lifetime ---------------------------------------------------------------------------
     def start(self) -> "Publisher":
+        # deferred: optional, the service extra
         import foxglove
         from foxglove import Channel
         from foxglove.channels import CompressedImageChannel, FrameTransformsChannel, PoseInFrameChannel
@@ -92,8 +99,6 @@ class Publisher:
             m.OVERLAY: CompressedImageChannel(m.OVERLAY, context=ctx),
         }
         try:
-            from snaketrack.service.gate import TokenGate
-
             # the SDK's server accepts one subprotocol name and no token check: clients reach it through the gate
             self.server = foxglove.start_server(name="snaketrack", host="127.0.0.1", port=0, context=ctx,
                                                 message_backlog_size=self.client_queue,
@@ -151,6 +156,7 @@ class Publisher:
         """Publish one :class:`~snaketrack.tracker.pipeline.FrameResult` captured at ``capture_time``
         [s since the epoch]; ``reading_settled``: whether the tracker has settled which end is the head.
         Returns the capture-to-publish latency [ms]."""
+        # deferred: optional, the service extra
         from foxglove.messages import CompressedImage, FrameTransform, FrameTransforms, PoseInFrame, Timestamp
 
         state = result.state
@@ -180,17 +186,12 @@ class Publisher:
         ch[m.TF].log(FrameTransforms(transforms=transforms), log_time=ns)
         now = time.monotonic()
         if self.overlay_hz > 0 and now - self._last_overlay >= 1.0 / self.overlay_hz:
-            import cv2
-
-            from snaketrack.tracker.outputs import overlay_frame
-
             self._last_overlay = now
             image = overlay_frame(result, self.robot, self.K)
             ok, jpeg = cv2.imencode(".jpg", cv2.cvtColor(image, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, 80])
             if ok:
                 ch[m.OVERLAY].log(CompressedImage(timestamp=stamp, frame_id=m.CAMERA_FRAME, data=jpeg.tobytes(),
                                                   format="jpeg"), log_time=ns)
-        from snaketrack.tracker.forecast import forecast
 
         published = time.time()  # the forecast's time: the state as it stands when a client gets it
         predicted = forecast(state, self.robot, max(0.0, published - capture_time))
@@ -205,29 +206,26 @@ class Publisher:
 
 
 def _vector(v):
-    from foxglove.messages import Vector3
+    from foxglove.messages import Vector3  # deferred: optional, the service extra
 
     x, y, z = (float(a) for a in np.asarray(v, float))
     return Vector3(x=x, y=y, z=z)
 
 
 def _quaternion(R):
-    from foxglove.messages import Quaternion
-    from scipy.spatial.transform import Rotation
+    from foxglove.messages import Quaternion  # deferred: optional, the service extra
 
     x, y, z, w = Rotation.from_matrix(np.asarray(R, float)).as_quat()
     return Quaternion(x=float(x), y=float(y), z=float(z), w=float(w))
 
 
 def _pose(position, R):
-    from foxglove.messages import Pose
+    from foxglove.messages import Pose  # deferred: optional, the service extra
 
     return Pose(position=_vector(position), orientation=_quaternion(R))
 
 
 def _head_rotation(robot, state, base_R: np.ndarray) -> np.ndarray:
     """The head link's orientation (3, 3) in the camera frame."""
-    from snaketrack.models.chain import chain_frames
-
     rots, *_ = chain_frames(robot, np.asarray(state.q, float), base_R, np.asarray(state.base_position, float))
     return rots[-1]

@@ -35,7 +35,9 @@ from typing import Any, Optional
 import numpy as np
 
 from snaketrack.errors import InputError
+from snaketrack.service.capture import LatestFrame
 from snaketrack.service.publisher import LOOPBACK, Publisher
+from snaketrack.tracker.overlap import WriteBehind
 from snaketrack.tracker.pipeline import PipelineConfig, TrackingSession
 
 
@@ -89,8 +91,6 @@ class TrackingService:
 
     def __init__(self, source, robot, camera, pipeline: PipelineConfig = PipelineConfig(),
                  config: ServiceConfig = ServiceConfig(), segmenter: Any = None, stop_timeout_s: float = 3.0):
-        from snaketrack.service.capture import LatestFrame
-
         self.source, self.robot, self.config = source, robot, config
         if (camera.width, camera.height) != (source.width, source.height):
             raise InputError(f"camera of {camera.width}x{camera.height} px; the source's frames are "
@@ -135,8 +135,6 @@ class TrackingService:
     def start(self, capture: bool = True) -> "TrackingService":
         """Start the server and the preparing, tracking and publishing threads, and the capture unless
         ``capture`` is False (then :meth:`start_capture` starts it, e.g. once the clients are connected)."""
-        from snaketrack.tracker.overlap import WriteBehind
-
         self.publisher.start()
         self.session.start()
         self._started = True

@@ -276,14 +276,14 @@ def to_xml(root: ET.Element) -> str:
 
 def load_model(root: ET.Element):
     """Compile an MJCF element into a ``mujoco.MjModel``."""
-    import mujoco
+    import mujoco  # deferred: the module imports without MuJoCo
 
     return mujoco.MjModel.from_xml_string(to_xml(root))
 
 
 def robot_geom_ids(model, robot: Robot, visual_only: bool = True) -> np.ndarray:
     """Ids of the robot's geoms (visual ones by default), e.g. to build masks from segmentation."""
-    import mujoco
+    import mujoco  # deferred: the module imports without MuJoCo
 
     link_bodies = {mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, f"link_{i + 1}") for i in range(robot.n_links)}
     ids = [g for g in range(model.ngeom) if model.geom_bodyid[g] in link_bodies]
@@ -294,7 +294,7 @@ def robot_geom_ids(model, robot: Robot, visual_only: bool = True) -> np.ndarray:
 
 def joint_qpos_addresses(model, robot: Robot) -> np.ndarray:
     """qpos indices of the robot's joint coordinates, in the robot file's order."""
-    import mujoco
+    import mujoco  # deferred: the module imports without MuJoCo
 
     return np.array([model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n)]
                      for n in robot.joint_names])
@@ -302,7 +302,7 @@ def joint_qpos_addresses(model, robot: Robot) -> np.ndarray:
 
 def joint_dof_addresses(model, robot: Robot) -> np.ndarray:
     """qvel indices of the robot's joint coordinates, in the robot file's order."""
-    import mujoco
+    import mujoco  # deferred: the module imports without MuJoCo
 
     return np.array([model.jnt_dofadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n)]
                      for n in robot.joint_names])

@@ -47,8 +47,10 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
+from tqdm import tqdm
 
-from snaketrack.errors import InputError
+from snaketrack.errors import ConvergenceError, InputError
+from snaketrack.io import atomic_write_text
 from snaketrack.models.kinematics import planar_link_angles
 from snaketrack.models.robot import Robot, load_robot
 from snaketrack.sim.gait import RESUME_MODES, Gait, GaitParams
@@ -60,6 +62,7 @@ from snaketrack.sim.mjcf import (
     joint_qpos_addresses,
     load_model,
     obstacle_positions,
+    to_xml,
 )
 
 
@@ -176,8 +179,6 @@ def _robot(config: OALConfig) -> Robot:
 
 def oal_world_xml(config: OALConfig = OALConfig()) -> str:
     """The MJCF text of the OAL world for ``config`` (obstacles, contacts, robot, motors)."""
-    from snaketrack.sim.mjcf import to_xml
-
     return to_xml(_world(config, _robot(config)))
 
 
@@ -253,8 +254,6 @@ class OALResult:
 
         Numbers are written with ``repr`` precision, so the same run gives the same bytes.
         """
-        from snaketrack.io import atomic_write_text
-
         lines = [",".join(self.columns)]
         lines += [",".join(repr(float(v)) for v in row) for row in self.states_table()]
         atomic_write_text(path, "\n".join(lines) + "\n")
@@ -300,7 +299,7 @@ def simulate_oal(config: OALConfig = OALConfig(), progress: bool = False) -> OAL
     progress: show a tqdm bar. Deterministic: the same config (and seed) gives
     the same arrays bit for bit on the same machine and MuJoCo build.
     """
-    import mujoco
+    import mujoco  # deferred: the module imports without MuJoCo
 
     model, robot = oal_model(config)
     data = mujoco.MjData(model)
@@ -346,8 +345,6 @@ def simulate_oal(config: OALConfig = OALConfig(), progress: bool = False) -> OAL
     minimum, maximum = np.minimum, np.maximum
     it = range(T)
     if progress:
-        from tqdm import tqdm
-
         it = tqdm(it, desc="sim oal", unit="step", mininterval=0.5)
     for n in it:
         # state at t_n: positions, velocities and everything derived from them
@@ -378,8 +375,6 @@ def simulate_oal(config: OALConfig = OALConfig(), progress: bool = False) -> OAL
     else:
         theta = yaw
     if not np.all(np.isfinite(qpos)):
-        from snaketrack.errors import ConvergenceError
-
         raise ConvergenceError(f"OAL simulation of {robot.name} became non-finite; reduce dt or torque_limit")
     return OALResult(t=t, phi=phi, phidot=phidot, phi_ref=phi_ref, phidot_ref=phidot_ref, theta=theta,
                      head_xy=head[:, :2].copy(), head_vxy=head_v[:, 3:5].copy(), qpos=qpos, qvel=qvel, torque=torque,

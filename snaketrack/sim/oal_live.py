@@ -23,8 +23,9 @@ import math
 
 import numpy as np
 
-from snaketrack.errors import InputError
+from snaketrack.errors import ConvergenceError, InputError
 from snaketrack.sim.gait import Gait
+from snaketrack.sim.mjcf import joint_dof_addresses, joint_qpos_addresses
 from snaketrack.sim.oal import OALConfig, oal_model
 
 
@@ -37,9 +38,7 @@ class OALStepper:
     """
 
     def __init__(self, config: OALConfig = OALConfig()):
-        import mujoco
-
-        from snaketrack.sim.mjcf import joint_dof_addresses, joint_qpos_addresses
+        import mujoco  # deferred: the module imports without MuJoCo
 
         self.config = config
         self.model, self.robot = oal_model(config)
@@ -71,7 +70,7 @@ class OALStepper:
 
     def advance(self, until: float) -> None:
         """Step the world until the simulated time reaches ``until`` [s] (nothing when already there)."""
-        import mujoco
+        import mujoco  # deferred: the module imports without MuJoCo
 
         c = self.config
         steps = int(round(until / c.dt)) - self.n
@@ -95,8 +94,6 @@ class OALStepper:
         self.n += steps
         mujoco.mj_kinematics(m, d)
         if not np.all(np.isfinite(d.qpos)):
-            from snaketrack.errors import ConvergenceError
-
             raise ConvergenceError(f"OAL world became non-finite at t = {self.t:.3f} s")
 
     @property

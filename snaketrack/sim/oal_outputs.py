@@ -7,6 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
+from snaketrack.io import atomic_write_bytes, write_json
+from snaketrack.sim.mjcf import obstacle_positions
+from snaketrack.sim.oal import oal_model
+
 
 def write_oal_outputs(result, out: Path, plot: bool = True) -> dict:
     """Write one run of :func:`~snaketrack.sim.oal.simulate_oal` into the existing folder ``out``.
@@ -19,8 +23,6 @@ def write_oal_outputs(result, out: Path, plot: bool = True) -> dict:
     ``head_path.png`` (:func:`plot_head_path`; without ``plot`` an earlier run's is removed, as it would not
     show these states). Returns the summary written.
     """
-    from snaketrack.io import write_json
-
     out = Path(out)
     result.write_states_csv(out / "states.csv")
     summary = result.summary()
@@ -40,15 +42,11 @@ def plot_head_path(result, path: Path) -> None:
     result: the :class:`~snaketrack.sim.oal.OALResult` (its ``config`` rebuilds the
     world to place the links from ``qpos``); path: the PNG written (atomically).
     """
-    import matplotlib
+    import matplotlib  # deferred: the module imports without matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import mujoco
-
-    from snaketrack.io import atomic_write_bytes
-    from snaketrack.sim.mjcf import obstacle_positions
-    from snaketrack.sim.oal import oal_model
+    import matplotlib.pyplot as plt  # deferred: the module imports without matplotlib
+    import mujoco  # deferred: the module imports without MuJoCo
 
     cfg = result.config
     model, robot = oal_model(cfg)

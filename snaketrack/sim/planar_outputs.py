@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
+from PIL import Image
 
 from snaketrack.io import atomic_write_bytes, atomic_write_text
 from snaketrack.models.planar_dynamics import PlanarSnakeModel, paper_to_design_joints
@@ -122,10 +123,10 @@ def write_trajectory_csv(path: Path, result: PlanarResult) -> None:
 
 
 def _plt():
-    import matplotlib
+    import matplotlib  # deferred: the module imports without matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # deferred: the module imports without matplotlib
 
     return plt
 
@@ -246,7 +247,6 @@ def write_animation(result: PlanarResult, path: Path, n_frames: int = 120, fps: 
             for frame in frames:
                 video.write(frame)
         return path
-    from PIL import Image
 
     tmp = path.with_name(f".{path.name}.tmp{path.suffix}")
     try:

@@ -64,7 +64,7 @@ _TINTS = {
 
 
 def _skimage_texture(name: str) -> np.ndarray:
-    import skimage.data
+    import skimage.data  # deferred: `snaketrack sim video --help` reads this module's grounds
 
     img = getattr(skimage.data, name)()
     if img.ndim == 3:
@@ -105,7 +105,7 @@ def _tile(name: str, size: int, rng: np.random.Generator) -> np.ndarray:
 def _smooth_field(rng: np.random.Generator, size: int, sigma: float) -> np.ndarray:
     """Periodic smooth random field (size, size), zero mean, unit std: white noise
     through a Gaussian of ``sigma`` pixels, applied in the Fourier domain (exactly periodic)."""
-    from scipy import fft
+    from scipy import fft  # deferred: `snaketrack sim video --help` reads this module's grounds
 
     noise = rng.normal(size=(size, size)).astype(np.float32)
     k = fft.fftfreq(size).astype(np.float32)
@@ -378,7 +378,7 @@ class LightSchedule:
     """
 
     def __init__(self, model, dressing: Dressing, seed: int = 0, duration: float = 10.0):
-        import mujoco
+        import mujoco  # deferred: the module imports without MuJoCo
 
         self.sun = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_LIGHT, "sun")
         self.fill = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_LIGHT, "fill")

@@ -66,9 +66,11 @@ from typing import Optional
 import numpy as np
 
 from snaketrack.errors import InputError
+from snaketrack.models.robot import load_robot
 from snaketrack.sim.camera_path import SCENES, CameraPath, camera_path, project
 from snaketrack.sim.degrade import Degradation, clip_settings, degrade
 from snaketrack.sim.lab import DISTRACTORS, LabProps, add_lab_bodies, add_room, lab_look
+from snaketrack.sim.mjcf import joint_qpos_addresses, robot_geom_ids
 from snaketrack.sim.scene import LightSchedule, SceneConfig, dress_scene
 
 os.environ.setdefault("MUJOCO_GL", "egl")
@@ -180,7 +182,7 @@ class Motion:
 
 def robot_motion(config: VideoConfig) -> Motion:
     """Simulate the OAL world and pick the physics steps at the frame times."""
-    from snaketrack.models.robot import load_robot
+    # deferred: the module imports without torch (`snaketrack sim video --help` reads its scenes)
     from snaketrack.sim.oal import OALConfig, oal_world_xml, simulate_oal
 
     robot = load_robot(config.robot)
@@ -200,7 +202,7 @@ def robot_motion(config: VideoConfig) -> Motion:
 
 
 def _mat2quat(R: np.ndarray) -> np.ndarray:
-    import mujoco
+    import mujoco  # deferred: the module imports without MuJoCo
 
     q = np.empty(4)
     mujoco.mju_mat2Quat(q, np.ascontiguousarray(R, dtype=float).reshape(9))
@@ -211,10 +213,7 @@ class _World:
     """The dressed, compiled world with the robot's bookkeeping."""
 
     def __init__(self, config: VideoConfig, motion: Motion):
-        import mujoco
-
-        from snaketrack.models.robot import load_robot
-        from snaketrack.sim.mjcf import joint_qpos_addresses, robot_geom_ids
+        import mujoco  # deferred: the module imports without MuJoCo
 
         self.robot = load_robot(config.robot)
         root = ET.fromstring(motion.xml)
@@ -285,7 +284,7 @@ class VideoRenderer:
     """
 
     def __init__(self, config: VideoConfig, motion: Optional[Motion] = None):
-        import mujoco
+        import mujoco  # deferred: the module imports without MuJoCo
 
         self.config = config
         self.motion = motion or robot_motion(config)
@@ -327,7 +326,7 @@ class VideoRenderer:
     def _live_points(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         """Axis points (2N+1, 3) of the pose in ``world.data`` and its link centres' image motion (N, 2)
         [px per frame] since the previous live frame (zero on the first)."""
-        import mujoco
+        import mujoco  # deferred: the module imports without MuJoCo
 
         w = self.world
         mujoco.mj_kinematics(w.model, w.data)
@@ -357,7 +356,7 @@ class VideoRenderer:
         simulation); the camera still flies frame ``i`` of its path, and the robot's own motion
         blur comes from the previous live frame.
         """
-        import mujoco
+        import mujoco  # deferred: the module imports without MuJoCo
 
         cfg, w = self.config, self.world
         m, d = w.model, w.data

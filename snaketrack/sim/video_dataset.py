@@ -13,8 +13,14 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+from scipy.spatial.transform import Rotation
+from tqdm import tqdm
 
+from snaketrack.datasets.layout import Dataset, DatasetWriter
 from snaketrack.errors import InputError
+from snaketrack.io import atomic_write_bytes, read_json, write_json
+from snaketrack.models.kinematics import forward_kinematics_np
+from snaketrack.models.robot import load_robot
 from snaketrack.sim.video import VideoConfig, VideoRenderer, config_key
 from snaketrack.video_writer import Mp4Writer
 
@@ -26,12 +32,6 @@ def contact_sheet(root: str | os.PathLike, n: int = 12, cols: int = 4, tile_widt
     :func:`snaketrack.models.kinematics.forward_kinematics_np`, projected with meta.json's K,
     so the sheet also shows that the two renderers agree. Returns RGB uint8.
     """
-    from scipy.spatial.transform import Rotation
-
-    from snaketrack.datasets.layout import Dataset
-    from snaketrack.models.kinematics import forward_kinematics_np
-    from snaketrack.models.robot import load_robot
-
     ds = Dataset(root)
     robot = load_robot(ds.meta.get("robot_file") or ds.meta["robot"])
     truth = ds.truth or []
@@ -65,8 +65,6 @@ def contact_sheet(root: str | os.PathLike, n: int = 12, cols: int = 4, tile_widt
 def write_mp4(root: str | os.PathLike, fps: float) -> Path:
     """Encode ``frames/*.jpg`` of a dataset into ``video.mp4`` (H.264, :class:`~snaketrack.video_writer.Mp4Writer`),
     atomically."""
-    from snaketrack.datasets.layout import Dataset
-
     ds = Dataset(root)
     out = Path(root) / "video.mp4"
     first = ds.frame(0)
@@ -84,9 +82,6 @@ def render_video(config: VideoConfig, out: str | os.PathLike, resume: bool = Fal
         without it, a folder that already holds frames is refused.
     extras: also write ``video.mp4`` and ``contact_sheet.png``.
     """
-    from snaketrack.datasets.layout import DatasetWriter
-    from snaketrack.io import atomic_write_bytes, read_json, write_json
-
     out = Path(out)
     existing = list((out / "frames").glob("*.jpg")) if (out / "frames").is_dir() else []
     if existing and not resume:
@@ -101,14 +96,11 @@ def render_video(config: VideoConfig, out: str | os.PathLike, resume: bool = Fal
             start = writer.next_frame
             it = range(start, config.frames)
             if progress:
-                from tqdm import tqdm
-
                 it = tqdm(it, desc=f"sim video {config.scene}", unit="frame", initial=start, total=config.frames,
                           mininterval=0.5)
             for i in it:
                 img, mask, truth = r.frame(i)
                 writer.write_frame(img, mask, truth)
-    from snaketrack.datasets.layout import Dataset
 
     ds = Dataset(out)
     tr = ds.truth or []

@@ -13,15 +13,15 @@ from __future__ import annotations
 import math
 from typing import Optional, Sequence
 
+import cv2
 import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import dijkstra
+from skimage.morphology import skeletonize
 
 
 def _component_axis(comp: np.ndarray, smooth_px: int, extend: bool) -> Optional[np.ndarray]:
     """The longest skeleton path (n, 2) [px] of one connected component (bool (H, W)), unresampled."""
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import dijkstra
-    from skimage.morphology import skeletonize
-
     sk = skeletonize(comp)
     vv, uu = np.nonzero(sk)
     if len(uu) < 2:
@@ -105,8 +105,6 @@ def mask_axes(mask: np.ndarray, join_max_gaps: Sequence[float] = (0.5,), n_point
     different number of components than the paths before it. Empty list for
     an empty mask.
     """
-    import cv2
-
     m = np.asarray(mask) > 0
     if not m.any():
         return []

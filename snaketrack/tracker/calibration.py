@@ -27,6 +27,7 @@ from typing import Callable, Iterable, Iterator, Optional, Sequence
 import cv2
 import numpy as np
 
+from snaketrack.datasets.video import IMAGE_EXTS, VideoSource
 from snaketrack.errors import FileFormatError, InputError, MissingFileError, SnaketrackWarning
 from snaketrack.tracker.camera import Camera, principal_point_off_centre
 
@@ -128,8 +129,6 @@ class CalibrationResult:
 
 
 def _image_files(folder: Path) -> list[Path]:
-    from snaketrack.datasets.video import IMAGE_EXTS
-
     files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_EXTS)
     if not files:
         raise FileFormatError(f"{folder}: holds no images ({', '.join(IMAGE_EXTS)})")
@@ -151,8 +150,6 @@ def calibration_images(paths: Sequence[str | os.PathLike], every: Optional[int] 
     ``every``-th frame (default: about :data:`VIDEO_FRAMES` frames spread over it). Missing paths raise
     :class:`MissingFileError` before anything is read.
     """
-    from snaketrack.datasets.video import IMAGE_EXTS, VideoSource
-
     if every is not None and int(every) < 1:
         raise InputError(f"--every {every}; expected a positive integer (take every K-th video frame)")
     parts: list[tuple[int, Callable[[], Iterable[tuple[str, np.ndarray]]]]] = []

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -43,7 +44,8 @@ import cv2
 import numpy as np
 import torch
 
-from snaketrack.errors import FileFormatError, InputError, MissingFileError
+from snaketrack.errors import FileFormatError, InputError, MissingFileError, SnaketrackWarning
+from snaketrack.io import write_json
 
 _DIST_LENGTHS = (4, 5, 8, 12, 14)
 
@@ -399,10 +401,6 @@ def source_camera(meta: dict, width: int, height: int,
     if intrinsics:
         return load_calibration(intrinsics, width, height)
     if "K" not in meta:
-        import warnings
-
-        from snaketrack.errors import SnaketrackWarning
-
         warnings.warn(f"{source}: no calibration; assuming a {DEFAULT_FOV_DEG:g} deg horizontal field of view "
                       "(a phone's main camera; give --fov-deg DEG or --intrinsics FILE)", SnaketrackWarning,
                       stacklevel=2)
@@ -419,8 +417,6 @@ def save_calibration(path: str | os.PathLike, camera: Camera, extra: Optional[di
     more, OpenCV order); ``extra``: further scalar keys (numbers or strings, e.g. ``rms_px``), which
     :func:`load_calibration` ignores.
     """
-    from snaketrack.io import write_json
-
     path = Path(path)
     dist = np.zeros(5) if camera.dist is None else camera.dist
     extra = dict(extra or {})

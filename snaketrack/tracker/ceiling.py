@@ -152,8 +152,8 @@ def measure_label_fit_ceiling(path: Path, labels: Path, step: int = 1, frames: O
     its default settings, that many steps), ``iou_model_refined``, ``iou_fitted_refined`` and
     ``iou_model_refined_vs_label``: where the fit's own objective leads from the truth.
     """
-    from snaketrack.datasets.fit_labels import fitted_label
     from snaketrack.datasets.layout import open_dataset, read_mask
+    from snaketrack.labelling.fit_labels import fitted_label
 
     if step < 1:
         raise InputError(f"step {step}; expected a positive integer")

@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
@@ -15,6 +16,7 @@ from typing import Any, Iterable, Optional, Sequence
 import numpy as np
 
 from snaketrack.errors import FileFormatError, InputError
+from snaketrack.io import atomic_write_bytes
 
 
 def _wrap(a: np.ndarray) -> np.ndarray:
@@ -117,12 +119,10 @@ def plot_tracking(track: dict[str, np.ndarray], truth: Optional[Sequence[dict]],
                   ) -> list[Path]:
     """Write ``joint_angles.png`` and ``base_position.png`` (estimate, and truth when given), and with a
     ``camera_height_ratio`` column (``--track-ground``) ``camera_height.png``; returns the paths."""
-    import matplotlib
+    import matplotlib  # deferred: the module imports without matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from snaketrack.io import atomic_write_bytes
+    import matplotlib.pyplot as plt  # deferred: the module imports without matplotlib
 
     out_dir = Path(out_dir)
     tr = _track_arrays(track, n_joints)
@@ -133,8 +133,6 @@ def plot_tracking(track: dict[str, np.ndarray], truth: Optional[Sequence[dict]],
     paths = []
 
     def save(fig, name: str) -> None:
-        import io
-
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=110)
         plt.close(fig)

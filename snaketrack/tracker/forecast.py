@@ -17,7 +17,9 @@ from __future__ import annotations
 from typing import Optional
 
 import numpy as np
+import torch
 
+from snaketrack.models.kinematics import forward_kinematics
 from snaketrack.tracker.state import StateLayout, TrackState
 
 
@@ -33,9 +35,6 @@ def forecast(state: TrackState, robot, dt: float, layout: Optional[StateLayout] 
     no rate (before the track starts). ``layout``: the pose vector's (default the robot's)."""
     if not state.has_pose or state.velocity is None:
         return None
-    import torch
-
-    from snaketrack.models.kinematics import forward_kinematics
 
     layout = layout or StateLayout.for_robot(robot)
     s = predicted_pose(state.pose_vector(layout), state.velocity, dt)

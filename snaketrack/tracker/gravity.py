@@ -32,6 +32,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from snaketrack.errors import FileFormatError, InputError, MissingFileError
+from snaketrack.io import read_csv_columns
 
 UpSource = Callable[[int], Optional[np.ndarray]]
 """frame index → (3,) unit up vector in the camera frame, or None (no prior for that frame)."""
@@ -84,8 +85,6 @@ def simulated_imu(truth: Sequence[dict], seed: int, bias_deg: float = 1.0, noise
 
 def load_up_csv(path: str | os.PathLike) -> UpSource:
     """An up log: CSV with columns ``frame, up_x, up_y, up_z`` (camera frame; normalised here)."""
-    from snaketrack.io import read_csv_columns
-
     p = Path(path)
     if not p.is_file():
         raise MissingFileError(f"{p}: up/IMU log not found")

@@ -48,9 +48,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+import cv2
 import numpy as np
 
 from snaketrack.errors import InputError
+from snaketrack.models.rotations import perpendicular_np
 
 
 def _normalised(H: np.ndarray, K: np.ndarray) -> np.ndarray:
@@ -102,7 +104,6 @@ def rotation_from_homography(H: np.ndarray, K: np.ndarray, up_ref: np.ndarray) -
     True
     """
     Hn = _normalised(H, K)
-    from snaketrack.models.rotations import perpendicular_np
 
     n = np.asarray(up_ref, float) / np.linalg.norm(up_ref)
     e1, e2 = perpendicular_np(n)
@@ -195,8 +196,6 @@ class GroundTracker:
         self.ref_rotation = np.eye(3)  # the keyframe's
 
     def _exclusion(self, shape, robot_mask) -> np.ndarray:
-        import cv2
-
         keep = np.full(shape, 255, np.uint8)
         if robot_mask is not None and np.any(robot_mask):
             r = self.config.robot_margin_px
@@ -206,8 +205,6 @@ class GroundTracker:
 
     def _new_keyframe(self, gray, up, keep: np.ndarray, height: float) -> None:
         """Corners of ``gray`` where ``keep`` (the ground away from the robot, :meth:`_exclusion`) is set."""
-        import cv2
-
         c = self.config
         pts = cv2.goodFeaturesToTrack(gray, c.max_corners, c.quality, c.min_distance_px, mask=keep)
         pts = np.zeros((0, 2), np.float32) if pts is None else pts.reshape(-1, 2).astype(np.float32)
@@ -217,8 +214,6 @@ class GroundTracker:
         self.keyframes += 1
 
     def step(self, gray, up, robot_mask=None) -> Optional[float]:
-        import cv2
-
         gray = np.asarray(gray)
         if gray.ndim != 2 or gray.dtype != np.uint8:
             raise InputError(f"ground tracker: image of shape {gray.shape}, {gray.dtype}; expected (H, W) uint8")

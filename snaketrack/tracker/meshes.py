@@ -64,7 +64,7 @@ def _width_scale(sections: int) -> float:
 
 def _along(mesh, a: np.ndarray, b: np.ndarray):
     """``mesh`` (built along z, centred at the origin) turned onto the axis a→b and moved to its middle."""
-    import trimesh
+    import trimesh  # deferred: optional, the pytorch3d extra
 
     axis = b - a
     n = float(np.linalg.norm(axis))
@@ -77,7 +77,7 @@ def _along(mesh, a: np.ndarray, b: np.ndarray):
 
 def capsule_mesh(a, b, radius: float, sections: int = SECTIONS):
     """A capsule (a sphere when ``a = b``) of ``radius`` [m] around the segment a→b (3,) [m], as a trimesh."""
-    import trimesh
+    import trimesh  # deferred: optional, the pytorch3d extra
 
     a, b = np.asarray(a, float), np.asarray(b, float)
     r = radius * _width_scale(sections)
@@ -91,7 +91,7 @@ def capsule_mesh(a, b, radius: float, sections: int = SECTIONS):
 
 def cylinder_mesh(a, b, radius: float, sections: int = SECTIONS):
     """A flat-ended cylinder of ``radius`` [m] from a to b (3,) [m], as a trimesh."""
-    import trimesh
+    import trimesh  # deferred: optional, the pytorch3d extra
 
     a, b = np.asarray(a, float), np.asarray(b, float)
     mesh = trimesh.creation.cylinder(radius=radius * _width_scale(sections), height=float(np.linalg.norm(b - a)),
@@ -101,7 +101,7 @@ def cylinder_mesh(a, b, radius: float, sections: int = SECTIONS):
 
 def box_mesh(extents, centre=(0.0, 0.0, 0.0)):
     """An axis-aligned box of side lengths ``extents`` (3,) [m] centred at ``centre`` (3,) [m], as a trimesh."""
-    import trimesh
+    import trimesh  # deferred: optional, the pytorch3d extra
 
     mesh = trimesh.creation.box(extents=np.asarray(extents, float))
     mesh.apply_translation(np.asarray(centre, float))
@@ -110,7 +110,7 @@ def box_mesh(extents, centre=(0.0, 0.0, 0.0)):
 
 def load_mesh(path: str):
     """The triangle mesh of the file ``path`` (STL, OBJ, PLY, ... as trimesh reads them), one trimesh."""
-    import trimesh
+    import trimesh  # deferred: optional, the pytorch3d extra
 
     try:
         mesh = trimesh.load_mesh(path, force="mesh")

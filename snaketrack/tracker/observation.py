@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Optional
 import cv2
 import numpy as np
 import torch
+from skimage.morphology import skeletonize
 
 from snaketrack.errors import InputError
 from snaketrack.tracker.occlusion import far_from, far_weighting_on
@@ -83,8 +84,6 @@ def observe(mask: np.ndarray, config: "RefineConfig", far: bool = True) -> Obser
 
 def _skeleton_samples(mask: np.ndarray, step_px: float) -> np.ndarray:
     """Skeleton pixels (n, 2) (u, v) of a bool mask (H, W), thinned to about one every ``step_px``."""
-    from skimage.morphology import skeletonize
-
     if not mask.any():
         return np.zeros((0, 2))
     vv, uu = np.nonzero(mask)

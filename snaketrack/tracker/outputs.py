@@ -33,6 +33,7 @@ import numpy as np
 
 from snaketrack.errors import InputError
 from snaketrack.io import CsvAppender
+from snaketrack.models.kinematics import forward_kinematics_np
 from snaketrack.video_writer import Mp4Writer
 
 STATUS_COLOURS = {"tracked": (60, 220, 60), "coasting": (255, 170, 0), "lost": (255, 60, 60)}  # RGB
@@ -117,8 +118,6 @@ class StateStream:
 def link_axes_cam(robot: Any, q: np.ndarray, base_rotation: np.ndarray, base_position: np.ndarray
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Link axis start and end points (N, 3) and the head point (3,) in the camera frame [m]."""
-    from snaketrack.models.kinematics import forward_kinematics_np
-
     fk = forward_kinematics_np(robot, np.asarray(q, float), np.asarray(base_rotation, float),
                                np.asarray(base_position, float))
     return fk["origins"], fk["ends"], fk["head"]

@@ -37,10 +37,22 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Optional
 
+import cv2
 import numpy as np
 
+from snaketrack.device import resolve_device
 from snaketrack.errors import InputError
 from snaketrack.masks import mask_iou
+from snaketrack.tracker.camera import Undistorter
+from snaketrack.tracker.config import TrackerConfig
+from snaketrack.tracker.corrupt import MaskCorruptor
+from snaketrack.tracker.ground import GroundTracker
+from snaketrack.tracker.reading import ReadingHold
+from snaketrack.tracker.render import SilhouetteRenderer
+from snaketrack.tracker.renderers import check_renderer
+from snaketrack.tracker.state import TrackState
+from snaketrack.tracker.tracker import Tracker
+from snaketrack.training.data import resize_to
 
 #: A moving camera's ground prior starts once this many frames are tracked (``--track-ground``): the
 #: height it holds comes from the track itself, and too few frames lock in an early depth bias.
@@ -116,7 +128,6 @@ class PipelineConfig:
             raise InputError(f"--silhouette {self.silhouette!r}; expected visual, visual-capsule or capsules")
         if self.head not in ("wave", "first"):
             raise InputError(f"--head {self.head!r}; expected wave or first")
-        from snaketrack.tracker.renderers import check_renderer
 
         check_renderer(self.renderer)
         from snaketrack.device import check_device
@@ -182,9 +193,6 @@ def make_tracker(robot, camera, fps: float, refine_steps: Optional[int] = None, 
     ``static_camera`` / ``track_ground`` set the ground prior, ``silhouette`` the model (``TrackerConfig.model``),
     ``head`` the reading of the chain, ``ground_height`` a known camera height, ``renderer`` the silhouette
     renderer (:class:`PipelineConfig`), ``device`` the torch device it renders on (a resolved name)."""
-    from snaketrack.tracker.config import TrackerConfig
-    from snaketrack.tracker.tracker import Tracker
-
     config = TrackerConfig(model=silhouette, renderer=renderer, wave_check=head == "wave")
     config = replace(config, refine=replace(config.refine, core=refine_core, budget_width_px=float(refine_budget_px)))
     if refine_steps is not None:
@@ -206,14 +214,10 @@ class Resize:
 
     def frame(self, image: np.ndarray) -> np.ndarray:
         """A frame by area interpolation when shrinking, linear when enlarging."""
-        from snaketrack.training.data import resize_to
-
         return resize_to(image, self.size[::-1]) if self.active else image
 
     def mask(self, mask: np.ndarray) -> np.ndarray:
         """A mask keeps the pixels at least half covered."""
-        import cv2
-
         if not self.active:
             return mask
         m = cv2.resize(np.asarray(mask, dtype=np.uint8) * 255, self.size, interpolation=cv2.INTER_AREA)
@@ -244,9 +248,6 @@ class TrackingSession:
 
     def __init__(self, robot, camera, fps: float = 30.0, config: PipelineConfig = PipelineConfig(),
                  segmenter: Any = None, truth_masks: bool = False, device: Optional[str] = None):
-        from snaketrack.device import resolve_device
-        from snaketrack.tracker.camera import Undistorter
-
         self.device = resolve_device(config.device if device is None else device)
         self.robot, self.fps, self.config = robot, float(fps), config
         self.segmenter, self.truth_masks = segmenter, bool(truth_masks)
@@ -256,8 +257,6 @@ class TrackingSession:
         self.camera = cam.resized(*self.resize.size) if self.resize.active else cam
         self.corrupt = None
         if config.corrupt_masks:
-            from snaketrack.tracker.corrupt import MaskCorruptor
-
             self.corrupt = MaskCorruptor(config.corrupt_seed)
         self.tracker = None
         self.frames = 0  # frames stepped since start()
@@ -280,8 +279,6 @@ class TrackingSession:
 
     def start(self) -> "TrackingSession":
         """A fresh track: a new tracker, ground tracker and reading hold."""
-        from snaketrack.tracker.reading import ReadingHold
-
         c = self.config
         self.tracker = make_tracker(self.robot, self.camera, self.fps, c.refine_steps, static_camera=c.static_camera,
                                     track_ground=c.track_ground, silhouette=c.silhouette, head=c.head,
@@ -289,8 +286,6 @@ class TrackingSession:
                                     refine_budget_px=c.refine_budget_px, renderer=c.renderer, device=self.device)
         self.ground = None
         if c.track_ground:
-            from snaketrack.tracker.ground import GroundTracker
-
             self.ground = GroundTracker(self.camera.K, follow=c.follow_up)
         self.hold = ReadingHold(self.tracker, c.hold_frames)
         self.frames, self.started, self.track_time_s = 0, False, 0.0
@@ -344,8 +339,6 @@ class TrackingSession:
             mask = np.zeros_like(mask)
         time_s = i / self.fps if t is None else float(t)
         if not self.started and int(np.count_nonzero(mask)) < self.tracker.config.min_mask_px:
-            from snaketrack.tracker.state import TrackState
-
             self.frames += 1  # nothing to start from: the frame is lost, and the next one tries again
             return [self._finish(TrackState.before_start(self.robot.dof, i, time_s), i, time_s, rgb, mask,
                                  None, truth_mask, up)]
@@ -353,8 +346,6 @@ class TrackingSession:
         kw: dict[str, Any] = {}
         rotation = None
         if self.ground is not None:
-            import cv2
-
             kw["ground"] = self.ground.step(cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY), up, mask > 0)
             if self.config.follow_up:
                 up = self.ground.up if up is None else up
@@ -398,8 +389,6 @@ class TrackingSession:
     def render(self, state) -> np.ndarray:
         """The model's own silhouette (no edge offset) at ``state``, bool (H, W) at the tracking size."""
         if self._renderer is None:
-            from snaketrack.tracker.render import SilhouetteRenderer
-
             self._renderer = SilhouetteRenderer(self.robot, self.camera.K, *self.size, device=self.device)
         return self._renderer.mask(state.pose_vector(self._renderer.layout))
 

@@ -19,13 +19,17 @@ Real footage has no truth, so these figures judge a track by itself and by the o
 """
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import numpy as np
+from skimage.morphology import skeletonize
 
-from snaketrack.io import CsvAppender
+from snaketrack.errors import FileFormatError
+from snaketrack.io import CsvAppender, atomic_write_bytes
+from snaketrack.tracker.outputs import STATUS_COLOURS, link_axes_uv
 
 #: ``quality.csv``'s columns: the frame, its skeleton residual [px], how many skeleton pixels it had and the
 #: observed mask's area [px].
@@ -72,8 +76,6 @@ def status_counts(status: Sequence[str]) -> dict[str, Any]:
 def skeleton_pixels(mask: np.ndarray) -> np.ndarray:
     """The skeleton pixels (n, 2) (u, v) [px] of a mask (bool (H, W)): scikit-image's ``skeletonize`` of
     the whole mask (every component). (0, 2) for an empty mask."""
-    from skimage.morphology import skeletonize
-
     m = np.asarray(mask) > 0
     if not m.any():
         return np.zeros((0, 2))
@@ -130,8 +132,6 @@ class QualityWriter:
 
     def write(self, result: Any) -> float:
         """Write ``result``'s row; returns its skeleton residual [px]."""
-        from snaketrack.tracker.outputs import link_axes_uv
-
         state = result.state
         axes, _ = link_axes_uv(self.robot, state.q, state.base_rotation, state.base_position, self.K)
         residual, n = skeleton_residual(result.mask, axes)
@@ -289,8 +289,6 @@ def frequency_agreement(f0: Sequence[float]) -> tuple[float, float]:
 def track_arrays(track: dict, n_joints: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``track.csv``'s frames (N,), joint angles (N, J) [rad] and statuses (N,); a missing column is a
     :class:`~snaketrack.errors.FileFormatError`."""
-    from snaketrack.errors import FileFormatError
-
     for key in ["frame", "status"] + [f"q_{i + 1}" for i in range(n_joints)]:
         if key not in track:
             raise FileFormatError(f"track: no {key!r} column; expected the track.csv columns (docs/conventions.md)")
@@ -334,15 +332,10 @@ def plot_quality(track: dict, n_joints: int, out_dir: str | os.PathLike, fps: fl
     """Write ``quality.png`` into ``out_dir`` and return its path: over time, the silhouette's IoU (with and
     without the edge offset), the skeleton residual, the status, the joint angles; and each joint's
     spectrum with its dominant frequency marked."""
-    import io
-
-    import matplotlib
+    import matplotlib  # deferred: the module imports without matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from snaketrack.io import atomic_write_bytes
-    from snaketrack.tracker.outputs import STATUS_COLOURS
+    import matplotlib.pyplot as plt  # deferred: the module imports without matplotlib
 
     frames, q, status = track_arrays(track, n_joints)
     t = frames / float(fps)

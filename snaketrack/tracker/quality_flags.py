@@ -30,11 +30,14 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
 
+from snaketrack.errors import SnaketrackWarning
+from snaketrack.io import read_csv_columns, read_json
 from snaketrack.tracker.quality import track_arrays
 
 #: how close to a joint limit [rad] counts as at it
@@ -136,8 +139,6 @@ def run_figures(track_dir: str | os.PathLike, robot, fps: float,
     """The figures of :data:`LIMITS` of a finished track folder (``track.csv``, ``quality.csv``,
     ``metrics.json``) of ``robot`` (a :class:`~snaketrack.models.robot.Robot`) at ``fps`` [1/s]; with the
     labels' report (``labels_report.json``: ``frames``, ``flagged_count``) also ``labels_flagged_fraction``."""
-    from snaketrack.io import read_csv_columns, read_json
-
     track_dir = Path(track_dir)
     track = read_csv_columns(track_dir / "track.csv")
     per_frame = read_csv_columns(track_dir / "quality.csv")
@@ -198,10 +199,6 @@ def warning_line(flags: list[dict[str, Any]]) -> Optional[str]:
 def flag_run(track_dir: str | os.PathLike, robot, fps: float, labels_report: Optional[dict] = None) -> dict[str, Any]:
     """:func:`run_figures` with ``flags`` (:func:`quality_flags`) added, and the one-line warning
     (:func:`warning_line`) issued as a :class:`~snaketrack.errors.SnaketrackWarning` when there is a flag."""
-    import warnings
-
-    from snaketrack.errors import SnaketrackWarning
-
     figures = run_figures(track_dir, robot, fps, labels_report)
     figures["flags"] = quality_flags(figures)
     line = warning_line(figures["flags"])

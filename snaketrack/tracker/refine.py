@@ -49,6 +49,7 @@ from snaketrack.errors import InputError
 from snaketrack.models.chain import point_jacobian
 from snaketrack.models.kinematics import forward_kinematics
 from snaketrack.models.rotations import axis_angle_to_matrix, axis_angle_to_matrix_np, matrix_to_axis_angle_np
+from snaketrack.tracker.bands import primitive_boxes
 from snaketrack.tracker.config import RefineConfig
 from snaketrack.tracker.observation import Observation
 from snaketrack.tracker.refine_terms import coverage_terms, ground_terms
@@ -132,8 +133,6 @@ class Refiner:
         return -self.config.offset_floor * float(self.K[0, 0]) * float((self._radii / depth).min())
 
     def _roi(self, pts: torch.Tensor, sigma: float, offset: float, margin_extra: float = 0.0, level=None):
-        from snaketrack.tracker.bands import primitive_boxes
-
         K, (W, Hh) = (self.K, (self.renderer.width, self.renderer.height)) if level is None else \
             (level.K, level.size)
         full = (0, 0, W, Hh)
@@ -458,7 +457,7 @@ def refine_core(core: str, own_renderer: bool = True, device="cpu") -> str:
     renderer and its ``device``: the compiled kernel draws the own renderer's capsules and cylinders on the
     CPU, so with another renderer (``own_renderer`` False: ``pytorch3d``, which gives its silhouette and
     Jacobian itself) or on a GPU ``"auto"`` is ``"torch"`` and ``"compiled"`` an :class:`InputError`."""
-    from snaketrack.tracker import render_kernel
+    from snaketrack.tracker import render_kernel  # deferred: the module imports without numba (the compiled kernels)
 
     on_cpu = torch.device(device).type == "cpu"
     if core == "compiled" and not own_renderer:

@@ -61,6 +61,7 @@ from snaketrack.tracker.bands import (
 )
 from snaketrack.tracker.edges import edge_px, edge_px_grads, kind_order
 from snaketrack.tracker.primitives import CapsuleModel
+from snaketrack.tracker.state import StateLayout
 
 
 @dataclass(frozen=True)
@@ -254,7 +255,7 @@ def render_with_jacobian_compiled(starts: torch.Tensor, ends: torch.Tensor, radi
     """:func:`render_with_jacobian` by the compiled kernel of :mod:`~snaketrack.tracker.render_kernel`:
     the same arguments and result (``compute_dtype``, ``image_size`` and ``band`` are ignored: it works
     in float64 on the band's pairs, its rays computed from ``K``)."""
-    from snaketrack.tracker import render_kernel
+    from snaketrack.tracker import render_kernel  # deferred: the module imports without numba (the compiled kernels)
 
     roi = _check_single(starts, ends, radii, K, roi)
     _, _, w, h = roi
@@ -306,8 +307,6 @@ class SilhouetteRenderer:
 
     def __init__(self, robot: Robot, K, width: int, height: int, model: Optional[CapsuleModel] = None,
                  settings: SilhouetteSettings = SilhouetteSettings(), device=None):
-        from snaketrack.tracker.state import StateLayout
-
         self.robot = robot
         self.device = torch.device(device or "cpu")
         self.K = torch.as_tensor(np.asarray(K, dtype=float))

@@ -90,6 +90,7 @@ def rasterize(uvz: torch.Tensor, faces: torch.Tensor, w: int, h: int, reach: flo
     (B, h, w, K) (signed squared NDC distance, negative inside), with gradients when ``uvz`` has them
     (PyTorch3D's backward).
     """
+    # deferred: optional, the pytorch3d extra
     from pytorch3d.renderer.mesh.rasterize_meshes import rasterize_meshes
     from pytorch3d.structures import Meshes
 

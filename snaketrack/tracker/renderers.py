@@ -4,6 +4,8 @@ PyTorch3DRenderer`, PyTorch3D's soft rasteriser on the robot's meshes; needs PyT
 from __future__ import annotations
 
 from snaketrack.errors import InputError
+from snaketrack.tracker.render import SilhouetteRenderer, SilhouetteSettings
+from snaketrack.tracker.render_pytorch3d import PyTorch3DRenderer
 
 RENDERERS = ("own", "pytorch3d")
 
@@ -27,12 +29,8 @@ def make_renderer(name: str, robot, K, width: int, height: int, model=None, sett
     ``width`` × ``height`` image, drawing ``model`` (a :class:`~snaketrack.tracker.primitives.CapsuleModel`)
     with ``settings`` (:class:`~snaketrack.tracker.render.SilhouetteSettings`) on ``device`` (a torch
     device; None: the CPU)."""
-    from snaketrack.tracker.render import SilhouetteRenderer, SilhouetteSettings
-
     check_renderer(name)
     settings = settings if settings is not None else SilhouetteSettings()
     if name == "pytorch3d":
-        from snaketrack.tracker.render_pytorch3d import PyTorch3DRenderer
-
         return PyTorch3DRenderer(robot, K, width, height, model, settings, device=device)
     return SilhouetteRenderer(robot, K, width, height, model, settings, device=device)

@@ -27,11 +27,16 @@ from typing import Optional, Sequence
 
 import cv2
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from snaketrack.errors import InputError
+from snaketrack.models.kinematics import forward_kinematics_np
 from snaketrack.models.robot import Robot
 from snaketrack.models.rotations import axis_rotation_np
 from snaketrack.tracker.camera import Camera, FieldOfView
+from snaketrack.tracker.outputs import draw_overlay, link_axes_cam, project_points
+from snaketrack.tracker.render import SilhouetteRenderer
+from snaketrack.tracker.state import StateLayout
 
 #: The robot lying flat, seen from straight above: link x → camera x, link z (up) → camera −z.
 R_DOWN = np.diag([1.0, -1.0, -1.0])
@@ -89,8 +94,6 @@ def view_pose(robot: Robot, camera: Camera, elevation_deg: float, azimuth_deg: f
 
 def base_angles(R0: np.ndarray) -> tuple[float, float, float]:
     """(yaw, pitch, roll) [rad] of a base rotation (3, 3): the inverse of :func:`base_rotation`."""
-    from scipy.spatial.transform import Rotation
-
     yaw, pitch, roll = Rotation.from_matrix(R_DOWN.T @ np.asarray(R0, float)).as_euler("ZYX")
     return float(yaw), float(pitch), float(roll)
 
@@ -109,9 +112,6 @@ def sample_q(robot: Robot) -> np.ndarray:
 
 def silhouette(robot: Robot, camera: Camera, pose: Pose) -> np.ndarray:
     """The tracker's silhouette of ``robot`` at ``pose``: bool (H, W) of the camera's image."""
-    from snaketrack.tracker.render import SilhouetteRenderer
-    from snaketrack.tracker.state import StateLayout
-
     ren = SilhouetteRenderer(robot, camera.K, camera.width, camera.height)
     return ren.mask(StateLayout.for_robot(robot).pack(pose.q, pose.R0, pose.t0))
 
@@ -129,8 +129,6 @@ def draw_robot(rgb: np.ndarray, robot: Robot, camera: Camera, pose: Pose, labels
     outlined, its link axes, the head point and (``labels``) link numbers and ``tail``/``head``; ``light``:
     the background is light (dark labels, else white ones outlined in black). ``mask``: the silhouette
     (bool (H, W)) when already rendered (:func:`silhouette`)."""
-    from snaketrack.tracker.outputs import draw_overlay, link_axes_cam, project_points
-
     camera.check_image(rgb, "frame")
     if mask is None:
         mask = silhouette(robot, camera, pose)
@@ -178,9 +176,6 @@ def _nice_length(x: float) -> float:
 def _angled_view(robot: Robot, q: np.ndarray, width: int, height: int, title: str) -> np.ndarray:
     """One panel (height, width, 3): the robot at ``q`` seen from above at :data:`SHEET_ELEVATION_DEG`
     over a ground grid, with a scale bar on the ground below it."""
-    from snaketrack.models.kinematics import forward_kinematics_np
-    from snaketrack.tracker.outputs import project_points
-
     camera = FieldOfView(SHEET_FOV_DEG).camera(width, height)
     tilt = math.radians(90.0 - SHEET_ELEVATION_DEG)
     R_view = axis_rotation_np("x", -tilt)  # the ground tipped away: its far side at the top of the image

@@ -28,17 +28,33 @@ truth mask.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 import time
+import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
+from tqdm import tqdm
 
+from snaketrack.datasets.layout import read_mask
+from snaketrack.datasets.video import open_frames
+from snaketrack.device import resolve_device
 from snaketrack.errors import FileFormatError, InputError, MissingFileError
+from snaketrack.io import read_csv_columns, write_json
+from snaketrack.models.robot import source_robot
+from snaketrack.tracker.camera import Camera, source_camera
+from snaketrack.tracker.evaluation import plot_tracking, tracking_metrics
+from snaketrack.tracker.gravity import open_up
+from snaketrack.tracker.outputs import OverlayVideo, StateStream, TrackWriter, overlay_frame
+from snaketrack.tracker.overlap import ReadAhead, WriteBehind
 from snaketrack.tracker.pipeline import PipelineConfig, TrackingSession
+from snaketrack.tracker.quality import HEADLINE, QualityWriter, plot_quality, quality_metrics
+from snaketrack.tracker.selfcal import CalibrationFrame, estimate_up, refine_focal
+from snaketrack.training.segmenter import load_segmenter
 
 
 @dataclass(frozen=True)
@@ -89,8 +105,6 @@ def open_segmenter(spec: str, setting: str = "live", flips: Optional[int] = None
     """The segmenter of ``--masks segmenter:MODEL.pt`` in ``setting`` with ``flips`` (None: the setting's)
     on ``device`` (a resolved torch device name; on a GPU the live setting runs the torch network:
     :func:`~snaketrack.training.segmenter.load_segmenter`)."""
-    from snaketrack.training.segmenter import load_segmenter
-
     return load_segmenter(segmenter_file(spec), device=device, setting=setting, flips=flips)
 
 
@@ -133,8 +147,6 @@ class MaskSource:
             if m is None:
                 raise MissingFileError(f"{self.frames.path}/masks: no mask for frame {i}")
         else:
-            from snaketrack.datasets.layout import read_mask
-
             m = read_mask(self.dir / f"{self.frames.name(i)}.png")
         if m.shape != (self.frames.height, self.frames.width):
             raise InputError(f"mask of frame {i}: shape {m.shape}; expected ({self.frames.height}, "
@@ -154,11 +166,6 @@ def open_session(source: str | os.PathLike, robot: Optional[str] = None, intrins
     ``segmenter_setting`` (``live`` or ``accurate``) with ``segmenter_flips`` (None: the setting's), on
     ``config.device`` like the tracker.
     """
-    from snaketrack.datasets.video import open_frames
-    from snaketrack.device import resolve_device
-    from snaketrack.models.robot import source_robot
-    from snaketrack.tracker.camera import source_camera
-
     frames = open_frames(source)
     robot = source_robot(robot, frames.meta)
     camera = source_camera(frames.meta, frames.width, frames.height, intrinsics, str(source))
@@ -176,8 +183,6 @@ def open_session(source: str | os.PathLike, robot: Optional[str] = None, intrins
 def open_up_source(frames, up: Optional[str], config: PipelineConfig = PipelineConfig()):
     """The up direction per frame of ``frames`` (``--up``: :func:`~snaketrack.tracker.gravity.open_up`),
     or None; :class:`InputError` when ``config`` holds the robot to the ground and there is none."""
-    from snaketrack.tracker.gravity import open_up
-
     up_source = open_up(up, frames.truth, int(frames.meta.get("seed", 0) or 0))
     if config.needs_up and up_source is None:
         flag = "--static-camera" if config.static_camera else "--track-ground"
@@ -210,8 +215,6 @@ class MaskMemo:
         self.hits = 0
 
     def predict(self, rgb: np.ndarray) -> np.ndarray:
-        import hashlib
-
         a = np.ascontiguousarray(rgb)
         key = hashlib.blake2b(a.tobytes(), digest_size=16).digest() + repr(a.shape).encode()
         if key in self.masks:
@@ -222,6 +225,30 @@ class MaskMemo:
             self.masks.pop(next(iter(self.masks)))
         self.masks[key] = mask
         return mask
+
+
+def calibration_pass(frames, session, mask_source, up_source, n: int) -> list[CalibrationFrame]:
+    """Track the first ``n`` frames of ``frames`` through ``session`` (a
+    :class:`~snaketrack.tracker.pipeline.TrackingSession`, started here and closed) and keep the tracked
+    ones (:class:`~snaketrack.tracker.selfcal.CalibrationFrame`, in order). ``mask_source``, ``up_source``: as
+    :func:`step_frames` takes them."""
+    out: list[CalibrationFrame] = []
+
+    def keep(results) -> None:
+        for r in results:
+            if r.state.status == "tracked" and r.mask.any():
+                up = r.up if r.up is not None else (up_source(r.index) if up_source is not None else None)
+                out.append(CalibrationFrame(r.index, r.mask, r.state.pose_vector(layout), up, float(r.state.iou),
+                                            r.rotation, r.row.get("camera_height_ratio")))
+
+    session.start()
+    layout = session.tracker.layout
+    try:
+        for results in step_frames(frames, session, mask_source, up_source, stop=n):
+            keep(results)
+    finally:
+        keep(session.close())
+    return out
 
 
 def self_calibrate(frames, session: TrackingSession, mask_source: "MaskSource", options: RunOptions,
@@ -238,11 +265,6 @@ def self_calibrate(frames, session: TrackingSession, mask_source: "MaskSource", 
     found (``focal``, ``up_auto``: :meth:`FocalFit.as_dict`, :meth:`PlaneFit.as_dict`), None without
     calibration. ``log``: called with progress lines.
     """
-    import warnings
-
-    from snaketrack.tracker.camera import Camera
-    from snaketrack.tracker.selfcal import calibration_pass, estimate_up, refine_focal
-
     auto = options.up == "auto"
     if not auto and not options.refine_focal:
         return session, open_up_source(frames, options.up, config), None
@@ -343,8 +365,6 @@ def step_frames(frames, session: TrackingSession, mask_source: "MaskSource", up_
     yields each step's finished :class:`~snaketrack.tracker.pipeline.FrameResult` list. Neither starts
     nor closes the session. ``ahead``: the next frame is read and segmented in a thread of its own while
     this one is tracked (:class:`~snaketrack.tracker.overlap.ReadAhead`)."""
-    from snaketrack.tracker.overlap import ReadAhead
-
     items = prepared_frames(frames, session, mask_source, up_source, start, stop)
     if not ahead:
         for prepared, up, truth in items:
@@ -360,9 +380,6 @@ def track_source(source: str | os.PathLike, out: str | os.PathLike, robot: Optio
                  config: PipelineConfig = PipelineConfig(), options: RunOptions = RunOptions()) -> dict:
     """Track ``source`` into the folder ``out`` (module doc); returns the summary (with ``metrics.json``'s
     figures when the source has truth, and its headline figures without truth)."""
-    from snaketrack.tracker.outputs import OverlayVideo, StateStream, TrackWriter, overlay_frame
-    from snaketrack.tracker.quality import QualityWriter
-
     out = Path(out)
     frames, session, mask_source = open_session(source, robot, intrinsics, masks, config, options.segmenter_setting,
                                                 options.segmenter_flips)
@@ -383,7 +400,6 @@ def track_source(source: str | os.PathLike, out: str | os.PathLike, robot: Optio
     quality = QualityWriter(out / "quality.csv", robot_model, session.camera.K)
     width, height = session.size
     video = OverlayVideo(out / "overlay.mp4", frames.fps, width, height) if options.video else None
-    from tqdm import tqdm
 
     bar = tqdm(total=n_total, desc="track", unit="frame", mininterval=0.5, disable=not options.progress)
 
@@ -395,8 +411,6 @@ def track_source(source: str | os.PathLike, out: str | os.PathLike, robot: Optio
                 stream.write(r.row)
             if video is not None:
                 video.write(overlay_frame(r, robot_model, session.camera.K))
-
-    from snaketrack.tracker.overlap import WriteBehind
 
     n = 0
     session.start()
@@ -430,10 +444,6 @@ def track_source(source: str | os.PathLike, out: str | os.PathLike, robot: Optio
 def _summarise(out: Path, source, session: TrackingSession, frames, n: int, masks: Optional[str],
                config: PipelineConfig, options: RunOptions, calibration: Optional[dict] = None) -> dict:
     """``summary.json``, ``metrics.json`` and plots of a finished run."""
-    from snaketrack.io import read_csv_columns, write_json
-    from snaketrack.tracker.evaluation import plot_tracking, tracking_metrics
-    from snaketrack.tracker.quality import HEADLINE, plot_quality, quality_metrics
-
     robot = session.robot
     track_time, search_s = session.track_time_s, session.search_time_s
     fps = n / track_time if track_time > 0 else float("nan")

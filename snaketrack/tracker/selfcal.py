@@ -2,7 +2,8 @@
 (``--refine-focal``), from the first frames of a recorded source.
 
 Both start from a *calibration pass*: the first ``n`` frames tracked as usual (with the up direction
-given, or none), their observed masks and fitted poses kept (:func:`calibration_pass`).
+given, or none), their observed masks and fitted poses kept
+(:func:`snaketrack.tracker.run.calibration_pass`, :class:`CalibrationFrame`).
 
 **The ground plane** (:func:`fit_plane`, :func:`fit_plane_lengths`). The robot lies on the ground, and a
 crawling robot sweeps an area of it: its link centres over the frames of a fixed camera lie on one
@@ -57,9 +58,17 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
+from scipy.optimize import least_squares
 
 from snaketrack.errors import InputError
+from snaketrack.models.kinematics import forward_kinematics_np
 from snaketrack.models.rotations import axis_angle_to_matrix_np, perpendicular_np
+from snaketrack.tracker.config import TrackerConfig
+from snaketrack.tracker.observation import observe
+from snaketrack.tracker.primitives import CapsuleModel
+from snaketrack.tracker.refine import Refiner
+from snaketrack.tracker.render import SilhouetteRenderer, SilhouetteSettings
+from snaketrack.tracker.state import StateLayout
 
 #: Frames of the calibration pass by default (``--calibration-frames``).
 CALIBRATION_FRAMES = 60
@@ -129,8 +138,6 @@ def fit_plane(points, iterations: int = 5, min_spread: float = 0.05) -> Optional
 
 def link_points(robot, layout, x) -> np.ndarray:
     """The link centres (N, 3) [m, camera frame] of pose vector ``x`` (D,)."""
-    from snaketrack.models.kinematics import forward_kinematics_np
-
     q, R, t = layout.unpack(np.asarray(x, float))
     return forward_kinematics_np(robot, q, R, t)["centres"]
 
@@ -149,32 +156,6 @@ class CalibrationFrame:
     iou: float
     rotation: Optional[np.ndarray] = None
     height_ratio: Optional[float] = None
-
-
-def calibration_pass(frames, session, mask_source, up_source, n: int) -> list[CalibrationFrame]:
-    """Track the first ``n`` frames of ``frames`` through ``session`` (a
-    :class:`~snaketrack.tracker.pipeline.TrackingSession`, started here and closed) and keep the tracked
-    ones (:class:`CalibrationFrame`, in order). ``mask_source``, ``up_source``: as
-    :func:`snaketrack.tracker.run.step_frames` takes them."""
-    from snaketrack.tracker.run import step_frames
-
-    out: list[CalibrationFrame] = []
-
-    def keep(results) -> None:
-        for r in results:
-            if r.state.status == "tracked" and r.mask.any():
-                up = r.up if r.up is not None else (up_source(r.index) if up_source is not None else None)
-                out.append(CalibrationFrame(r.index, r.mask, r.state.pose_vector(layout), up, float(r.state.iou),
-                                            r.rotation, r.row.get("camera_height_ratio")))
-
-    session.start()
-    layout = session.tracker.layout
-    try:
-        for results in step_frames(frames, session, mask_source, up_source, stop=n):
-            keep(results)
-    finally:
-        keep(session.close())
-    return out
 
 
 def _moving(calib: list[CalibrationFrame]) -> bool:
@@ -208,8 +189,6 @@ def _link_rays(robot, layout, calib: list[CalibrationFrame]):
     ``calib`` (origin rays, end rays), with each link's length (M,), radius (M,) [m] and frame's position
     in ``calib`` (M,). A point's ray at unit depth, ``X / Z``, is its pixel back-projected: only the image
     positions of the fitted axes enter, not their depths."""
-    from snaketrack.models.kinematics import forward_kinematics_np
-
     ra, rb, lengths, radii, frame = [], [], [], [], []
     for k, c in enumerate(calib):
         q, R, t = layout.unpack(np.asarray(c.x, float))
@@ -241,8 +220,6 @@ def fit_plane_lengths(robot, layout, calib: list[CalibrationFrame], start: Plane
     height when a ratio is missing); the height returned is the first frame's. Returns
     ``start`` unchanged when no frame qualifies. ``rms``: of the length residuals [m]; ``tilt_sd_rad``
     from the fit's covariance."""
-    from scipy.optimize import least_squares
-
     use = [c for c in calib if c.iou >= min_iou]
     if not use:
         return start
@@ -444,12 +421,6 @@ def refine_focal(robot, camera, calib: list[CalibrationFrame], config=None, max_
     max_se_rel: the largest standard error of f (relative) taken as a fix (``FocalFit.flat``).
     log: called with a line per candidate.
     """
-    from snaketrack.tracker.config import TrackerConfig
-    from snaketrack.tracker.observation import observe
-    from snaketrack.tracker.primitives import CapsuleModel
-    from snaketrack.tracker.refine import Refiner
-    from snaketrack.tracker.render import SilhouetteRenderer, SilhouetteSettings
-
     if not calib:
         raise InputError("--refine-focal: no frame of the calibration pass was tracked")
     cfg = config or TrackerConfig()
@@ -457,7 +428,6 @@ def refine_focal(robot, camera, calib: list[CalibrationFrame], config=None, max_
     use = [calib[i] for i in idx]
     K0 = np.asarray(camera.K, float)
     f0 = float(K0[0, 0])
-    from snaketrack.tracker.state import StateLayout
 
     layout = StateLayout.for_robot(robot)
     model = CapsuleModel.named(robot, cfg.model)

@@ -43,9 +43,11 @@ from snaketrack.models.robot import Robot
 from snaketrack.tracker.config import TrackerConfig
 from snaketrack.tracker.filter import KalmanFilter
 from snaketrack.tracker.ground_prior import GroundPrior
+from snaketrack.tracker.moments import mask_moment_vector
 from snaketrack.tracker.observation import Observation, observe
 from snaketrack.tracker.occlusion import cut_weighted
 from snaketrack.tracker.primitives import CapsuleModel
+from snaketrack.tracker.reading import flip_pose, wave_direction, yaw_indices
 from snaketrack.tracker.refine import Refiner, RefineResult
 from snaketrack.tracker.render import SilhouetteRenderer, SilhouetteSettings
 from snaketrack.tracker.renderers import make_renderer
@@ -228,14 +230,10 @@ class Tracker:
         return pred
 
     def _can_check_reading(self) -> bool:
-        from snaketrack.tracker.reading import yaw_indices
-
         return self.config.wave_check and len(yaw_indices(self.robot)) >= 2
 
     def _check_reading(self, res, obs):
         """Flip the track when its body wave runs from tail to head (see ``wave_check``)."""
-        from snaketrack.tracker.reading import wave_direction, yaw_indices
-
         cfg = self.config
         idx = yaw_indices(self.robot)
         if len(idx) < 2:
@@ -263,8 +261,6 @@ class Tracker:
     def _refine_flipped(self, x: np.ndarray, obs: Observation, up, ground: Optional[float] = None):
         """The pose ``x`` read from the other end (reading.flip_pose), refined on ``obs``: wide edge, then 4
         steps; on a fixed camera (``ground_window``) both hold the base to the ground's height."""
-        from snaketrack.tracker.reading import flip_pose
-
         xf = flip_pose(self.robot, self.layout, x)
         height = self.ground_prior.height(self.up, ground)
         alt = self.search.wide_refiner.refine(xf, obs, steps=self.config.init_refine_steps, up=up, height=height)
@@ -276,8 +272,6 @@ class Tracker:
         :meth:`start`. The session (filter, history) is untouched. What
         :class:`~snaketrack.tracker.reading.ReadingHold` does to the frames it held when the track is
         turned round."""
-        from snaketrack.tracker.reading import flip_pose
-
         m = self._check_mask(mask)
         x = state.pose_vector(self.layout)
         up = None if up is None else np.asarray(up, float)
@@ -350,8 +344,6 @@ class Tracker:
             loss=float(res.cost) if res is not None else float("nan"))
 
     def _moment_update(self, m: np.ndarray) -> np.ndarray:
-        from snaketrack.tracker.moments import mask_moment_vector
-
         order = self.config.moment_order
         z = mask_moment_vector(torch.as_tensor(m, dtype=torch.float64)[None], order=order)[0].numpy()
         roi = self.renderer.screen_roi(torch.as_tensor(self.filter.pose)[None], 30.0)

@@ -33,6 +33,9 @@ from datetime import timedelta
 from typing import Any, Callable, Optional, Sequence
 
 import torch
+from torch.distributed.elastic.multiprocessing.api import SignalException
+from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, record
+from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
 from snaketrack.errors import InputError, SnaketrackError
 
@@ -156,10 +159,6 @@ def launch(fn: Callable[..., Any], args: tuple = (), workers: int = 2, address: 
     workers of the other ``nnodes - 1`` machines (this one being ``node_rank``). ``device``: ``--device``
     (:func:`workers_device`). Raises :class:`WorkerError` (one line) when a worker fails.
     """
-    from torch.distributed.elastic.multiprocessing.api import SignalException
-    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
-
     device = workers_device(device, workers)
     host, port = parse_address(address)
     if host:  # torchrun's static rendezvous: node ranks as given, node 0 holds the store at HOST:PORT
@@ -194,8 +193,6 @@ def launch(fn: Callable[..., Any], args: tuple = (), workers: int = 2, address: 
 
 def _worker_main(fn: Callable[..., Any], args: tuple, device: str = "cpu") -> Any:
     """A worker process: join the process group, run ``fn``, leave the group."""
-    from torch.distributed.elastic.multiprocessing.errors import record
-
     return record(_in_group)(fn, args, device)
 
 

@@ -10,6 +10,7 @@ import os
 from typing import Optional, Sequence
 
 import numpy as np
+from tqdm import tqdm
 
 from snaketrack.datasets.layout import Dataset
 from snaketrack.errors import FileFormatError, InputError
@@ -35,8 +36,6 @@ def evaluate_segmenter(segmenter, dataset: str | os.PathLike, batch_size: int = 
     over ``frames`` (None: all). A segmenter that follows the robot in a window (both settings by default)
     forgets any earlier video and segments every frame from the first to the last of ``frames`` in order,
     as a video gives them; only ``frames`` are scored."""
-    from tqdm import tqdm
-
     if int(batch_size) < 1:
         raise InputError(f"--batch-size {batch_size}: expected a positive number of frames")
     ds = Dataset(dataset)

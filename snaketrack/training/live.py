@@ -25,6 +25,7 @@ returns None, and the segmenter runs its network in torch (same scale and flips)
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import io
 import os
 import warnings
@@ -35,9 +36,11 @@ from typing import Optional
 import numpy as np
 import torch
 
+from snaketrack.datasets.toy import toy_video
 from snaketrack.errors import InputError, SnaketrackWarning
 from snaketrack.extras import install_command
 from snaketrack.io import atomic_write_bytes
+from snaketrack.training.data import normalise
 
 SETTINGS = ("live", "accurate")
 #: the live setting's test-time flips at most: the left-right pair. On scenes the network was not trained on
@@ -84,7 +87,7 @@ def export_bytes(model: torch.nn.Module, net_size: tuple[int, int], key: str) ->
     """The ONNX graph of ``model`` (input ``image`` float32 (B, 3, h, w) normalised and padded, output
     ``logit`` float32 (B, 1, h, w); batch, height and width free, traced at (h, w) = ``net_size``), tagged
     with ``key`` (the model file's SHA-256) and :data:`ANY_SIZE` in its metadata."""
-    import onnx
+    import onnx  # deferred: optional, the live extra
 
     model = model.float().eval()
     x = torch.zeros((1, 3, *net_size), dtype=torch.float32)
@@ -112,7 +115,7 @@ class OnnxNetwork:
     backend = "onnxruntime"
 
     def __init__(self, graph: str | os.PathLike | bytes, threads: Optional[int] = None, precision: str = "fp32"):
-        import onnxruntime as ort
+        import onnxruntime as ort  # deferred: optional, the live extra
 
         self.precision = precision  # fp32, or int8 for a quantized graph (QDQ)
 
@@ -132,7 +135,7 @@ class OnnxNetwork:
 def cpu_offers_bf16(core=None) -> bool:
     """Whether OpenVINO's CPU plugin computes in bfloat16 on this CPU (AVX512-BF16 or AMX); ``core``: an
     ``openvino.Core`` to ask (None: a new one)."""
-    import openvino as ov
+    import openvino as ov  # deferred: optional, the live extra
 
     return "BF16" in (core or ov.Core()).get_property("CPU", "OPTIMIZATION_CAPABILITIES")
 
@@ -153,7 +156,7 @@ class OpenVinoNetwork:
 
     def __init__(self, graph: str | os.PathLike | bytes, threads: Optional[int] = None,
                  precision: Optional[str] = None):
-        import openvino as ov
+        import openvino as ov  # deferred: optional, the live extra
 
         core = ov.Core()
         self.precision = precision or ("bf16" if cpu_offers_bf16(core) else "fp32")
@@ -202,7 +205,7 @@ class OpenVinoNetwork:
 
 def graph_metadata(data: bytes) -> dict[str, str]:
     """The metadata properties of an ONNX graph (its bytes): the tags :func:`export_bytes` writes."""
-    import onnx
+    import onnx  # deferred: optional, the live extra
 
     return {p.key: p.value for p in onnx.load_from_string(data).metadata_props}
 
@@ -219,8 +222,6 @@ def open_network(graph: str | os.PathLike | bytes, engine: str, threads: Optiona
 
 def installed_engines() -> list[str]:
     """The :data:`ENGINES` whose Python package imports, fastest first."""
-    import importlib.util
-
     return [e for e in ENGINES if importlib.util.find_spec(e) is not None]
 
 
@@ -233,9 +234,6 @@ def tolerance(net) -> float:
 def check_frame(net_size: tuple[int, int], mean, std) -> np.ndarray:
     """The export check's input: a synthetic frame with a snake on textured ground (the toy video's first
     frame) at ``net_size``, normalised like the network's input; float32 (1, 3, h, w)."""
-    from snaketrack.datasets.toy import toy_video
-    from snaketrack.training.data import normalise
-
     frames, _ = toy_video(1, net_size[1], net_size[0], seed=0)
     return normalise(frames[0], mean, std)[None].astype(np.float32)
 

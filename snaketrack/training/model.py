@@ -42,10 +42,11 @@ from typing import Any, Optional
 import torch
 
 from snaketrack.errors import FileFormatError, InputError, MissingFileError
-from snaketrack.io import atomic_write_bytes
+from snaketrack.io import atomic_write_bytes, parse_size
 
 MODEL_FORMAT = "snaketrack-segmenter"
 MODEL_VERSION = 1
+LIVE_INT8_FIELD = "live_int8"  # the extra field holding the live setting's int8 graph and its measurement
 OUTPUT_STRIDE = 16
 ARCHITECTURES = ("DeepLabV3Plus", "Unet")
 ENCODERS = ("resnet18", "resnet34", "mobilenet_v2", "efficientnet-b0")
@@ -162,8 +163,6 @@ def parse_input_size(text: str, flag: str = "--input-size") -> tuple[int, int]:
     >>> parse_input_size("640x360")
     (360, 640)
     """
-    from snaketrack.io import parse_size
-
     w, h = parse_size(text, flag)
     return h, w
 
@@ -175,14 +174,14 @@ def padded_size(size: tuple[int, int]) -> tuple[int, int]:
 
 def available_encoders() -> list[str]:
     """Encoder names smp offers (any works with ``--encoder``; :data:`ENCODERS` are the tested ones)."""
-    import segmentation_models_pytorch as smp
+    import segmentation_models_pytorch as smp  # deferred: the module imports without segmentation-models-pytorch
 
     return sorted(smp.encoders.get_encoder_names())
 
 
 def build_model(config: SegmenterConfig, encoder_weights: Optional[str | os.PathLike] = None) -> torch.nn.Module:
     """A fresh DeepLabV3+ for ``config``; random encoder unless ``encoder_weights`` (a local file) is given."""
-    import segmentation_models_pytorch as smp
+    import segmentation_models_pytorch as smp  # deferred: the module imports without segmentation-models-pytorch
 
     if config.architecture not in ARCHITECTURES:
         raise InputError(f"architecture {config.architecture!r}: expected one of {', '.join(ARCHITECTURES)}")

@@ -9,10 +9,10 @@ from snaketrack.io import atomic_write_bytes
 
 def plot_history(history: list[dict[str, float]], path: str | os.PathLike) -> None:
     """Loss (train, val) and validation IoU per epoch, as a PNG written atomically."""
-    import matplotlib
+    import matplotlib  # deferred: the module imports without matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # deferred: the module imports without matplotlib
 
     ep = [h["epoch"] for h in history]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.2))

@@ -25,12 +25,17 @@ from typing import Any, Optional, Sequence
 import numpy as np
 import torch
 
+from snaketrack.io import atomic_write_bytes
 from snaketrack.training.data import normalise, pad_to, resize_to
-from snaketrack.training.model import SegmenterConfig, padded_size
+from snaketrack.training.evaluate import mean_iou
+from snaketrack.training.grounds import paste_on_ground
+from snaketrack.training.live import OnnxNetwork, _first_line, export_bytes
+from snaketrack.training.model import LIVE_INT8_FIELD as FIELD
+from snaketrack.training.model import SegmenterConfig, load_model, model_bytes, padded_size
+from snaketrack.training.segmenter import Segmenter
 
 CALIBRATION_FRAMES = 16  # training frames whose activation ranges set the int8 scales
 IOU_LOSS = 0.02  # the most validation IoU the int8 network may lose against float32 and be kept
-FIELD = "live_int8"  # the model file's extra field holding the graph and its measurement
 QUANTIZE_RESERVE_S = 15.0  # export and quantization of a resnet18 on a slow 2-core CPU [s], kept back by training
 
 
@@ -43,6 +48,7 @@ def network_input(rgb: np.ndarray, config: SegmenterConfig, size: tuple[int, int
 def quantize_graph(graph: bytes, inputs: Sequence[np.ndarray]) -> bytes:
     """The float32 ONNX ``graph`` (input ``image``) statically quantized to int8 in the QDQ format, its
     activation ranges the minima and maxima over ``inputs`` (float32 (1, 3, h, w) each)."""
+    # deferred: optional, the live extra
     from onnxruntime.quantization import (
         CalibrationDataReader,
         CalibrationMethod,
@@ -81,10 +87,6 @@ def live_int8_entry(model: torch.nn.Module, config: SegmenterConfig, calibration
     calibration: RGB uint8 training frames (H, W, 3); validation: (RGB uint8 frame, bool label) pairs.
     Both networks run at the model's scale without flips, the float32 one in torch, the int8 one in
     ONNX Runtime with ``threads`` intra-op threads (None: torch's)."""
-    from snaketrack.training.evaluate import mean_iou
-    from snaketrack.training.live import OnnxNetwork, export_bytes
-    from snaketrack.training.segmenter import Segmenter
-
     t0 = time.perf_counter()
     fp32 = Segmenter(model, config, flips=1, precision="fp32")
     xs = [network_input(f, config, fp32.size) for f in calibration]
@@ -108,8 +110,6 @@ def calibration_frames(items: Sequence[tuple[Any, int]], n: int = CALIBRATION_FR
 
     The live setting runs on footage of other grounds than the training clip's, and activations outside the
     calibrated ranges are clipped (docs/benchmarks.md, "int8", measures the difference)."""
-    from snaketrack.training.grounds import paste_on_ground
-
     rng = np.random.default_rng(seed)
     frames = []
     for k, (ds, i) in enumerate(evenly(list(items), n)):
@@ -137,10 +137,6 @@ def attach_live_int8(model_path: str | Path, train_items: Sequence[tuple[Any, in
     measured on ``val_items``' frames and masks; a file that has it already is left as it is. Returns the entry
     without its graph. An export or quantization that fails is recorded
     (``kept`` False, ``error``) and the live setting runs float32."""
-    from snaketrack.io import atomic_write_bytes
-    from snaketrack.training.live import _first_line
-    from snaketrack.training.model import load_model, model_bytes
-
     model, config, extra = load_model(model_path)
     if FIELD in extra:  # a finished run opened again
         return {k: v for k, v in extra[FIELD].items() if k != "graph"}

@@ -8,6 +8,12 @@ from __future__ import annotations
 
 import os
 
+from tqdm import tqdm
+
+from snaketrack.datasets.layout import DatasetWriter
+from snaketrack.datasets.video import open_frames, source_meta
+from snaketrack.errors import InputError
+
 
 def segment_source(source: str | os.PathLike, out: str | os.PathLike, segmenter, model_path: str = "",
                    batch_size: int = 4, progress: bool = True) -> int:
@@ -18,12 +24,6 @@ def segment_source(source: str | os.PathLike, out: str | os.PathLike, segmenter,
     batch_size: frames per forward pass. A segmenter that follows the robot in a window starts afresh on
     ``source`` (on a resumed run, at its first frame not yet written).
     """
-    from tqdm import tqdm
-
-    from snaketrack.datasets.layout import DatasetWriter
-    from snaketrack.datasets.video import open_frames, source_meta
-    from snaketrack.errors import InputError
-
     if int(batch_size) < 1:
         raise InputError(f"--batch-size {batch_size}: expected a positive number of frames")
 

@@ -53,6 +53,7 @@ from snaketrack.training.data import normalise, resize_to
 from snaketrack.training.live import LIVE_FLIPS, check_setting, live_network
 from snaketrack.training.model import (
     FLIPS,
+    LIVE_INT8_FIELD,
     SegmenterConfig,
     check_precision,
     cpu_computes_bf16,
@@ -60,7 +61,6 @@ from snaketrack.training.model import (
     padded_size,
     precision_context,
 )
-from snaketrack.training.quantize import FIELD
 from snaketrack.training.window import Window, robot_pieces
 
 FLIP_DIMS = ((), (3,), (2,), (2, 3))  # (B, 3, h, w) axes flipped: none, left-right, up-down, both
@@ -243,6 +243,6 @@ def load_segmenter(path: str | os.PathLike, device: str = "cpu", threshold: Opti
     seg = Segmenter(model, config, threshold=threshold, device=device, scale=scale, flips=flips,
                     precision=precision, window=bool(window), region=region, edges=edges, wait=wait)
     if setting == "live" and torch.device(device).type == "cpu":
-        graph = extra.get(FIELD, {}).get("graph") if int8 else None
+        graph = extra.get(LIVE_INT8_FIELD, {}).get("graph") if int8 else None
         seg.network = live_network(path, model, config, seg.net_size, threads=threads, engine=engine, int8=graph)
     return seg

@@ -25,9 +25,12 @@ import torch
 
 from snaketrack.errors import FileFormatError, InputError
 from snaketrack.io import CsvAppender, atomic_write_bytes
+from snaketrack.masks import mask_iou
 from snaketrack.training.config import TrainConfig, config_dict
 from snaketrack.training.data import SegmentationData
 from snaketrack.training.model import SegmenterConfig, load_model, model_bytes
+from snaketrack.training.segmenter import Segmenter
+from snaketrack.training.window import robot_pieces
 
 THRESHOLDS = tuple(round(t, 2) for t in np.arange(0.2, 0.81, 0.05))
 SELECT_COLUMNS = ["candidate", "epoch", "scale", "flips", "threshold", "val_iou", "chosen"]
@@ -132,10 +135,6 @@ def _score(model: torch.nn.Module, ci: int, scale: float, flips: int, frames: Se
            config: SegmenterConfig, thresholds: Sequence[float], batch_size: int) -> list[dict[str, Any]]:
     """Table rows (one a threshold) of one model at one scale and flip count: mean IoU over ``frames`` of
     the masks inference gives at that threshold (each mask cut to its robot pieces)."""
-    from snaketrack.masks import mask_iou
-    from snaketrack.training.segmenter import Segmenter
-    from snaketrack.training.window import robot_pieces
-
     ts = np.asarray([float(t) for t in thresholds], np.float32)
     seg = Segmenter(model, config, scale=scale, flips=flips, region=False)
     ious = np.zeros((len(frames), len(ts)))

@@ -41,6 +41,7 @@ by validation IoU at the trained scale):
 from __future__ import annotations
 
 import io
+import itertools
 import math
 import os
 import time
@@ -48,14 +49,25 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
+import cv2
 import numpy as np
 import torch
+from tqdm import tqdm
 
+from snaketrack.device import resolve_device
 from snaketrack.errors import InputError
 from snaketrack.io import CsvAppender, atomic_write_bytes
 from snaketrack.training.config import TrainConfig, config_dict
 from snaketrack.training.data import SegmentationData
-from snaketrack.training.distributed import Workers, data_parallel, launch, plain_batchnorm, shard_batches
+from snaketrack.training.distributed import (
+    Workers,
+    check_workers,
+    data_parallel,
+    launch,
+    plain_batchnorm,
+    shard_batches,
+    workers_device,
+)
 from snaketrack.training.losses import batch_iou, seg_loss
 from snaketrack.training.model import (
     AUTO_PRECISION,
@@ -111,10 +123,6 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
     :func:`snaketrack.device.resolve_device`; a data-parallel worker trains on ``workers.device``). The
     final choice and the int8 network are made on the CPU.
     """
-    from tqdm import tqdm
-
-    from snaketrack.device import resolve_device
-
     ctx = workers or Workers(device=resolve_device(device))
     config = replace(config, precision=decide_precision(config.precision, ctx))
     main = ctx.is_main
@@ -124,8 +132,6 @@ def train(roots: Sequence[str | os.PathLike], out: str | os.PathLike, config: Tr
     seg_cfg = SegmenterConfig(encoder=config.encoder, input_size=tuple(config.input_size),
                               architecture=config.architecture, precision=config.precision)
     if config.threads is not None:
-        import cv2
-
         torch.set_num_threads(int(config.threads))
         cv2.setNumThreads(int(config.threads))
     torch.manual_seed(config.seed)
@@ -348,8 +354,6 @@ def train_parallel(roots: Sequence[str | os.PathLike], out: str | os.PathLike, c
     Returns the result on the machine of rank 0 (:func:`train`'s), None on the others. A worker
     that fails ends the run: :class:`~snaketrack.training.distributed.WorkerError`.
     """
-    from snaketrack.training.distributed import check_workers, workers_device
-
     check_workers(workers, config.batch_size, nnodes, node_rank, address)
     workers_device(device, workers)  # its one line before any worker starts
     if node_rank == 0:  # refuse a mismatched resume here, in one line, before any worker starts
@@ -384,8 +388,6 @@ def _average_with_bn(avg: torch.optim.swa_utils.AveragedModel, train_ds: Segment
                      n_batches: int, epoch: int) -> dict[str, Any]:
     """The averaged model with its batch-norm statistics recomputed over ``n_batches`` training batches
     (augmented as in training, drawn for epoch ``epoch``); a dict with ``model``, ``n_averaged``, ``bn_s``."""
-    import itertools
-
     t0 = time.perf_counter()
     train_ds.set_epoch(epoch)
     loader = _train_loader(train_ds, config, 99991)

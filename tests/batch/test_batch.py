@@ -10,6 +10,7 @@ import yaml
 
 from snaketrack.batch.campaign import load_campaign
 from snaketrack.batch.stages import run_command
+from snaketrack.commands import command_parser
 from snaketrack.errors import InputError
 from snaketrack.io import read_csv_columns
 
@@ -45,10 +46,10 @@ def campaign_dir(tmp_path_factory):
 def test_a_campaign_matches_the_single_video_commands_and_isolates_a_broken_video(campaign_dir, ray_local, tmp_path):
     from snaketrack.batch.runner import run_campaign
 
-    campaign = load_campaign(campaign_dir / "campaign.yaml")
+    campaign = load_campaign(campaign_dir / "campaign.yaml", command_parser)
     assert [v.name for v in campaign.videos] == ["clip0", "clip1", "clip2", "broken"]
     out = tmp_path / "out"
-    summary = run_campaign(campaign, out, progress=False)
+    summary = run_campaign(campaign, out, command_parser, progress=False)
     rows = {r["video"]: r for r in summary["per_video"]}
     assert summary["ok"] == 3 and summary["failed"] == 1
     assert rows["broken"]["failed_stage"] == "track" and "not a readable video" in rows["broken"]["error"]
@@ -60,7 +61,8 @@ def test_a_campaign_matches_the_single_video_commands_and_isolates_a_broken_vide
     for k in range(3):
         single = tmp_path / f"single{k}"
         assert run_command(["track", str(campaign_dir / "clips" / f"clip{k}"), "--robot", "planar-snake-11",
-                            "--refine-steps", "3", "--hold-frames", "0", "--no-video", "--out", str(single)]) is None
+                            "--refine-steps", "3", "--hold-frames", "0", "--no-video", "--out", str(single)],
+                           command_parser) is None
         a = read_csv_columns(out / f"clip{k}" / "track" / "track.csv")
         b = read_csv_columns(single / "track.csv")
         assert list(a) == list(b)
@@ -74,14 +76,14 @@ def test_a_campaign_matches_the_single_video_commands_and_isolates_a_broken_vide
     torch.set_num_threads(threads)
     assert (out / "summary.csv").read_text().splitlines()[0].startswith("video,path,status")
 
-    again = run_campaign(campaign, out, progress=False)  # a re-run skips what finished
+    again = run_campaign(campaign, out, command_parser, progress=False)  # a re-run skips what finished
     statuses = {(s["video"], s["stage"]): s["status"] for s in again["stages"]}
     assert all(statuses[f"clip{k}", st] == "skipped" for k in range(3) for st in ("track", "estimate"))
     assert statuses["broken", "track"] == "failed" and statuses["broken", "estimate"] == "blocked"
     import shutil
 
     shutil.rmtree(out / "clip1" / "estimate")  # a finished stage whose output is gone runs again
-    third = run_campaign(campaign, out, progress=False)
+    third = run_campaign(campaign, out, command_parser, progress=False)
     statuses = {(s["video"], s["stage"]): s["status"] for s in third["stages"]}
     assert statuses["clip1", "estimate"] == "done" and statuses["clip0", "estimate"] == "skipped"
 
@@ -92,7 +94,7 @@ def test_a_bad_campaign_lists_every_problem_at_once(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(spec))
     with pytest.raises(InputError) as e:
-        load_campaign(path)
+        load_campaign(path, command_parser)
     msg = str(e.value)
     for part in ("robot: 'no-such-robot'", "track.no_such_flag: not a flag", "videos[0].box: required",
                  "videos[1].glob", "videos[1].box: '1,2,3'", "fov_deg: 200"):
@@ -112,13 +114,13 @@ def test_a_bad_box_or_robot_file_is_found_before_anything_runs(tmp_path):
     spec = {"robot": "robot.yaml", "masks": "label", "videos": [{"path": "clip.mp4", "box": "1,2,-3,4"}]}
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(spec))
     with pytest.raises(InputError) as e:
-        load_campaign(tmp_path / "c.yaml")
+        load_campaign(tmp_path / "c.yaml", command_parser)
     msg = str(e.value)
     assert "videos[0].box: '1,2,-3,4'; width and height must be positive" in msg
     assert "robot: " in msg and "length" in msg and "\n" not in msg
     (tmp_path / "binary.yaml").write_bytes(b"\xff\xfe\x00\x01")
     with pytest.raises(InputError, match="not a text file"):
-        load_campaign(tmp_path / "binary.yaml")
+        load_campaign(tmp_path / "binary.yaml", command_parser)
 
 
 def test_a_failed_video_carries_no_figures_of_an_earlier_run(tmp_path):
@@ -159,7 +161,8 @@ def test_a_label_then_train_campaign_chains_every_stage(tmp_path, ray_local):
             "track": TRACK}
     (root / "campaign.yaml").write_text(yaml.safe_dump(spec))
     out = tmp_path / "out"
-    summary = run_campaign(load_campaign(root / "campaign.yaml"), out, progress=False)
+    summary = run_campaign(load_campaign(root / "campaign.yaml", command_parser), out, command_parser,
+                           progress=False)
     assert summary["ok"] == 2, summary["per_video"]
     done = {(s["video"], s["stage"]) for s in summary["stages"] if s["status"] == "done"}
     assert done == {("v0", "label"), ("v1", "label"), ("v0", "fit_labels"), ("v1", "fit_labels"),

@@ -16,7 +16,7 @@ import torch
 from snaketrack import cli
 from snaketrack.io import read_csv_columns
 from snaketrack.models.kinematics import forward_kinematics_np
-from snaketrack.tracker import pipeline
+from snaketrack.tracker import pipeline, run
 from snaketrack.tracker.pipeline import PipelineConfig
 from snaketrack.tracker.run import RunOptions, track_source
 from snaketrack.tracker.state import TrackState
@@ -269,8 +269,6 @@ def test_segmenter_masks(dataset, oracle, tmp_path, capsys):
 
 
 def test_segmenter_setting_reaches_the_segmenter(dataset, oracle, tmp_path, capsys, monkeypatch):
-    import snaketrack.training.segmenter as seg
-
     settings = []
 
     class Stub:
@@ -283,7 +281,7 @@ def test_segmenter_setting_reaches_the_segmenter(dataset, oracle, tmp_path, caps
         settings.append((setting, flips))
         return Stub()
 
-    monkeypatch.setattr(seg, "load_segmenter", load)
+    monkeypatch.setattr(run, "load_segmenter", load)
     (tmp_path / "m.pt").write_bytes(b"stub")
     for extra, want in (([], ("live", None)), (["--segmenter-setting", "accurate"], ("accurate", None)),
                         (["--segmenter-flips", "1"], ("live", 1))):
@@ -465,9 +463,7 @@ def test_segmenter_sees_the_frame_as_tracked_and_its_mask_is_not_undistorted_aga
             seen.append(rgb.shape)
             return (rgb[..., 0].astype(int) - rgb[..., 2].astype(int)) > 60
 
-    import snaketrack.training.segmenter as seg
-
-    monkeypatch.setattr(seg, "load_segmenter", lambda path, **kw: ColourSegmenter())
+    monkeypatch.setattr(run, "load_segmenter", lambda path, **kw: ColourSegmenter())
     (tmp_path / "m.pt").write_bytes(b"stub")
     cam = Camera.from_K(K, W, H, dist=np.array([-0.25, 0.08, 0.0, 0.0, 0.0]))
     calib = tmp_path / "calib.yaml"
@@ -494,8 +490,6 @@ def test_segmenter_sees_the_frame_as_tracked_and_its_mask_is_not_undistorted_aga
 
 
 def test_threads_reach_torch_and_a_bad_count_is_one_line(dataset, oracle, tmp_path, capsys, monkeypatch):
-    import snaketrack.tracker.run as run
-
     seen = []
     track = run.track_source
     monkeypatch.setattr(run, "track_source", lambda *a, **kw: seen.append(torch.get_num_threads()) or track(*a, **kw))

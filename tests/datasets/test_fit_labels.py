@@ -16,9 +16,9 @@ import pytest
 
 from snaketrack import cli
 from snaketrack.datasets.boxes import dilate_mask
-from snaketrack.datasets.fit_labels import FIT_CSV, FitConfig, fit_labels
 from snaketrack.datasets.layout import Dataset, DatasetWriter
 from snaketrack.errors import InputError, SnaketrackWarning
+from snaketrack.labelling.fit_labels import FIT_CSV, FitConfig, fit_labels
 from snaketrack.models.robot import load_robot
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tracker"))
@@ -222,7 +222,7 @@ def test_while_labelling_the_silhouettes_moving_pixels_the_label_left_out_join_i
     """A link the cut left out (the ground's colour) comes back where it moves; a part of it behind a still
     post stays out, and the moving cast shadow beside the robot, outside the silhouette, is not taken in.
     Neither trimming (which only removes) nor the replacement (the label grown by 2 px) brings a link back."""
-    from snaketrack.datasets.fit_labels import LabelFitter
+    from snaketrack.labelling.fit_labels import LabelFitter
     from snaketrack.tracker.camera import Camera
 
     root, truths = labelled
@@ -247,7 +247,7 @@ def test_while_labelling_the_silhouettes_moving_pixels_the_label_left_out_join_i
 
 
 def test_the_fitted_backend_hands_the_fit_the_frames_moving_pixels():
-    from snaketrack.datasets.fit_labels import FittedBackend, FittedFrame
+    from snaketrack.labelling.fit_labels import FittedBackend, FittedFrame
 
     moving = np.zeros((6, 8), bool)
     moving[2:4, 3:6] = True
@@ -284,7 +284,7 @@ def test_a_model_fitted_wider_than_the_label_is_drawn_narrowed_by_its_edge_offse
     it, the outline is too wide by the offset all round and the fit cannot use it."""
     import yaml
 
-    from snaketrack.datasets.fit_labels import LabelFitter
+    from snaketrack.labelling.fit_labels import LabelFitter
     from snaketrack.models.robot import ROBOTS_DIR, robot_from_dict
     from snaketrack.tracker.camera import Camera
 
@@ -311,7 +311,7 @@ def test_a_model_fitted_wider_than_the_label_is_drawn_narrowed_by_its_edge_offse
 def test_a_label_the_fit_cannot_explain_still_takes_in_the_silhouettes_moving_pixels(labelled):
     """A cut that lost the robot's far half (IoU with the silhouette below ``min_iou``: kept, not fitted) while
     the tracker holds the whole body: the half comes back where it moves, and nothing moving off the body."""
-    from snaketrack.datasets.fit_labels import LabelFitter
+    from snaketrack.labelling.fit_labels import LabelFitter
     from snaketrack.tracker.camera import Camera
 
     root, truths = labelled
@@ -337,7 +337,7 @@ def test_by_default_the_one_pixel_rim_a_cut_left_out_where_the_robot_moves_joins
     gravel): the rim moves with the robot and lies in the silhouette, and the default joins every such pixel;
     an opening by a 3 px square (``join_moving_px`` 3) keeps the one-pixel rim out. The label is trimmed, not
     replaced (``keep_edge``), so only the join can add to it."""
-    from snaketrack.datasets.fit_labels import LabelFitter
+    from snaketrack.labelling.fit_labels import LabelFitter
     from snaketrack.tracker.camera import Camera
 
     root, truths = labelled

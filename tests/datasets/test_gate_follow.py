@@ -8,9 +8,9 @@ import cv2
 import numpy as np
 import pytest
 
-from snaketrack.datasets.fit_labels import LabelFitter
-from snaketrack.datasets.label_gate import GateConfig, follow_camera, moved
 from snaketrack.errors import InputError
+from snaketrack.labelling.fit_labels import LabelFitter
+from snaketrack.labelling.label_gate import GateConfig, follow_camera, moved
 from snaketrack.models.robot import load_robot
 from snaketrack.tracker.camera import Camera
 

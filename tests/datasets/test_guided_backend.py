@@ -18,14 +18,14 @@ import numpy as np
 import pytest
 
 from snaketrack.datasets.boxes import Box, mask_to_box
-from snaketrack.datasets.fit_labels import FitConfig, FittedBackend, LabelFitter, fit_labels
 from snaketrack.datasets.grabcut_backend import GrabCutBackend
-from snaketrack.datasets.guided_backend import GuideConfig, GuidedBackend
-from snaketrack.datasets.label import LabelConfig, label_video
 from snaketrack.datasets.label_report import FIT_CSV
 from snaketrack.datasets.layout import Dataset
 from snaketrack.datasets.video import open_frames
 from snaketrack.errors import InputError, SnaketrackError, SnaketrackWarning
+from snaketrack.labelling.fit_labels import FitConfig, FittedBackend, LabelFitter, fit_labels
+from snaketrack.labelling.guided_backend import GuideConfig, GuidedBackend
+from snaketrack.labelling.label import LabelConfig, label_video
 from snaketrack.mask_edges import snap_edges
 from snaketrack.masks import mask_iou
 from snaketrack.models.robot import load_robot

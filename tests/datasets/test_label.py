@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from snaketrack.datasets.boxes import Box, dilate_mask, mask_to_box
-from snaketrack.datasets.label import LabelConfig, Labeller, label_video
 from snaketrack.datasets.layout import Dataset
 from snaketrack.datasets.toy import toy_video, write_toy_dataset
 from snaketrack.datasets.video import open_frames
 from snaketrack.errors import InputError, StateError
+from snaketrack.labelling.label import LabelConfig, Labeller, label_video
 from snaketrack.masks import mask_iou
 
 W, H = 120, 90

@@ -8,12 +8,12 @@ import pytest
 
 from snaketrack.datasets.boxes import Box, dilate_mask, mask_to_box
 from snaketrack.datasets.grabcut_backend import GrabCutBackend
-from snaketrack.datasets.label import LabelConfig, label_video
 from snaketrack.datasets.layout import Dataset, DatasetWriter
 from snaketrack.datasets.motion import MotionConfig, MotionMap, SequentialFrames, motion_near, nan_median
 from snaketrack.datasets.motion_backend import MotionGuideConfig, MotionGuidedBackend
 from snaketrack.datasets.video import open_frames
 from snaketrack.errors import InputError
+from snaketrack.labelling.label import LabelConfig, label_video
 from snaketrack.masks import mask_iou
 
 H, W, N = 120, 200, 40
@@ -336,7 +336,7 @@ def test_label_runs_grabcut_on_one_torch_thread_unless_told_and_a_bad_count_is_o
                                                                                         monkeypatch):
     import torch
 
-    import snaketrack.datasets.label as label
+    import snaketrack.labelling.label as label
     from snaketrack.cli import main
 
     frames, masks = _video()

@@ -11,9 +11,9 @@ import torch
 
 from snaketrack.cli import main
 from snaketrack.datasets.boxes import Box
-from snaketrack.datasets.label import LabelConfig, Labeller
 from snaketrack.datasets.sam_backend import SamBackend, load_sam
 from snaketrack.errors import FileFormatError, InputError, MissingFileError
+from snaketrack.labelling.label import LabelConfig, Labeller
 
 
 @pytest.fixture(scope="module")

@@ -14,12 +14,11 @@ from snaketrack.models.robot import load_robot
 from snaketrack.tracker.camera import FieldOfView
 from snaketrack.tracker.gravity import up_from_camera_quat
 from snaketrack.tracker.pipeline import PipelineConfig, TrackingSession
-from snaketrack.tracker.run import RunOptions, constant_up, open_session, track_source
+from snaketrack.tracker.run import RunOptions, calibration_pass, constant_up, open_session, track_source
 from snaketrack.tracker.selfcal import (
     CalibrationFrame,
     PlaneFit,
     angle_deg,
-    calibration_pass,
     estimate_up,
     fit_plane,
     fit_plane_lengths,
@@ -179,10 +178,10 @@ def test_up_auto_is_wired_into_track_source(oblique, tmp_path, monkeypatch):
     """``track_source`` with ``up="auto"`` fits the plane in its calibration passes, reports it, and holds the
     robot to it on a fixed camera; the true up direction comes from the dataset's camera attitude. The
     search is narrowed to the candidates of the test above (the wiring is what is tested here)."""
-    import snaketrack.tracker.selfcal as selfcal
+    import snaketrack.tracker.run as run
 
-    full = selfcal.estimate_up
-    monkeypatch.setattr(selfcal, "estimate_up", lambda *a, **kw: full(*a, **{"pitches_deg": (20.0, 70.0),
+    full = run.estimate_up
+    monkeypatch.setattr(run, "estimate_up", lambda *a, **kw: full(*a, **{"pitches_deg": (20.0, 70.0),
                                                                          "max_passes": 2, **kw}))
     frames = open_frames(oblique)
     truth = up_from_camera_quat(frames.truth[0]["camera_quat_world"])

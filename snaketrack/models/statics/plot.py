@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import io
 
+import numpy as np
+
 from snaketrack.models.statics.kinematics import backbone_points
 
 IMAGE_FORMATS = ("png", "pdf", "svg", "jpg", "jpeg")
@@ -17,11 +19,10 @@ def shape_image(robot, res, ref, title: str, fmt: str = "png") -> bytes:
     (120 dpi for the raster ones). The base is at the origin; the axes are equal and
     span the shapes with 10 % margin.
     """
-    import matplotlib
+    import matplotlib  # deferred: the module imports without matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
+    import matplotlib.pyplot as plt  # deferred: the module imports without matplotlib
 
     if fmt not in IMAGE_FORMATS:
         raise ValueError(f"image format {fmt!r}; expected one of {', '.join(IMAGE_FORMATS)}")

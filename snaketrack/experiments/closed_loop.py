@@ -14,9 +14,9 @@ Processes and links:
   (``PipelineConfig(corrupt_masks=True)``): a segmenter would need a model trained on the scene's own
   labels first, and would share the CPU with the renderer and the tracker;
 - **controller** (its own OS process, started with ``spawn``):
-  :func:`~snaketrack.sim.loop_controller.controller_main`, which reads only the streamed states
+  :func:`~snaketrack.experiments.loop_controller.controller_main`, which reads only the streamed states
   and the camera's own pose, checks which end is the head, learns Ĵ with the UKF and sends
-  :class:`~snaketrack.sim.steering.GaitCommand` back on the robot's command link (a queue).
+  :class:`~snaketrack.experiments.steering.GaitCommand` back on the robot's command link (a queue).
 
 With ``states="truth"`` the same controller reads the simulator's own states from a queue at the
 same frame times and pacing instead (the reference run); nothing is rendered or tracked. With
@@ -41,15 +41,26 @@ navigation would give it, never the robot's.
 from __future__ import annotations
 
 import math
+import multiprocessing as mp
 import queue
 import time
 from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
+import torch
 
 from snaketrack.errors import InputError
-from snaketrack.sim.steering import SteeringConfig
+from snaketrack.experiments.loop_controller import LoopController, controller_main
+from snaketrack.experiments.steering import SteeringConfig
+from snaketrack.service import PushSource, ServiceConfig, TrackingService
+from snaketrack.service.client import RobotState
+from snaketrack.sim.mjcf import WheelParams
+from snaketrack.sim.oal import OALConfig, oal_world_xml
+from snaketrack.sim.oal_live import OALStepper
+from snaketrack.sim.video import Motion, VideoConfig, VideoRenderer, _mat2quat, robot_motion
+from snaketrack.tracker.camera import Camera
+from snaketrack.tracker.pipeline import PipelineConfig
 
 STATE_SOURCES = ("none", "truth", "tracked")
 WORLDS = ("floor", "channel")
@@ -88,7 +99,7 @@ class ClosedLoopConfig:
     duration: the longest run [s, simulated, from the gait's start]; default per world (floor 20, channel 12).
     start_time: [s] of simulated time before the camera and controller start (the gait's ramp); default 1.
     refine_steps: the tracker's refinement iterations per frame; default 4.
-    steering: :class:`~snaketrack.sim.steering.SteeringConfig`; default per world (floor: the
+    steering: :class:`~snaketrack.experiments.steering.SteeringConfig`; default per world (floor: the
         defaults; channel: ``SteeringConfig.channel()``).
     robot: shipped robot name or robot YAML; default ``planar-snake-11``.
     tolerance: a waypoint is reached when the simulator's head comes within this distance [m]; default 0.1.
@@ -146,9 +157,6 @@ class ClosedLoopConfig:
     def oal_config(self):
         """The world's :class:`~snaketrack.sim.oal.OALConfig`: the floor without posts and with
         passive wheels, or the channel as ``sim oal`` runs it."""
-        from snaketrack.sim.mjcf import WheelParams
-        from snaketrack.sim.oal import OALConfig
-
         if self.world == "floor":
             return OALConfig(seed=self.seed, robot=self.robot, obstacles=False, wheels=WheelParams())
         return OALConfig(seed=self.seed, robot=self.robot)
@@ -177,7 +185,7 @@ def parse_targets(text: str) -> tuple[tuple[float, float], ...]:
 
 def _link1_pose(stepper) -> tuple[np.ndarray, np.ndarray]:
     """Link 1's origin (3,) [m] and rotation (3, 3) in the world, from the stepper's MuJoCo data."""
-    import mujoco
+    import mujoco  # deferred: the module imports without MuJoCo
 
     b = mujoco.mj_name2id(stepper.model, mujoco.mjtObj.mjOBJ_BODY, "link_1")
     return stepper.data.xpos[b].copy(), stepper.data.xmat[b].reshape(3, 3).copy()
@@ -186,9 +194,6 @@ def _link1_pose(stepper) -> tuple[np.ndarray, np.ndarray]:
 def _truth_state(stepper, frame: int, t: float, c: np.ndarray, R: np.ndarray):
     """The simulator's state of ``frame`` as a RobotState in the camera frame (the truth-fed link);
     camera centre ``c`` (3,) [m] and rotation ``R`` (3, 3) (``R_wc``)."""
-    from snaketrack.service.client import RobotState
-    from snaketrack.sim.video import _mat2quat
-
     p, Rb = _link1_pose(stepper)
     now = time.time()
     return RobotState(frame=frame, t=t, q=stepper.phi, qdot=stepper.phidot,
@@ -205,14 +210,9 @@ def frame_times(config: ClosedLoopConfig) -> np.ndarray:
 def planned_motion(config: ClosedLoopConfig):
     """The route planned for the robot, for the camera to fly over (module doc): the world of
     ``config`` stepped frame by frame with the controller's logic
-    (:class:`~snaketrack.sim.loop_controller.LoopController`) fed the simulator's states directly,
+    (:class:`~snaketrack.experiments.loop_controller.LoopController`) fed the simulator's states directly,
     each command acting from the next frame on. A :class:`~snaketrack.sim.video.Motion` at the frame
     times (qpos (F, nq))."""
-    from snaketrack.sim.loop_controller import LoopController
-    from snaketrack.sim.oal import oal_world_xml
-    from snaketrack.sim.oal_live import OALStepper
-    from snaketrack.sim.video import Motion, _mat2quat
-
     oal = config.oal_config()
     stepper = OALStepper(oal)
     ctl = LoopController(np.asarray(config.targets, float), stepper.robot, config.steering)
@@ -265,17 +265,11 @@ def _await_command(commands, frame: int, timeout: float):
 
 def run_closed_loop(config: ClosedLoopConfig, progress: bool = False) -> dict:
     """Run one closed loop (module doc); returns its record for
-    :func:`~snaketrack.sim.closed_loop_outputs.write_run`: ``config``, ``truth`` (per frame: t, head
+    :func:`~snaketrack.experiments.closed_loop_outputs.write_run`: ``config``, ``truth`` (per frame: t, head
     (x, y), offset δ on the head joint, qpos), ``controller`` (the controller's log; empty open loop),
     ``service`` (the service's figures, tracked only), ``command_age_s`` (simulated age of each command
     when applied), ``lockstep_timeouts`` (frames the simulator stopped waiting for), ``frames``
     (rendered RGB and masks, tracked only), ``K`` and the camera path (None open loop)."""
-    import multiprocessing as mp
-
-    from snaketrack.sim.loop_controller import controller_main
-    from snaketrack.sim.oal_live import OALStepper
-    from snaketrack.sim.video import VideoConfig, VideoRenderer, robot_motion
-
     cfg = config
     targets = np.asarray(cfg.targets, float)
     stepper = OALStepper(cfg.oal_config())
@@ -331,12 +325,6 @@ def run_closed_loop(config: ClosedLoopConfig, progress: bool = False) -> dict:
     service = source = truth_link = None
     threads = None
     if tracked:
-        import torch
-
-        from snaketrack.service import PushSource, ServiceConfig, TrackingService
-        from snaketrack.tracker.camera import Camera
-        from snaketrack.tracker.pipeline import PipelineConfig
-
         # one intra-op thread: the renderer and the controller share the cores, and torch's threads
         # spinning against them made each tracked frame 100x slower on a two-core machine
         threads = torch.get_num_threads()

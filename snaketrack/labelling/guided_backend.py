@@ -15,7 +15,7 @@ needs it), so each frame is cut with the model's help:
    model to that cut, and its silhouette at the fitted pose is the next
    frame's guide.
 3. The label is the silhouette at the fitted pose cut to the guided cut
-   grown by ``agree_px`` (:func:`~snaketrack.datasets.fit_labels.fitted_label`).
+   grown by ``agree_px`` (:func:`~snaketrack.labelling.fit_labels.fitted_label`).
 
 A frame the fit does not explain (the silhouette's IoU with the cut below
 ``min_iou``) keeps the cut as its label; a fit whose status is not
@@ -33,9 +33,12 @@ from typing import Optional
 import numpy as np
 
 from snaketrack.datasets.boxes import Box
-from snaketrack.datasets.fit_labels import fitted_label
 from snaketrack.datasets.grabcut_backend import GrabCutBackend
 from snaketrack.errors import InputError
+from snaketrack.labelling.fit_labels import fitted_label
+from snaketrack.masks import mask_iou
+from snaketrack.tracker.render import SilhouetteRenderer
+from snaketrack.tracker.tracker import Tracker
 
 
 @dataclass(frozen=True)
@@ -72,9 +75,6 @@ class GuidedBackend:
 
     def __init__(self, robot, K: np.ndarray, width: int, height: int, fps: float = 30.0,
                  config: GuideConfig = GuideConfig(), grabcut: Optional[GrabCutBackend] = None):
-        from snaketrack.tracker.render import SilhouetteRenderer
-        from snaketrack.tracker.tracker import Tracker
-
         self.config = config
         self.grabcut = grabcut or GrabCutBackend()
         self.tracker = Tracker(robot, np.asarray(K, float), width, height, fps=fps)
@@ -94,8 +94,6 @@ class GuidedBackend:
 
     def predict(self, box: Box, prior: Optional[np.ndarray] = None) -> np.ndarray:
         """The label of the current frame, bool (H, W); fits the model and keeps the next frame's guide."""
-        from snaketrack.masks import mask_iou
-
         cfg = self.config
         first = not self.tracker.started
         state = None

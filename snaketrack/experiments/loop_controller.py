@@ -4,7 +4,7 @@
 is given a *state link* (the tracking service's WebSocket URL, or a queue of
 :class:`~snaketrack.service.client.RobotState` for the truth-fed reference),
 the robot's *command link* (a queue it puts
-:class:`~snaketrack.sim.steering.GaitCommand` on), the robot's description
+:class:`~snaketrack.experiments.steering.GaitCommand` on), the robot's description
 and the camera's pose per frame (the drone's navigation or the tripod's
 survey: positions (F, 3) [m] and rotations ``R_wc`` (F, 3, 3), OpenCV camera
 axes in the world) to put each state into the world frame. It never sees
@@ -12,7 +12,7 @@ the simulator.
 
 :class:`LoopController` is the controller without I/O: the head/tail check
 (:class:`ChainReading`), then the steering law
-(:class:`~snaketrack.sim.steering.HeadSteering`).
+(:class:`~snaketrack.experiments.steering.HeadSteering`).
 
 **Head/tail check.** The gait's body wave travels from the head to the tail.
 :class:`ChainReading` measures the wave's direction in the streamed joint
@@ -38,6 +38,9 @@ from typing import Any, Iterator, Optional
 
 import numpy as np
 
+from snaketrack.experiments.steering import HeadSteering
+from snaketrack.service.client import StateClient
+
 #: A state link with nothing for this long [s] has ended (a tracker's first-frame search on a loaded CPU takes seconds).
 STATE_TIMEOUT_S = 30.0
 #: Jump of the streamed head between consecutive states [m] beyond which the differences restart
@@ -51,8 +54,6 @@ def open_states(link: Any, timeout: float = STATE_TIMEOUT_S) -> Iterator:
     ``None`` ends the stream (its states' ``received_time`` is set on receipt). Ends after ``timeout``
     [s] without a state."""
     if isinstance(link, str):
-        from snaketrack.service.client import StateClient
-
         client = StateClient(link).connect()
 
         def from_service():
@@ -83,8 +84,9 @@ def reverse_state(robot, q: np.ndarray, qdot: Optional[np.ndarray], base_positio
     base_position (3,) [m] and base_quat (4,) (w, x, y, z) are the streamed link 1's frame (camera
     frame); the true head is then the centre of that link, ``base + R_base (L_1 / 2, 0, 0)``, in the
     same frame."""
-    import torch
+    import torch  # deferred: the module imports without torch
 
+    # deferred: the module imports without torch
     from snaketrack.models.rotations import quat_to_matrix
     from snaketrack.tracker.reading import reverse_joints
 
@@ -107,7 +109,7 @@ class ChainReading:
     """
 
     def __init__(self, robot, window: int = 20, max_lag: int = 5, threshold: float = 0.3):
-        from snaketrack.tracker.reading import yaw_indices
+        from snaketrack.tracker.reading import yaw_indices  # deferred: the module imports without torch
 
         self.idx = yaw_indices(robot)
         self.window, self.max_lag, self.threshold = int(window), int(max_lag), float(threshold)
@@ -116,7 +118,7 @@ class ChainReading:
         self.last_s = 0.0
 
     def update(self, q: np.ndarray) -> Optional[bool]:
-        from snaketrack.tracker.reading import wave_direction
+        from snaketrack.tracker.reading import wave_direction  # deferred: the module imports without torch
 
         q = np.asarray(q, float)
         if len(self.idx) < 2 or not np.all(np.isfinite(q)):
@@ -144,7 +146,7 @@ class LoopController:
     """The controller's logic with no I/O: the head/tail check, then the steering law (module doc).
 
     targets: (K, 2) waypoints in the world [m]. robot: the robot's description. steering:
-    :class:`~snaketrack.sim.steering.SteeringConfig`. check: whether to run the head/tail check (on
+    :class:`~snaketrack.experiments.steering.SteeringConfig`. check: whether to run the head/tail check (on
     by default; without it every state is taken as streamed).
 
     ``step(t, frame, q, qdot, head, base_position, base_quat, status, to_world)`` → (command, row):
@@ -153,8 +155,6 @@ class LoopController:
     """
 
     def __init__(self, targets: np.ndarray, robot, steering, check: bool = True):
-        from snaketrack.sim.steering import HeadSteering
-
         self.robot = robot
         self.steer = HeadSteering(targets, robot.dof, steering)
         self.reading = ChainReading(robot) if check else None

@@ -44,6 +44,8 @@ from typing import Optional, Sequence
 import numpy as np
 
 from snaketrack.errors import InputError
+from snaketrack.estimation.kf import KFConfig
+from snaketrack.estimation.registry import make_estimator
 
 STEERING_JOINTS = ("all", "head")
 
@@ -180,8 +182,6 @@ class HeadSteering:
 
     def __init__(self, targets: Sequence[Sequence[float]], n_joints: int, config: SteeringConfig = SteeringConfig(),
                  direction: Optional[np.ndarray] = None, estimator=None):
-        from snaketrack.estimation.registry import make_estimator
-
         arr = np.asarray(targets, float)
         if arr.ndim != 2 or arr.shape[1] != 2 or len(arr) == 0 or not np.all(np.isfinite(arr)):
             raise InputError(f"waypoints: shape {arr.shape}; expected (K >= 1, 2) finite points [m]")
@@ -192,8 +192,6 @@ class HeadSteering:
         if self.direction.shape != (self.n_joints,):
             raise InputError(f"steering direction: shape {self.direction.shape}; expected ({self.n_joints},)")
         if estimator is None:
-            from snaketrack.estimation.kf import KFConfig
-
             kf = None if config.rate_noise is None else KFConfig(r=config.rate_noise)
             estimator = make_estimator(config.estimator, self.n_joints, kf=kf)
         self.estimator = estimator

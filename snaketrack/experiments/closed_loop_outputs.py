@@ -34,6 +34,12 @@ from pathlib import Path
 from typing import Optional
 
 import numpy as np
+from scipy.spatial.transform import Rotation
+
+from snaketrack.experiments.closed_loop import _reach
+from snaketrack.io import atomic_write_bytes, atomic_write_text, read_csv_columns, write_json
+from snaketrack.sim.mjcf import obstacle_positions
+from snaketrack.tracker.outputs import OverlayVideo, draw_overlay, link_axes_cam, project_points
 
 
 def _pct(a, scale: float = 1.0) -> dict:
@@ -63,9 +69,7 @@ def route_distance(points: np.ndarray, route: np.ndarray) -> np.ndarray:
 
 
 def run_summary(run: dict) -> dict:
-    """The headline figures of one :func:`~snaketrack.sim.closed_loop.run_closed_loop` record (module doc)."""
-    from snaketrack.sim.closed_loop import _reach
-
+    """The headline figures of one :func:`~snaketrack.experiments.closed_loop.run_closed_loop` record (module doc)."""
     cfg = run["config"]
     targets = np.asarray(cfg.targets, float)
     tr = run["truth"]
@@ -115,8 +119,6 @@ def write_run(run: dict, out: Path, video: bool = True) -> dict:
     """Write one run into ``out`` (created): ``summary.json``, ``path.csv`` (per frame: t, the
     simulator's head, δ; the controller's head where it got that frame) and, for a tracked run,
     ``overlay.mp4``. Returns the summary."""
-    from snaketrack.io import atomic_write_text, write_json
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     summary = run_summary(run)
@@ -140,10 +142,6 @@ def write_run(run: dict, out: Path, video: bool = True) -> dict:
 def write_overlay(run: dict, path: Path) -> None:
     """The run's frames with the observed mask (cyan) and, from the state the controller received for
     that frame (or the newest before it, marked ``dropped``), the link axes and the head point."""
-    from scipy.spatial.transform import Rotation
-
-    from snaketrack.tracker.outputs import OverlayVideo, draw_overlay, link_axes_cam, project_points
-
     cfg, robot, K = run["config"], run["robot"], run["K"]
     rows = {r["frame"]: r for r in run["controller"].get("rows", [])}
     latest: Optional[dict] = None
@@ -183,8 +181,6 @@ _COLOURS = {"none": "0.45", "truth": "tab:blue", "tracked": "tab:red"}
 def compare_runs(out: Path) -> Optional[dict]:
     """When more than one of ``out/{none,truth,tracked}/summary.json`` exists: write ``out/summary.json``
     (module doc) and ``out/head_paths.png``; returns that summary (None with fewer than two runs)."""
-    from snaketrack.io import write_json
-
     out = Path(out)
     runs = {name: json.loads((out / name / "summary.json").read_text())
             for name in RUNS if (out / name / "summary.json").exists()}
@@ -210,13 +206,10 @@ def compare_runs(out: Path) -> Optional[dict]:
 def plot_head_paths(out: Path, path: Path) -> None:
     """PNG of the runs' head paths (``path.csv``), with the waypoints and tolerances, over the posts
     in the channel world."""
-    import matplotlib
+    import matplotlib  # deferred: the module imports without matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from snaketrack.io import atomic_write_bytes, read_csv_columns
-    from snaketrack.sim.mjcf import obstacle_positions
+    import matplotlib.pyplot as plt  # deferred: the module imports without matplotlib
 
     names = [n for n in RUNS if (Path(out) / n / "summary.json").exists()]
     summ = json.loads((Path(out) / names[0] / "summary.json").read_text())

@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 
 from snaketrack.cli import main
+from snaketrack.experiments.closed_loop import ClosedLoopConfig, parse_targets
+from snaketrack.experiments.closed_loop_outputs import route_distance
+from snaketrack.experiments.loop_controller import ChainReading, LoopController
+from snaketrack.experiments.steering import SteeringConfig
 from snaketrack.io import read_csv_columns
 from snaketrack.models.robot import load_robot
-from snaketrack.sim.closed_loop import ClosedLoopConfig, parse_targets
-from snaketrack.sim.closed_loop_outputs import route_distance
 from snaketrack.sim.gait import Gait, GaitParams
-from snaketrack.sim.loop_controller import ChainReading, LoopController
-from snaketrack.sim.steering import SteeringConfig
 from snaketrack.tracker.reading import reverse_joints
 
 ROBOT = load_robot("planar-snake-11")

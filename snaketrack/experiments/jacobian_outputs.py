@@ -1,6 +1,6 @@
 """What ``snaketrack sim experiments`` writes: the summary, the predictions and the figures.
 
-Of the :class:`~snaketrack.estimation.experiments.ExperimentResult` of each experiment:
+Of the :class:`~snaketrack.experiments.jacobian.ExperimentResult` of each experiment:
 
 - :func:`summarise`: ``summary.json``, the MSE of each estimator per
   experiment, experiment 2's recovery times and per-phase errors, the mean
@@ -13,13 +13,16 @@ Of the :class:`~snaketrack.estimation.experiments.ExperimentResult` of each expe
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
-from snaketrack.estimation.experiments import ExperimentResult, ExperimentsConfig
+from snaketrack.estimation.metrics import moving_average
+from snaketrack.experiments.jacobian import ExperimentResult, ExperimentsConfig
+from snaketrack.io import atomic_write_bytes, atomic_write_text, write_json
 
 
 def summarise(results: dict, config: Optional[ExperimentsConfig] = None) -> dict:
@@ -58,8 +61,6 @@ def summarise(results: dict, config: Optional[ExperimentsConfig] = None) -> dict
 
 def write_predictions_csv(result: ExperimentResult, path: str | os.PathLike) -> None:
     """t, true and measured ṙ, and each estimator's prediction ṙ̂ (m/s), one row a step, atomically."""
-    from snaketrack.io import atomic_write_text
-
     names = list(result.runs)
     cols = ["t", "rdot_x", "rdot_y", "rdot_meas_x", "rdot_meas_y"]
     cols += [f"{n}_pred_{a}" for n in names for a in "xy"]
@@ -77,14 +78,11 @@ def plot_experiment(result: ExperimentResult, out_dir: str | os.PathLike) -> lis
     """Figures like the paper's: true vs predicted ṙ and errors (Figs. 6, 8, 9), MSE bars
     (Figs. 7, 11), the noise realisation (Fig. 10, experiment 3), the moving error around
     the halt (experiment 2). Returns the PNG paths."""
-    import matplotlib
+    import matplotlib  # deferred: the module imports without matplotlib
 
     matplotlib.use("Agg")
-    import io
 
-    import matplotlib.pyplot as plt
-
-    from snaketrack.io import atomic_write_bytes
+    import matplotlib.pyplot as plt  # deferred: the module imports without matplotlib
 
     out_dir = Path(out_dir)
     k, t = result.number, result.t
@@ -143,8 +141,6 @@ def plot_experiment(result: ExperimentResult, out_dir: str | os.PathLike) -> lis
         save(fig, "exp3_noise.png")
 
     if result.halt is not None:
-        from snaketrack.estimation.metrics import moving_average
-
         dt = float(np.median(np.diff(t)))
         fig, axs = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
         order = sorted(result.runs, key=lambda n: {"kf": 0, "co_reset": 1, "co": 2, "ukf": 3}.get(n, 1))
@@ -173,14 +169,10 @@ def plot_experiment(result: ExperimentResult, out_dir: str | os.PathLike) -> lis
 
 def plot_step_times(results: dict, out_dir: str | os.PathLike) -> Path:
     """Per-step update time of each estimator, all experiments (the paper's Fig. 12)."""
-    import io
-
-    import matplotlib
+    import matplotlib  # deferred: the module imports without matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from snaketrack.io import atomic_write_bytes
+    import matplotlib.pyplot as plt  # deferred: the module imports without matplotlib
 
     fig, ax = plt.subplots(figsize=(10, 4))
     first = results[min(results)]
@@ -203,8 +195,6 @@ def plot_step_times(results: dict, out_dir: str | os.PathLike) -> Path:
 def write_outputs(results: dict, worlds: dict, out_dir: str | os.PathLike, config: Optional[ExperimentsConfig] = None,
                   figures: bool = True) -> dict:
     """Write summary.json, predictions_k.csv, states_k.csv (when the world can) and figures; returns the summary."""
-    from snaketrack.io import write_json
-
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     for k, r in results.items():

@@ -1,6 +1,6 @@
 """Robot-fitted labels: auto-labels made consistent with the robot model fitted to them.
 
-Box-prompted labels (GrabCut or SAM, :mod:`~snaketrack.datasets.label`)
+Box-prompted labels (GrabCut or SAM, :mod:`~snaketrack.labelling.label`)
 err at the robot's edge: GrabCut's labels take in the cast-shadow fringe
 beside the robot and the dark base of an obstacle it touches, and leave
 out the lit rims of the joint housings. A user bringing up a segmenter for
@@ -85,12 +85,21 @@ from typing import Any, Optional
 
 import cv2
 import numpy as np
+from tqdm import tqdm
 
 from snaketrack.datasets.label_report import FIT_COLUMNS, FIT_CSV, LABELS_CSV, REPORT_JSON
 from snaketrack.datasets.layout import MASK_EXT, Dataset, encode_mask
 from snaketrack.errors import InputError
 from snaketrack.io import CsvAppender, atomic_write_bytes, read_csv_columns, read_json, write_json
 from snaketrack.mask_edges import snap_edges
+from snaketrack.masks import mask_iou
+from snaketrack.models.robot import source_robot
+from snaketrack.tracker.camera import source_camera
+from snaketrack.tracker.config import TrackerConfig
+from snaketrack.tracker.ground import GroundTracker
+from snaketrack.tracker.pipeline import MOVING_GROUND_MIN_FRAMES
+from snaketrack.tracker.render import SilhouetteRenderer
+from snaketrack.tracker.tracker import Tracker
 
 FIT_REPORT = "fit_report.json"
 
@@ -219,12 +228,6 @@ class LabelFitter:
 
     def __init__(self, robot, camera, fps: float = 30.0, config: FitConfig = FitConfig(), tracker_config=None,
                  up_source=None, track_ground: bool = False):
-        from snaketrack.tracker.config import TrackerConfig
-        from snaketrack.tracker.ground import GroundTracker
-        from snaketrack.tracker.pipeline import MOVING_GROUND_MIN_FRAMES
-        from snaketrack.tracker.render import SilhouetteRenderer
-        from snaketrack.tracker.tracker import Tracker
-
         if camera.has_distortion and np.any(np.asarray(camera.dist) != 0):
             raise InputError("the calibration has lens distortion, and the fitted silhouette is drawn with the "
                              "pinhole model: label an undistorted video")
@@ -260,8 +263,6 @@ class LabelFitter:
                  moving: Optional[np.ndarray] = None, index: Optional[int] = None) -> FittedFrame:
         """Fit the model to the label of source frame ``index`` (for the up source; None: none) and decide
         the label (class doc)."""
-        from snaketrack.masks import mask_iou
-
         cfg = self.config
         label = np.asarray(label, bool)
         if not self.tracker.started and np.count_nonzero(label) < self.tracker.config.min_mask_px:
@@ -297,7 +298,7 @@ class FittedBackend:
     The backend's own masks prompt the next frame and pass the labeller's quality guard, as they would
     without the fit; only the label written (the backend's ``polish``, then ``fitter`` with the frame and,
     from a backend with ``moving()``, the frame's moving pixels) changes.
-    backend: a :class:`~snaketrack.datasets.label.BoxPredictor`; fitter: a :class:`LabelFitter`, called on
+    backend: a :class:`~snaketrack.labelling.label.BoxPredictor`; fitter: a :class:`LabelFitter`, called on
     every frame in order (a resumed labelling run starts the fit afresh from its first new frame).
     """
 
@@ -354,9 +355,6 @@ def fit_labels(labels: str | os.PathLike, out: str | os.PathLike, robot_spec: Op
     apply: the labels' frames are not the video's motion (the join is made while labelling). Returns the report dict
     (also ``out/fit_report.json``).
     """
-    from snaketrack.models.robot import source_robot
-    from snaketrack.tracker.camera import source_camera
-
     labels, out = Path(labels), Path(out)
     config = replace(config, join_moving_px=0)  # a label dataset holds the frames labelled, not the video's motion
     ds = Dataset(labels)
@@ -391,8 +389,6 @@ def fit_labels(labels: str | os.PathLike, out: str | os.PathLike, robot_spec: Op
     fitter = LabelFitter(robot, camera, fps=ds.fps, config=config)
     bar = None
     if progress:
-        from tqdm import tqdm
-
         bar = tqdm(total=len(ds), desc="fit-labels", unit="frame", mininterval=0.5)
     ious = []
     try:

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from snaketrack.errors import InputError
-from snaketrack.estimation.experiment_outputs import summarise, write_outputs
-from snaketrack.estimation.experiments import ExperimentsConfig, run_experiment, run_experiments
 from snaketrack.estimation.synthetic import synthetic_trajectory
+from snaketrack.experiments.jacobian import ExperimentsConfig, run_experiment, run_experiments
+from snaketrack.experiments.jacobian_outputs import summarise, write_outputs
 
 
 def stand_in_world(duration, dt, halt, resume, seed, obstacles, robot):

@@ -31,7 +31,7 @@ The world comes from ``world(duration, dt, halt, resume, seed, obstacles,
 robot)``, by default :func:`snaketrack.sim.oal.simulate_oal`; anything with
 arrays ``t`` (T,), ``phidot`` (T, J) and ``head_vxy`` (T, 2) will do (the tests
 use :mod:`snaketrack.estimation.synthetic`). What a run writes is in
-:mod:`~snaketrack.estimation.experiment_outputs`.
+:mod:`~snaketrack.experiments.jacobian_outputs`.
 """
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import numpy as np
+from tqdm import tqdm
 
 from snaketrack.errors import InputError
 from snaketrack.estimation.co import COConfig
@@ -47,6 +48,7 @@ from snaketrack.estimation.kf import KFConfig
 from snaketrack.estimation.metrics import mse, recovery_time, run_estimator
 from snaketrack.estimation.registry import ESTIMATORS, make_estimator
 from snaketrack.estimation.ukf import SigmaConfig
+from snaketrack.sim.oal import OALConfig, simulate_oal
 
 
 @dataclass(frozen=True)
@@ -185,8 +187,6 @@ def run_experiment(number: int, t: np.ndarray, phidot: np.ndarray, rdot_true: np
 
 def oal_world(duration: float, dt: float, halt, resume: str, seed: int, obstacles: bool, robot: str):
     """The MuJoCo obstacle world (:func:`snaketrack.sim.oal.simulate_oal`) with these settings."""
-    from snaketrack.sim.oal import OALConfig, simulate_oal
-
     cfg = OALConfig(duration=duration, dt=dt, halt=halt, resume=resume, obstacles=obstacles, seed=seed, robot=robot)
     return simulate_oal(cfg, progress=False)
 
@@ -202,8 +202,6 @@ def run_experiments(config: ExperimentsConfig = ExperimentsConfig(), world: Opti
     todo = sorted(set(c.experiments))
     bar = None
     if progress:
-        from tqdm import tqdm
-
         bar = tqdm(total=len(todo) + (1 if (1 in todo or 3 in todo) else 0) + (1 if 2 in todo else 0),
                    desc="experiments", unit="run")
     worlds: dict = {}

@@ -43,6 +43,8 @@ propagates from the written label).
 """
 from __future__ import annotations
 
+import csv
+import io
 import os
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
@@ -50,6 +52,7 @@ from pathlib import Path
 from typing import Any, Optional, Protocol, Sequence
 
 import numpy as np
+from tqdm import tqdm
 
 from snaketrack.datasets.boxes import Box, dilate_mask, propagate_box
 from snaketrack.datasets.label_report import (
@@ -82,7 +85,7 @@ class BoxPredictor(Protocol):
     ``set_image`` (a backend that reads the video around it); ``prompt_box(width, height)``: the next frame's
     prompt :class:`Box` (a backend that knows where the robot will be), or None for the labeller's own;
     ``gate_flags``: after ``polish``, flags of its own for the frame's label (a backend that judges it against
-    a model: :mod:`~snaketrack.datasets.label_gate`); and ``robot_fit``:
+    a model: :mod:`~snaketrack.labelling.label_gate`); and ``robot_fit``:
     a dict of settings recorded in the dataset's meta.json as ``labelling.robot_fit``
     (a backend whose labels are fitted to the robot model), with ``last_fit``: the last label's row of
     ``fit.csv`` but its frame; and ``close()``: called when
@@ -297,9 +300,6 @@ def _check_rgb(rgb: np.ndarray) -> None:
 # ----------------------------------------------------------------------------- runs on disk
 
 def _rewrite_rows(path: Path, rows: list[dict[str, str]], columns: list[str] = CSV_COLUMNS) -> None:
-    import csv
-    import io
-
     buf = io.StringIO()
     w = csv.DictWriter(buf, columns, lineterminator="\n")
     w.writeheader()
@@ -330,8 +330,6 @@ def label_video(source: FrameSource, out: str | os.PathLike, predictor: BoxPredi
     interruption loses nothing finished; running again continues after the
     last complete frame with the labeller state restored from disk.
     """
-    from tqdm import tqdm
-
     out = Path(out)
     if int(stride) < 1:
         raise InputError(f"--stride {stride}: expected a positive integer")
@@ -442,8 +440,6 @@ def label_video(source: FrameSource, out: str | os.PathLike, predictor: BoxPredi
 
 def _write_resume(path: Path, masks: dict[int, np.ndarray]) -> None:
     """Write the unpolished good masks {dataset frame: bool (H, W)} bit-packed, atomically."""
-    import io
-
     buf = io.BytesIO()
     np.savez_compressed(buf, frames=np.array(sorted(masks), np.int64),
                         shape=np.array(next(iter(masks.values())).shape, np.int64),

@@ -2,7 +2,7 @@
 
 A box-prompted labeller grows each frame's box from the last label, so once a shoe, a chair leg or a tether
 that touches the robot is taken in, the next box takes in more, and nothing says so. With the robot's model
-known, the model fitted to the labels so far (:class:`~snaketrack.datasets.fit_labels.LabelFitter`, started on
+known, the model fitted to the labels so far (:class:`~snaketrack.labelling.fit_labels.LabelFitter`, started on
 the first frame's label) says where the robot is next, and each frame is labelled against it:
 
 1. **Prior and box.** The last fitted pose is drawn and moved with the image of the floor around it since
@@ -23,7 +23,7 @@ the first frame's label) says where the robot is next, and each frame is labelle
 4. **Fit and gate.** The model is fitted to the label within ``fit_px`` of the predicted silhouette (what is
    left of a thing touching the body must not pull the fit, and with it the next prediction, towards it),
    which the fit replaces or trims as
-   :class:`~snaketrack.datasets.fit_labels.FittedBackend` does; what of the label still lies farther than
+   :class:`~snaketrack.labelling.fit_labels.FittedBackend` does; what of the label still lies farther than
    ``off_px`` from the fitted silhouette is cut (``trimmed_to_model``), and a label whose IoU with the
    fitted silhouette stays below ``drop_iou`` is flagged ``off_model``: written (the dataset stays aligned
    with the video), listed with the labeller's other flags, skipped by training.
@@ -40,7 +40,7 @@ of each frame are the ``gate`` column of ``fit.csv`` (``followed``: the predicti
 camera); ``labels_report.json`` counts them (``fit.gate_counts``).
 
 On a low view (a phone held near the floor) give the fit the up direction and, on a moving camera, the
-ground (:class:`~snaketrack.datasets.fit_labels.LabelFitter`, ``snaketrack label --up ... --track-ground``):
+ground (:class:`~snaketrack.labelling.fit_labels.LabelFitter`, ``snaketrack label --up ... --track-ground``):
 a model fitted to masks alone trades tilt against depth there, and a label a distractor spoils pulls it
 nearer the camera frame by frame.
 
@@ -51,16 +51,17 @@ and on labels a distractor spoiled it runs every frame of the warm-up at seconds
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Optional
 
 import cv2
 import numpy as np
 
 from snaketrack.datasets.boxes import Box, dilate_mask, mask_to_box
-from snaketrack.datasets.fit_labels import FittedBackend, LabelFitter, fit_row, trimmed_label
 from snaketrack.errors import InputError
+from snaketrack.labelling.fit_labels import FittedBackend, LabelFitter, fit_row, trimmed_label
 from snaketrack.masks import mask_iou
+from snaketrack.tracker.config import TrackerConfig
 
 
 @dataclass(frozen=True)
@@ -104,10 +105,6 @@ class GateConfig:
 def gate_tracker(config: GateConfig = GateConfig()):
     """The fit's :class:`~snaketrack.tracker.config.TrackerConfig` under the gate: the defaults with the
     warm-up searches cut to ``config.warmup_frames`` (module doc)."""
-    from dataclasses import replace
-
-    from snaketrack.tracker.config import TrackerConfig
-
     return replace(TrackerConfig(), warmup_frames=int(config.warmup_frames))
 
 
@@ -190,7 +187,7 @@ class GatedBackend(FittedBackend):
 
     backend: the box-prompted backend (:class:`~snaketrack.datasets.grabcut_backend.GrabCutBackend` or
     :class:`~snaketrack.datasets.motion_backend.MotionGuidedBackend`); fitter: a
-    :class:`~snaketrack.datasets.fit_labels.LabelFitter` (best built with :func:`gate_tracker`); config:
+    :class:`~snaketrack.labelling.fit_labels.LabelFitter` (best built with :func:`gate_tracker`); config:
     :class:`GateConfig`. After each frame, ``gate_flags`` holds the labeller flags it raised (``off_model``)
     and ``last_fit`` the frame's ``fit.csv`` row with its ``gate`` reasons (counted by the labels report).
     """

@@ -10,12 +10,12 @@ import pytest
 
 from snaketrack.errors import InputError
 from snaketrack.estimation.base import JacobianEstimator
+from snaketrack.experiments.loop_controller import controller_main
+from snaketrack.experiments.steering import HeadSteering, SteeringConfig, cross_track, desired_velocity, turning_rate
 from snaketrack.models.robot import load_robot
 from snaketrack.service.client import RobotState
-from snaketrack.sim.loop_controller import controller_main
 from snaketrack.sim.oal import OALConfig, simulate_oal
 from snaketrack.sim.oal_live import OALStepper
-from snaketrack.sim.steering import HeadSteering, SteeringConfig, cross_track, desired_velocity, turning_rate
 
 
 def test_turning_rate_hand_worked():
@@ -161,8 +161,9 @@ def test_the_controller_gets_only_its_links_and_the_camera_pose():
 
 
 def test_the_controller_module_loads_no_simulator():
-    code = ("import sys, snaketrack.sim.loop_controller, snaketrack.sim.steering, snaketrack.estimation.registry;"
+    code = ("import sys, snaketrack.experiments.loop_controller, snaketrack.experiments.steering, "
+            "snaketrack.estimation.registry;"
             "print(sorted(m for m in ('mujoco', 'snaketrack.sim.oal', 'snaketrack.sim.oal_live', "
-            "'snaketrack.sim.closed_loop') if m in sys.modules))")
+            "'snaketrack.experiments.closed_loop') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

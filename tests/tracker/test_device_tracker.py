@@ -115,7 +115,7 @@ def test_a_session_gives_its_device_to_the_renderer_and_the_refiners(gpus):
 
 
 def test_a_recorded_source_s_segmenter_is_loaded_on_the_session_s_device(dataset, gpus, tmp_path, monkeypatch):
-    import snaketrack.training.segmenter as segmenter_module
+    import snaketrack.tracker.run as run_module
 
     gpus(1)
     asked = []
@@ -124,7 +124,7 @@ def test_a_recorded_source_s_segmenter_is_loaded_on_the_session_s_device(dataset
         asked.append((str(path), device, kw.get("setting")))
         return object()
 
-    monkeypatch.setattr(segmenter_module, "load_segmenter", load)
+    monkeypatch.setattr(run_module, "load_segmenter", load)  # where the run looks it up
     model = tmp_path / "m.pt"
     model.write_bytes(b"")
     _, session, masks = open_session(dataset, masks=f"segmenter:{model}")

@@ -58,4 +58,4 @@ def run(args: argparse.Namespace) -> dict:
 
 
 BENCHMARK = Benchmark("sweep-oal-friction", "the OAL world's head displacement against ground friction, with and "
-                      "without obstacles", add_arguments, run, quick={"mu": [0.5], "seeds": [0], "duration": 1.0})
+                      "without obstacles", add_arguments, run, quick={"mu": [0.5], "seeds": [0], "duration": 7.5})

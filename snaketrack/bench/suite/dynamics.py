@@ -113,7 +113,6 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict:
-
     # the corrected variant: the literal reference transcribes the printed equations (head mass m, straight start)
     scn = PlanarScenario(track="head", variant="corrected", controller=ControllerConfig(coupling="sjc"),
                          t_end_s=args.sim_s)

@@ -67,7 +67,6 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict:
-
     robot = st.load_statics_robot("rolling-joint-6", material="steel", alpha=math.pi / 2)
     T = (3.7, 2.4, 1.8, 5.1)
     g = st.mount_gravity("ground")

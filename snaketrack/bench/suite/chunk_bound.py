@@ -136,4 +136,4 @@ def run(args: argparse.Namespace) -> dict:
 
 BENCHMARK = Benchmark("chunk-bound", "the most two chunks can gain here: two processes' throughput over the tracker's "
                       "second thread",
-                      add_arguments, run, quick={"frames": 10, "repeats": 1})
+                      add_arguments, run, quick={"frames": 40, "overlap": 10, "repeats": 1})

@@ -163,4 +163,4 @@ def run(args: argparse.Namespace) -> dict:
 
 
 BENCHMARK = Benchmark("batch", "batch processing on Ray: a campaign, a long clip in chunks, data-parallel training",
-                      add_arguments, run, quick={"videos": 2, "frames": 10, "long_frames": 80, "no_training": True})
+                      add_arguments, run, quick={"videos": 2, "frames": 10, "long_frames": 120, "no_training": True})

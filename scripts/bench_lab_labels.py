@@ -77,8 +77,7 @@ def render(data: Path, robot: str, seed: int, clear: bool, frames: int) -> Path:
 
 def run_one(job: tuple) -> dict:
     """Label one clip and track it on its labels; the scores."""
-    from bench_label_suite import score
-
+    from snaketrack.bench.suite.label_suite import score
     from snaketrack.datasets.boxes import mask_to_box
     from snaketrack.datasets.layout import Dataset
 

@@ -3,7 +3,7 @@
 :class:`Competitor` starts ``python -c "while True: pass"`` (bounded: it ends
 by itself after ``limit_s``, even if the process that started it dies) and
 stops it on leaving the ``with`` block. The shared-CPU benchmark
-(``scripts/bench_shared_cpu.py``) runs ``track`` and ``serve`` quiet and
+(``snaketrack bench shared-cpu``) runs ``track`` and ``serve`` quiet and
 beside one.
 """
 from __future__ import annotations

@@ -8,7 +8,7 @@ exception is closed too (the frames written so far make a whole video). yuv420p 
 height: an odd size is padded by one row or column repeating the last, so the video is at most one pixel
 larger than the frames.
 
-Against OpenCV's ``mp4v`` at its defaults, over 90 frames (``scripts/bench_video_writer.py
+Against OpenCV's ``mp4v`` at its defaults, over 90 frames (``snaketrack bench video-writer
 [--frames DATASET]``; error: mean absolute difference of the decoded frames [grey levels]):
 rendered 640x360 drone and handheld clips, 0.62-0.72x the bytes at the same error (3.4 against 3.3, 3.1
 against 3.2); smooth 640x480 synthetic frames, 0.28x the bytes and 1.8 against 2.9. Writing took 1.3-3.2x

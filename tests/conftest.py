@@ -19,33 +19,24 @@ if os.environ.get("PYTEST_XDIST_WORKER"):  # one torch thread per worker: two wo
     torch.set_num_threads(1)
 
 
-import runpy  # noqa: E402
-import sys  # noqa: E402
-from pathlib import Path  # noqa: E402
-
 import pytest  # noqa: E402
-
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
 
 @pytest.fixture
-def run_script(monkeypatch):
-    """``run_script("bench_tracker", [...])``: run ``scripts/bench_tracker.py`` as a command, in this
-    process (as ``__main__``, with those arguments); returns its exit status. torch's thread count, which
-    a script may set, is restored afterwards."""
+def run_bench():
+    """``run_bench("tracker", [...])``: ``snaketrack bench tracker ...`` in this process; returns its exit
+    status. torch's thread count, which a benchmark may set, is restored afterwards."""
     import torch
+
+    from snaketrack.cli import main
 
     threads = torch.get_num_threads()
 
-    def run(name: str, argv) -> int:
-        path = SCRIPTS / f"{name}.py"
-        monkeypatch.setattr(sys, "argv", [str(path), *map(str, argv)])
-        monkeypatch.setattr(sys, "path", list(sys.path))  # the script puts the repository first
+    def run(name: str, argv=()) -> int:
         try:
-            runpy.run_path(str(path), run_name="__main__")
-        except SystemExit as e:
+            return main(["bench", name, *map(str, argv)])
+        except SystemExit as e:  # argparse: --help, or a bad flag of the command itself
             return 0 if e.code is None else e.code if isinstance(e.code, int) else 1
-        return 0
 
     yield run
     torch.set_num_threads(threads)

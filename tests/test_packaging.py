@@ -152,8 +152,8 @@ def test_a_command_whose_extra_is_missing_names_it_in_one_line(monkeypatch, caps
 
 
 def test_the_sam_backend_without_its_extra_names_it(monkeypatch, tmp_path):
-    from snaketrack.commands.label import build_backend
     from snaketrack.extras import MissingExtraError
+    from snaketrack.labelling.backends import build_backend
 
     _fail_import(monkeypatch, "segment_anything")
     checkpoint = tmp_path / "sam.pth"

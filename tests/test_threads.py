@@ -1,5 +1,5 @@
 """The thread policy of ``track`` and ``serve``: which threads are set where (no timing here: the
-shared-CPU figures come from scripts/bench_shared_cpu.py)."""
+shared-CPU figures come from snaketrack bench shared-cpu)."""
 import json
 import os
 import subprocess

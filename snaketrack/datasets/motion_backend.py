@@ -17,7 +17,7 @@ background too, inside the guide as well (a stump the last label took in, or sha
 
 **Ahead of the labeller.** A frame's motion map needs only the video, not the labels, so while frame ``i`` is
 cut (and fitted, and written) a thread of its own makes frame ``i + stride``'s: with torch on one thread the
-labeller runs 1.06–1.45× as fast on two cores, with the same labels (``scripts/bench_motion.py --labeller``).
+labeller runs 1.06–1.45× as fast on two cores, with the same labels (``snaketrack bench motion --labeller``).
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ step (``F = cv_transition(D, dt)`` of :mod:`snaketrack.tracker.filter`)::
 on the pose vector ``s`` (joint angles, base rotation vector, base translation) and its rate ``ṡ``,
 the head point following by forward kinematics. The service publishes each state with its forecast
 to the moment it is published (``predicted_*`` fields of ``/snake/state``, docs/service.md).
-``scripts/bench_forecast.py`` measures the forecast's error against a synthetic clip's truth.
+``snaketrack bench forecast`` measures the forecast's error against a synthetic clip's truth.
 """
 from __future__ import annotations
 

@@ -288,7 +288,7 @@ class Tracker:
         and cut weighting around ``x``, held to ``x`` as its prediction, with the up prior (``up``) and the
         session's ground prior (``ground``: the frame's camera height ratio, as in :meth:`start`). The
         session (filter, history) is untouched. What :meth:`refine_back` and
-        ``scripts/measure_pose_floor.py`` (started at the true pose) refine with."""
+        ``snaketrack bench pose-floor`` (started at the true pose) refine with."""
         m = self._check_mask(mask)
         x = np.asarray(x, float)
         up = None if up is None else np.asarray(up, float)

@@ -149,7 +149,7 @@ def precision_context(precision: str, device: str = "cpu"):
 
     ``bf16`` runs convolutions and matrix products in bfloat16: 1.7× faster
     training steps on this CPU, which has AVX512-BF16 (measured by
-    ``scripts/bench_segmenter.py``); on a CPU without it autocast still
+    ``snaketrack bench segmenter``); on a CPU without it autocast still
     works, only slower. Callers cast the network's output to float32
     before the sigmoid or the loss.
     """

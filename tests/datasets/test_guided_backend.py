@@ -87,8 +87,8 @@ def test_guide_config_is_checked():
 def test_label_backends_by_name(video, tmp_path):
     """Without --backend: box-only GrabCut (SAM with a checkpoint); guided on request, with the robot
     from the source's meta.json or --robot."""
-    from snaketrack.commands.label import build_backend
     from snaketrack.datasets.toy import write_toy_dataset
+    from snaketrack.labelling.backends import build_backend
 
     root, _, _ = video
     assert build_backend("default", open_frames(str(root))).name == "grabcut"
@@ -174,8 +174,8 @@ def _masks(root) -> list[np.ndarray]:
 
 def test_the_label_command_fits_when_the_robot_is_known(video, tmp_path, capsys):
     from snaketrack import cli
-    from snaketrack.commands.label import build_backend
     from snaketrack.datasets.toy import write_toy_dataset
+    from snaketrack.labelling.backends import build_backend
 
     root, _, _ = video
     src = open_frames(str(root))

@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 
 from snaketrack import cli
-from snaketrack.commands.label import build_backend
 from snaketrack.datasets.boxes import mask_to_box
 from snaketrack.datasets.label_report import FIT_CSV
 from snaketrack.datasets.layout import Dataset
 from snaketrack.datasets.video import open_frames
 from snaketrack.errors import InputError
+from snaketrack.labelling.backends import build_backend
 from snaketrack.labelling.label import LabelConfig, label_video
 from snaketrack.labelling.label_gate import GateConfig, GatedBackend, cut_blobs, cut_off_model
 from snaketrack.masks import mask_iou

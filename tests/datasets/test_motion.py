@@ -145,7 +145,7 @@ def test_nan_median_equals_numpys():
 
 def test_the_default_labeller_on_a_video_is_motion_guided_and_no_motion_turns_it_off(tmp_path):
     from snaketrack.cli import main
-    from snaketrack.commands.label import build_backend
+    from snaketrack.labelling.backends import build_backend
 
     frames, masks = _video()
     clip = _write(tmp_path, frames, masks)

@@ -135,15 +135,15 @@ def test_iou_ceiling_recovers_a_pure_bias_and_bounds_the_plain_iou():
 
 def test_iou_ceiling_of_a_dataset(tmp_path):
     """measure_iou_ceiling on a written dataset: a 9 px body, the ceiling above the plain IoU; and
-    scripts/measure_iou_ceiling.py run as a command prints it as its last line."""
+    ``snaketrack bench iou-ceiling`` run as a command prints it."""
     import json
     import subprocess
     import sys
     from pathlib import Path
 
+    from snaketrack.bench.ceiling import measure_iou_ceiling
     from snaketrack.datasets.layout import DatasetWriter
     from snaketrack.errors import MissingFileError
-    from snaketrack.tracker.ceiling import measure_iou_ceiling
 
     m = _snake_mask()
     meta = {"K": [[300.0, 0, 99.5], [0, 300.0, 59.5], [0, 0, 1]], "width": 200, "height": 120, "fps": 30.0,
@@ -162,11 +162,11 @@ def test_iou_ceiling_of_a_dataset(tmp_path):
         measure_iou_ceiling(tmp_path)
 
     root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, str(root / "scripts" / "measure_iou_ceiling.py"), str(tmp_path / "ds")],
+    done = subprocess.run([sys.executable, "-m", "snaketrack", "bench", "iou-ceiling", str(tmp_path / "ds")],
                           capture_output=True, text=True, cwd=root, timeout=120)
     assert done.returncode == 0, done.stderr
     # the same figures; a float may differ in its last bit between two processes (summation order)
-    printed = json.loads(done.stdout.strip().splitlines()[-1])
+    printed = json.loads(done.stdout)["datasets"][0]
     assert printed.keys() == res.keys()
     for k, v in res.items():
         assert printed[k] == (v if isinstance(v, str) else pytest.approx(v, rel=1e-12)), k

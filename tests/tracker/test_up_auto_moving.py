@@ -15,8 +15,8 @@ def test_up_auto_on_a_moving_camera_is_followed_over_the_ground(tmp_path):
     """A handheld MuJoCo clip (the robot on textured ground, another renderer than the tracker's): ``--up auto``
     with ``--track-ground`` fits the first frame's up direction and follows it through the frames, written
     to track.csv, near the camera's true attitude in every frame."""
+    from snaketrack.bench.tracking import bench_options, dataset_dir, ensure_dataset
     from snaketrack.io import read_csv_columns
-    from snaketrack.tracker.benchmark import bench_options, dataset_dir, ensure_dataset
 
     n = 16
     ds = ensure_dataset(dataset_dir(tmp_path, "handheld", "planar-snake-11", 0), "handheld", "planar-snake-11", 0, n,

@@ -26,7 +26,7 @@ Choices where the paper is vague or its extracted text misleads:
 - Links 2..n carry weight ``m·g`` each; link 1 is the base.
 
 Everything is written with plain Python floats and :mod:`math` (measured
-faster than numpy for these 3-vectors; see ``scripts/bench_statics.py``).
+faster than numpy for these 3-vectors; see ``snaketrack bench statics``).
 Units: metres, radians, newtons, kilograms, m/s².
 """
 from __future__ import annotations

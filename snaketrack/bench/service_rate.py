@@ -1,0 +1,184 @@
+"""The service under load: latency, frame rate, drops, a slow client, and memory over a soak.
+
+:func:`run_service_benchmark` plays a clip forward and back (a loop with no jump) at its own frame rate
+(as a camera would deliver it) into a :class:`~snaketrack.service.TrackingService`
+on the loopback, with two real clients: a fast one that takes every state
+and measures capture-to-receipt latency, and a slow one that spends ten
+times the tracker's time per frame on each message. Beside it, in the same
+process and before it, the same clip is tracked without the service (the
+batch :class:`~snaketrack.tracker.pipeline.TrackingSession`): the reference
+frame rate. ``snaketrack bench service`` prints the figures as JSON.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ServiceBenchConfig:
+    """seconds: the soak's length [s] (wall clock). reference_frames: frames tracked without the service.
+    slow_factor: the slow client's time per message, in tracker frame times. track_size: (w, h) [px] or None.
+    corrupt_masks: corrupt the clip's truth masks like a segmenter's. sample_s: memory sampling period [s]."""
+
+    seconds: float = 60.0
+    reference_frames: int = 60
+    slow_factor: float = 10.0
+    track_size: Optional[tuple[int, int]] = None
+    corrupt_masks: bool = True
+    sample_s: float = 1.0
+
+
+def rss_mb() -> float:
+    """This process's resident memory [MiB] (Linux ``/proc``)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _client(url: str, delay_s: float, name: str, results, stop) -> None:
+    """A client process: every state's (receipt time, frame, latency [ms]), spending ``delay_s`` [s] on each,
+    until the service closes; a client with a delay also stops once ``stop`` is set. The fast client reads
+    to the close, so that it can be checked to get every state the service tracked."""
+    from snaketrack.service import RobotState, StateClient
+    from snaketrack.service.messages import STATE
+
+    got, ready = [], False
+    try:
+        with StateClient(url) as client:
+            for topic, msg, received in client.messages(timeout=10):
+                if not ready:  # the first message (a status) means the subscriptions are in place
+                    results.put(("ready", name))
+                    ready = True
+                if topic != STATE:
+                    continue
+                s = RobotState.from_message(msg, received)
+                got.append((s.received_time, s.frame, s.latency_ms))
+                if delay_s and stop.wait(delay_s):
+                    break
+    finally:
+        results.put((name, got))
+
+
+def _reference_fps(frames, robot, camera, pipeline, n: int) -> float:
+    from snaketrack.tracker.pipeline import TrackingSession
+
+    session = TrackingSession(robot, camera, frames.fps, pipeline).start()
+    for k, (i, rgb) in enumerate(frames.frames()):
+        if k >= n:
+            break
+        session.step(rgb, frames.mask(i), index=i)
+    return min(n, len(frames)) / session.track_time_s
+
+
+def run_service_benchmark(dataset: str | os.PathLike, config: ServiceBenchConfig = ServiceBenchConfig(),
+                          out: Optional[str | os.PathLike] = None, progress: bool = True) -> dict:
+    """Benchmark the service on ``dataset`` (module doc); with ``out``, also ``soak.png`` (memory and
+    latency over the run) and ``soak.json`` there. Returns the figures."""
+    from snaketrack.datasets.video import open_frames
+    from snaketrack.models.robot import source_robot
+    from snaketrack.service import Capture, RecordedFeed, ServiceConfig, TrackingService
+    from snaketrack.tracker.camera import source_camera
+    from snaketrack.tracker.pipeline import PipelineConfig
+
+    frames = open_frames(dataset)
+    robot = source_robot(None, frames.meta)
+    camera = source_camera(frames.meta, frames.width, frames.height)
+    pipeline = PipelineConfig(hold_frames=0, track_size=config.track_size, corrupt_masks=config.corrupt_masks,
+                              render=False)
+    reference_fps = _reference_fps(frames, robot, camera, pipeline, config.reference_frames)
+
+    feed = RecordedFeed(frames, masks=frames.mask, realtime=True, loop=True, bounce=True)
+    service = TrackingService(Capture(feed), robot, camera, pipeline, ServiceConfig(port=0))
+    service.start(capture=False)
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")  # the clients are processes of their own, as a controller would be
+    slow_delay = config.slow_factor / reference_fps
+    results, stop = ctx.Queue(), ctx.Event()
+    clients = [ctx.Process(target=_client, args=(service.url, 0.0, "fast", results, stop), daemon=True),
+               ctx.Process(target=_client, args=(service.url, slow_delay, "slow", results, stop), daemon=True)]
+    for c in clients:
+        c.start()
+    for _ in clients:  # both clients subscribed before the first frame
+        results.get(timeout=120)
+    service.start_capture()
+    t0 = time.time()
+    samples: list[tuple[float, float]] = []
+    from tqdm import tqdm
+
+    with tqdm(total=int(config.seconds), desc="soak", unit="s", disable=not progress) as bar:
+        while (elapsed := time.time() - t0) < config.seconds:
+            samples.append((elapsed, rss_mb()))
+            time.sleep(config.sample_s)
+            bar.n = min(int(elapsed), int(config.seconds))
+            bar.refresh()
+    last_tracked = service.frames_tracked
+    stop.set()
+    figures = service.stop()
+    got = dict(results.get(timeout=60) for _ in clients)
+    for c in clients:
+        c.join(timeout=10)
+    fast, slow = got["fast"], [frame for _, frame, _ in got["slow"]]
+
+    lat = np.array([x[2] for x in fast], float)
+    times = np.array([x[0] for x in fast], float) - t0
+    tenth = config.seconds / 10
+
+    def p50(sel):
+        return float(np.percentile(lat[sel], 50)) if np.any(sel) else float("nan")
+
+    rss_t = np.array([s[0] for s in samples])
+    rss = np.array([s[1] for s in samples])
+    warm = rss[rss_t >= tenth] if np.any(rss_t >= tenth) else rss
+    first_slow = slow[0] if slow else 0
+    result = {
+        "seconds": float(config.seconds),
+        "frames_captured": figures["frames_captured"],
+        "frames_tracked": figures["frames_tracked"],
+        "fps": figures["frames_tracked"] / config.seconds,
+        "reference_fps": reference_fps,
+        "track_fps_in_service": figures["track_fps"],
+        "frames_dropped": figures["frames_dropped"],
+        "latency_ms_p50": float(np.percentile(lat, 50)) if lat.size else float("nan"),
+        "latency_ms_p95": float(np.percentile(lat, 95)) if lat.size else float("nan"),
+        "latency_ms_p50_first_tenth": p50((times >= tenth) & (times < 2 * tenth)),  # after the first search
+        "latency_ms_p50_last_tenth": p50(times >= config.seconds - tenth),
+        "fast_client_states": len(fast),
+        "slow_client_states": len(slow),
+        "slow_client_drops": max(0, last_tracked - first_slow - len(slow)),
+        "rss_mb_start": float(warm[0]) if warm.size else float("nan"),
+        "rss_mb_end": float(rss[-1]) if rss.size else float("nan"),
+        "rss_mb_max": float(rss.max()) if rss.size else float("nan"),
+        "track_size": list(service.session.size),
+    }
+    if out is not None:
+        _plot(Path(out), rss_t, rss, times, lat, result)
+    return result
+
+
+def _plot(out: Path, rss_t, rss, times, lat, result: dict) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from snaketrack.io import write_json
+
+    out.mkdir(parents=True, exist_ok=True)
+    fig, (a, b) = plt.subplots(2, 1, figsize=(8, 5), sharex=True)
+    a.plot(rss_t, rss)
+    a.set_ylabel("resident memory [MiB]")
+    b.plot(times, lat, ".", ms=2)
+    b.set_ylabel("capture → client [ms]")
+    b.set_xlabel("time [s]")
+    b.set_yscale("log")
+    fig.suptitle(f"service soak: {result['fps']:.1f} states/s, {result['frames_dropped']} frames skipped")
+    fig.tight_layout()
+    fig.savefig(out / "soak.png", dpi=100)
+    plt.close(fig)
+    write_json(out / "soak.json", result)

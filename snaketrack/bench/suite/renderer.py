@@ -1,0 +1,230 @@
+"""The two silhouette renderers side by side: the own analytic one and PyTorch3D's (docs/renderer.md).
+
+Per benchmark clip (``snaketrack.bench.tracking``'s, rendered into ``--data`` when absent), at its first true
+pose at 640×360 with the tracker's silhouette model (``visual``) and final edge softness (σ = 0.5 px):
+
+- ``fwd_bwd_ms``: one silhouette over the robot's ROI and the gradient of Σ(o − m)² with respect to the pose
+  vector (m: the own renderer's hard silhouette), through autograd: ``own``, ``pytorch3d`` (rasterised in
+  PyTorch3D's ``_C`` without gradients, distances and blend recomputed in torch) and, with
+  ``--shipped-backward``, ``pytorch3d_shipped`` (PyTorch3D's own rasteriser backward); ``ratio``: PyTorch3D's
+  time over the own one's;
+- ``jacobian_ms``: one Levenberg–Marquardt linearisation (silhouette and Jacobian with respect to the pose and
+  the edge offset) as the tracker makes it;
+- ``iou_at_truth``: the two backends' hard silhouettes (at σ = 0.5 px) against each other at that pose; ``faces``:
+  PyTorch3D's mesh size.
+
+With ``--refine-frames N``, the tracker's refinement alone with each backend, frame after frame from the true
+first pose against the truth masks (no filter, no search): its base and joint errors and time per frame.
+
+Then each clip is tracked for ``--frames`` frames with each backend (``snaketrack track``'s benchmark options:
+corrupted truth masks, no up direction): the base position and joint errors, IoU and frames per second, and the
+PyTorch3D run's errors over the own run's.
+
+Where CUDA is available the timings are repeated on the GPU (``"gpu"``); elsewhere ``"gpu"`` says why not.
+Timings depend on the machine's load: compare the figures of one run.
+
+    snaketrack bench renderer --frames 20      # needs PyTorch3D (make pytorch3d)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from snaketrack.bench.cache import add_data_argument, data_dir
+from snaketrack.bench.registry import Benchmark
+
+CLIPS = ("static-planar-snake-11", "static-arcsnake-4")
+
+
+def _timed(fn, reps: int) -> float:
+    fn()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    return (time.perf_counter() - t0) / reps * 1e3
+
+
+def render_figures(ds_path: Path, reps: int, shipped: bool, device: str = "cpu") -> dict:
+    from snaketrack.bench.render_timing import SIZE
+    from snaketrack.datasets.layout import Dataset
+    from snaketrack.models.robot import load_robot
+    from snaketrack.models.rotations import axis_angle_to_matrix_np
+    from snaketrack.tracker.camera import Camera
+    from snaketrack.tracker.primitives import CapsuleModel
+    from snaketrack.tracker.render import SilhouetteRenderer, SilhouetteSettings, render_with_jacobian
+    from snaketrack.tracker.render_pytorch3d import PyTorch3DRenderer
+    from snaketrack.tracker.state import StateLayout
+
+    W, H = SIZE
+    ds = Dataset(ds_path)
+    robot = load_robot(ds.meta.get("robot", "planar-snake-11"))
+    cam = Camera.from_meta(ds.meta)
+    if cam.size != SIZE:
+        cam = cam.resized(W, H)
+    model = CapsuleModel.from_visual(robot)
+    s = SilhouetteSettings(sigma_px=0.5)
+    own = SilhouetteRenderer(robot, cam.K, W, H, model, s)
+    p3d = PyTorch3DRenderer(robot, cam.K, W, H, model, s, device=device)
+    tr = ds.truth[0]
+    lay = StateLayout.for_robot(robot)
+    x0 = lay.from_quat(tr["joint_angles"], tr["base_quat_cam"], tr["base_position_cam"])
+    xt = torch.as_tensor(x0)[None]
+    roi = p3d.screen_roi(xt, 8.0)
+    with torch.no_grad():
+        target = (own(xt, roi)[0][0] > 0.5).double()
+        hard_p3d = p3d(xt, roi)[0][0] > 0.5
+    hard_own = target > 0.5
+    out = {"clip": ds_path.name, "roi": list(roi), "faces": int(len(p3d.meshes.faces)), "device": device,
+           "iou_at_truth": float((hard_own & hard_p3d).sum() / (hard_own | hard_p3d).sum())}
+
+    def fwd_bwd(ren, backward=None):
+        def run():
+            x = xt.clone().requires_grad_(True)
+            if backward is None:
+                sil = ren(x, roi)[0][0]
+            else:
+                sil = ren.silhouette(ren.vertices(x), roi, s, backward=backward)[0]
+            ((sil - target) ** 2).sum().backward()
+        return run
+
+    times = {"own": _timed(fwd_bwd(own), reps), "pytorch3d": _timed(fwd_bwd(p3d, "torch"), max(reps // 5, 1))}
+    if shipped or device != "cpu":
+        times["pytorch3d_shipped"] = _timed(fwd_bwd(p3d, "pytorch3d"), 1 if device == "cpu" else reps)
+    out["fwd_bwd_ms"] = times
+    out["ratio"] = {k: v / times["own"] for k, v in times.items() if k != "own"}
+    # one LM linearisation each, as the refiner makes it
+    J = lay.n_joints
+    q, R0, t0 = torch.as_tensor(x0[:J]), torch.as_tensor(axis_angle_to_matrix_np(x0[J:J + 3])), \
+        torch.as_tensor(x0[J + 3:])
+    from snaketrack.models.chain import point_jacobian
+
+    def lin_own():
+        pts, G = point_jacobian(robot, model, q, R0, t0)
+        render_with_jacobian(pts[None, :, 0], pts[None, :, 1], torch.as_tensor(model.radius), own.K.double(), roi,
+                             G, s, with_offset=True, tol=1e-3 / 0.5, compute_dtype=torch.float32,
+                             image_size=(W, H), cylinders=model.cylinders)
+
+    def lin_p3d():
+        p3d.pose_jacobian(q, R0, t0, roi, s, with_offset=True, tol=1e-3 / 0.5)
+
+    jac = {"own": _timed(lin_own, reps), "pytorch3d": _timed(lin_p3d, max(reps // 5, 1))}
+    out["jacobian_ms"] = jac
+    out["jacobian_ratio"] = jac["pytorch3d"] / jac["own"]
+    return out
+
+
+def refine_figures(ds_path: Path, frames: int, renderer: str) -> dict:
+    """The tracker's refinement alone, frame after frame from the true first pose against the clip's truth masks
+    (each frame starts from the last refined pose; no filter, no search): mean base position [m] and joint
+    [rad] errors over ``frames`` frames, the mean IoU and seconds per frame."""
+    from snaketrack.datasets.layout import Dataset
+    from snaketrack.models.robot import load_robot
+    from snaketrack.tracker.camera import Camera
+    from snaketrack.tracker.config import TrackerConfig
+    from snaketrack.tracker.observation import observe
+    from snaketrack.tracker.primitives import CapsuleModel
+    from snaketrack.tracker.refine import Refiner
+    from snaketrack.tracker.render import SilhouetteSettings
+    from snaketrack.tracker.renderers import make_renderer
+    from snaketrack.tracker.state import StateLayout
+
+    ds = Dataset(ds_path)
+    robot = load_robot(ds.meta.get("robot", "planar-snake-11"))
+    cam = Camera.from_meta(ds.meta)
+    cfg = TrackerConfig().refine
+    ren = make_renderer(renderer, robot, cam.K, cam.width, cam.height, CapsuleModel.from_visual(robot),
+                        SilhouetteSettings(sigma_px=cfg.sigma_px))
+    refiner = Refiner(ren, cfg)
+    lay = StateLayout.for_robot(robot)
+    truth = [lay.from_quat(t["joint_angles"], t["base_quat_cam"], t["base_position_cam"]) for t in ds.truth]
+    J = lay.n_joints
+    x, offset, base, joint, ious = truth[0], 0.0, [], [], []
+    t0 = time.perf_counter()
+    for i in range(1, frames + 1):
+        res = refiner.refine(x, observe(ds.mask(i) > 0, cfg), offset0=offset)
+        x, offset = res.x, res.offset_px
+        base.append(float(np.linalg.norm(x[J + 3:] - truth[i][J + 3:])))
+        joint.append(float(np.abs(x[:J] - truth[i][:J]).mean()))
+        ious.append(res.iou)
+    return {"base_position_error_m": float(np.mean(base)), "joint_error_rad": float(np.mean(joint)),
+            "iou": float(np.mean(ious)), "s_per_frame": (time.perf_counter() - t0) / frames}
+
+
+def track_figures(ds_path: Path, out: Path, frames: int, renderer: str) -> dict:
+    from snaketrack.bench.tracking import REPORTED, bench_options
+    from snaketrack.io import read_json
+    from snaketrack.tracker.run import track_source
+
+    meta = read_json(ds_path / "meta.json")
+    scene = ds_path.name.split("-")[0]
+    pipeline, opts = bench_options(scene, int(meta.get("seed", 0)), frames, up="none", renderer=renderer)
+    pipeline = replace(pipeline, hold_frames=0)
+    t0 = time.perf_counter()
+    summary = track_source(ds_path, out / f"{ds_path.name}-{renderer}", meta.get("robot"), config=pipeline,
+                           options=opts)
+    res = {k: summary.get(k) for k in REPORTED}
+    res["wall_s"] = time.perf_counter() - t0
+    return res
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    add_data_argument(ap)
+    ap.add_argument("--out", default="bench_out/renderer", help="tracking runs' output folder")
+    ap.add_argument("--clips", nargs="+", default=list(CLIPS),
+                    help="SCENE-ROBOT clips (default: static-planar-snake-11 static-arcsnake-4)")
+    ap.add_argument("--seed", type=int, default=0, help="the clips' seed (default 0)")
+    ap.add_argument("--frames", type=int, default=20, help="frames tracked per clip and backend (default 20)")
+    ap.add_argument("--reps", type=int, default=10, help="repetitions of the own renderer's timed passes "
+                                                       "(PyTorch3D's: a fifth of them; default 10)")
+    ap.add_argument("--shipped-backward", action="store_true",
+                    help="also time PyTorch3D's own CPU backward (once: tens of seconds)")
+    ap.add_argument("--no-track", action="store_true", help="timings only")
+    ap.add_argument("--refine-frames", type=int, default=0, metavar="N",
+                    help="also the refinement alone over N frames from the true first pose with each backend")
+    ap.add_argument("--threads", type=int, default=2, help="torch intra-op threads (default 2)")
+
+
+def run(args: argparse.Namespace) -> dict:
+    from snaketrack.bench.tracking import dataset_dir, ensure_dataset
+    from snaketrack.tracker.renderers import check_renderer
+
+    check_renderer("pytorch3d")
+    torch.set_num_threads(max(1, min(args.threads, os.cpu_count() or 1)))
+    result = {"size": [640, 360], "threads": torch.get_num_threads(), "frames": args.frames, "clips": {}}
+    for clip in args.clips:
+        scene, robot = clip.split("-", 1)
+        ds = ensure_dataset(dataset_dir(data_dir(args), scene, robot, args.seed), scene, robot, args.seed,
+                            args.frames)
+        entry = {"render": render_figures(ds, args.reps, args.shipped_backward)}
+        if torch.cuda.is_available():
+            entry["render_gpu"] = render_figures(ds, args.reps, True, "cuda")
+        if args.refine_frames > 0:
+            ref = {r: refine_figures(ds, args.refine_frames, r) for r in ("own", "pytorch3d")}
+            ref["error_ratio"] = {k: ref["pytorch3d"][k] / ref["own"][k] if ref["own"][k] else None
+                                  for k in ("base_position_error_m", "joint_error_rad")}
+            entry["refine"] = ref
+            print(json.dumps({clip: ref}), file=sys.stderr)
+        if not args.no_track:
+            runs = {r: track_figures(ds, Path(args.out), args.frames, r) for r in ("own", "pytorch3d")}
+            o, p = runs["own"], runs["pytorch3d"]
+            runs["error_ratio"] = {k: (p[k] / o[k] if o.get(k) and p.get(k) is not None else None)
+                                   for k in ("base_position_error_m", "joint_error_rad", "joint_error_l2_rad")}
+            entry["track"] = runs
+        result["clips"][clip] = entry
+        print(f"{clip}: done", file=sys.stderr)
+    result["gpu"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else \
+        "none: no CUDA device here (the GPU figures need one)"
+    return result
+
+
+BENCHMARK = Benchmark("renderer", "the PyTorch3D renderer beside the tracker's own: speed, agreement and tracking",
+                      add_arguments, run,
+                      quick={"frames": 5, "refine_frames": 2, "reps": 1, "clips": ["static-arcsnake-4"]})

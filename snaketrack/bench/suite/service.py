@@ -1,0 +1,57 @@
+"""Benchmark of the live service: latency, states per second, skipped frames, a slow client, memory.
+
+Plays a synthetic clip (rendered into ``--data`` when absent) in a loop at its
+own 30 frames/s into ``snaketrack serve``'s service on the loopback, with a
+fast client and one that reads ten times too slowly, for ``--seconds`` of
+wall clock; the same clip tracked without the service, in the same process,
+gives ``reference_fps`` (:mod:`snaketrack.bench.service_rate`). An hour's soak
+is ``--seconds 3600``.
+
+Usage::
+
+    snaketrack bench service [--data DIR] [--scene static]
+        [--robot planar-snake-11] [--seconds 60] [--track-size 640x360] [--out bench_out/service]
+
+The result has ``latency_ms_p50``,
+``latency_ms_p95``, ``fps``, ``frames_dropped``, ``slow_client_drops``, ``rss_mb_start`` and ``rss_mb_end``.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from snaketrack.bench.cache import add_data_argument, data_dir
+from snaketrack.bench.registry import Benchmark
+
+
+def add_arguments(ap: argparse.ArgumentParser) -> None:
+    add_data_argument(ap)
+    ap.add_argument("--dataset", default=None, help="a dataset folder to play instead of a rendered clip")
+    ap.add_argument("--scene", default="static", help="the rendered clip's scene (default static)")
+    ap.add_argument("--robot", default="planar-snake-11", help="the rendered clip's robot")
+    ap.add_argument("--frames", type=int, default=150, help="frames of the rendered clip (default 150)")
+    ap.add_argument("--seconds", type=float, default=60.0, help="length of the run [s] (default 60)")
+    ap.add_argument("--track-size", default="640x360", metavar="WxH", help="tracking size (default 640x360)")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="the tracker's and the segmenter's threads (default: serve's policy, one each)")
+    ap.add_argument("--out", default="bench_out/service", help="folder for soak.png and soak.json")
+
+
+def run(args: argparse.Namespace) -> dict:
+    from snaketrack.bench.service_rate import ServiceBenchConfig, run_service_benchmark
+    from snaketrack.bench.tracking import ensure_dataset_apart
+    from snaketrack.io import parse_size
+    from snaketrack.threads import ThreadPolicy
+
+    config = ServiceBenchConfig(seconds=args.seconds, track_size=parse_size(args.track_size, "--track-size"))
+    if args.dataset:
+        dataset = Path(args.dataset)
+    else:
+        dataset = ensure_dataset_apart(data_dir(args) / f"{args.scene}-{args.robot}-s0", args.scene, args.robot, 0,
+                                       args.frames)
+    ThreadPolicy.of(args.threads).apply()
+    return run_service_benchmark(dataset, config, out=args.out)
+
+
+BENCHMARK = Benchmark("service", "the live service: latency, states per second, skipped frames, a slow client, memory",
+                      add_arguments, run, quick={"seconds": 3.0, "frames": 10})

@@ -31,9 +31,9 @@ import cv2
 from snaketrack.errors import InputError
 
 #: OpenMP settings that make idle workers sleep, set by :func:`quiet_openmp` unless already set.
-#: torch's threads for GrabCut's labeller (``snaketrack label``): the fit's tracker works on small tensors, and
-#: the other core makes the next frame's motion map (docs/benchmarks.md, "Labels and a segmenter on scenes
-#: they were not tuned on")
+#: torch's threads for GrabCut's labeller (``snaketrack label``): the fit's tracker works on small tensors,
+#: and the other core makes the next frame's motion map (docs/benchmarks.md,
+#: "Labels and a segmenter on scenes they were not tuned on")
 LABEL_THREADS = 1
 
 QUIET_OPENMP = {"OMP_WAIT_POLICY": "PASSIVE", "KMP_BLOCKTIME": "0"}

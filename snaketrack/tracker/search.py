@@ -16,6 +16,10 @@
    ``init_candidates`` refined by LM with a coarse-to-fine edge (``init_sigma_schedule``), then a few
    steps at the tracking edge. The best refined IoU wins.
 
+The ranking and the coarse-to-fine LM draw with the own analytic renderer whatever the tracker's renderer
+(they rank hypotheses: tens of renders and over a hundred linearisations per search); the closing steps at the
+tracking edge, and so every result's IoU, are the tracker's renderer's (``final_refiner``).
+
 Head and tail look alike: given a reference pose (``orient``), only starts read the same way are
 tried, and a refined start that ends up read the other way is dropped unless none keeps the reading.
 Settings: :class:`snaketrack.tracker.tracker.TrackerConfig` (``init_*``, ``keep_reading_results``).
@@ -47,18 +51,21 @@ if TYPE_CHECKING:
 class PoseSearch:
     """Multi-start search for the pose of a mask (see module doc).
 
-    renderer: the session's :class:`SilhouetteRenderer`; config: the session's :class:`TrackerConfig`;
-    refiner: the tracking :class:`Refiner`; search_refiner: the one with the searches' priors
-    (``init_out_of_plane_prior_rad``). ``wide_refiner``: ``search_refiner`` with the coarse-to-fine edge
-    schedule and loose priors, also what a re-acquisition refines with.
+    renderer: the own analytic :class:`SilhouetteRenderer` the starts are ranked and refined with; config: the
+    session's :class:`TrackerConfig`; refiner: a :class:`Refiner` of ``renderer`` with the tracking settings (it
+    ranks the starts); search_refiner: one with the searches' priors (``init_out_of_plane_prior_rad``).
+    ``wide_refiner``: ``search_refiner`` with the coarse-to-fine edge schedule and loose priors, also what a
+    re-acquisition refines with. final_refiner: the searches' priors on the tracker's own renderer, which takes
+    the closing steps (default ``search_refiner``).
     """
 
     def __init__(self, renderer: SilhouetteRenderer, config: "TrackerConfig", refiner: Refiner,
-                 search_refiner: Refiner):
+                 search_refiner: Refiner, final_refiner: Optional[Refiner] = None):
         self.renderer, self.config = renderer, config
         self.robot: Robot = renderer.robot
         self.layout: StateLayout = renderer.layout
         self.refiner, self.search_refiner = refiner, search_refiner
+        self.final_refiner = final_refiner if final_refiner is not None else search_refiner
         self.wide_refiner = Refiner(renderer, replace(search_refiner.config, sigma_schedule=config.init_sigma_schedule,
                                                       prior_q=2.0, prior_rot=2.0, prior_trans=2.0))
         self._axes_cache: Optional[tuple[np.ndarray, list[np.ndarray]]] = None
@@ -95,7 +102,7 @@ class PoseSearch:
         best = fallback = None
         for _, i in scored[: cfg.init_candidates]:
             res = wide.refine(starts[i], obs, steps=cfg.init_refine_steps, offset0=b0[i], up=up)
-            res = self.search_refiner.refine(res.x, obs, offset0=res.offset_px, steps=4, up=up)
+            res = self.final_refiner.refine(res.x, obs, offset0=res.offset_px, steps=4, up=up)
             if orient is not None and cfg.keep_reading_results and not same_reading(res.x):
                 if fallback is None or res.iou > fallback.iou:
                     fallback = res

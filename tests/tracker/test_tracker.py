@@ -238,6 +238,28 @@ def test_searches_use_their_own_pitch_prior(sequence):
     assert same.search_refiner is same.refiner
 
 
+def test_search_closes_with_the_trackers_own_refiner(sequence):
+    """The search ranks and refines its starts with the own renderer and takes its closing steps with the
+    tracker's refiner (final_refiner): one closing refinement per refined start, and the result is one of them."""
+    from snaketrack.tracker.search import PoseSearch
+
+    robot, K, frames, lay = sequence
+    trk = Tracker(robot, K, W, H, fps=30.0, config=TrackerConfig(init_candidates=3))
+    assert trk.search.renderer is trk.renderer and trk.search.final_refiner is trk.search_refiner
+    closing = []
+
+    class Recording:
+        def refine(self, *args, **kwargs):
+            closing.append(trk.search_refiner.refine(*args, **kwargs))
+            return closing[-1]
+
+    search = PoseSearch(trk.search_renderer, trk.config, trk.refiner, trk.search_refiner, final_refiner=Recording())
+    m, xt = frames[0]
+    res = search.run(m > 0)
+    assert len(closing) == 3 and any(res is c for c in closing)
+    assert res.iou == max(c.iou for c in closing) and res.iou > 0.85
+
+
 def test_search_lifts_the_axis_joined_across_a_wide_gap(sequence):
     """An occluder (and a segmentation hole beside it) can cut the mask in two with a gap wider than
     half the larger part: the usual axis is one part, which lifted to the robot's length puts it far

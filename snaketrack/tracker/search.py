@@ -16,9 +16,9 @@
    ``init_candidates`` refined by LM with a coarse-to-fine edge (``init_sigma_schedule``), then a few
    steps at the tracking edge. The best refined IoU wins.
 
-The ranking and the coarse-to-fine LM draw with the own analytic renderer whatever the tracker's renderer
-(they rank hypotheses: tens of renders and over a hundred linearisations per search); the closing steps at the
-tracking edge, and so every result's IoU, are the tracker's renderer's (``final_refiner``).
+The search draws with the own analytic renderer whatever the tracker's renderer: it ranks hypotheses (tens of
+renders and over a hundred linearisations per search). With another renderer its winner takes the same closing
+steps again with that renderer (``final_refiner``), which gives the result's pose and IoU.
 
 Head and tail look alike: given a reference pose (``orient``), only starts read the same way are
 tried, and a refined start that ends up read the other way is dropped unless none keeps the reading.
@@ -55,8 +55,8 @@ class PoseSearch:
     session's :class:`TrackerConfig`; refiner: a :class:`Refiner` of ``renderer`` with the tracking settings (it
     ranks the starts); search_refiner: one with the searches' priors (``init_out_of_plane_prior_rad``).
     ``wide_refiner``: ``search_refiner`` with the coarse-to-fine edge schedule and loose priors, also what a
-    re-acquisition refines with. final_refiner: the searches' priors on the tracker's own renderer, which takes
-    the closing steps (default ``search_refiner``).
+    re-acquisition refines with. final_refiner: the searches' priors on the tracker's renderer, which refines
+    the winner when it is not ``search_refiner`` (the default).
     """
 
     def __init__(self, renderer: SilhouetteRenderer, config: "TrackerConfig", refiner: Refiner,
@@ -102,14 +102,17 @@ class PoseSearch:
         best = fallback = None
         for _, i in scored[: cfg.init_candidates]:
             res = wide.refine(starts[i], obs, steps=cfg.init_refine_steps, offset0=b0[i], up=up)
-            res = self.final_refiner.refine(res.x, obs, offset0=res.offset_px, steps=4, up=up)
+            res = self.search_refiner.refine(res.x, obs, offset0=res.offset_px, steps=4, up=up)
             if orient is not None and cfg.keep_reading_results and not same_reading(res.x):
                 if fallback is None or res.iou > fallback.iou:
                     fallback = res
                 continue
             if best is None or res.iou > best.iou:
                 best = res
-        return best if best is not None else fallback
+        best = best if best is not None else fallback
+        if best is not None and self.final_refiner is not self.search_refiner:
+            best = self.final_refiner.refine(best.x, obs, offset0=best.offset_px, steps=4, up=up)
+        return best
 
     def ends(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The tail (the base's origin) and head points (3,) [m], camera frame, of pose ``x`` (D,)."""

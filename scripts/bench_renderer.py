@@ -17,8 +17,8 @@ With ``--refine-frames N``, the tracker's refinement alone with each backend, fr
 first pose against the truth masks (no filter, no search): its base and joint errors and time per frame.
 
 Then each clip is tracked for ``--frames`` frames with each backend (``snaketrack track``'s benchmark options:
-corrupted truth masks, no up direction): the base position and joint errors, IoU and frames per second, and the
-PyTorch3D run's errors over the own run's.
+corrupted truth masks, no up direction): the base position, base orientation and joint errors, IoU and frames per
+second, the PyTorch3D run's errors over the own run's and whether each is within 10 % of it.
 
 Where CUDA is available the timings are repeated on the GPU (``"gpu"``); elsewhere ``"gpu"`` says why not.
 Prints one JSON object. Timings depend on the machine's load: compare the figures of one run.

@@ -31,8 +31,7 @@ class LinkMeshes:
 
     link: (V,) link index (0-based) each vertex is fixed to; verts: (V, 3) vertex positions in their link's
     frame [m]; faces: (F, 3) vertex indices (int64); parts: (P, 4) each part's (first vertex, end vertex, first
-    face, end face): one per tessellated primitive or mesh file, its vertices and faces contiguous (the CPU
-    rasteriser draws each part over its own screen box).
+    face, end face): one per tessellated primitive or mesh file, its vertices and faces contiguous.
 
     ``link`` / ``verts`` have the fields :func:`snaketrack.models.chain.point_jacobian` reads of a silhouette
     model (``a_local`` = ``b_local`` = the vertices), so the vertices' pose Jacobian comes from the same code

@@ -39,7 +39,6 @@ import math
 from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -56,6 +55,8 @@ PAPER_SIGMA = 1e-4
 PAPER_GAMMA = 1e-4
 PAPER_FACES_PER_PIXEL = 100
 BLUR_EPS = 1e-4
+# the side [px] of the squares the CPU rasterisation is cut into (list_pairs)
+TILE_PX = 16
 # the edge of a face: the three (start, end) corners of its edges
 _EDGES = ((0, 1), (1, 2), (2, 0))
 
@@ -117,57 +118,76 @@ class Pairs:
     d2: torch.Tensor
 
 
-def list_pairs(uvz: torch.Tensor, faces: torch.Tensor, parts: np.ndarray, w: int, h: int, reach: float,
-               faces_per_pixel: int) -> Pairs:
+def list_pairs(uvz: torch.Tensor, faces: torch.Tensor, w: int, h: int, reach: float, faces_per_pixel: int,
+               tile: int = TILE_PX) -> Pairs:
     """The rasteriser's (pixel, face) pairs of B meshes over a ``w`` × ``h`` ROI (``uvz`` (B, V, 3) ROI pixel
-    coordinates and depths, ``faces`` (F, 3), ``parts`` as :class:`~snaketrack.tracker.meshes.LinkMeshes`).
+    coordinates and depths, ``faces`` (F, 3)): each pixel's ``faces_per_pixel`` nearest faces by depth among
+    those within ``reach`` [px] of it.
 
-    Each part is rasterised over its own screen box (PyTorch3D's CPU rasteriser tests every face at every
-    pixel), and the lists are merged keeping each pixel's ``faces_per_pixel`` nearest by depth: the pairs of
-    one rasterisation of the whole mesh over the ROI.
+    PyTorch3D's CPU rasteriser tests every face at every pixel (its binning runs on CUDA only), so the ROI is
+    cut into ``tile`` × ``tile`` squares and each square rasterised with the faces whose screen box, widened by
+    ``reach``, meets it: all squares of all B meshes as one batch of PyTorch3D meshes, one call. Every face that
+    can be listed for a pixel is in its square's list, so the pairs are those of one rasterisation of the whole
+    mesh over the ROI (:func:`rasterize`).
     """
-    out = []
-    for bi in range(uvz.shape[0]):
-        for v0, v1, f0, f1 in np.asarray(parts).tolist():
-            sub = uvz[bi, v0:v1]
-            with torch.no_grad():
-                front = sub[:, 2] > 1e-9
-                if not bool(front.any()):
-                    continue
-                lo = (sub[front, :2].min(0).values - reach - 1.0).floor()
-                hi = (sub[front, :2].max(0).values + reach + 1.0).ceil()
-            cu0, cv0 = max(int(lo[0]), 0), max(int(lo[1]), 0)
-            cu1, cv1 = min(int(hi[0]), w - 1), min(int(hi[1]), h - 1)
-            if cu1 < cu0 or cv1 < cv0:
-                continue
-            wc, hc = cu1 - cu0 + 1, cv1 - cv0 + 1
-            shift = torch.tensor([cu0, cv0, 0.0], dtype=sub.dtype, device=sub.device)
-            p2f, zbuf, dists = rasterize((sub - shift)[None], faces[f0:f1] - v0, wc, hc, reach, faces_per_pixel)
-            flat = p2f.reshape(-1)
-            sel = torch.nonzero(flat >= 0).squeeze(1)
-            if sel.numel() == 0:
-                continue
-            cell = sel // p2f.shape[-1]
-            pix = (cell // wc + cv0) * w + (cell % wc + cu0)
-            dn = dists.reshape(-1).index_select(0, sel)
-            out.append((torch.full_like(sel, bi), pix, flat.index_select(0, sel) + f0,
-                        zbuf.reshape(-1).index_select(0, sel), dn < 0, dn.abs() * (min(wc, hc) / 2.0) ** 2))
-    if not out:
-        e = torch.zeros(0, dtype=torch.long, device=uvz.device)
-        return Pairs(e, e, e, torch.zeros(0, dtype=torch.bool, device=uvz.device),
-                     torch.zeros(0, dtype=uvz.dtype, device=uvz.device))
-    b, pix, face, z, inside, d2 = (torch.cat(c) for c in zip(*out))
-    cell = b * (w * h) + pix
-    counts = torch.bincount(cell)
-    if int(counts.max()) > faces_per_pixel:  # keep each pixel's nearest faces_per_pixel faces
-        order = torch.argsort(z.detach().double() + 0.0, stable=True)
-        order = order[torch.argsort(cell.index_select(0, order), stable=True)]
-        starts = torch.cumsum(counts, 0) - counts
-        cs = cell.index_select(0, order)
-        rank = torch.arange(len(order), device=cs.device) - starts.index_select(0, cs)
-        keep = order[rank < faces_per_pixel]
-        b, pix, face, inside, d2 = (t.index_select(0, keep) for t in (b, pix, face, inside, d2))
-    return Pairs(b, pix, face, inside, d2.to(uvz.dtype))
+    from pytorch3d.renderer.mesh.rasterize_meshes import rasterize_meshes
+    from pytorch3d.structures import Meshes
+
+    dev, T = uvz.device, int(tile)
+    nx, ny = -(-w // T), -(-h // T)
+    tri = uvz[:, faces]  # (B, F, 3, 3): ROI pixel coordinates and depth of each face's corners
+    with torch.no_grad():
+        td = tri.detach()
+        lo = td[..., :2].min(2).values - (reach + 1.0)
+        hi = td[..., :2].max(2).values + (reach + 1.0)
+        seen = (td[..., 2] > 1e-9).any(2) & (hi[..., 0] >= 0) & (lo[..., 0] <= w - 1) & \
+            (hi[..., 1] >= 0) & (lo[..., 1] <= h - 1)
+        b, f = torch.nonzero(seen, as_tuple=True)
+        if b.numel() == 0:
+            e = torch.zeros(0, dtype=torch.long, device=dev)
+            return Pairs(e, e, e, torch.zeros(0, dtype=torch.bool, device=dev), torch.zeros(0, dtype=uvz.dtype,
+                                                                                              device=dev))
+        t0 = (lo[b, f] / T).floor().long()
+        t1 = (hi[b, f] / T).floor().long()
+        tx0, ty0 = t0[:, 0].clamp(0, nx - 1), t0[:, 1].clamp(0, ny - 1)
+        cx = t1[:, 0].clamp(0, nx - 1) - tx0 + 1
+        cy = t1[:, 1].clamp(0, ny - 1) - ty0 + 1
+        n = cx * cy  # squares each face meets
+        src = torch.repeat_interleave(torch.arange(len(b), device=dev), n)
+        k = torch.arange(len(src), device=dev) - torch.repeat_interleave(torch.cumsum(n, 0) - n, n)
+        sq = (b[src] * ny + ty0[src] + k // cx[src]) * nx + tx0[src] + k % cx[src]
+        order = torch.argsort(sq, stable=True)
+        sq, src = sq[order], src[order]
+        mesh_sq, counts = torch.unique_consecutive(sq, return_counts=True)
+        N, Fmax = len(mesh_sq), int(counts.max())
+        mesh = torch.repeat_interleave(torch.arange(N, device=dev), counts)
+        slot = torch.arange(len(sq), device=dev) - torch.repeat_interleave(torch.cumsum(counts, 0) - counts, counts)
+        ox = ((mesh_sq % nx) * T).to(uvz.dtype)
+        oy = (((mesh_sq // nx) % ny) * T).to(uvz.dtype)
+        fb, ff = b[src], f[src]  # each listed face's batch index and face, in the batch's packed face order
+        corner = 3 * slot[:, None] + torch.arange(3, device=dev)
+        fpad = torch.full((N, Fmax, 3), -1, dtype=torch.int64, device=dev)
+        fpad[mesh, slot] = corner
+    shift = torch.stack([ox, oy, torch.zeros_like(ox)], 1)[mesh]  # (S, 3)
+    verts = torch.zeros(N, 3 * Fmax, 3, dtype=uvz.dtype, device=dev).index_put(
+        (mesh[:, None].expand(-1, 3), corner), tri[fb, ff] - shift[:, None])  # each face's own three corners
+    blur = (2.0 * reach / T) ** 2
+    p2f, _, _, dists = rasterize_meshes(Meshes(verts=_to_ndc(verts.float(), T, T), faces=fpad), image_size=(T, T),
+                                        blur_radius=blur, faces_per_pixel=int(faces_per_pixel),
+                                        bin_size=0 if not uvz.is_cuda else None, perspective_correct=False)
+    flat = p2f.reshape(-1)
+    sel = torch.nonzero(flat >= 0).squeeze(1)
+    cell = sel // p2f.shape[-1]
+    m, yx = cell // (T * T), cell % (T * T)
+    with torch.no_grad():
+        u = (mesh_sq[m] % nx) * T + yx % T
+        v = ((mesh_sq[m] // nx) % ny) * T + yx // T
+        inroi = (u < w) & (v < h)
+    sel, u, v = sel[inroi], u[inroi], v[inroi]
+    packed = flat.index_select(0, sel)
+    dn = dists.reshape(-1).index_select(0, sel)
+    return Pairs(fb.index_select(0, packed), v * w + u, ff.index_select(0, packed), dn < 0,
+                 (dn.abs() * (T / 2.0) ** 2).to(uvz.dtype))
 
 
 def _nearest_edge(p: torch.Tensor, tri: torch.Tensor):
@@ -295,11 +315,11 @@ class PyTorch3DRenderer(SilhouetteRenderer):
         faces = self._faces.to(self.device)
         reach = reach_px(sig, off)
         if mode == "pytorch3d":
-            pr = list_pairs(uvz, faces, self.meshes.parts, w, h, reach, self.faces_per_pixel)
+            pr = list_pairs(uvz, faces, w, h, reach, self.faces_per_pixel)
             d2 = pr.d2
         else:
             with torch.no_grad():
-                pr = list_pairs(uvz.detach(), faces, self.meshes.parts, w, h, reach, self.faces_per_pixel)
+                pr = list_pairs(uvz.detach(), faces, w, h, reach, self.faces_per_pixel)
             tri = uvz[..., :2][pr.b[:, None], faces.index_select(0, pr.face)]  # (Q, 3, 2)
             p = torch.stack([pr.pix % w, pr.pix // w], 1).to(dt)
             e = _nearest_edge(p, tri.detach())
@@ -329,7 +349,7 @@ class PyTorch3DRenderer(SilhouetteRenderer):
         uvz = self._uvz(X, roi)
         faces = self._faces
         D = Dp + (1 if with_offset else 0)
-        pr = list_pairs(uvz[None].to(self.device), faces.to(self.device), self.meshes.parts, w, h,
+        pr = list_pairs(uvz[None].to(self.device), faces.to(self.device), w, h,
                         reach_px(sig, offset_px), self.faces_per_pixel)
         pix, face, inside = pr.pix.cpu(), pr.face.cpu(), pr.inside.cpu()
         if pix.numel() == 0:

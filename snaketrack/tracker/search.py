@@ -16,6 +16,10 @@
    ``init_candidates`` refined by LM with a coarse-to-fine edge (``init_sigma_schedule``), then a few
    steps at the tracking edge. The best refined IoU wins.
 
+The search draws with the own analytic renderer whatever the tracker's renderer: it ranks hypotheses (tens of
+renders and over a hundred linearisations per search). With another renderer its winner takes the same closing
+steps again with that renderer (``final_refiner``), which gives the result's pose and IoU.
+
 Head and tail look alike: given a reference pose (``orient``), only starts read the same way are
 tried, and a refined start that ends up read the other way is dropped unless none keeps the reading.
 Settings: :class:`snaketrack.tracker.tracker.TrackerConfig` (``init_*``, ``keep_reading_results``).
@@ -47,18 +51,21 @@ if TYPE_CHECKING:
 class PoseSearch:
     """Multi-start search for the pose of a mask (see module doc).
 
-    renderer: the session's :class:`SilhouetteRenderer`; config: the session's :class:`TrackerConfig`;
-    refiner: the tracking :class:`Refiner`; search_refiner: the one with the searches' priors
-    (``init_out_of_plane_prior_rad``). ``wide_refiner``: ``search_refiner`` with the coarse-to-fine edge
-    schedule and loose priors, also what a re-acquisition refines with.
+    renderer: the own analytic :class:`SilhouetteRenderer` the starts are ranked and refined with; config: the
+    session's :class:`TrackerConfig`; refiner: a :class:`Refiner` of ``renderer`` with the tracking settings (it
+    ranks the starts); search_refiner: one with the searches' priors (``init_out_of_plane_prior_rad``).
+    ``wide_refiner``: ``search_refiner`` with the coarse-to-fine edge schedule and loose priors, also what a
+    re-acquisition refines with. final_refiner: the searches' priors on the tracker's renderer, which refines
+    the winner when it is not ``search_refiner`` (the default).
     """
 
     def __init__(self, renderer: SilhouetteRenderer, config: "TrackerConfig", refiner: Refiner,
-                 search_refiner: Refiner):
+                 search_refiner: Refiner, final_refiner: Optional[Refiner] = None):
         self.renderer, self.config = renderer, config
         self.robot: Robot = renderer.robot
         self.layout: StateLayout = renderer.layout
         self.refiner, self.search_refiner = refiner, search_refiner
+        self.final_refiner = final_refiner if final_refiner is not None else search_refiner
         self.wide_refiner = Refiner(renderer, replace(search_refiner.config, sigma_schedule=config.init_sigma_schedule,
                                                       prior_q=2.0, prior_rot=2.0, prior_trans=2.0))
         self._axes_cache: Optional[tuple[np.ndarray, list[np.ndarray]]] = None
@@ -102,7 +109,10 @@ class PoseSearch:
                 continue
             if best is None or res.iou > best.iou:
                 best = res
-        return best if best is not None else fallback
+        best = best if best is not None else fallback
+        if best is not None and self.final_refiner is not self.search_refiner:
+            best = self.final_refiner.refine(best.x, obs, offset0=best.offset_px, steps=4, up=up)
+        return best
 
     def ends(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The tail (the base's origin) and head points (3,) [m], camera frame, of pose ``x`` (D,)."""

@@ -82,6 +82,16 @@ class Tracker:
         oop = config.init_out_of_plane_prior_rad
         self.search_refiner = self.refiner if oop is None else \
             Refiner(self.renderer, replace(config.refine, out_of_plane_prior_rad=float(oop)))
+        # the search's hypotheses (ranking, coarse-to-fine LM) are drawn by the own renderer (search.py)
+        if type(self.renderer) is SilhouetteRenderer:
+            self.search_renderer, coarse, coarse_search = self.renderer, self.refiner, self.search_refiner
+        else:
+            self.search_renderer = SilhouetteRenderer(robot, K, width, height, self.renderer.model,
+                                                      self.renderer.settings)
+            coarse = Refiner(self.search_renderer, config.refine)
+            coarse_search = coarse if oop is None else \
+                Refiner(self.search_renderer, replace(config.refine, out_of_plane_prior_rad=float(oop)))
+        self._coarse_refiners = (coarse, coarse_search)
         self.reset()
 
     def body_centre(self, x: np.ndarray) -> np.ndarray:
@@ -109,7 +119,8 @@ class Tracker:
         self.reading_settled = not self._can_check_reading()
         self.ground_prior = GroundPrior(self.robot, self.config.ground_window, self.config.ground_min_frames,
                                         self.config.ground_height)
-        self.search = PoseSearch(self.renderer, self.config, self.refiner, self.search_refiner)
+        self.search = PoseSearch(self.search_renderer, self.config, *self._coarse_refiners,
+                                 final_refiner=self.search_refiner)
         self.good: Optional[tuple[int, np.ndarray]] = None  # (frame, pose) of the last well-fitting frame
 
     def _check_mask(self, mask) -> np.ndarray:

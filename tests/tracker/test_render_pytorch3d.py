@@ -17,7 +17,14 @@ from snaketrack.models.rotations import axis_angle_to_matrix, axis_angle_to_matr
 from snaketrack.tracker.meshes import capsule_mesh, join_meshes  # noqa: E402
 from snaketrack.tracker.primitives import CapsuleModel  # noqa: E402
 from snaketrack.tracker.render import SilhouetteRenderer, SilhouetteSettings  # noqa: E402
-from snaketrack.tracker.render_pytorch3d import PyTorch3DRenderer, paper_sigma_px, pytorch3d_sigma  # noqa: E402
+from snaketrack.tracker.render_pytorch3d import (  # noqa: E402
+    PyTorch3DRenderer,
+    list_pairs,
+    paper_sigma_px,
+    pytorch3d_sigma,
+    rasterize,
+    reach_px,
+)
 from snaketrack.tracker.state import StateLayout  # noqa: E402
 
 W, H = 640, 360
@@ -48,6 +55,40 @@ def iou(a, b):
 def test_sigma_conversion_is_the_papers():
     assert pytorch3d_sigma(paper_sigma_px(W, H), W, H) == pytest.approx(1e-4)
     assert paper_sigma_px(W, H) == pytest.approx(1.8)
+
+
+@pytest.mark.parametrize("tile, sigma, offset, fpp", [(16, 1.0, 0.0, 100), (7, 2.0, 1.5, 100), (16, 1.0, 0.0, 6)])
+def test_tiled_pairs_are_one_rasterisation_of_the_whole_mesh(tile, sigma, offset, fpp):
+    """The pairs rasterised square by square are those of one PyTorch3D rasterisation of the whole mesh over
+    the ROI, with the same distances: each pixel's K nearest faces by depth, the same but for faces at (nearly)
+    the K-th depth (two faces meeting at an edge, the many about a capsule's pole), which either float32
+    rasterisation may keep."""
+    robot = load_robot("arcsnake-4")
+    rng = np.random.default_rng(5)
+    ren = PyTorch3DRenderer(robot, K, W, H, sections=8, faces_per_pixel=fpp)
+    x = torch.as_tensor(np.stack([random_pose(robot, rng, 2.0), random_pose(robot, rng, 2.0)]))
+    roi = ren.screen_roi(x, 6.0)
+    uvz = ren._uvz(ren.vertices(x), roi)
+    reach = reach_px(sigma, offset)
+    _, _, w, h = roi
+    got = list_pairs(uvz, ren._faces, w, h, reach, fpp, tile=tile)
+    p2f, _, dists = rasterize(uvz, ren._faces, w, h, reach, fpp)
+    F = len(ren._faces)
+    b, v, u, k = torch.nonzero(p2f >= 0, as_tuple=True)
+    ref = {(int(bi), int(vi) * w + int(ui), int(fi) - int(bi) * F): float(di) for bi, vi, ui, fi, di in
+           zip(b, v, u, p2f[b, v, u, k], dists[b, v, u, k] * (min(w, h) / 2.0) ** 2)}
+    mine = {(int(bi), int(pi), int(fi)): float(di) * (-1.0 if ins else 1.0)
+            for bi, pi, fi, di, ins in zip(got.b, got.pix, got.face, got.d2, got.inside)}
+    assert len(ref) > 10000 and set(b.tolist()) == {0, 1}
+    # each pixel lists as many faces; which of those at (nearly) the K-th depth are kept may differ
+    pix_mine, n_mine = np.unique([k[:2] for k in mine], axis=0, return_counts=True)
+    pix_ref, n_ref = np.unique([k[:2] for k in ref], axis=0, return_counts=True)
+    assert np.array_equal(pix_mine, pix_ref) and np.array_equal(n_mine, n_ref)
+    same = mine.keys() & ref.keys()
+    assert len(ref) - len(same) < 1e-3 * len(ref)
+    d_ref = np.array([ref[key] for key in same])
+    d_mine = np.array([mine[key] for key in same])
+    assert np.abs(d_mine - d_ref).max() < 1e-3 * max(1.0, reach ** 2)
 
 
 def _one_capsule(sections=8):
@@ -219,3 +260,26 @@ def test_refiner_fits_the_mask_with_the_pytorch3d_renderer():
     before, after = iou(own.mask(x0), mask), iou(own.mask(res.x), mask)
     assert before < 0.8
     assert after > 0.85
+
+
+def test_tracker_searches_with_the_own_renderer_and_fits_with_pytorch3d():
+    """With the PyTorch3D renderer the first frame's search ranks and refines its starts with the own renderer
+    and closes with PyTorch3D's: on a MuJoCo-rendered mask the pose comes out as the own tracker's does."""
+    from snaketrack.tracker.config import TrackerConfig
+    from snaketrack.tracker.tracker import Tracker
+
+    from mj_scene import MujocoMasks, serpentine
+
+    robot = load_robot("planar-snake-11")
+    w, h = 320, 240
+    mj = MujocoMasks(robot, w, h, 420.0)
+    q, R0, t0 = serpentine(robot, 0)
+    mask = mj.mask(q, R0, t0)
+    mj.close()
+    trk = Tracker(robot, mj.K, w, h, config=TrackerConfig(renderer="pytorch3d", init_candidates=2))
+    assert type(trk.search.renderer) is SilhouetteRenderer
+    assert isinstance(trk.search.final_refiner.renderer, PyTorch3DRenderer)
+    st = trk.start(mask)
+    # a silhouette cannot always tell head from tail: either reading of the chain
+    qe = min(np.abs(st.q - q).mean(), np.abs(-st.q[::-1] - q).mean())
+    assert st.status == "tracked" and st.iou > 0.75 and qe < 0.06

@@ -238,6 +238,30 @@ def test_searches_use_their_own_pitch_prior(sequence):
     assert same.search_refiner is same.refiner
 
 
+def test_search_closes_with_the_trackers_own_refiner(sequence):
+    """The search ranks and refines its starts with the own renderer; its winner is refined once more by the
+    tracker's refiner (final_refiner), whose result it returns."""
+    from snaketrack.tracker.search import PoseSearch
+
+    robot, K, frames, lay = sequence
+    trk = Tracker(robot, K, W, H, fps=30.0, config=TrackerConfig(init_candidates=3))
+    assert trk.search.renderer is trk.renderer and trk.search.final_refiner is trk.search_refiner
+    closing = []
+
+    class Recording:
+        def refine(self, x0, *args, **kwargs):
+            closing.append((x0, trk.search_refiner.refine(x0, *args, **kwargs)))
+            return closing[-1][1]
+
+    m, xt = frames[0]
+    own = PoseSearch(trk.search_renderer, trk.config, trk.refiner, trk.search_refiner).run(m > 0)
+    res = PoseSearch(trk.search_renderer, trk.config, trk.refiner, trk.search_refiner,
+                     final_refiner=Recording()).run(m > 0)
+    assert len(closing) == 1 and res is closing[0][1]
+    np.testing.assert_array_equal(closing[0][0], own.x)  # the winner of the own renderer's search
+    assert res.iou > 0.85
+
+
 def test_search_lifts_the_axis_joined_across_a_wide_gap(sequence):
     """An occluder (and a segmentation hole beside it) can cut the mask in two with a gap wider than
     half the larger part: the usual axis is one part, which lifted to the robot's length puts it far

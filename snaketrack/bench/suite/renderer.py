@@ -17,8 +17,8 @@ With ``--refine-frames N``, the tracker's refinement alone with each backend, fr
 first pose against the truth masks (no filter, no search): its base and joint errors and time per frame.
 
 Then each clip is tracked for ``--frames`` frames with each backend (``snaketrack track``'s benchmark options:
-corrupted truth masks, no up direction): the base position and joint errors, IoU and frames per second, and the
-PyTorch3D run's errors over the own run's.
+corrupted truth masks, no up direction): the base position, base orientation and joint errors, IoU and frames per
+second, the PyTorch3D run's errors over the own run's and whether each is within 10 % of it.
 
 Where CUDA is available the timings are repeated on the GPU (``"gpu"``); elsewhere ``"gpu"`` says why not.
 Timings depend on the machine's load: compare the figures of one run.
@@ -159,20 +159,44 @@ def refine_figures(ds_path: Path, frames: int, renderer: str) -> dict:
 
 
 def track_figures(ds_path: Path, out: Path, frames: int, renderer: str) -> dict:
+    """``snaketrack track``'s benchmark run of the clip with ``renderer`` over ``frames`` frames: its summary's
+    figures (:data:`~snaketrack.bench.tracking.REPORTED`), ``base_orientation_error_rad`` (the mean angle [rad]
+    of the rotation from the true base orientation to the tracked one) and the run's wall time ``wall_s`` [s]."""
     from snaketrack.bench.tracking import REPORTED, bench_options
-    from snaketrack.io import read_json
+    from snaketrack.datasets.layout import Dataset
+    from snaketrack.io import read_csv_columns, read_json
     from snaketrack.tracker.run import track_source
 
     meta = read_json(ds_path / "meta.json")
     scene = ds_path.name.split("-")[0]
     pipeline, opts = bench_options(scene, int(meta.get("seed", 0)), frames, up="none", renderer=renderer)
     pipeline = replace(pipeline, hold_frames=0)
+    run_dir = out / f"{ds_path.name}-{renderer}"
     t0 = time.perf_counter()
-    summary = track_source(ds_path, out / f"{ds_path.name}-{renderer}", meta.get("robot"), config=pipeline,
-                           options=opts)
+    summary = track_source(ds_path, run_dir, meta.get("robot"), config=pipeline, options=opts)
     res = {k: summary.get(k) for k in REPORTED}
     res["wall_s"] = time.perf_counter() - t0
+    track = read_csv_columns(run_dir / "track.csv")
+    truth = Dataset(ds_path).truth
+    q = np.stack([track[c] for c in ("base_qw", "base_qx", "base_qy", "base_qz")], 1)
+    q_true = np.array([truth[int(f)]["base_quat_cam"] for f in track["frame"]])
+    dot = np.abs((q * q_true).sum(1)) / (np.linalg.norm(q, axis=1) * np.linalg.norm(q_true, axis=1))
+    angle = 2.0 * np.arccos(np.clip(dot, 0.0, 1.0))
+    res["base_orientation_error_rad"] = float(np.nanmean(angle))
     return res
+
+
+ERRORS = ("base_position_error_m", "base_orientation_error_rad", "joint_error_rad", "joint_error_l2_rad")
+
+
+def track_comparison(ds_path: Path, out: Path, frames: int) -> dict:
+    """The clip tracked with each backend (:func:`track_figures`), and PyTorch3D's errors over the own
+    renderer's (``error_ratio``) and whether each is within 10 % of it (``within_10_percent``)."""
+    runs = {r: track_figures(ds_path, out, frames, r) for r in ("own", "pytorch3d")}
+    o, p = runs["own"], runs["pytorch3d"]
+    runs["error_ratio"] = {k: (p[k] / o[k] if o.get(k) and p.get(k) is not None else None) for k in ERRORS}
+    runs["within_10_percent"] = {k: (v is not None and v <= 1.1) for k, v in runs["error_ratio"].items()}
+    return runs
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
@@ -213,11 +237,8 @@ def run(args: argparse.Namespace) -> dict:
             entry["refine"] = ref
             print(json.dumps({clip: ref}), file=sys.stderr)
         if not args.no_track:
-            runs = {r: track_figures(ds, Path(args.out), args.frames, r) for r in ("own", "pytorch3d")}
-            o, p = runs["own"], runs["pytorch3d"]
-            runs["error_ratio"] = {k: (p[k] / o[k] if o.get(k) and p.get(k) is not None else None)
-                                   for k in ("base_position_error_m", "joint_error_rad", "joint_error_l2_rad")}
-            entry["track"] = runs
+            entry["track"] = track_comparison(ds, Path(args.out), args.frames)
+            print(json.dumps({clip: entry["track"]}), file=sys.stderr)
         result["clips"][clip] = entry
         print(f"{clip}: done", file=sys.stderr)
     result["gpu"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else \

@@ -217,7 +217,7 @@ def _captured_config(monkeypatch, tmp_path, toy_root, *flags):
 
     seen = {}
 
-    def fake_train(datasets, out, config):
+    def fake_train(datasets, out, config, device="auto"):
         seen["config"] = config
         return SimpleNamespace(selection={}, best_val_iou=0.0, epochs_done=0, stopped_by_time=False,
                                paths={"model": out})
@@ -305,14 +305,14 @@ def test_a_budget_that_leaves_few_epochs_is_told(monkeypatch, tmp_path, toy_root
     import snaketrack.training.train as train_module
     from snaketrack.errors import SnaketrackWarning
 
-    def fake_train(datasets, out, config, epochs=1):
+    def fake_train(datasets, out, config, epochs=1, device="auto"):
         return SimpleNamespace(selection={}, best_val_iou=0.0, epochs_done=epochs, stopped_by_time=True,
                                paths={"model": out})
 
     monkeypatch.setattr(train_module, "train", fake_train)
     with pytest.warns(SnaketrackWarning, match="stopped after 1 epoch of its 6-minute budget"):
         assert main(["train", toy_root, "--out", str(tmp_path / "m.pt"), "--minutes", "6"]) == 0
-    monkeypatch.setattr(train_module, "train", lambda d, o, c: fake_train(d, o, c, epochs=29))
+    monkeypatch.setattr(train_module, "train", lambda d, o, c, device="auto": fake_train(d, o, c, epochs=29))
     with warnings.catch_warnings():
         warnings.simplefilter("error", SnaketrackWarning)
         assert main(["train", toy_root, "--out", str(tmp_path / "m.pt")]) == 0

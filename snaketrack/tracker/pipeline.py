@@ -40,7 +40,7 @@ from typing import Any, Optional
 import cv2
 import numpy as np
 
-from snaketrack.device import resolve_device
+from snaketrack.device import check_device, resolve_device
 from snaketrack.errors import InputError
 from snaketrack.masks import mask_iou
 from snaketrack.tracker.camera import Undistorter
@@ -130,8 +130,6 @@ class PipelineConfig:
             raise InputError(f"--head {self.head!r}; expected wave or first")
 
         check_renderer(self.renderer)
-        from snaketrack.device import check_device
-
         check_device(self.device)  # whether its GPU is there: when a session is made
 
     @property

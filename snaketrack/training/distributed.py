@@ -37,6 +37,7 @@ from torch.distributed.elastic.multiprocessing.api import SignalException
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, record
 from torch.distributed.launcher.api import LaunchConfig, elastic_launch
 
+import snaketrack.device as devices
 from snaketrack.errors import InputError, SnaketrackError
 
 TIMEOUT_S = 1800.0  # [s] a collective waits this long (rank 0 validates while the others wait)
@@ -133,11 +134,9 @@ def workers_device(spec: str, workers: int) -> str:
     """Where ``workers`` worker processes on this machine compute for ``--device spec``: ``"cpu"`` or
     ``"cuda"`` (worker ``i`` on GPU ``cuda:i``). ``auto`` is ``cuda`` when torch sees a GPU per worker;
     ``cuda`` without as many GPUs, and ``cuda:N`` (one GPU for all), are an :class:`InputError`."""
-    from snaketrack.device import check_device, cuda_count, resolve_device
-
-    name = resolve_device(spec)  # a bad spec, or cuda without any GPU: its one line
-    n = cuda_count()
-    if check_device(spec) == "auto":
+    name = devices.resolve_device(spec)  # a bad spec, or cuda without any GPU: its one line
+    n = devices.cuda_count()
+    if devices.check_device(spec) == "auto":
         return "cuda" if 0 < n and int(workers) <= n else "cpu"
     if name == "cpu":
         return "cpu"

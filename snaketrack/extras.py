@@ -19,7 +19,7 @@ The ``live`` setting falls back to torch, with a one-line warning naming the ext
 installed; the other commands stop at once (:func:`require`). The ``pytorch3d`` extra's compiled part is
 built against one torch release, so it is installed in an environment of its own (``make pytorch3d``,
 requirements-pytorch3d.txt), and ``--renderer pytorch3d`` without it says so in one line
-(:func:`snaketrack.tracker.renderers.check_renderer`).
+(:func:`snaketrack.tracker.render.renderers.check_renderer`).
 
 >>> install_command("service")
 "pip install 'snaketrack[service]'"

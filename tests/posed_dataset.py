@@ -48,8 +48,8 @@ def write_posed_dataset(root: Path, n: int, seed: int, housings: Optional[str] =
     instead of the renderer's default. ``tilt_deg``: the scene turned about the camera's x axis through
     the point 2 m ahead, an oblique view (0: straight down); truth rows then carry ``camera_quat_world``
     (the world: the robot's ground, z up). ``K_true``: the camera's (3, 3) intrinsics [px], default ``K``."""
-    from snaketrack.tracker.primitives import CapsuleModel
-    from snaketrack.tracker.render import SilhouetteRenderer
+    from snaketrack.tracker.render.primitives import CapsuleModel
+    from snaketrack.tracker.render.silhouette import SilhouetteRenderer
 
     robot = load_robot("planar-snake-11")
     layout = StateLayout.for_robot(robot)

@@ -39,7 +39,7 @@ from snaketrack.batch.stages import ParserOf
 from snaketrack.datasets.boxes import parse_box
 from snaketrack.errors import InputError, SnaketrackError
 from snaketrack.models.robot import available_robots, load_robot
-from snaketrack.tracker.camera import FieldOfView
+from snaketrack.tracker.calib.camera import FieldOfView
 
 SECTIONS = ("label", "fit_labels", "train", "track", "estimate")
 COMMAND_OF = {"label": "label", "fit_labels": "fit-labels", "train": "train", "track": "track",

@@ -28,10 +28,10 @@ from snaketrack.batch.runner import connect
 from snaketrack.datasets.video import open_frames
 from snaketrack.errors import InputError
 from snaketrack.io import read_csv_columns, write_json
-from snaketrack.tracker.evaluation import tracking_metrics
-from snaketrack.tracker.outputs import TrackWriter
-from snaketrack.tracker.pipeline import PipelineConfig
-from snaketrack.tracker.run import open_session, open_up_source, step_frames
+from snaketrack.tracker.run.evaluation import tracking_metrics
+from snaketrack.tracker.run.loop import open_session, open_up_source, step_frames
+from snaketrack.tracker.run.outputs import TrackWriter
+from snaketrack.tracker.run.pipeline import PipelineConfig
 
 
 @dataclass(frozen=True)

@@ -89,7 +89,7 @@ def measure_clip(ds: Path, scene: str, robot: str, out: Path, frames: int, ceili
     """Track the clip ``ds`` into ``out`` as the benchmark does and score it (module doc); wall time [s]."""
     from snaketrack.bench.ceiling import measure_iou_ceiling
     from snaketrack.io import read_json
-    from snaketrack.tracker.run import track_source
+    from snaketrack.tracker.run.loop import track_source
 
     seed = int(read_json(ds / "meta.json").get("seed", 0))
     t0 = time.perf_counter()

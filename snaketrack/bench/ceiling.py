@@ -2,9 +2,9 @@
 
 For a dataset with masks (``snaketrack sim video``), every ``step``-th
 frame's truth mask is corrupted as ``snaketrack track --corrupt-masks`` does
-(:class:`~snaketrack.tracker.corrupt.MaskCorruptor`, seeded by the dataset's
+(:class:`~snaketrack.tracker.run.corrupt.MaskCorruptor`, seeded by the dataset's
 seed) and compared with the truth mask grown or shrunk by its best uniform
-edge offset (:func:`~snaketrack.tracker.corrupt.best_offset_iou`; the tracker
+edge offset (:func:`~snaketrack.tracker.run.corrupt.best_offset_iou`; the tracker
 fits such an offset every frame). A silhouette model that matched the robot
 exactly, at the true pose, would score about this as its mean ``iou``: the
 ragged edge, the missing chunks and the false blobs are beyond any offset,
@@ -38,7 +38,7 @@ import numpy as np
 
 from snaketrack.errors import InputError, MissingFileError
 from snaketrack.masks import mask_iou
-from snaketrack.tracker.corrupt import MaskCorruptor, best_offset_iou
+from snaketrack.tracker.run.corrupt import MaskCorruptor, best_offset_iou
 
 
 def body_width_px(mask: np.ndarray) -> float:
@@ -52,13 +52,13 @@ def body_width_px(mask: np.ndarray) -> float:
 
 def _truth_model(ds):
     """``(renderer, pose_at)`` of a :class:`~snaketrack.datasets.layout.Dataset` with truth: the tracker's
-    :class:`~snaketrack.tracker.render.SilhouetteRenderer` of its robot and camera, and a function frame
+    :class:`~snaketrack.tracker.render.silhouette.SilhouetteRenderer` of its robot and camera, and a function frame
     index -> that frame's true pose vector (D,); None without truth."""
     if not ds.truth:
         return None
     from snaketrack.models.robot import load_robot
-    from snaketrack.tracker.camera import Camera
-    from snaketrack.tracker.render import SilhouetteRenderer
+    from snaketrack.tracker.calib.camera import Camera
+    from snaketrack.tracker.render.silhouette import SilhouetteRenderer
     from snaketrack.tracker.state import StateLayout
 
     robot = load_robot(ds.meta.get("robot", "planar-snake-11"))
@@ -148,7 +148,7 @@ def measure_label_fit_ceiling(path: Path, labels: Path, step: int = 1, frames: O
     ``track.csv`` of ``snaketrack track DATASET --masks LABELS``), on its tracked frames:
     ``iou_model_at_fit``, ``iou_fitted_at_fit`` and ``iou_model_at_fit_vs_label``, the silhouettes drawn
     without the tracker's edge offset; ``fit_frames`` counts them. With ``refine_steps`` > 0: the true pose
-    refined against each label by the tracker's refinement (:class:`~snaketrack.tracker.refine.Refiner`,
+    refined against each label by the tracker's refinement (:class:`~snaketrack.tracker.fit.refine.Refiner`,
     its default settings, that many steps), ``iou_model_refined``, ``iou_fitted_refined`` and
     ``iou_model_refined_vs_label``: where the fit's own objective leads from the truth.
     """
@@ -171,8 +171,8 @@ def measure_label_fit_ceiling(path: Path, labels: Path, step: int = 1, frames: O
     refiner = None
     if refine_steps:
         from snaketrack.tracker.config import RefineConfig
-        from snaketrack.tracker.observation import observe
-        from snaketrack.tracker.refine import Refiner
+        from snaketrack.tracker.fit.observation import observe
+        from snaketrack.tracker.fit.refine import Refiner
 
         refine_cfg = RefineConfig()
         refiner = Refiner(renderer, refine_cfg)

@@ -2,7 +2,7 @@
 
 For a dataset with truth (``snaketrack sim video``), every ``step``-th
 frame's mask is corrupted as ``snaketrack track --corrupt-masks`` does
-(:class:`~snaketrack.tracker.corrupt.MaskCorruptor`, seeded by the dataset's
+(:class:`~snaketrack.tracker.run.corrupt.MaskCorruptor`, seeded by the dataset's
 seed; ``clean``: the truth mask itself) and the tracker's per-frame
 refinement (:meth:`~snaketrack.tracker.tracker.Tracker.fit`, with its
 occlusion and cut weighting) is started at the true pose, with the
@@ -30,7 +30,7 @@ from typing import Optional
 import numpy as np
 
 from snaketrack.errors import InputError
-from snaketrack.tracker.corrupt import MaskCorruptor
+from snaketrack.tracker.run.corrupt import MaskCorruptor
 
 
 def track_pose(cols: dict, k: int, layout) -> np.ndarray:
@@ -55,9 +55,9 @@ def measure_pose_floor(path: Path, step: int = 1, frames: Optional[int] = None, 
 
     from snaketrack.datasets.layout import open_dataset
     from snaketrack.models.robot import load_robot
-    from snaketrack.tracker.camera import Camera
+    from snaketrack.tracker.calib.camera import Camera
+    from snaketrack.tracker.calib.gravity import open_up
     from snaketrack.tracker.config import TrackerConfig
-    from snaketrack.tracker.gravity import open_up
     from snaketrack.tracker.tracker import Tracker
 
     if step < 1:

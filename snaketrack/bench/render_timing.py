@@ -36,8 +36,8 @@ def render_timing(data_path: Path, reps: int = 20) -> dict:
     Returns a dict of figures [ms, ratios]."""
     from snaketrack.datasets.layout import Dataset
     from snaketrack.models.robot import load_robot
-    from snaketrack.tracker.camera import Camera
-    from snaketrack.tracker.render import SilhouetteRenderer
+    from snaketrack.tracker.calib.camera import Camera
+    from snaketrack.tracker.render.silhouette import SilhouetteRenderer
     from snaketrack.tracker.state import StateLayout
 
     W, H = SIZE
@@ -95,7 +95,7 @@ def jacobian_timing(r, x0, reps: int) -> dict:
     ``jacobian_band_speedup_x``."""
     from snaketrack.models.chain import point_jacobian
     from snaketrack.tracker.config import RefineConfig
-    from snaketrack.tracker.render import SilhouetteSettings, render_with_jacobian
+    from snaketrack.tracker.render.silhouette import SilhouetteSettings, render_with_jacobian
 
     lay = r.layout
     x = torch.as_tensor(x0, dtype=torch.float64)

@@ -6,7 +6,7 @@ on the loopback, with two real clients: a fast one that takes every state
 and measures capture-to-receipt latency, and a slow one that spends ten
 times the tracker's time per frame on each message. Beside it, in the same
 process and before it, the same clip is tracked without the service (the
-batch :class:`~snaketrack.tracker.pipeline.TrackingSession`): the reference
+batch :class:`~snaketrack.tracker.run.pipeline.TrackingSession`): the reference
 frame rate. ``snaketrack bench service`` prints the figures as JSON.
 """
 from __future__ import annotations
@@ -65,7 +65,7 @@ def _client(url: str, delay_s: float, name: str, results, stop) -> None:
 
 
 def _reference_fps(frames, robot, camera, pipeline, n: int) -> float:
-    from snaketrack.tracker.pipeline import TrackingSession
+    from snaketrack.tracker.run.pipeline import TrackingSession
 
     session = TrackingSession(robot, camera, frames.fps, pipeline).start()
     for k, (i, rgb) in enumerate(frames.frames()):
@@ -82,8 +82,8 @@ def run_service_benchmark(dataset: str | os.PathLike, config: ServiceBenchConfig
     from snaketrack.datasets.video import open_frames
     from snaketrack.models.robot import source_robot
     from snaketrack.service import Capture, RecordedFeed, ServiceConfig, TrackingService
-    from snaketrack.tracker.camera import source_camera
-    from snaketrack.tracker.pipeline import PipelineConfig
+    from snaketrack.tracker.calib.camera import source_camera
+    from snaketrack.tracker.run.pipeline import PipelineConfig
 
     frames = open_frames(dataset)
     robot = source_robot(None, frames.meta)

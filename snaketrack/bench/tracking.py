@@ -127,8 +127,8 @@ def bench_options(scene: str, seed: int, frames: int, up: str = "sim-imu", refin
     is declared fixed (``static_camera``) and a moving camera follows its height over the ground
     (``track_ground``).
     """
-    from snaketrack.tracker.pipeline import PipelineConfig
-    from snaketrack.tracker.run import RunOptions
+    from snaketrack.tracker.run.loop import RunOptions
+    from snaketrack.tracker.run.pipeline import PipelineConfig
 
     fixed = scene == "static" and up != "none" and static_camera
     moving = scene != "static" and up != "none" and track_ground
@@ -211,7 +211,7 @@ def bench_clip(data: Path, out: Path, scene: str, robot: str, config: BenchmarkC
     data: the folder of the clips (rendered into it when absent). Returns the clip's figures, wall times [s]."""
     from snaketrack.bench.ceiling import measure_iou_ceiling
     from snaketrack.io import read_json
-    from snaketrack.tracker.run import track_source
+    from snaketrack.tracker.run.loop import track_source
 
     c = config
     ds = ensure_dataset(dataset_dir(data, scene, robot, c.seed), scene, robot, c.seed, c.frames)
@@ -234,7 +234,7 @@ def bench_clip(data: Path, out: Path, scene: str, robot: str, config: BenchmarkC
     cal = s.get("calibration") or {}
     if "up_auto" in cal:  # the fitted up direction against the camera's true attitude at the first frame
         from snaketrack.datasets.layout import Dataset
-        from snaketrack.tracker.gravity import up_from_camera_quat
+        from snaketrack.tracker.calib.gravity import up_from_camera_quat
 
         truth_up = up_from_camera_quat(Dataset(ds).truth[0]["camera_quat_world"])
         cos = float(np.clip(np.dot(cal["up_auto"]["up"], truth_up), -1.0, 1.0))

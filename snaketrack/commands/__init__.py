@@ -116,9 +116,9 @@ def add_camera_arguments(p: argparse.ArgumentParser, default: str) -> None:
 
 def camera_of(args: argparse.Namespace):
     """The camera flags of :func:`add_camera_arguments` as ``source_camera``'s ``intrinsics``: a file, a
-    :class:`~snaketrack.tracker.camera.FieldOfView`, or None."""
+    :class:`~snaketrack.tracker.calib.camera.FieldOfView`, or None."""
     if getattr(args, "fov_deg", None) is not None:
-        from snaketrack.tracker.camera import FieldOfView  # deferred: loads OpenCV and torch (module doc)
+        from snaketrack.tracker.calib.camera import FieldOfView  # deferred: loads OpenCV and torch (module doc)
 
         return FieldOfView(args.fov_deg)
     return args.intrinsics

@@ -5,8 +5,8 @@
     snaketrack calibrate IMAGES... --board COLSxROWS [--square-mm 25] [--every K] [--k3] --out camera.yaml
 
 IMAGES are image files, folders of images or video files. The fit is
-:func:`snaketrack.tracker.calibration.calibrate`; the file is written by
-:func:`snaketrack.tracker.camera.save_calibration` (OpenCV YAML, or JSON for ``.json``).
+:func:`snaketrack.tracker.calib.calibration.calibrate`; the file is written by
+:func:`snaketrack.tracker.calib.camera.save_calibration` (OpenCV YAML, or JSON for ``.json``).
 """
 from __future__ import annotations
 
@@ -37,8 +37,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from snaketrack.tracker.calibration import calibrate, calibration_images, parse_board
-    from snaketrack.tracker.camera import save_calibration
+    from snaketrack.tracker.calib.calibration import calibrate, calibration_images, parse_board
+    from snaketrack.tracker.calib.camera import save_calibration
 
     board = parse_board(args.board)
     if not args.square_mm > 0:

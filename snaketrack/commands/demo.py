@@ -34,8 +34,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     from snaketrack.sim.video import VideoConfig
     from snaketrack.sim.video_dataset import render_video
-    from snaketrack.tracker.pipeline import PipelineConfig
-    from snaketrack.tracker.run import RunOptions, track_source
+    from snaketrack.tracker.run.loop import RunOptions, track_source
+    from snaketrack.tracker.run.pipeline import PipelineConfig
 
     out = Path(args.out)
     data = out / f"{args.scene}-video"

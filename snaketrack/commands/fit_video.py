@@ -18,7 +18,7 @@ The stages of docs/your-robot.md, each the command a user would type, run in thi
 6. ``speed.json``: the segmenter's and the tracker's time per frame and the two together;
 
 then the truth-free quality figures held against their limits
-(:mod:`snaketrack.tracker.quality_flags`): a run whose labels or track left the robot is flagged in the
+(:mod:`snaketrack.tracker.run.quality_flags`): a run whose labels or track left the robot is flagged in the
 JSON and in a one-line warning.
 
 ``stages.json`` records each finished stage and its figures; run again with the same ``--out`` and the
@@ -134,7 +134,7 @@ def _run(args: argparse.Namespace) -> int:
     from snaketrack.datasets.video import open_frames
     from snaketrack.io import read_json
     from snaketrack.models.robot import load_robot
-    from snaketrack.tracker.quality_flags import flag_run
+    from snaketrack.tracker.run.quality_flags import flag_run
 
     for flag, value in (("--minutes", args.minutes), ("--track-width", args.track_width)):
         if not value > 0:

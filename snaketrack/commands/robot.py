@@ -11,11 +11,11 @@
         --out robot.yaml
 
 Alone: the robot straight and in a sample pose (or ``--q``), seen from above at an angle, with a
-side panel of its links and joints (:func:`snaketrack.tracker.robot_view.robot_sheet`). Over a
+side panel of its links and joints (:func:`snaketrack.tracker.run.robot_view.robot_sheet`). Over a
 frame: the tracker's silhouette at the base pose ``--pose`` in the camera frame
-(:func:`snaketrack.tracker.robot_view.frame_view`; yaw, pitch, roll as in
-:func:`~snaketrack.tracker.robot_view.base_rotation`), or lying straight on the ground seen by a camera at
-an elevation, azimuth and distance (``--view``, :func:`~snaketrack.tracker.robot_view.view_pose`).
+(:func:`snaketrack.tracker.run.robot_view.frame_view`; yaw, pitch, roll as in
+:func:`~snaketrack.tracker.run.robot_view.base_rotation`), or lying straight on the ground seen by a camera at
+an elevation, azimuth and distance (``--view``, :func:`~snaketrack.tracker.run.robot_view.view_pose`).
 """
 from __future__ import annotations
 
@@ -123,7 +123,7 @@ def _read_frame(path: str) -> np.ndarray:
 
 def _run(args: argparse.Namespace) -> int:
     from snaketrack.models.robot import load_robot
-    from snaketrack.tracker import robot_view as rv
+    from snaketrack.tracker.run import robot_view as rv
 
     out = Path(args.out)
     if out.suffix.lower() not in (".png", ".jpg", ".jpeg"):
@@ -139,7 +139,7 @@ def _run(args: argparse.Namespace) -> int:
         img = rv.robot_sheet(robot, w, h, q)
         what = "straight and " + ("at --q" if q is not None else "in a sample pose")
     else:
-        from snaketrack.tracker.camera import DEFAULT_FOV_DEG, FieldOfView, Undistorter, source_camera
+        from snaketrack.tracker.calib.camera import DEFAULT_FOV_DEG, FieldOfView, Undistorter, source_camera
 
         frame = _read_frame(args.frame)
         h, w = frame.shape[:2]

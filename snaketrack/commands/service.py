@@ -98,10 +98,10 @@ def open_service(args: argparse.Namespace):
     from snaketrack.io import parse_size
     from snaketrack.models.robot import source_robot
     from snaketrack.service import Capture, RecordedFeed, ServiceConfig, StreamFeed, TrackingService
-    from snaketrack.tracker.camera import source_camera
-    from snaketrack.tracker.gravity import open_up
-    from snaketrack.tracker.pipeline import PipelineConfig
-    from snaketrack.tracker.run import MaskSource, open_segmenter, segmenter_file
+    from snaketrack.tracker.calib.camera import source_camera
+    from snaketrack.tracker.calib.gravity import open_up
+    from snaketrack.tracker.run.loop import MaskSource, open_segmenter, segmenter_file
+    from snaketrack.tracker.run.pipeline import PipelineConfig
 
     token = read_token(args.token_file) if args.token_file else None
     record = args.record

@@ -9,8 +9,8 @@
         [--refine-steps 10] [--corrupt-masks] [--max-frames N] [--hold-frames 60] [--track-size WxH]
         [--states FILE|-] [--device cpu|cuda|cuda:N|auto] --out DIR
 
-Argument parsing only: the run is :func:`snaketrack.tracker.run.track_source`, its frames go through
-one :class:`snaketrack.tracker.pipeline.TrackingSession`.
+Argument parsing only: the run is :func:`snaketrack.tracker.run.loop.track_source`, its frames go through
+one :class:`snaketrack.tracker.run.pipeline.TrackingSession`.
 """
 from __future__ import annotations
 
@@ -103,8 +103,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     from snaketrack.device import resolve_device
     from snaketrack.io import parse_size
-    from snaketrack.tracker.pipeline import PipelineConfig
-    from snaketrack.tracker.run import RunOptions, track_source
+    from snaketrack.tracker.run.loop import RunOptions, track_source
+    from snaketrack.tracker.run.pipeline import PipelineConfig
 
     src = Path(args.source)
     resolve_device(args.device)  # a GPU not there: one line before anything is read (chunks resolve their own)
@@ -159,7 +159,7 @@ def _run(args: argparse.Namespace) -> int:
     if "joint_error_rad" not in summary:  # no truth: say when the truth-free figures say the track is wrong
         from snaketrack.datasets.video import open_frames
         from snaketrack.models.robot import source_robot
-        from snaketrack.tracker.quality_flags import flag_run
+        from snaketrack.tracker.run.quality_flags import flag_run
 
         frames = open_frames(src)
         flag_run(args.out, source_robot(args.robot, getattr(frames, "meta", {}) or {}), float(frames.fps))

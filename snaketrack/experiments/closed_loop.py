@@ -59,8 +59,8 @@ from snaketrack.sim.mjcf import WheelParams
 from snaketrack.sim.oal import OALConfig, oal_world_xml
 from snaketrack.sim.oal_live import OALStepper
 from snaketrack.sim.video import Motion, VideoConfig, VideoRenderer, _mat2quat, robot_motion
-from snaketrack.tracker.camera import Camera
-from snaketrack.tracker.pipeline import PipelineConfig
+from snaketrack.tracker.calib.camera import Camera
+from snaketrack.tracker.run.pipeline import PipelineConfig
 
 STATE_SOURCES = ("none", "truth", "tracked")
 WORLDS = ("floor", "channel")

@@ -39,7 +39,7 @@ from scipy.spatial.transform import Rotation
 from snaketrack.experiments.closed_loop import _reach
 from snaketrack.io import atomic_write_bytes, atomic_write_text, read_csv_columns, write_json
 from snaketrack.sim.mjcf import obstacle_positions
-from snaketrack.tracker.outputs import OverlayVideo, draw_overlay, link_axes_cam, project_points
+from snaketrack.tracker.run.outputs import OverlayVideo, draw_overlay, link_axes_cam, project_points
 
 
 def _pct(a, scale: float = 1.0) -> dict:

@@ -16,8 +16,8 @@ from snaketrack.labelling.guided_backend import GuidedBackend
 from snaketrack.labelling.label_gate import GateConfig, GatedBackend, gate_tracker
 from snaketrack.models.robot import source_robot
 from snaketrack.threads import LABEL_THREADS  # noqa: F401  (the labeller's threads, beside its backends)
-from snaketrack.tracker.camera import DEFAULT_FOV_DEG, FieldOfView, source_camera
-from snaketrack.tracker.gravity import open_up
+from snaketrack.tracker.calib.camera import DEFAULT_FOV_DEG, FieldOfView, source_camera
+from snaketrack.tracker.calib.gravity import open_up
 
 
 def build_backend(name: str, source=None, robot: str | None = None, intrinsics=None,
@@ -40,7 +40,7 @@ def build_backend(name: str, source=None, robot: str | None = None, intrinsics=N
     (the robot must be known); False never. The guided backend fits the model itself.
     ``gate``: a fitted backend's labels are also held to the model
     (:class:`~snaketrack.labelling.label_gate.GatedBackend`); False: fitted only.
-    ``up``, ``track_ground``: the fit's up source (``--up``, :func:`~snaketrack.tracker.gravity.open_up`) and
+    ``up``, ``track_ground``: the fit's up source (``--up``, :func:`~snaketrack.tracker.calib.gravity.open_up`) and
     ground following (:class:`~snaketrack.labelling.fit_labels.LabelFitter`).
     """
     meta = getattr(source, "meta", {}) or {}

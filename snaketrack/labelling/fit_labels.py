@@ -94,11 +94,11 @@ from snaketrack.io import CsvAppender, atomic_write_bytes, read_csv_columns, rea
 from snaketrack.mask_edges import snap_edges
 from snaketrack.masks import mask_iou
 from snaketrack.models.robot import source_robot
-from snaketrack.tracker.camera import source_camera
+from snaketrack.tracker.calib.camera import source_camera
+from snaketrack.tracker.calib.ground import GroundTracker
 from snaketrack.tracker.config import TrackerConfig
-from snaketrack.tracker.ground import GroundTracker
-from snaketrack.tracker.pipeline import MOVING_GROUND_MIN_FRAMES
-from snaketrack.tracker.render import SilhouetteRenderer
+from snaketrack.tracker.render.silhouette import SilhouetteRenderer
+from snaketrack.tracker.run.pipeline import MOVING_GROUND_MIN_FRAMES
 from snaketrack.tracker.tracker import Tracker
 
 FIT_REPORT = "fit_report.json"
@@ -211,15 +211,15 @@ class LabelFitter:
     """The robot model fitted to labels frame by frame, and each label decided by the fit (module doc).
 
     robot: :class:`~snaketrack.models.robot.Robot`; camera: the labels' pinhole
-    :class:`~snaketrack.tracker.camera.Camera` (its size is the frames'; lens distortion is refused: the
+    :class:`~snaketrack.tracker.calib.camera.Camera` (its size is the frames'; lens distortion is refused: the
     silhouette is drawn without it); fps: the labels' frame rate [1/s]. Call it with each frame's label,
     in order, its frame (RGB uint8 (H, W, 3)) for ``FitConfig.snap`` and, on a video, its moving pixels
     (bool (H, W), :meth:`~snaketrack.datasets.motion.MotionMap.motion`) for ``FitConfig.join_moving_px``.
     ``tracker_config``: the tracker's :class:`~snaketrack.tracker.config.TrackerConfig` (None: its defaults).
     ``up_source``: the world's up direction in the camera frame per source frame
-    (:func:`~snaketrack.tracker.gravity.open_up`; the call's ``index``), which holds the model's plane to the
+    (:func:`~snaketrack.tracker.calib.gravity.open_up`; the call's ``index``), which holds the model's plane to the
     ground; ``track_ground``: the camera moves, and its height over the ground is followed through the frames
-    (:class:`~snaketrack.tracker.ground.GroundTracker`, as ``snaketrack track --track-ground``) to hold the
+    (:class:`~snaketrack.tracker.calib.ground.GroundTracker`, as ``snaketrack track --track-ground``) to hold the
     model's base to the ground; needs ``up_source``. Seen from low down, a model fitted to a mask alone trades
     tilt against depth, and a label a distractor spoils then pulls it nearer the camera frame by frame; the
     ground holds it.

@@ -37,7 +37,7 @@ from snaketrack.datasets.grabcut_backend import GrabCutBackend
 from snaketrack.errors import InputError
 from snaketrack.labelling.fit_labels import fitted_label
 from snaketrack.masks import mask_iou
-from snaketrack.tracker.render import SilhouetteRenderer
+from snaketrack.tracker.render.silhouette import SilhouetteRenderer
 from snaketrack.tracker.tracker import Tracker
 
 

@@ -74,7 +74,7 @@ def point_jacobian(robot: Robot, model, q: torch.Tensor, R0: torch.Tensor, t0: t
     """Primitive end points (M, 2, 3) [m] and their derivatives (M, 2, 3, D) [m/rad, m/m].
 
     ``model``: the silhouette model's primitives (``link`` (M,), ``a_local``, ``b_local`` (M, 3) [m]
-    in their link's frame, as :class:`snaketrack.tracker.render.CapsuleModel`). With respect to
+    in their link's frame, as :class:`snaketrack.tracker.render.silhouette.CapsuleModel`). With respect to
     ``[q (J), δ (3), t (3)]`` where the base rotation is ``exp(δ) R0`` (δ = 0 here) and ``t`` the
     base translation, for one state (``q`` (J,), ``R0`` (3, 3), ``t0`` (3,)), returned as tensors of
     ``q``'s dtype. Closed form for revolute joints: ``∂P/∂q_k = a_k × (P − p_k)`` for points beyond

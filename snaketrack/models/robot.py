@@ -71,7 +71,7 @@ class Visual:
     cap_radius: radius of the rounded tail and head caps.
     rgba, housing_rgba, head_rgba: colours in [0, 1].
     mesh: one entry per link, the path of a mesh file (STL, OBJ, PLY; metres, in the link's frame) that
-        draws the link in the mesh renderer (:mod:`snaketrack.tracker.meshes`), or None; empty: no link has one.
+        draws the link in the mesh renderer (:mod:`snaketrack.tracker.render.meshes`), or None; empty: no link has one.
     """
 
     body_radius: tuple[float, ...]

@@ -48,7 +48,7 @@ class RobotState:
     still turn round: head and tail swapped); a controller should wait for it.
     predicted_time: the time [s since the epoch] the ``predicted_*`` entries hold for (the publish time:
     the state carried forward by the tracker's constant-velocity prediction over the latency,
-    :mod:`snaketrack.tracker.forecast`), None when the message carries no prediction; predicted_q (J,),
+    :mod:`snaketrack.tracker.run.forecast`), None when the message carries no prediction; predicted_q (J,),
     predicted_base_position (3,), predicted_base_quat (4,) (w, x, y, z), predicted_head (3,): the pose then.
     """
 

@@ -132,7 +132,7 @@ def state_message(row: dict, state, capture_time: float, publish_time: float,
     the capture and publish times [s since the epoch], and ``reading_settled``: False while the body
     wave has not yet shown which end is the head (the track may still turn round; a controller waits).
     ``predicted``: the state carried forward to the publish time
-    (:func:`~snaketrack.tracker.forecast.forecast`), as ``predicted_time``, ``predicted_dt`` [s] and
+    (:func:`~snaketrack.tracker.run.forecast.forecast`), as ``predicted_time``, ``predicted_dt`` [s] and
     ``predicted_`` + the pose columns (``q_*``, ``base_*``, ``base_q*``, ``head_*``); None: none."""
     msg: dict[str, Any] = {}
     for k, v in row.items():

@@ -33,8 +33,8 @@ from snaketrack.errors import InputError
 from snaketrack.models.chain import chain_frames
 from snaketrack.service import messages as m
 from snaketrack.service.gate import TokenGate
-from snaketrack.tracker.forecast import forecast
-from snaketrack.tracker.outputs import overlay_frame
+from snaketrack.tracker.run.forecast import forecast
+from snaketrack.tracker.run.outputs import overlay_frame
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
@@ -153,7 +153,7 @@ class Publisher:
     # -- messages ---------------------------------------------------------------------------
     def publish(self, result, capture_time: float, up: Optional[np.ndarray] = None,
                 reading_settled: bool = True) -> float:
-        """Publish one :class:`~snaketrack.tracker.pipeline.FrameResult` captured at ``capture_time``
+        """Publish one :class:`~snaketrack.tracker.run.pipeline.FrameResult` captured at ``capture_time``
         [s since the epoch]; ``reading_settled``: whether the tracker has settled which end is the head.
         Returns the capture-to-publish latency [ms]."""
         # deferred: optional, the service extra

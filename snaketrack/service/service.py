@@ -2,13 +2,13 @@
 
 :class:`TrackingService` joins a frame source (:mod:`snaketrack.service.capture`:
 a camera, a stream, a recorded file, or frames pushed by the caller), one
-:class:`~snaketrack.tracker.pipeline.TrackingSession` and a
+:class:`~snaketrack.tracker.run.pipeline.TrackingSession` and a
 :class:`~snaketrack.service.publisher.Publisher` (Foxglove WebSocket and
 MCAP). The stages overlap, each in a thread of its own: capture; preparing
 (undistorting, resizing and segmenting the newest captured frame,
-:meth:`~snaketrack.tracker.pipeline.TrackingSession.prepare`); tracking (the
+:meth:`~snaketrack.tracker.run.pipeline.TrackingSession.prepare`); tracking (the
 newest prepared frame); publishing (each tracked state, its overlay and
-forecast, in order, :class:`~snaketrack.tracker.overlap.WriteBehind`); and
+forecast, in order, :class:`~snaketrack.tracker.run.overlap.WriteBehind`); and
 the SDK's server. Between capture and preparing, and between preparing and
 tracking, one slot each holds the newest frame (:class:`LatestFrame`): a
 frame replaced before it was taken counts as dropped. ``snaketrack serve``
@@ -37,8 +37,8 @@ import numpy as np
 from snaketrack.errors import InputError
 from snaketrack.service.capture import LatestFrame
 from snaketrack.service.publisher import LOOPBACK, Publisher
-from snaketrack.tracker.overlap import WriteBehind
-from snaketrack.tracker.pipeline import PipelineConfig, TrackingSession
+from snaketrack.tracker.run.overlap import WriteBehind
+from snaketrack.tracker.run.pipeline import PipelineConfig, TrackingSession
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ class TrackingService:
         :class:`~snaketrack.service.capture.Capture` (anything with ``slot``, ``start``, ``stop``,
         ``status``, ``reconnects``, ``width``, ``height``, ``fps``).
     robot, camera: the tracked :class:`~snaketrack.models.robot.Robot` and the source's
-        :class:`~snaketrack.tracker.camera.Camera`.
+        :class:`~snaketrack.tracker.calib.camera.Camera`.
     pipeline: the session's :class:`PipelineConfig`; its ``hold_frames`` is set to 0 (a live
         service publishes each frame as it is tracked).
     config: a :class:`ServiceConfig`. segmenter: predicts masks for frames that come without one.

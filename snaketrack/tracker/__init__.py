@@ -1,5 +1,11 @@
 """Frames to states: the camera, the differentiable silhouette, the filter, the refinement, the session.
 
+Sub-packages, each one idea: ``render`` (the silhouette and its derivatives), ``fit`` (the model fitted
+to a mask: observation, occlusion, refinement, search), ``calib`` (camera, calibration, up direction,
+ground), ``run`` (the session, the frame loop, its outputs and quality figures); beside them the
+state's layout (``state``), the filter (``filter``), the settings (``config``), the reading of the chain
+(``reading``) and the :class:`Tracker` that ties fit, render and filter together (``tracker``).
+
 - :class:`TrackingSession` / :class:`PipelineConfig`: the whole pipeline, one frame at a time.
 - :func:`track_source` / :class:`RunOptions`: a recorded video or dataset into an output folder.
 - :class:`Tracker` / :class:`TrackerConfig`: prediction, refinement, search and re-acquisition on masks.
@@ -11,15 +17,18 @@
 from snaketrack._exports import lazy_exports
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, {
-    "TrackingSession": "pipeline", "PipelineConfig": "pipeline", "FrameResult": "pipeline",
-    "make_tracker": "pipeline",
-    "track_source": "run", "open_session": "run", "RunOptions": "run",
+    "TrackingSession": "run.pipeline", "PipelineConfig": "run.pipeline", "FrameResult": "run.pipeline",
+    "make_tracker": "run.pipeline",
+    "track_source": "run.loop", "open_session": "run.loop", "RunOptions": "run.loop",
     "Tracker": "tracker", "TrackerConfig": "config", "RefineConfig": "config",
-    "Camera": "camera", "Undistorter": "camera", "load_calibration": "camera", "save_calibration": "camera",
-    "SilhouetteRenderer": "render",
+    "Camera": "calib.camera", "Undistorter": "calib.camera", "load_calibration": "calib.camera",
+    "save_calibration": "calib.camera",
+    "SilhouetteRenderer": "render.silhouette",
     "TrackState": "state", "StateLayout": "state",
-    "MaskCorruptor": "corrupt", "GroundTracker": "ground", "ReadingHold": "reading", "open_up": "gravity",
-    "TrackWriter": "outputs", "StateStream": "outputs", "OverlayVideo": "outputs", "overlay_frame": "outputs",
-    "tracking_metrics": "evaluation", "plot_tracking": "evaluation",
-    "quality_metrics": "quality", "plot_quality": "quality",
+    "MaskCorruptor": "run.corrupt", "GroundTracker": "calib.ground", "ReadingHold": "reading",
+    "open_up": "calib.gravity",
+    "TrackWriter": "run.outputs", "StateStream": "run.outputs", "OverlayVideo": "run.outputs",
+    "overlay_frame": "run.outputs",
+    "tracking_metrics": "run.evaluation", "plot_tracking": "run.evaluation",
+    "quality_metrics": "run.quality", "plot_quality": "run.quality",
 })

@@ -46,7 +46,7 @@ class RefineConfig:
         out of its plane: every axis but yaw (z) [rad] (0: off); default 0.05.
     up_prior_rad: std of the prior that tilts the body's plane normal towards the ``up`` direction [rad];
         default 0.02.
-    cover_weight: weight of the coverage term (:func:`~snaketrack.tracker.refine_terms.coverage_terms`;
+    cover_weight: weight of the coverage term (:func:`~snaketrack.tracker.fit.refine_terms.coverage_terms`;
         0: off); default 1.
     cover_max_px: skeleton samples farther than this from the model's axis are ignored [px]; default 40.
     cover_step_px: spacing of the mask's skeleton samples [px]; default 2.
@@ -60,7 +60,7 @@ class RefineConfig:
     up_on_body: the up prior holds the body's normal (mean of the links' z axes) rather than the base
         link's z axis; default True.
     core: how LM renders the silhouette and its Jacobian: ``"compiled"`` (one compiled loop over the
-        pixels, :mod:`~snaketrack.tracker.render_kernel`, float64), ``"torch"`` (the vectorised torch
+        pixels, :mod:`~snaketrack.tracker.render.render_kernel`, float64), ``"torch"`` (the vectorised torch
         reference, in ``compute_dtype``) or ``"auto"`` (compiled when numba is importable); default
         ``"auto"``.
     budget_width_px: LM's image terms are evaluated on blocks of k × k pixels, k the body's median image
@@ -129,7 +129,7 @@ class TrackerConfig:
     filter: constant-velocity filter settings (:class:`FilterConfig`); default ``FilterConfig()``.
     model: silhouette model, "visual" (robot.visual), "visual-capsule" (housings as capsules) or "capsules"; "visual".
     renderer: the silhouette renderer, "own" (analytic) or "pytorch3d" (PyTorch3D on meshes;
-        :mod:`snaketrack.tracker.renderers`); "own".
+        :mod:`snaketrack.tracker.render.renderers`); "own".
     moment_update: run the filter's image-moment EKF update before refinement (the paper's); default False.
     moment_order: moments of that update, 1 (centroid) or 2 (and second moments); default 2.
     min_mask_px: a mask with fewer pixels than this means the robot is not visible [px]; default 30.

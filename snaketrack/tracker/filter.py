@@ -18,7 +18,7 @@ keeps a small acceleration noise so that the gain never collapses to zero
 over a long sequence (set the accelerations to 0 for the paper's model).
 
 Update: the observation ``z`` is a vector of image moments of the observed
-mask (:func:`snaketrack.tracker.moments.moment_vector`: centroid [px],
+mask (:func:`snaketrack.tracker.fit.moments.moment_vector`: centroid [px],
 optionally the area-normalised second moments [px²]); ``h(s)`` renders the
 pose and returns the same moments of the rendered silhouette. ``H`` is
 ``∂h/∂s`` from torch autograd at the predicted pose (one forward pass and

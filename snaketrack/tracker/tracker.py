@@ -12,12 +12,12 @@ Per frame (:meth:`Tracker.step`)::
     velocity       filter.set_refined: the paper's finite-difference velocity
     reading        flip the chain when its body wave runs tail-ward (reading.py)
 
-The up direction (``start``/``step``'s ``up``, from an IMU; :mod:`snaketrack.tracker.gravity`) is
+The up direction (``start``/``step``'s ``up``, from an IMU; :mod:`snaketrack.tracker.calib.gravity`) is
 optional: with it the robot's plane is held to the ground, and with ``ground_window`` its base to the
-ground's height (:mod:`snaketrack.tracker.ground_prior`; on a moving camera per unit of the camera's
+ground's height (:mod:`snaketrack.tracker.calib.ground_prior`; on a moving camera per unit of the camera's
 height over the ground, ``start``/``step``'s ``ground``).
 
-First frame without a given pose: the multi-start search of :mod:`snaketrack.tracker.search`
+First frame without a given pose: the multi-start search of :mod:`snaketrack.tracker.fit.search`
 (:meth:`Tracker.initialise`). Head and tail look alike: later searches keep the track's reading, and
 the body wave's direction (a robot crawling forward sends it from head to tail) turns a track read
 backwards round after ``wave_window`` frames.
@@ -40,18 +40,18 @@ import torch
 from snaketrack.errors import InputError, StateError
 from snaketrack.models.kinematics import forward_kinematics, forward_kinematics_np
 from snaketrack.models.robot import Robot
+from snaketrack.tracker.calib.ground_prior import GroundPrior
 from snaketrack.tracker.config import TrackerConfig
 from snaketrack.tracker.filter import KalmanFilter
-from snaketrack.tracker.ground_prior import GroundPrior
-from snaketrack.tracker.moments import mask_moment_vector
-from snaketrack.tracker.observation import Observation, observe
-from snaketrack.tracker.occlusion import cut_weighted
-from snaketrack.tracker.primitives import CapsuleModel
+from snaketrack.tracker.fit.moments import mask_moment_vector
+from snaketrack.tracker.fit.observation import Observation, observe
+from snaketrack.tracker.fit.occlusion import cut_weighted
+from snaketrack.tracker.fit.refine import Refiner, RefineResult
+from snaketrack.tracker.fit.search import PoseSearch
 from snaketrack.tracker.reading import flip_pose, wave_direction, yaw_indices
-from snaketrack.tracker.refine import Refiner, RefineResult
-from snaketrack.tracker.render import SilhouetteRenderer, SilhouetteSettings
-from snaketrack.tracker.renderers import make_renderer
-from snaketrack.tracker.search import PoseSearch
+from snaketrack.tracker.render.primitives import CapsuleModel
+from snaketrack.tracker.render.renderers import make_renderer
+from snaketrack.tracker.render.silhouette import SilhouetteRenderer, SilhouetteSettings
 from snaketrack.tracker.state import StateLayout, TrackState
 
 
@@ -135,7 +135,7 @@ class Tracker:
         ``up``: optional (3,) world up direction in the camera frame (IMU gravity, negated);
         the robot's plane is held near the ground it defines (``RefineConfig.up_prior_rad``).
         ``ground``: optional camera height over the ground relative to the first frame's (1 here; later
-        frames: :class:`snaketrack.tracker.ground.GroundTracker`); with ``ground_window`` the ground prior
+        frames: :class:`snaketrack.tracker.calib.ground.GroundTracker`); with ``ground_window`` the ground prior
         follows the camera's height by it (a moving camera). None: unchanged since the last frame."""
         self.reset()
         self.t_prev = float(t)
@@ -327,7 +327,7 @@ class Tracker:
     # -- pieces ---------------------------------------------------------
     def _cut_weighted(self, x: np.ndarray, obs: Observation) -> Observation:
         """``obs`` with the model pixels beyond a cut of the mask around pose ``x`` ignored
-        (:func:`~snaketrack.tracker.occlusion.cut_weighted`); ``obs`` itself with ``cut_weighting`` off."""
+        (:func:`~snaketrack.tracker.fit.occlusion.cut_weighted`); ``obs`` itself with ``cut_weighting`` off."""
         if not self.config.cut_weighting:
             return obs
         r = self.config.refine

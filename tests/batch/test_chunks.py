@@ -48,8 +48,8 @@ def test_a_chunked_track_stitches_into_the_sequential_ones_accuracy(tmp_path):
     import ray
 
     from snaketrack.batch.chunks import track_chunked
-    from snaketrack.tracker.pipeline import PipelineConfig
-    from snaketrack.tracker.run import RunOptions, track_source
+    from snaketrack.tracker.run.loop import RunOptions, track_source
+    from snaketrack.tracker.run.pipeline import PipelineConfig
 
     ds = write_posed_dataset(tmp_path / "ds", 24, seed=6)
     config = PipelineConfig(refine_steps=4, hold_frames=0)
@@ -74,7 +74,7 @@ def test_a_chunked_track_that_needs_an_up_direction_fails_before_ray_starts(tmp_
     import ray
 
     from snaketrack.batch.chunks import track_chunked
-    from snaketrack.tracker.pipeline import PipelineConfig
+    from snaketrack.tracker.run.pipeline import PipelineConfig
 
     ds = write_posed_dataset(tmp_path / "ds", 24, seed=6)
     with pytest.raises(InputError, match="up direction"):
@@ -86,7 +86,7 @@ def test_a_chunk_that_starts_while_the_robot_is_hidden_waits_for_it_and_the_stit
     """The later chunk's first frames have no robot: they are lost with no pose (not a failed task), it starts
     once the robot is seen, and the seam falls where both chunks track it."""
     from snaketrack.batch.chunks import track_range
-    from snaketrack.tracker.pipeline import PipelineConfig
+    from snaketrack.tracker.run.pipeline import PipelineConfig
 
     ds = write_posed_dataset(tmp_path / "ds", 24, seed=6)
     config = PipelineConfig(refine_steps=4, hold_frames=0, hidden=((12, 16),))

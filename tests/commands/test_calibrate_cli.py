@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from snaketrack import cli
-from snaketrack.tracker.camera import load_calibration, source_camera
+from snaketrack.tracker.calib.camera import load_calibration, source_camera
 
 W, H = 640, 480
 K_TRUE = np.array([[610.0, 0, 322.3], [0, 604.0, 236.8], [0, 0, 1]])

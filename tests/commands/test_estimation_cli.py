@@ -82,7 +82,7 @@ def test_estimate_does_not_overwrite_another_commands_summary(tmp_path, clip, ca
 @pytest.mark.parametrize("estimator", ["ukf", "co", "kf"])
 def test_estimate_reads_the_track_state_stream_as_the_csv(tmp_path, clip, estimator, capsys):
     """The tracker's track.csv and its --states JSON lines of the same rows give the same estimate."""
-    from snaketrack.tracker.outputs import StateStream, TrackWriter
+    from snaketrack.tracker.run.outputs import StateStream, TrackWriter
 
     rows = track_rows(clip, plane="xz", lost=(12, 13))
     with TrackWriter(tmp_path / "track.csv", 4) as w:

@@ -117,7 +117,7 @@ def _clip(root: Path, n: int) -> tuple[Path, str]:
 @pytest.mark.slow
 def test_fit_video_runs_each_stage_in_process_and_resumes_after_an_interrupted_track(tmp_path, monkeypatch, capsys):
     from snaketrack.commands import fit_video
-    from snaketrack.tracker import pipeline
+    from snaketrack.tracker.run import pipeline
 
     n = 14
     clip, box = _clip(tmp_path, n)

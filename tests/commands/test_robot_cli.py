@@ -9,8 +9,8 @@ import pytest
 from snaketrack import cli
 from snaketrack.models.kinematics import forward_kinematics_np
 from snaketrack.models.robot import load_robot
-from snaketrack.tracker.camera import FieldOfView
-from snaketrack.tracker.robot_view import Pose, base_rotation, frame_view
+from snaketrack.tracker.calib.camera import FieldOfView
+from snaketrack.tracker.run.robot_view import Pose, base_rotation, frame_view
 
 W, H = 480, 360
 GREY = 90

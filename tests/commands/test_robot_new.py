@@ -10,8 +10,8 @@ import yaml
 from snaketrack import cli
 from snaketrack.models.kinematics import forward_kinematics_np
 from snaketrack.models.robot import load_robot
-from snaketrack.tracker.camera import FieldOfView
-from snaketrack.tracker.robot_view import base_angles, base_rotation, frame_view, view_pose
+from snaketrack.tracker.calib.camera import FieldOfView
+from snaketrack.tracker.run.robot_view import base_angles, base_rotation, frame_view, view_pose
 
 W, H = 480, 360
 GREY = 90

@@ -16,9 +16,10 @@ import torch
 from snaketrack import cli
 from snaketrack.io import read_csv_columns
 from snaketrack.models.kinematics import forward_kinematics_np
-from snaketrack.tracker import pipeline, run
-from snaketrack.tracker.pipeline import PipelineConfig
-from snaketrack.tracker.run import RunOptions, track_source
+from snaketrack.tracker.run import loop as run
+from snaketrack.tracker.run import pipeline
+from snaketrack.tracker.run.loop import RunOptions, track_source
+from snaketrack.tracker.run.pipeline import PipelineConfig
 from snaketrack.tracker.state import TrackState
 
 from posed_dataset import FPS, R_DOWN, H, K, W, write_posed_dataset
@@ -193,7 +194,7 @@ def _write_video(dataset, path):
 
 
 def test_video_with_mask_folder_and_intrinsics(dataset, oracle, tmp_path, capsys):
-    from snaketrack.tracker.camera import Camera, save_calibration
+    from snaketrack.tracker.calib.camera import Camera, save_calibration
 
     video = tmp_path / "clip.mp4"
     _write_video(dataset, video)
@@ -336,7 +337,7 @@ def test_static_camera_needs_up_and_sets_the_ground_prior(dataset, tmp_path, cap
     assert code == 2 and "--up" in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "s" / "track.csv").exists()
     from snaketrack.models.robot import load_robot
-    from snaketrack.tracker.camera import Camera
+    from snaketrack.tracker.calib.camera import Camera
 
     cam = Camera(K, 320, 240)
     robot = load_robot("planar-snake-11")
@@ -348,7 +349,7 @@ def test_static_camera_needs_up_and_sets_the_ground_prior(dataset, tmp_path, cap
 
 def test_silhouette_model_reaches_the_tracker(dataset, tmp_path, capsys):
     from snaketrack.models.robot import load_robot
-    from snaketrack.tracker.camera import Camera
+    from snaketrack.tracker.calib.camera import Camera
 
     robot = load_robot("planar-snake-11")
     cam = Camera(K, 320, 240)
@@ -382,7 +383,7 @@ def test_track_ground_needs_up_and_a_moving_camera(dataset, tmp_path, capsys):
 
 def test_track_size_resizes_frames_masks_and_K(dataset, tmp_path, monkeypatch, capsys):
     """``--track-size``: the tracker gets K scaled and masks resized, and the truth pose still lands on them."""
-    from snaketrack.tracker.camera import Camera
+    from snaketrack.tracker.calib.camera import Camera
 
     seen = {}
 
@@ -437,7 +438,7 @@ def test_states_stream_json_lines_equal_to_track_csv(dataset, oracle, tmp_path, 
                                "--out", tmp_path / "s2"], capsys)
     assert code == 0 and "frames=3" in stdout
     assert [json.loads(x)["frame"] for x in f.read_text().splitlines()] == [0, 1, 2]
-    from snaketrack.tracker.outputs import StateStream
+    from snaketrack.tracker.run.outputs import StateStream
 
     s = StateStream(str(tmp_path / "n.jsonl"))
     s.write({"frame": np.int64(0), "iou": float("nan"), "q_1": np.float64(0.5), "q_2": np.float32("nan")})
@@ -453,7 +454,7 @@ def test_segmenter_sees_the_frame_as_tracked_and_its_mask_is_not_undistorted_aga
                                                                                    monkeypatch, capsys):
     """A segmenter's mask comes from the undistorted, resized frame: it is the tracker's geometry already,
     so it must not be undistorted a second time."""
-    from snaketrack.tracker.camera import Camera, Undistorter, save_calibration
+    from snaketrack.tracker.calib.camera import Camera, Undistorter, save_calibration
 
     made, _ = oracle
     seen = []

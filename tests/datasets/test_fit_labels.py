@@ -223,7 +223,7 @@ def test_while_labelling_the_silhouettes_moving_pixels_the_label_left_out_join_i
     post stays out, and the moving cast shadow beside the robot, outside the silhouette, is not taken in.
     Neither trimming (which only removes) nor the replacement (the label grown by 2 px) brings a link back."""
     from snaketrack.labelling.fit_labels import LabelFitter
-    from snaketrack.tracker.camera import Camera
+    from snaketrack.tracker.calib.camera import Camera
 
     root, truths = labelled
     ds = Dataset(root)
@@ -286,7 +286,7 @@ def test_a_model_fitted_wider_than_the_label_is_drawn_narrowed_by_its_edge_offse
 
     from snaketrack.labelling.fit_labels import LabelFitter
     from snaketrack.models.robot import ROBOTS_DIR, robot_from_dict
-    from snaketrack.tracker.camera import Camera
+    from snaketrack.tracker.calib.camera import Camera
 
     root, truths = labelled
     spec = yaml.safe_load((ROBOTS_DIR / "planar-snake-11.yaml").read_text())
@@ -312,7 +312,7 @@ def test_a_label_the_fit_cannot_explain_still_takes_in_the_silhouettes_moving_pi
     """A cut that lost the robot's far half (IoU with the silhouette below ``min_iou``: kept, not fitted) while
     the tracker holds the whole body: the half comes back where it moves, and nothing moving off the body."""
     from snaketrack.labelling.fit_labels import LabelFitter
-    from snaketrack.tracker.camera import Camera
+    from snaketrack.tracker.calib.camera import Camera
 
     root, truths = labelled
     fitter = LabelFitter(load_robot("planar-snake-11"), Camera.from_meta(Dataset(root).meta), 30.0,
@@ -338,7 +338,7 @@ def test_by_default_the_one_pixel_rim_a_cut_left_out_where_the_robot_moves_joins
     an opening by a 3 px square (``join_moving_px`` 3) keeps the one-pixel rim out. The label is trimmed, not
     replaced (``keep_edge``), so only the join can add to it."""
     from snaketrack.labelling.fit_labels import LabelFitter
-    from snaketrack.tracker.camera import Camera
+    from snaketrack.tracker.calib.camera import Camera
 
     root, truths = labelled
     camera = Camera.from_meta(Dataset(root).meta)

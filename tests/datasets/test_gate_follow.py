@@ -12,7 +12,7 @@ from snaketrack.errors import InputError
 from snaketrack.labelling.fit_labels import LabelFitter
 from snaketrack.labelling.label_gate import GateConfig, follow_camera, moved
 from snaketrack.models.robot import load_robot
-from snaketrack.tracker.camera import Camera
+from snaketrack.tracker.calib.camera import Camera
 
 
 def _texture(h=240, w=320, seed=0):

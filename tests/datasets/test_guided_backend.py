@@ -29,7 +29,7 @@ from snaketrack.labelling.label import LabelConfig, label_video
 from snaketrack.mask_edges import snap_edges
 from snaketrack.masks import mask_iou
 from snaketrack.models.robot import load_robot
-from snaketrack.tracker.camera import Camera
+from snaketrack.tracker.calib.camera import Camera
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

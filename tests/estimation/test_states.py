@@ -95,7 +95,7 @@ def test_bad_files(tmp_path):
 
 def write_track_pair(directory, s, lost=(), jsonl_name="track.jsonl"):
     """The same rows through the tracker's writers: track.csv (TrackWriter) and JSON lines (StateStream)."""
-    from snaketrack.tracker.outputs import StateStream, TrackWriter
+    from snaketrack.tracker.run.outputs import StateStream, TrackWriter
 
     rows = track_rows(s, lost=lost)
     with TrackWriter(directory / "track.csv", s.phi.shape[1]) as w:

@@ -15,8 +15,8 @@ from snaketrack.models.robot import load_robot
 from snaketrack.service import Capture, RecordedFeed, ServiceConfig, TrackingService
 from snaketrack.service import messages as m
 from snaketrack.service.gate import SUBPROTOCOLS, TokenGate
-from snaketrack.tracker.camera import Camera
-from snaketrack.tracker.pipeline import PipelineConfig
+from snaketrack.tracker.calib.camera import Camera
+from snaketrack.tracker.run.pipeline import PipelineConfig
 
 from posed_dataset import write_posed_dataset
 

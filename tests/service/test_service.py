@@ -20,9 +20,9 @@ from snaketrack.service import (
     TrackingService,
 )
 from snaketrack.service import messages as m
-from snaketrack.tracker.camera import Camera
-from snaketrack.tracker.pipeline import PipelineConfig
-from snaketrack.tracker.run import RunOptions, track_source
+from snaketrack.tracker.calib.camera import Camera
+from snaketrack.tracker.run.loop import RunOptions, track_source
+from snaketrack.tracker.run.pipeline import PipelineConfig
 
 from posed_dataset import write_posed_dataset
 

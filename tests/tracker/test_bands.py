@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import torch
 
-from snaketrack.tracker.bands import pixel_rays, primitive_pixels
-from snaketrack.tracker.edges import capsule_edge_px
+from snaketrack.tracker.render.bands import pixel_rays, primitive_pixels
+from snaketrack.tracker.render.edges import capsule_edge_px
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from snaketrack.errors import FileFormatError, InputError, MissingFileError, SnaketrackWarning
-from snaketrack.tracker.camera import (
+from snaketrack.tracker.calib.camera import (
     DEFAULT_FOV_DEG,
     Camera,
     FieldOfView,

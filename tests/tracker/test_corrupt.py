@@ -5,7 +5,7 @@ import pytest
 from scipy import ndimage
 
 from snaketrack.errors import InputError
-from snaketrack.tracker.corrupt import CorruptionConfig, MaskCorruptor, corrupt_mask, signed_distance
+from snaketrack.tracker.run.corrupt import CorruptionConfig, MaskCorruptor, corrupt_mask, signed_distance
 
 
 def _snake_mask(h=120, w=200):
@@ -112,7 +112,7 @@ def test_empty_mask_and_bad_input():
 
 def test_iou_ceiling_recovers_a_pure_bias_and_bounds_the_plain_iou():
     """best_offset_iou against scipy's disc morphology: a pure bias is undone, a ragged edge is not."""
-    from snaketrack.tracker.corrupt import best_offset_iou
+    from snaketrack.tracker.run.corrupt import best_offset_iou
 
     m = _snake_mask()
     for r, grow in ((2.0, False), (1.5, True), (3.0, True)):

@@ -14,11 +14,11 @@ from snaketrack.datasets.video import open_frames
 from snaketrack.errors import InputError
 from snaketrack.models.chain import point_jacobian
 from snaketrack.models.robot import load_robot
-from snaketrack.tracker.camera import Camera
-from snaketrack.tracker.pipeline import PipelineConfig, TrackingSession
-from snaketrack.tracker.refine import refine_core
-from snaketrack.tracker.render import SilhouetteRenderer, render_with_jacobian, soft_silhouette
-from snaketrack.tracker.run import open_session
+from snaketrack.tracker.calib.camera import Camera
+from snaketrack.tracker.fit.refine import refine_core
+from snaketrack.tracker.render.silhouette import SilhouetteRenderer, render_with_jacobian, soft_silhouette
+from snaketrack.tracker.run.loop import open_session
+from snaketrack.tracker.run.pipeline import PipelineConfig, TrackingSession
 
 from posed_dataset import write_posed_dataset
 
@@ -115,7 +115,7 @@ def test_a_session_gives_its_device_to_the_renderer_and_the_refiners(gpus):
 
 
 def test_a_recorded_source_s_segmenter_is_loaded_on_the_session_s_device(dataset, gpus, tmp_path, monkeypatch):
-    import snaketrack.tracker.run as run_module
+    import snaketrack.tracker.run.loop as run_module
 
     gpus(1)
     asked = []

@@ -1,7 +1,12 @@
 """Closed-form edge-distance derivatives of capsules and cylinders against autograd."""
 import torch
 
-from snaketrack.tracker.edges import capsule_edge_px, capsule_edge_px_grad, cylinder_edge_px, cylinder_edge_px_grad
+from snaketrack.tracker.render.edges import (
+    capsule_edge_px,
+    capsule_edge_px_grad,
+    cylinder_edge_px,
+    cylinder_edge_px_grad,
+)
 
 
 def _random_pairs(Q: int, length: float):

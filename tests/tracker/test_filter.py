@@ -18,7 +18,7 @@ from snaketrack.tracker.filter import (
     velocity_update,
     white_accel_noise,
 )
-from snaketrack.tracker.moments import mask_moment_vector
+from snaketrack.tracker.fit.moments import mask_moment_vector
 from snaketrack.tracker.state import StateLayout
 
 

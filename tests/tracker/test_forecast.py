@@ -7,7 +7,7 @@ import torch
 from snaketrack.models.kinematics import forward_kinematics
 from snaketrack.models.robot import load_robot
 from snaketrack.tracker.filter import KalmanFilter
-from snaketrack.tracker.forecast import forecast
+from snaketrack.tracker.run.forecast import forecast
 from snaketrack.tracker.state import StateLayout, TrackState
 
 

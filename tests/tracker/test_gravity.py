@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from snaketrack.errors import FileFormatError, InputError, MissingFileError
-from snaketrack.tracker.gravity import load_up_csv, open_up, simulated_imu, up_from_camera_quat
+from snaketrack.tracker.calib.gravity import load_up_csv, open_up, simulated_imu, up_from_camera_quat
 
 
 def _quat_about(axis, angle):
@@ -77,9 +77,9 @@ def test_up_prior_fixes_the_tilt_a_thin_robot_hides():
     from snaketrack.models.robot import load_robot
     from snaketrack.models.rotations import axis_angle_to_matrix
     from snaketrack.tracker.config import RefineConfig
-    from snaketrack.tracker.observation import Observation
-    from snaketrack.tracker.refine import Refiner
-    from snaketrack.tracker.render import SilhouetteRenderer
+    from snaketrack.tracker.fit.observation import Observation
+    from snaketrack.tracker.fit.refine import Refiner
+    from snaketrack.tracker.render.silhouette import SilhouetteRenderer
     from snaketrack.tracker.state import StateLayout
 
     from mj_scene import MujocoMasks, ground_rotation

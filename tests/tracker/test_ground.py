@@ -1,4 +1,4 @@
-"""The camera's height over the ground from the ground plane's homography (snaketrack.tracker.ground)."""
+"""The camera's height over the ground from the ground plane's homography (snaketrack.tracker.calib.ground)."""
 import math
 
 import cv2
@@ -7,7 +7,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from snaketrack.errors import InputError
-from snaketrack.tracker.ground import GroundTracker, height_ratio, rotation_from_homography
+from snaketrack.tracker.calib.ground import GroundTracker, height_ratio, rotation_from_homography
 
 K = np.array([[420.0, 0.0, 159.5], [0.0, 420.0, 119.5], [0.0, 0.0, 1.0]])
 W, H = 320, 240

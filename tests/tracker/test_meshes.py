@@ -7,8 +7,8 @@ import pytest
 
 from snaketrack.errors import FileFormatError, MissingFileError
 from snaketrack.models.robot import load_robot
-from snaketrack.tracker.meshes import box_mesh, capsule_mesh, cylinder_mesh, load_mesh, robot_meshes
-from snaketrack.tracker.primitives import CapsuleModel
+from snaketrack.tracker.render.meshes import box_mesh, capsule_mesh, cylinder_mesh, load_mesh, robot_meshes
+from snaketrack.tracker.render.primitives import CapsuleModel
 
 
 def test_capsule_and_cylinder_lie_on_their_axis_with_their_volume():

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from snaketrack.errors import InputError
-from snaketrack.tracker.moments import image_moments, mask_moment_vector, moment_vector
+from snaketrack.tracker.fit.moments import image_moments, mask_moment_vector, moment_vector
 
 
 def _random_binary(rng, h=40, w=60):

@@ -2,8 +2,8 @@
 import cv2
 import numpy as np
 
-from snaketrack.tracker.observation import Observation
-from snaketrack.tracker.occlusion import far_from
+from snaketrack.tracker.fit.observation import Observation
+from snaketrack.tracker.fit.occlusion import far_from
 
 
 def test_far_weights_match_brute_force_distances():

@@ -9,8 +9,8 @@ from snaketrack.errors import FileFormatError, InputError
 from snaketrack.io import read_csv_columns
 from snaketrack.masks import mask_iou
 from snaketrack.models.robot import load_robot
-from snaketrack.tracker.evaluation import plot_tracking, tracking_metrics
-from snaketrack.tracker.outputs import (
+from snaketrack.tracker.run.evaluation import plot_tracking, tracking_metrics
+from snaketrack.tracker.run.outputs import (
     OverlayVideo,
     TrackWriter,
     draw_overlay,

@@ -6,7 +6,7 @@ import threading
 import numpy as np
 import pytest
 
-from snaketrack.tracker.overlap import ReadAhead, WriteBehind
+from snaketrack.tracker.run.overlap import ReadAhead, WriteBehind
 
 
 def test_read_ahead_keeps_the_order_and_reads_in_a_thread_of_its_own():
@@ -113,9 +113,9 @@ def test_track_reads_and_segments_ahead_and_writes_behind_the_tracker(tmp_path, 
     """In ``track``: the segmenter runs in the reading thread, the rows are written in the writing thread,
     the tracker in the caller's; the rows in frame order, one per frame."""
     from snaketrack.io import read_csv_columns
-    from snaketrack.tracker import outputs
-    from snaketrack.tracker.pipeline import PipelineConfig, TrackingSession
-    from snaketrack.tracker.run import RunOptions, track_source
+    from snaketrack.tracker.run import outputs
+    from snaketrack.tracker.run.loop import RunOptions, track_source
+    from snaketrack.tracker.run.pipeline import PipelineConfig, TrackingSession
 
     from posed_dataset import write_posed_dataset
 
@@ -142,7 +142,7 @@ def test_track_reads_and_segments_ahead_and_writes_behind_the_tracker(tmp_path, 
     write = outputs.TrackWriter.write
     monkeypatch.setattr(outputs.TrackWriter, "write",
                         lambda self, row: where["write"].add(threading.current_thread().name) or write(self, row))
-    import snaketrack.tracker.run as run
+    import snaketrack.tracker.run.loop as run
 
     monkeypatch.setattr(run, "open_segmenter", lambda spec, *a, **kw: Segmenter())
     model = tmp_path / "m.pt"

@@ -13,9 +13,9 @@ from snaketrack.errors import InputError
 from snaketrack.io import read_csv_columns
 from snaketrack.masks import mask_iou
 from snaketrack.models.robot import load_robot
-from snaketrack.tracker.camera import Camera
-from snaketrack.tracker.pipeline import PipelineConfig, TrackingSession
-from snaketrack.tracker.run import RunOptions, track_source
+from snaketrack.tracker.calib.camera import Camera
+from snaketrack.tracker.run.loop import RunOptions, track_source
+from snaketrack.tracker.run.pipeline import PipelineConfig, TrackingSession
 
 from posed_dataset import write_posed_dataset
 
@@ -153,8 +153,8 @@ def test_bad_configs_are_one_line_errors():
 def test_head_first_keeps_the_first_reading_and_a_bad_head_is_one_line():
     from snaketrack.errors import InputError
     from snaketrack.models.robot import load_robot
-    from snaketrack.tracker.camera import FieldOfView
-    from snaketrack.tracker.pipeline import PipelineConfig, make_tracker
+    from snaketrack.tracker.calib.camera import FieldOfView
+    from snaketrack.tracker.run.pipeline import PipelineConfig, make_tracker
 
     robot, camera = load_robot("cobra-12"), FieldOfView(65.0).camera(320, 180)
     assert make_tracker(robot, camera, 30.0).config.wave_check

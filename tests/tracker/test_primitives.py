@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from snaketrack.tracker.primitives import _capsule_2d, free_end_inset
+from snaketrack.tracker.render.primitives import _capsule_2d, free_end_inset
 
 
 def test_free_end_inset_balances_the_areas():

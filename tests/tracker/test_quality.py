@@ -7,8 +7,9 @@ import pytest
 
 from snaketrack.io import read_csv_columns
 from snaketrack.models.robot import load_robot
-from snaketrack.tracker.pipeline import PipelineConfig
-from snaketrack.tracker.quality import (
+from snaketrack.tracker.run.loop import RunOptions, track_source
+from snaketrack.tracker.run.pipeline import PipelineConfig
+from snaketrack.tracker.run.quality import (
     dominant_frequency,
     frequency_agreement,
     gait_spectra,
@@ -19,7 +20,6 @@ from snaketrack.tracker.quality import (
     skeleton_residual,
     status_counts,
 )
-from snaketrack.tracker.run import RunOptions, track_source
 from snaketrack.tracker.state import TrackState
 
 from posed_dataset import QUAT_DOWN, H, K, TruePoses, W, pose, write_posed_dataset
@@ -130,7 +130,7 @@ def _robot_state(q, base):
 
 
 def _axes_uv(robot, state):
-    from snaketrack.tracker.outputs import link_axes_uv
+    from snaketrack.tracker.run.outputs import link_axes_uv
 
     return link_axes_uv(robot, state.q, state.base_rotation, state.base_position, K)[0]
 
@@ -194,7 +194,7 @@ def test_quality_metrics_of_a_track_table():
 
 # -- a run without truth ------------------------------------------------------------------------
 def test_a_run_without_truth_writes_the_quality_figures(tmp_path, monkeypatch):
-    from snaketrack.tracker import pipeline
+    from snaketrack.tracker.run import pipeline
 
     monkeypatch.setattr(pipeline, "make_tracker", lambda robot, *a, **kw: TruePoses(robot))
     n = 64  # a cycle of the posed dataset's 0.5 Hz wave

@@ -8,8 +8,9 @@ import pytest
 from snaketrack.datasets.layout import encode_mask, read_mask
 from snaketrack.errors import SnaketrackWarning
 from snaketrack.models.robot import load_robot
-from snaketrack.tracker.pipeline import PipelineConfig
-from snaketrack.tracker.quality_flags import (
+from snaketrack.tracker.run.loop import RunOptions, track_source
+from snaketrack.tracker.run.pipeline import PipelineConfig
+from snaketrack.tracker.run.quality_flags import (
     LIMITS,
     body_width_px,
     depth_jump_fraction,
@@ -19,7 +20,6 @@ from snaketrack.tracker.quality_flags import (
     run_figures,
     warning_line,
 )
-from snaketrack.tracker.run import RunOptions, track_source
 
 from posed_dataset import FPS, TruePoses, W, write_posed_dataset
 
@@ -64,7 +64,7 @@ def test_depth_jumps_are_steps_beyond_a_share_of_the_median_depth():
 
 
 def test_a_bar_s_width_is_its_area_over_its_skeleton_s_length():
-    from snaketrack.tracker.quality import skeleton_pixels
+    from snaketrack.tracker.run.quality import skeleton_pixels
 
     mask = np.zeros((60, 200), bool)
     mask[20:32, 10:190] = True  # 12 px wide
@@ -129,7 +129,7 @@ def clip(tmp_path_factory):
 
 
 def _run(monkeypatch, ds, out, masks=None, leave=None):
-    from snaketrack.tracker import pipeline
+    from snaketrack.tracker.run import pipeline
 
     monkeypatch.setattr(pipeline, "make_tracker", lambda robot, *a, **kw: KnownPoses(robot, leave))
     track_source(ds, out, "planar-snake-11", masks=None if masks is None else str(masks), config=PipelineConfig(),
@@ -177,7 +177,7 @@ def test_masks_that_drift_onto_a_distractor_are_flagged_and_track_s_line_gives_m
                                                                                            capsys):
     from snaketrack import cli
     from snaketrack.io import read_csv_columns
-    from snaketrack.tracker import pipeline
+    from snaketrack.tracker.run import pipeline
 
     monkeypatch.setattr(pipeline, "make_tracker", lambda robot, *a, **kw: VaryingFit(robot))
     out = tmp_path / "drift"

@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from snaketrack.models.robot import load_robot
-from snaketrack.tracker.primitives import CapsuleModel
 from snaketrack.tracker.reading import ReadingHold, flip_pose, wave_direction, yaw_indices
-from snaketrack.tracker.render import SilhouetteRenderer
+from snaketrack.tracker.render.primitives import CapsuleModel
+from snaketrack.tracker.render.silhouette import SilhouetteRenderer
 from snaketrack.tracker.state import StateLayout
 
 K = np.array([[500.0, 0, 159.5], [0, 500.0, 119.5], [0, 0, 1]])

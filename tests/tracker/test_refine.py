@@ -10,10 +10,10 @@ from snaketrack.models.chain import point_jacobian
 from snaketrack.models.robot import load_robot
 from snaketrack.models.rotations import axis_angle_to_matrix, axis_angle_to_matrix_np
 from snaketrack.tracker.config import RefineConfig
-from snaketrack.tracker.observation import Observation
-from snaketrack.tracker.refine import Refiner
-from snaketrack.tracker.refine_terms import coverage_terms, ground_terms
-from snaketrack.tracker.render import SilhouetteRenderer
+from snaketrack.tracker.fit.observation import Observation
+from snaketrack.tracker.fit.refine import Refiner
+from snaketrack.tracker.fit.refine_terms import coverage_terms, ground_terms
+from snaketrack.tracker.render.silhouette import SilhouetteRenderer
 from snaketrack.tracker.state import StateLayout
 
 W, H, F = 320, 240, 420.0
@@ -301,8 +301,8 @@ def test_ground_terms_gradient_matches_finite_differences(up_on_body):
 def test_grid_level_renders_the_block_average_of_the_image():
     """A silhouette rendered on the k × k block grid (GridLevel's K) is the image's silhouette averaged over
     each block, and the observation on the grid is the mask so averaged."""
-    from snaketrack.tracker.refine import GridLevel
-    from snaketrack.tracker.render import SilhouetteSettings, soft_silhouette
+    from snaketrack.tracker.fit.refine import GridLevel
+    from snaketrack.tracker.render.silhouette import SilhouetteSettings, soft_silhouette
 
     K = torch.tensor([[300.0, 0, 61.5], [0, 310.0, 44.5], [0, 0, 1]], dtype=torch.float64)
     A = torch.tensor([[[-0.06, -0.02, 1.0], [0.05, 0.03, 1.1]]], dtype=torch.float64)
@@ -363,7 +363,7 @@ def test_a_wide_body_is_refined_on_blocks_as_well_as_on_pixels():
 def test_compiled_and_torch_cores_refine_to_the_same_pose(scene):
     """LM with the compiled kernel (float64) and with the torch reference (float64 too) takes the same
     steps: the same pose to well under the tracker's errors."""
-    from snaketrack.tracker import render_kernel
+    from snaketrack.tracker.render import render_kernel
 
     if not render_kernel.available():
         pytest.skip("numba is not installed")

@@ -8,8 +8,13 @@ import torch
 
 from snaketrack.errors import InputError
 from snaketrack.models.robot import load_robot
-from snaketrack.tracker.primitives import CapsuleModel
-from snaketrack.tracker.render import SilhouetteRenderer, SilhouetteSettings, render_with_jacobian, soft_silhouette
+from snaketrack.tracker.render.primitives import CapsuleModel
+from snaketrack.tracker.render.silhouette import (
+    SilhouetteRenderer,
+    SilhouetteSettings,
+    render_with_jacobian,
+    soft_silhouette,
+)
 from snaketrack.tracker.state import StateLayout
 
 K64 = torch.tensor([[200.0, 0, 39.5], [0, 210.0, 29.5], [0, 0, 1]], dtype=torch.float64)

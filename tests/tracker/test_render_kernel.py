@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import torch
 
-from snaketrack.tracker import render_kernel
-from snaketrack.tracker.render import (
+from snaketrack.tracker.render import render_kernel
+from snaketrack.tracker.render.silhouette import (
     SilhouetteSettings,
     render_with_jacobian,
     render_with_jacobian_compiled,
@@ -94,7 +94,7 @@ def test_compiled_off_screen_and_behind_the_camera():
 def test_band_pairs_are_the_reference_pairs(seed):
     """The compiled pair list equals bands.primitive_pixels' (same pairs, same order), also with links
     leaving the ROI and an end behind the camera."""
-    from snaketrack.tracker.bands import primitive_pixels
+    from snaketrack.tracker.render.bands import primitive_pixels
 
     A, Bp, r, _ = _scene(seed, n=6)
     if seed % 2:

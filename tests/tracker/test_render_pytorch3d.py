@@ -14,10 +14,9 @@ pytest.importorskip("pytorch3d._C", reason="PyTorch3D is not installed here (mak
 from snaketrack.models.kinematics import forward_kinematics  # noqa: E402
 from snaketrack.models.robot import load_robot  # noqa: E402
 from snaketrack.models.rotations import axis_angle_to_matrix, axis_angle_to_matrix_np  # noqa: E402
-from snaketrack.tracker.meshes import capsule_mesh, join_meshes  # noqa: E402
-from snaketrack.tracker.primitives import CapsuleModel  # noqa: E402
-from snaketrack.tracker.render import SilhouetteRenderer, SilhouetteSettings  # noqa: E402
-from snaketrack.tracker.render_pytorch3d import (  # noqa: E402
+from snaketrack.tracker.render.meshes import capsule_mesh, join_meshes  # noqa: E402
+from snaketrack.tracker.render.primitives import CapsuleModel  # noqa: E402
+from snaketrack.tracker.render.render_pytorch3d import (  # noqa: E402
     PyTorch3DRenderer,
     list_pairs,
     paper_sigma_px,
@@ -25,6 +24,7 @@ from snaketrack.tracker.render_pytorch3d import (  # noqa: E402
     rasterize,
     reach_px,
 )
+from snaketrack.tracker.render.silhouette import SilhouetteRenderer, SilhouetteSettings  # noqa: E402
 from snaketrack.tracker.state import StateLayout  # noqa: E402
 
 W, H = 640, 360
@@ -240,8 +240,8 @@ def test_refiner_fits_the_mask_with_the_pytorch3d_renderer():
     renderer's mask (a second renderer as the truth): the fitted pose's true silhouette overlaps the mask far
     better than the start's."""
     from snaketrack.tracker.config import RefineConfig
-    from snaketrack.tracker.observation import observe
-    from snaketrack.tracker.refine import Refiner
+    from snaketrack.tracker.fit.observation import observe
+    from snaketrack.tracker.fit.refine import Refiner
 
     robot = load_robot("arcsnake-4")
     model = CapsuleModel.capsules(robot)

@@ -7,11 +7,11 @@ import pytest
 from snaketrack.cli import main
 from snaketrack.errors import InputError
 from snaketrack.models.robot import load_robot
-from snaketrack.tracker import render_kernel
 from snaketrack.tracker.config import RefineConfig, TrackerConfig
-from snaketrack.tracker.refine import Refiner, refine_core
-from snaketrack.tracker.render import SilhouetteRenderer
-from snaketrack.tracker.renderers import check_renderer, make_renderer
+from snaketrack.tracker.fit.refine import Refiner, refine_core
+from snaketrack.tracker.render import render_kernel
+from snaketrack.tracker.render.renderers import check_renderer, make_renderer
+from snaketrack.tracker.render.silhouette import SilhouetteRenderer
 from snaketrack.tracker.tracker import Tracker
 
 HAS_PYTORCH3D = importlib.util.find_spec("pytorch3d") is not None

@@ -5,7 +5,7 @@ import pytest
 from snaketrack.models.kinematics import forward_kinematics_np
 from snaketrack.models.robot import load_robot
 from snaketrack.models.rotations import axis_angle_to_matrix_np
-from snaketrack.tracker.search import _trim_start, chain_from_polyline
+from snaketrack.tracker.fit.search import _trim_start, chain_from_polyline
 from snaketrack.tracker.state import StateLayout
 
 

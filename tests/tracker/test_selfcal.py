@@ -1,4 +1,4 @@
-"""Self-calibration from the robot (snaketrack/tracker/selfcal.py): the ground plane, the up direction of
+"""Self-calibration from the robot (snaketrack/tracker/calib/selfcal.py): the ground plane, the up direction of
 ``--up auto`` and the focal length of ``--refine-focal``, each against a known answer."""
 from __future__ import annotations
 
@@ -11,11 +11,9 @@ import pytest
 from snaketrack.datasets.video import open_frames
 from snaketrack.errors import InputError
 from snaketrack.models.robot import load_robot
-from snaketrack.tracker.camera import FieldOfView
-from snaketrack.tracker.gravity import up_from_camera_quat
-from snaketrack.tracker.pipeline import PipelineConfig, TrackingSession
-from snaketrack.tracker.run import RunOptions, calibration_pass, constant_up, open_session, track_source
-from snaketrack.tracker.selfcal import (
+from snaketrack.tracker.calib.camera import FieldOfView
+from snaketrack.tracker.calib.gravity import up_from_camera_quat
+from snaketrack.tracker.calib.selfcal import (
     CalibrationFrame,
     PlaneFit,
     angle_deg,
@@ -26,6 +24,8 @@ from snaketrack.tracker.selfcal import (
     refine_focal,
     upright,
 )
+from snaketrack.tracker.run.loop import RunOptions, calibration_pass, constant_up, open_session, track_source
+from snaketrack.tracker.run.pipeline import PipelineConfig, TrackingSession
 from snaketrack.tracker.state import StateLayout
 
 from posed_dataset import K, W, write_posed_dataset
@@ -136,7 +136,7 @@ def _unit(v):
 
 def _scripted_passes(monkeypatch, planes):
     """estimate_up's passes with the fitted planes given (one per pass) instead of fitted to tracks."""
-    import snaketrack.tracker.selfcal as selfcal
+    import snaketrack.tracker.calib.selfcal as selfcal
 
     fits = iter(planes)
     monkeypatch.setattr(selfcal, "plane_from_frames", lambda robot, layout, calib: next(fits))
@@ -178,7 +178,7 @@ def test_up_auto_is_wired_into_track_source(oblique, tmp_path, monkeypatch):
     """``track_source`` with ``up="auto"`` fits the plane in its calibration passes, reports it, and holds the
     robot to it on a fixed camera; the true up direction comes from the dataset's camera attitude. The
     search is narrowed to the candidates of the test above (the wiring is what is tested here)."""
-    import snaketrack.tracker.run as run
+    import snaketrack.tracker.run.loop as run
 
     full = run.estimate_up
     monkeypatch.setattr(run, "estimate_up", lambda *a, **kw: full(*a, **{"pitches_deg": (20.0, 70.0),
@@ -212,7 +212,7 @@ def test_refine_focal_from_a_wrong_field_of_view(oblique):
 
 def test_the_calibration_passes_segment_each_frame_once():
     """``MaskMemo``: the same frame's bytes give the kept mask without a second call; at most ``limit`` kept."""
-    from snaketrack.tracker.run import MaskMemo
+    from snaketrack.tracker.run.loop import MaskMemo
 
     class Counting:
         calls = 0

@@ -4,9 +4,9 @@ import pytest
 
 from snaketrack.errors import InputError, StateError
 from snaketrack.models.robot import load_robot
-from snaketrack.tracker.axis import mask_axis
 from snaketrack.tracker.config import TrackerConfig
-from snaketrack.tracker.observation import observe
+from snaketrack.tracker.fit.axis import mask_axis
+from snaketrack.tracker.fit.observation import observe
 from snaketrack.tracker.state import StateLayout
 from snaketrack.tracker.tracker import Tracker
 
@@ -212,7 +212,7 @@ def test_a_known_ground_height_holds_the_base_from_the_first_frame():
     """With the camera's height over the ground known (``ground_height``), the prior holds the base's axis
     that height below the camera along up from the first frame, scaled by a moving camera's height ratio."""
     from snaketrack.models.robot import load_robot
-    from snaketrack.tracker.ground_prior import GroundPrior
+    from snaketrack.tracker.calib.ground_prior import GroundPrior
 
     robot = load_robot("planar-snake-11")
     up = np.array([0.0, -0.6, -0.8])
@@ -241,7 +241,7 @@ def test_searches_use_their_own_pitch_prior(sequence):
 def test_search_closes_with_the_trackers_own_refiner(sequence):
     """The search ranks and refines its starts with the own renderer; its winner is refined once more by the
     tracker's refiner (final_refiner), whose result it returns."""
-    from snaketrack.tracker.search import PoseSearch
+    from snaketrack.tracker.fit.search import PoseSearch
 
     robot, K, frames, lay = sequence
     trk = Tracker(robot, K, W, H, fps=30.0, config=TrackerConfig(init_candidates=3))

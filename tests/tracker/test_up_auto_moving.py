@@ -1,13 +1,13 @@
-"""``--up auto`` on a moving camera (snaketrack/tracker/selfcal.py, snaketrack/tracker/ground.py): the first
+"""``--up auto`` on a moving camera (snaketrack/tracker/calib/selfcal.py, snaketrack/tracker/calib/ground.py): the first
 frame's up direction fitted to the robot, then followed over the ground, against a MuJoCo clip's truth."""
 from dataclasses import replace
 
 import pytest
 
 from snaketrack.datasets.video import open_frames
-from snaketrack.tracker.gravity import up_from_camera_quat
-from snaketrack.tracker.run import track_source
-from snaketrack.tracker.selfcal import angle_deg
+from snaketrack.tracker.calib.gravity import up_from_camera_quat
+from snaketrack.tracker.calib.selfcal import angle_deg
+from snaketrack.tracker.run.loop import track_source
 
 
 @pytest.mark.slow

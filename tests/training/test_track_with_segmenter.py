@@ -28,7 +28,7 @@ R_DOWN = np.array([[1.0, 0, 0], [0, -1, 0], [0, 0, -1]])
 def _make_dataset(root):
     from snaketrack.models.kinematics import forward_kinematics_np
     from snaketrack.models.robot import load_robot
-    from snaketrack.tracker.render import SilhouetteRenderer
+    from snaketrack.tracker.render.silhouette import SilhouetteRenderer
     from snaketrack.tracker.state import StateLayout
 
     robot = load_robot("planar-snake-11")

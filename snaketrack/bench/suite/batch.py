@@ -98,8 +98,8 @@ def measure_chunks(clip: Path, out: Path, workers: int, track_size: str | None =
 
     from snaketrack.batch.chunks import track_chunked
     from snaketrack.io import parse_size
-    from snaketrack.tracker.pipeline import PipelineConfig
-    from snaketrack.tracker.run import RunOptions, track_source
+    from snaketrack.tracker.run.loop import RunOptions, track_source
+    from snaketrack.tracker.run.pipeline import PipelineConfig
 
     config = PipelineConfig(track_size=parse_size(track_size, "--track-size") if track_size else None)
     options = RunOptions(video=False, plots=False, progress=False)

@@ -67,8 +67,8 @@ def _track(clip: str, start: int, stop: int, threads: int, barrier, results) -> 
     """Open ``clip``, wait at ``barrier`` (None: no wait), track ``[start, stop)`` on ``threads`` threads."""
     import torch
 
-    from snaketrack.tracker.pipeline import PipelineConfig
-    from snaketrack.tracker.run import open_session, step_frames
+    from snaketrack.tracker.run.loop import open_session, step_frames
+    from snaketrack.tracker.run.pipeline import PipelineConfig
 
     torch.set_num_threads(threads)
     frames, session, mask_source = open_session(clip, config=PipelineConfig())

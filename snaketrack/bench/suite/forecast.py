@@ -5,7 +5,7 @@ hold: each state uses only the frames up to its own), then for each state and ea
 frames (``h/fps`` seconds) compares with the truth at frame ``k + h``:
 
 - ``held``: the state as tracked (what a client has without compensation);
-- ``forecast``: the state carried forward by ``h/fps`` (:func:`snaketrack.tracker.forecast.forecast`,
+- ``forecast``: the state carried forward by ``h/fps`` (:func:`snaketrack.tracker.run.forecast.forecast`,
   what ``/snake/state``'s ``predicted_*`` fields carry).
 
 Errors: base position and head point [m] (Euclidean, camera frame) and joint angles [rad] (mean
@@ -52,9 +52,9 @@ def run(args: argparse.Namespace) -> dict:
 
     from snaketrack.datasets.video import open_frames
     from snaketrack.models.robot import source_robot
-    from snaketrack.tracker.camera import source_camera
-    from snaketrack.tracker.forecast import forecast
-    from snaketrack.tracker.pipeline import PipelineConfig, TrackingSession
+    from snaketrack.tracker.calib.camera import source_camera
+    from snaketrack.tracker.run.forecast import forecast
+    from snaketrack.tracker.run.pipeline import PipelineConfig, TrackingSession
 
     torch.set_num_threads(args.threads)
     frames = open_frames(args.clip)

@@ -1,9 +1,9 @@
 """How well the ground tracker follows the camera's height, against a synthetic dataset's truth.
 
 For each dataset (``snaketrack sim video``; frames, masks, ``truth.jsonl``
-with the camera's pose), runs :class:`snaketrack.tracker.ground.GroundTracker`
+with the camera's pose), runs :class:`snaketrack.tracker.calib.ground.GroundTracker`
 on the frames with the simulated IMU's up direction
-(:func:`snaketrack.tracker.gravity.simulated_imu`, bias and noise settable)
+(:func:`snaketrack.tracker.calib.gravity.simulated_imu`, bias and noise settable)
 and the truth masks as the robot's pixels, and compares the height ratio
 it returns with the truth's camera height over the ground (z = 0) relative
 to the first frame. Gives per dataset the relative error's mean and max |.|,
@@ -27,8 +27,8 @@ import numpy as np
 from snaketrack.bench.registry import Benchmark
 from snaketrack.datasets.layout import Dataset
 from snaketrack.io import read_json
-from snaketrack.tracker.gravity import simulated_imu
-from snaketrack.tracker.ground import GroundConfig, GroundTracker
+from snaketrack.tracker.calib.gravity import simulated_imu
+from snaketrack.tracker.calib.ground import GroundConfig, GroundTracker
 
 
 def measure(path: Path, bias_deg: float, noise_deg: float, config: GroundConfig, frames: int | None = None) -> dict:

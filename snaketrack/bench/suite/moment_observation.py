@@ -25,11 +25,11 @@ from snaketrack.bench.registry import Benchmark
 
 
 def track_clip(ds, robot, frames: int, order: int, corrupt: bool, use_update: bool = True) -> dict:
-    from snaketrack.tracker.camera import Camera
-    from snaketrack.tracker.corrupt import MaskCorruptor
+    from snaketrack.tracker.calib.camera import Camera
     from snaketrack.tracker.filter import FilterConfig, KalmanFilter
-    from snaketrack.tracker.moments import mask_moment_vector
-    from snaketrack.tracker.render import SilhouetteRenderer
+    from snaketrack.tracker.fit.moments import mask_moment_vector
+    from snaketrack.tracker.render.silhouette import SilhouetteRenderer
+    from snaketrack.tracker.run.corrupt import MaskCorruptor
     from snaketrack.tracker.state import StateLayout
 
     cam = Camera.from_meta(ds.meta)

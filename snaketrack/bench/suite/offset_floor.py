@@ -33,10 +33,10 @@ def track_with_floor(clip: str, floor: float, max_frames: int | None = None) -> 
     """Track ``clip`` with corrupted masks and the edge offset's floor ``floor`` (inf: unbounded)."""
     import numpy as np
 
-    from snaketrack.tracker.evaluation import tracking_metrics
-    from snaketrack.tracker.pipeline import PipelineConfig
     from snaketrack.tracker.reading import ReadingHold
-    from snaketrack.tracker.run import open_session, step_frames
+    from snaketrack.tracker.run.evaluation import tracking_metrics
+    from snaketrack.tracker.run.loop import open_session, step_frames
+    from snaketrack.tracker.run.pipeline import PipelineConfig
     from snaketrack.tracker.tracker import Tracker
 
     frames, session, masks = open_session(clip, config=PipelineConfig(corrupt_masks=True))

@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> dict:
     import torch
 
     from snaketrack.bench.tracking import bench_options
-    from snaketrack.tracker.run import track_source
+    from snaketrack.tracker.run.loop import track_source
 
     torch.set_num_threads(max(1, args.threads))
     clip = Path(args.clip)

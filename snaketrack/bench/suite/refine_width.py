@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> dict:
     from snaketrack.bench.body_width import ensure_clip, median_body_width
     from snaketrack.bench.tracking import bench_options, dataset_dir, ensure_dataset
     from snaketrack.io import read_json
-    from snaketrack.tracker.run import track_source
+    from snaketrack.tracker.run.loop import track_source
 
     torch.set_num_threads(max(1, args.threads))
     try:

@@ -57,10 +57,10 @@ def render_figures(ds_path: Path, reps: int, shipped: bool, device: str = "cpu")
     from snaketrack.datasets.layout import Dataset
     from snaketrack.models.robot import load_robot
     from snaketrack.models.rotations import axis_angle_to_matrix_np
-    from snaketrack.tracker.camera import Camera
-    from snaketrack.tracker.primitives import CapsuleModel
-    from snaketrack.tracker.render import SilhouetteRenderer, SilhouetteSettings, render_with_jacobian
-    from snaketrack.tracker.render_pytorch3d import PyTorch3DRenderer
+    from snaketrack.tracker.calib.camera import Camera
+    from snaketrack.tracker.render.primitives import CapsuleModel
+    from snaketrack.tracker.render.render_pytorch3d import PyTorch3DRenderer
+    from snaketrack.tracker.render.silhouette import SilhouetteRenderer, SilhouetteSettings, render_with_jacobian
     from snaketrack.tracker.state import StateLayout
 
     W, H = SIZE
@@ -127,13 +127,13 @@ def refine_figures(ds_path: Path, frames: int, renderer: str) -> dict:
     [rad] errors over ``frames`` frames, the mean IoU and seconds per frame."""
     from snaketrack.datasets.layout import Dataset
     from snaketrack.models.robot import load_robot
-    from snaketrack.tracker.camera import Camera
+    from snaketrack.tracker.calib.camera import Camera
     from snaketrack.tracker.config import TrackerConfig
-    from snaketrack.tracker.observation import observe
-    from snaketrack.tracker.primitives import CapsuleModel
-    from snaketrack.tracker.refine import Refiner
-    from snaketrack.tracker.render import SilhouetteSettings
-    from snaketrack.tracker.renderers import make_renderer
+    from snaketrack.tracker.fit.observation import observe
+    from snaketrack.tracker.fit.refine import Refiner
+    from snaketrack.tracker.render.primitives import CapsuleModel
+    from snaketrack.tracker.render.renderers import make_renderer
+    from snaketrack.tracker.render.silhouette import SilhouetteSettings
     from snaketrack.tracker.state import StateLayout
 
     ds = Dataset(ds_path)
@@ -165,7 +165,7 @@ def track_figures(ds_path: Path, out: Path, frames: int, renderer: str) -> dict:
     from snaketrack.bench.tracking import REPORTED, bench_options
     from snaketrack.datasets.layout import Dataset
     from snaketrack.io import read_csv_columns, read_json
-    from snaketrack.tracker.run import track_source
+    from snaketrack.tracker.run.loop import track_source
 
     meta = read_json(ds_path / "meta.json")
     scene = ds_path.name.split("-")[0]
@@ -218,7 +218,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> dict:
     from snaketrack.bench.tracking import dataset_dir, ensure_dataset
-    from snaketrack.tracker.renderers import check_renderer
+    from snaketrack.tracker.render.renderers import check_renderer
 
     check_renderer("pytorch3d")
     torch.set_num_threads(max(1, min(args.threads, os.cpu_count() or 1)))

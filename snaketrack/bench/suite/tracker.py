@@ -38,8 +38,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--hide-start", type=int, default=60, help="first hidden frame of the re-acquisition run")
     ap.add_argument("--threads", type=int, default=2, help="torch intra-op threads (default 2)")
     ap.add_argument("--up", default="none", choices=["none", "sim-imu", "auto"],
-                    help="the tracker's up direction: none, the simulated IMU of snaketrack.tracker.gravity, or "
-                         "auto (the ground plane of the track's first frames, snaketrack.tracker.selfcal)")
+                    help="the tracker's up direction: none, the simulated IMU of snaketrack.tracker.calib.gravity, or "
+                         "auto (the ground plane of the track's first frames, snaketrack.tracker.calib.selfcal)")
     ap.add_argument("--no-static-camera", action="store_true",
                     help="do not tell the tracker that the static scene's camera is fixed (--static-camera of "
                          "snaketrack track, which needs --up)")

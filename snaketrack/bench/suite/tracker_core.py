@@ -28,7 +28,7 @@ from snaketrack.bench.registry import Benchmark
 from snaketrack.datasets.layout import Dataset
 from snaketrack.models.robot import load_robot
 from snaketrack.tracker.config import RefineConfig, TrackerConfig
-from snaketrack.tracker.corrupt import MaskCorruptor
+from snaketrack.tracker.run.corrupt import MaskCorruptor
 from snaketrack.tracker.state import StateLayout
 from snaketrack.tracker.tracker import Tracker
 
@@ -67,7 +67,7 @@ def run(a: argparse.Namespace) -> dict:
         t0, c0 = time.perf_counter(), time.process_time()
         step_kw = {}
         if a.up_noise_deg is not None:
-            from snaketrack.tracker.gravity import up_from_camera_quat
+            from snaketrack.tracker.calib.gravity import up_from_camera_quat
 
             u = up_from_camera_quat(truth[i]["camera_quat_world"])
             u = u + np.radians(a.up_noise_deg) * np.random.default_rng([7, i]).normal(size=3)

@@ -21,7 +21,7 @@ def track_first_frames(ds, robot, frames, steps, cands):
     from dataclasses import replace
 
     from snaketrack.tracker.config import TrackerConfig
-    from snaketrack.tracker.corrupt import MaskCorruptor
+    from snaketrack.tracker.run.corrupt import MaskCorruptor
     from snaketrack.tracker.tracker import Tracker
 
     tr = Tracker(robot, ds.K, ds.width, ds.height, ds.fps,

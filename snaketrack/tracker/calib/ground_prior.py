@@ -2,10 +2,10 @@
 
 A robot lies on the ground, so its base's height along the up direction is steady relative to
 the ground. On a camera fixed relative to the ground (``TrackerConfig.ground_window``), the
-height the refinement's ground prior (:func:`snaketrack.tracker.refine_terms.ground_terms`)
+height the refinement's ground prior (:func:`snaketrack.tracker.fit.refine_terms.ground_terms`)
 pulls the base to is the median of the tracked heights; on a moving camera the heights are kept
 per unit of the camera's height over the ground (its ratio to the first frame's, ``ground``, from
-:class:`snaketrack.tracker.ground.GroundTracker`) and scaled back by the current frame's.
+:class:`snaketrack.tracker.calib.ground.GroundTracker`) and scaled back by the current frame's.
 """
 from __future__ import annotations
 

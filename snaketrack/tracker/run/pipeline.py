@@ -2,7 +2,7 @@
 
 :class:`TrackingSession` is what ``snaketrack track``, ``snaketrack demo``,
 the benchmarks and a live service share. Built from a robot, a
-:class:`~snaketrack.tracker.camera.Camera` (intrinsics, distortion, size) and
+:class:`~snaketrack.tracker.calib.camera.Camera` (intrinsics, distortion, size) and
 one frozen :class:`PipelineConfig`, it owns everything between a camera
 frame and a state:
 
@@ -23,7 +23,7 @@ frame and a state:
    observed (and truth) mask and for an overlay.
 
 >>> from snaketrack.models.robot import load_robot
->>> from snaketrack.tracker.camera import Camera
+>>> from snaketrack.tracker.calib.camera import Camera
 >>> robot = load_robot("planar-snake-11")
 >>> camera = Camera.from_K([[400, 0, 159.5], [0, 400, 119.5], [0, 0, 1]], 320, 240)
 >>> session = TrackingSession(robot, camera, fps=30.0)
@@ -43,13 +43,13 @@ import numpy as np
 from snaketrack.device import check_device, resolve_device
 from snaketrack.errors import InputError
 from snaketrack.masks import mask_iou
-from snaketrack.tracker.camera import Undistorter
+from snaketrack.tracker.calib.camera import Undistorter
+from snaketrack.tracker.calib.ground import GroundTracker
 from snaketrack.tracker.config import TrackerConfig
-from snaketrack.tracker.corrupt import MaskCorruptor
-from snaketrack.tracker.ground import GroundTracker
 from snaketrack.tracker.reading import ReadingHold
-from snaketrack.tracker.render import SilhouetteRenderer
-from snaketrack.tracker.renderers import check_renderer
+from snaketrack.tracker.render.renderers import check_renderer
+from snaketrack.tracker.render.silhouette import SilhouetteRenderer
+from snaketrack.tracker.run.corrupt import MaskCorruptor
 from snaketrack.tracker.state import TrackState
 from snaketrack.tracker.tracker import Tracker
 from snaketrack.training.data import resize_to
@@ -70,7 +70,7 @@ class PipelineConfig:
     track_ground: the camera moves: follow its height over the ground plane and hold the base to it; needs up.
     follow_up: with ``track_ground``, the up direction need be given for the first frame only: later frames
         given none get it followed through the ground's homography (the camera's rotation;
-        :class:`~snaketrack.tracker.ground.GroundTracker` ``follow``). ``--up auto`` on a moving camera.
+        :class:`~snaketrack.tracker.calib.ground.GroundTracker` ``follow``). ``--up auto`` on a moving camera.
     ground_height: the camera's height over the ground at the first frame [m], when known (``--up auto``'s
         plane); with ``static_camera`` or ``track_ground`` the base is held to that ground from the first frame
         (``TrackerConfig.ground_height``) rather than to the track's own median height. None (default).
@@ -226,7 +226,7 @@ class TrackingSession:
     """Track one robot through one camera's frames (module doc).
 
     robot: a :class:`~snaketrack.models.robot.Robot`.
-    camera: the source's :class:`~snaketrack.tracker.camera.Camera` (K, distortion, size in pixels).
+    camera: the source's :class:`~snaketrack.tracker.calib.camera.Camera` (K, distortion, size in pixels).
     fps: the source's frame rate [1/s]; a frame's time is ``index / fps`` unless given.
     config: a :class:`PipelineConfig`.
     segmenter: anything with ``predict(rgb) -> mask`` (a trained model from
@@ -309,7 +309,7 @@ class TrackingSession:
         """Frame ``index`` undistorted and resized to the tracking size, and its observed mask: ``mask``
         (bool (H, W) at the camera's size) undistorted and resized alike, or, when None, the segmenter's
         on the prepared frame. Needs nothing of the track: it may run in another thread, ahead of
-        :meth:`track` (:class:`~snaketrack.tracker.overlap.ReadAhead`)."""
+        :meth:`track` (:class:`~snaketrack.tracker.run.overlap.ReadAhead`)."""
         i = int(index)
         rgb = self.undistort.frame(frame)
         if mask is None:

@@ -3,7 +3,7 @@
 
 Both start from a *calibration pass*: the first ``n`` frames tracked as usual (with the up direction
 given, or none), their observed masks and fitted poses kept
-(:func:`snaketrack.tracker.run.calibration_pass`, :class:`CalibrationFrame`).
+(:func:`snaketrack.tracker.run.loop.calibration_pass`, :class:`CalibrationFrame`).
 
 **The ground plane** (:func:`fit_plane`, :func:`fit_plane_lengths`). The robot lies on the ground, and a
 crawling robot sweeps an area of it: its link centres over the frames of a fixed camera lie on one
@@ -12,7 +12,7 @@ points farther than ``3 × 1.4826 × MAD`` of the residuals are dropped and the 
 first normal; its sign is the one pointing from the ground towards the camera (OpenCV camera frame: x
 right, y down, z forward; the camera, at the origin, lies on the ``up`` side: ``up · X < 0`` for
 ground points ``X``). That is the up direction the tracker's ground priors take
-(:mod:`snaketrack.tracker.gravity`). The points must span an area: a body lying straight and still
+(:mod:`snaketrack.tracker.calib.gravity`). The points must span an area: a body lying straight and still
 spans a line, whose plane is undetermined about it (``spread``, the ratio of the second to the first
 singular value of the centred points, says how well; below ``min_spread`` no plane is returned).
 
@@ -25,7 +25,7 @@ the true ground plane; foreshortening across the image tells its tilt, and the l
 On that clip it brings the same pass's plane to 0.13°.
 
 On a moving camera the passes are given the first frame's up direction only and follow it over the
-ground (:class:`~snaketrack.tracker.ground.GroundTracker` ``follow``); each frame's links then enter the
+ground (:class:`~snaketrack.tracker.calib.ground.GroundTracker` ``follow``); each frame's links then enter the
 fits turned by its followed rotation and (the lengths fit) with its followed height ratio, so the
 frames still share one plane, the first frame's.
 
@@ -64,10 +64,10 @@ from snaketrack.errors import InputError
 from snaketrack.models.kinematics import forward_kinematics_np
 from snaketrack.models.rotations import axis_angle_to_matrix_np, perpendicular_np
 from snaketrack.tracker.config import TrackerConfig
-from snaketrack.tracker.observation import observe
-from snaketrack.tracker.primitives import CapsuleModel
-from snaketrack.tracker.refine import Refiner
-from snaketrack.tracker.render import SilhouetteRenderer, SilhouetteSettings
+from snaketrack.tracker.fit.observation import observe
+from snaketrack.tracker.fit.refine import Refiner
+from snaketrack.tracker.render.primitives import CapsuleModel
+from snaketrack.tracker.render.silhouette import SilhouetteRenderer, SilhouetteSettings
 from snaketrack.tracker.state import StateLayout
 
 #: Frames of the calibration pass by default (``--calibration-frames``).
@@ -414,7 +414,7 @@ def refine_focal(robot, camera, calib: list[CalibrationFrame], config=None, max_
     """The focal length that best explains the masks of ``calib`` (module doc).
 
     robot: the :class:`~snaketrack.models.robot.Robot`; camera: the tracked
-    :class:`~snaketrack.tracker.camera.Camera` (undistorted, at the tracking size) whose K the poses of
+    :class:`~snaketrack.tracker.calib.camera.Camera` (undistorted, at the tracking size) whose K the poses of
     ``calib`` were fitted with; config: the :class:`~snaketrack.tracker.config.TrackerConfig` (default
     the tracker's). max_frames: frames used, spread evenly over ``calib``. span: the grid covers
     ``[f₀/span, f₀·span]``, ``points`` log-spaced values. steps: refinement iterations per frame and f.

@@ -1,10 +1,10 @@
 """Differentiable soft silhouettes of capsules and cylinders under a pinhole camera (plain PyTorch).
 
 The robot's silhouette model is a set of primitives fixed to its link frames
-(:class:`~snaketrack.tracker.primitives.CapsuleModel`). For every pixel
+(:class:`~snaketrack.tracker.render.primitives.CapsuleModel`). For every pixel
 ray and every primitive the renderer takes the signed distance ``e`` [px]
 from the ray to the primitive's silhouette edge
-(:mod:`snaketrack.tracker.edges`; positive inside), shifts it by an
+(:mod:`snaketrack.tracker.render.edges`; positive inside), shifts it by an
 optional edge offset ``b`` [px] that dilates (+) or erodes (−) the model,
 and turns it into a coverage ``c = sigmoid((e + b) / σ)`` with the edge
 softness ``σ`` [px]. A pixel is covered by the soft union
@@ -14,7 +14,7 @@ rendering (tested against brute-force ray–capsule and ray–cylinder
 intersections in tests/tracker/test_render.py).
 
 Each primitive is evaluated only on the pixels of its own screen band
-(:mod:`snaketrack.tracker.bands`), as a flat list of (pixel, primitive)
+(:mod:`snaketrack.tracker.render.bands`), as a flat list of (pixel, primitive)
 pairs inside the region of interest (ROI) asked for; the soft union is a
 scatter-add over those pairs.
 
@@ -51,7 +51,7 @@ import torch.nn.functional as F
 from snaketrack.errors import InputError
 from snaketrack.models.kinematics import forward_kinematics
 from snaketrack.models.robot import Robot
-from snaketrack.tracker.bands import (
+from snaketrack.tracker.render.bands import (
     check_roi,
     pair_tensors,
     pixel_rays,
@@ -59,8 +59,8 @@ from snaketrack.tracker.bands import (
     primitive_pixels,
     ray_table,
 )
-from snaketrack.tracker.edges import edge_px, edge_px_grads, kind_order
-from snaketrack.tracker.primitives import CapsuleModel
+from snaketrack.tracker.render.edges import edge_px, edge_px_grads, kind_order
+from snaketrack.tracker.render.primitives import CapsuleModel
 from snaketrack.tracker.state import StateLayout
 
 
@@ -97,7 +97,7 @@ def soft_silhouette(starts: torch.Tensor, ends: torch.Tensor, radii: torch.Tenso
     starts, ends: (B, M, 3) axis end points in the camera frame [m]; radii (M,) [m];
     K: (3, 3) intrinsics [px]; offset_px: optional (B,) edge offset [px];
     cylinders: optional (M,) bool, primitives drawn as flat-ended cylinders
-    (:func:`~snaketrack.tracker.edges.cylinder_edge_px`).
+    (:func:`~snaketrack.tracker.render.edges.cylinder_edge_px`).
     Differentiable in ``starts``, ``ends``, ``radii`` and ``offset_px``;
     computed in the dtype of ``starts`` (float32 or float64), on its device (``radii`` and ``offset_px``
     are moved there).
@@ -169,9 +169,9 @@ def render_with_jacobian(starts: torch.Tensor, ends: torch.Tensor, radii: torch.
     in; given, the pixel rays come from a cached table (:func:`ray_table`).
     The work runs on the device of ``starts`` (``radii`` and ``point_jac`` are moved there), and so
     do the results.
-    The derivatives are in closed form (:func:`~snaketrack.tracker.edges.edge_px_grads`),
+    The derivatives are in closed form (:func:`~snaketrack.tracker.render.edges.edge_px_grads`),
     evaluated only for the pairs whose derivative exceeds ``tol``. ``band``:
-    see :func:`~snaketrack.tracker.bands.primitive_pixels`.
+    see :func:`~snaketrack.tracker.render.bands.primitive_pixels`.
     """
     roi = _check_single(starts, ends, radii, K, roi)
     _, _, w, h = roi
@@ -252,10 +252,12 @@ def render_with_jacobian_compiled(starts: torch.Tensor, ends: torch.Tensor, radi
                                   settings: SilhouetteSettings = SilhouetteSettings(),
                                   offset_px: float = 0.0, with_offset: bool = False, tol: float = 1e-6,
                                   cylinders: Optional[np.ndarray] = None, **_ignored) -> RenderJacobian:
-    """:func:`render_with_jacobian` by the compiled kernel of :mod:`~snaketrack.tracker.render_kernel`:
+    """:func:`render_with_jacobian` by the compiled kernel of :mod:`~snaketrack.tracker.render.render_kernel`:
     the same arguments and result (``compute_dtype``, ``image_size`` and ``band`` are ignored: it works
     in float64 on the band's pairs, its rays computed from ``K``)."""
-    from snaketrack.tracker import render_kernel  # deferred: the module imports without numba (the compiled kernels)
+    from snaketrack.tracker.render import (
+        render_kernel,  # deferred: the module imports without numba (the compiled kernels)
+    )
 
     roi = _check_single(starts, ends, radii, K, roi)
     _, _, w, h = roi

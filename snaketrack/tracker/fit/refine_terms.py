@@ -8,7 +8,7 @@
   direction, and the base's height along up to the ground's.
 
 Each returns ``(H (nP, nP), g (nP,), cost)`` in the LM parameters ``[q, δ, t(, b)]`` of
-:mod:`snaketrack.tracker.refine`, to be added to the normal equations.
+:mod:`snaketrack.tracker.fit.refine`, to be added to the normal equations.
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ flat-ended cylinder. :class:`CapsuleModel` holds them for one robot
 :meth:`CapsuleModel.from_visual`: the robot as it looks, with its joint
 housings and end caps) and places them in the camera frame from the link
 frames of forward kinematics. The renderer draws their silhouettes
-(:mod:`snaketrack.tracker.render`).
+(:mod:`snaketrack.tracker.render.silhouette`).
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ class CapsuleModel:
     radius: (M,) radius [m].
     cylinders: optional (M,) bool: the primitive is a flat-ended cylinder from
         ``a_local`` to ``b_local`` (the renderer draws its own edge,
-        :func:`~snaketrack.tracker.edges.cylinder_edge_px`), not a capsule; None: none is.
+        :func:`~snaketrack.tracker.render.edges.cylinder_edge_px`), not a capsule; None: none is.
     """
 
     link: np.ndarray
@@ -75,7 +75,7 @@ class CapsuleModel:
         housing: a sphere of the housing radius, or for a cylindrical housing
         (radius R, half-length h) along the joint axis, with
         ``housings="cylinder"`` the cylinder itself, drawn with its own edge
-        (``cylinders``, :func:`~snaketrack.tracker.edges.cylinder_edge_px`),
+        (``cylinders``, :func:`~snaketrack.tracker.render.edges.cylinder_edge_px`),
         and with ``housings="capsule"`` a capsule of radius R from −h/2 to
         +h/2 (a rougher outline: against rendered masks at the true pose, IoU
         about 0.94–0.97 where the cylinders give 0.99, and tracks that sit too

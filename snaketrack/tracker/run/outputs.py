@@ -14,10 +14,10 @@
   silhouette, red link axes with white joints, a yellow head point, and the
   frame number, status and IoU in the corner.
 - :func:`overlay_frame`: that overlay for a finished
-  :class:`~snaketrack.tracker.pipeline.FrameResult`.
+  :class:`~snaketrack.tracker.run.pipeline.FrameResult`.
 
 The figures against truth (``metrics.json``, plots) are in
-:mod:`snaketrack.tracker.evaluation`.
+:mod:`snaketrack.tracker.run.evaluation`.
 """
 from __future__ import annotations
 
@@ -204,7 +204,7 @@ class OverlayVideo(Mp4Writer):
 
 def overlay_frame(result: Any, robot: Any, K: np.ndarray) -> np.ndarray:
     """The overlay image (RGB uint8 (H, W, 3)) of one finished
-    :class:`~snaketrack.tracker.pipeline.FrameResult`, drawn with the tracking camera's ``K`` (3, 3)."""
+    :class:`~snaketrack.tracker.run.pipeline.FrameResult`, drawn with the tracking camera's ``K`` (3, 3)."""
     state = result.state
     axes, head = link_axes_uv(robot, state.q, state.base_rotation, state.base_position, K) \
         if state.has_pose else (None, None)

@@ -7,11 +7,11 @@ dataset (``truth``, the default for datasets), a folder of PNGs named like the
 frames (``000000.png`` …), or a trained segmenter (``segmenter:MODEL.pt``).
 Intrinsics come from a calibration file (OpenCV YAML/JSON) or the dataset's
 ``meta.json``. The frames go through one
-:class:`~snaketrack.tracker.pipeline.TrackingSession`.
+:class:`~snaketrack.tracker.run.pipeline.TrackingSession`.
 
 Outputs: ``track.csv`` (the columns of docs/conventions.md, plus ``iou_truth`` when the
 dataset has truth masks; a row per finished frame), ``quality.csv`` (each
-finished frame's skeleton residual, :mod:`snaketrack.tracker.quality`),
+finished frame's skeleton residual, :mod:`snaketrack.tracker.run.quality`),
 ``overlay.mp4``, ``metrics.json`` (docs/tracking.md, "Outputs": the figures
 that need no truth, and with ``truth.jsonl`` those against it),
 ``summary.json`` and plots; with ``states`` the rows as JSON lines to a file or
@@ -46,14 +46,14 @@ from snaketrack.device import resolve_device
 from snaketrack.errors import FileFormatError, InputError, MissingFileError
 from snaketrack.io import read_csv_columns, write_json
 from snaketrack.models.robot import source_robot
-from snaketrack.tracker.camera import Camera, source_camera
-from snaketrack.tracker.evaluation import plot_tracking, tracking_metrics
-from snaketrack.tracker.gravity import open_up
-from snaketrack.tracker.outputs import OverlayVideo, StateStream, TrackWriter, overlay_frame
-from snaketrack.tracker.overlap import ReadAhead, WriteBehind
-from snaketrack.tracker.pipeline import PipelineConfig, TrackingSession
-from snaketrack.tracker.quality import HEADLINE, QualityWriter, plot_quality, quality_metrics
-from snaketrack.tracker.selfcal import CalibrationFrame, estimate_up, refine_focal
+from snaketrack.tracker.calib.camera import Camera, source_camera
+from snaketrack.tracker.calib.gravity import open_up
+from snaketrack.tracker.calib.selfcal import CalibrationFrame, estimate_up, refine_focal
+from snaketrack.tracker.run.evaluation import plot_tracking, tracking_metrics
+from snaketrack.tracker.run.outputs import OverlayVideo, StateStream, TrackWriter, overlay_frame
+from snaketrack.tracker.run.overlap import ReadAhead, WriteBehind
+from snaketrack.tracker.run.pipeline import PipelineConfig, TrackingSession
+from snaketrack.tracker.run.quality import HEADLINE, QualityWriter, plot_quality, quality_metrics
 from snaketrack.training.segmenter import load_segmenter
 
 
@@ -63,10 +63,10 @@ class RunOptions:
 
     up: the up direction per frame: None/``"none"``, ``"sim-imu"`` (a synthetic dataset), an IMU CSV path, or
         ``"auto"``: the ground plane fitted to the robot's own track over the first ``calibration_frames``
-        (:mod:`snaketrack.tracker.selfcal`): a fixed camera's, or with ``track_ground`` a moving camera's
+        (:mod:`snaketrack.tracker.calib.selfcal`): a fixed camera's, or with ``track_ground`` a moving camera's
         first frame's, then followed through the ground's homography (``PipelineConfig.follow_up``).
     refine_focal: refine the focal length (fx = fy scaled alike) over the first ``calibration_frames``
-        from the robot's known link lengths (:func:`~snaketrack.tracker.selfcal.refine_focal`). Default False.
+        from the robot's known link lengths (:func:`~snaketrack.tracker.calib.selfcal.refine_focal`). Default False.
     calibration_frames: frames of the calibration pass of ``up="auto"`` and ``refine_focal``. Default 60.
     max_frames: stop after this many frames; None: all.
     video: write ``overlay.mp4``. Default True.
@@ -160,7 +160,7 @@ def open_session(source: str | os.PathLike, robot: Optional[str] = None, intrins
     """Open a recorded source for tracking: ``(frames, session, mask_source)``.
 
     ``robot``: a shipped name or YAML file; default the dataset's ``meta.json`` robot.
-    ``intrinsics``: a calibration file or a :class:`~snaketrack.tracker.camera.FieldOfView`; default the
+    ``intrinsics``: a calibration file or a :class:`~snaketrack.tracker.calib.camera.FieldOfView`; default the
     dataset's ``meta.json`` K.
     ``masks``: ``truth`` (default for datasets), a folder of PNGs or ``segmenter:MODEL.pt``, run in
     ``segmenter_setting`` (``live`` or ``accurate``) with ``segmenter_flips`` (None: the setting's), on
@@ -181,7 +181,7 @@ def open_session(source: str | os.PathLike, robot: Optional[str] = None, intrins
 
 
 def open_up_source(frames, up: Optional[str], config: PipelineConfig = PipelineConfig()):
-    """The up direction per frame of ``frames`` (``--up``: :func:`~snaketrack.tracker.gravity.open_up`),
+    """The up direction per frame of ``frames`` (``--up``: :func:`~snaketrack.tracker.calib.gravity.open_up`),
     or None; :class:`InputError` when ``config`` holds the robot to the ground and there is none."""
     up_source = open_up(up, frames.truth, int(frames.meta.get("seed", 0) or 0))
     if config.needs_up and up_source is None:
@@ -229,8 +229,8 @@ class MaskMemo:
 
 def calibration_pass(frames, session, mask_source, up_source, n: int) -> list[CalibrationFrame]:
     """Track the first ``n`` frames of ``frames`` through ``session`` (a
-    :class:`~snaketrack.tracker.pipeline.TrackingSession`, started here and closed) and keep the tracked
-    ones (:class:`~snaketrack.tracker.selfcal.CalibrationFrame`, in order). ``mask_source``, ``up_source``: as
+    :class:`~snaketrack.tracker.run.pipeline.TrackingSession`, started here and closed) and keep the tracked
+    ones (:class:`~snaketrack.tracker.calib.selfcal.CalibrationFrame`, in order). ``mask_source``, ``up_source``: as
     :func:`step_frames` takes them."""
     out: list[CalibrationFrame] = []
 
@@ -254,12 +254,12 @@ def calibration_pass(frames, session, mask_source, up_source, n: int) -> list[Ca
 def self_calibrate(frames, session: TrackingSession, mask_source: "MaskSource", options: RunOptions,
                    config: PipelineConfig = PipelineConfig(), log: Optional[Callable[[str], None]] = None):
     """The session and up source of a run, after the calibration pass of ``--up auto`` and
-    ``--refine-focal`` (:mod:`snaketrack.tracker.selfcal`) when asked for: ``(session, up_source, report)``.
+    ``--refine-focal`` (:mod:`snaketrack.tracker.calib.selfcal`) when asked for: ``(session, up_source, report)``.
 
     The pass tracks the first ``options.calibration_frames`` frames with the given up direction (none
     for ``auto``) and no ground prior; ``--refine-focal`` then picks the focal length (the session is
     rebuilt with it unless the objective is flat, which is warned of), and ``--up auto`` fits the ground
-    plane to the links of passes at that focal length (:func:`~snaketrack.tracker.selfcal.estimate_up`).
+    plane to the links of passes at that focal length (:func:`~snaketrack.tracker.calib.selfcal.estimate_up`).
     On a moving camera (``config.track_ground``) the passes and the run are given the first frame's up
     direction only and follow it over the ground (``PipelineConfig.follow_up``). ``report``: what was
     found (``focal``, ``up_auto``: :meth:`FocalFit.as_dict`, :meth:`PlaneFit.as_dict`), None without
@@ -344,7 +344,7 @@ def self_calibrate(frames, session: TrackingSession, mask_source: "MaskSource", 
 def prepared_frames(frames, session: TrackingSession, mask_source: "MaskSource", up_source=None,
                     start: int = 0, stop: Optional[int] = None) -> Iterator[tuple]:
     """Frames ``[start, stop)`` of ``frames`` (``stop`` None: to the end) read and prepared for ``session``
-    (:meth:`~snaketrack.tracker.pipeline.TrackingSession.prepare`: undistorted, resized, segmented):
+    (:meth:`~snaketrack.tracker.run.pipeline.TrackingSession.prepare`: undistorted, resized, segmented):
     ``(prepared, up, truth_mask)`` each, the up direction and (when the session scores against truth)
     the truth mask beside it."""
     for i, rgb in frames.frames(start=start):
@@ -362,9 +362,9 @@ def step_frames(frames, session: TrackingSession, mask_source: "MaskSource", up_
                 start: int = 0, stop: Optional[int] = None, ahead: bool = True) -> Iterator[list]:
     """Step the started ``session`` through frames ``[start, stop)`` of ``frames`` (``stop`` None: to the
     end), each with its mask, up direction and (when the session scores against truth) truth mask;
-    yields each step's finished :class:`~snaketrack.tracker.pipeline.FrameResult` list. Neither starts
+    yields each step's finished :class:`~snaketrack.tracker.run.pipeline.FrameResult` list. Neither starts
     nor closes the session. ``ahead``: the next frame is read and segmented in a thread of its own while
-    this one is tracked (:class:`~snaketrack.tracker.overlap.ReadAhead`)."""
+    this one is tracked (:class:`~snaketrack.tracker.run.overlap.ReadAhead`)."""
     items = prepared_frames(frames, session, mask_source, up_source, start, stop)
     if not ahead:
         for prepared, up, truth in items:

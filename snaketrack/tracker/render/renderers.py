@@ -1,11 +1,14 @@
-"""The tracker's silhouette renderers by name: ``own`` (:class:`~snaketrack.tracker.render.SilhouetteRenderer`,
-analytic capsules and cylinders, the default) and ``pytorch3d`` (:class:`~snaketrack.tracker.render_pytorch3d.
-PyTorch3DRenderer`, PyTorch3D's soft rasteriser on the robot's meshes; needs PyTorch3D, docs/renderer.md)."""
+"""The tracker's silhouette renderers by name.
+
+``own`` (:class:`~snaketrack.tracker.render.silhouette.SilhouetteRenderer`, analytic capsules and
+cylinders, the default) and ``pytorch3d``
+(:class:`~snaketrack.tracker.render.render_pytorch3d.PyTorch3DRenderer`, PyTorch3D's soft rasteriser on
+the robot's meshes; needs PyTorch3D, docs/renderer.md)."""
 from __future__ import annotations
 
 from snaketrack.errors import InputError
-from snaketrack.tracker.render import SilhouetteRenderer, SilhouetteSettings
-from snaketrack.tracker.render_pytorch3d import PyTorch3DRenderer
+from snaketrack.tracker.render.render_pytorch3d import PyTorch3DRenderer
+from snaketrack.tracker.render.silhouette import SilhouetteRenderer, SilhouetteSettings
 
 RENDERERS = ("own", "pytorch3d")
 
@@ -26,8 +29,8 @@ def check_renderer(name: str) -> None:
 
 def make_renderer(name: str, robot, K, width: int, height: int, model=None, settings=None, device=None):
     """The renderer ``name`` (:data:`RENDERERS`) for ``robot`` seen with intrinsics ``K`` (3, 3) [px] on a
-    ``width`` × ``height`` image, drawing ``model`` (a :class:`~snaketrack.tracker.primitives.CapsuleModel`)
-    with ``settings`` (:class:`~snaketrack.tracker.render.SilhouetteSettings`) on ``device`` (a torch
+    ``width`` × ``height`` image, drawing ``model`` (a :class:`~snaketrack.tracker.render.primitives.CapsuleModel`)
+    with ``settings`` (:class:`~snaketrack.tracker.render.silhouette.SilhouetteSettings`) on ``device`` (a torch
     device; None: the CPU)."""
     check_renderer(name)
     settings = settings if settings is not None else SilhouetteSettings()

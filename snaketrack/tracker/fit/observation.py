@@ -12,7 +12,7 @@ import torch
 from skimage.morphology import skeletonize
 
 from snaketrack.errors import InputError
-from snaketrack.tracker.occlusion import far_from, far_weighting_on
+from snaketrack.tracker.fit.occlusion import far_from, far_weighting_on
 
 if TYPE_CHECKING:
     from snaketrack.tracker.config import RefineConfig

@@ -1,6 +1,6 @@
 """The robot's soft silhouette drawn by PyTorch3D from triangle meshes (the tracking paper's renderer).
 
-The robot's visual geometry is a set of meshes fixed to its link frames (:mod:`snaketrack.tracker.meshes`:
+The robot's visual geometry is a set of meshes fixed to its link frames (:mod:`snaketrack.tracker.render.meshes`:
 its capsules, spheres and cylinders tessellated, or a mesh file per link). PyTorch3D's mesh rasteriser
 (``rasterize_meshes``, its compiled ``_C``) lists for every pixel the ``faces_per_pixel`` nearest faces (by
 depth) within a blur radius, and its ``SoftSilhouetteShader`` blends them:
@@ -13,7 +13,7 @@ gives no figures; the default setting is PyTorch3D's documented silhouette setti
 weighs depth in RGB blending only; the silhouette does not use it), 100 faces per pixel and a blur radius of
 ``ln(1/ε − 1) σ`` with ε = 1e-4 (the distance past which ``p_k`` < ε).
 
-Here σ is set in pixels like the own renderer's (:class:`~snaketrack.tracker.render.SilhouetteSettings`
+Here σ is set in pixels like the own renderer's (:class:`~snaketrack.tracker.render.silhouette.SilhouetteSettings`
 ``sigma_px``): ``p_k = sigmoid(∓ δ_k² / σ_px²)`` with ``δ_k`` the distance [px], the same as PyTorch3D's σ =
 ``(2 σ_px / S)²`` on an image whose shorter side is S px (:func:`pytorch3d_sigma`); the paper's σ = 1e-4 on a
 640×360 image is ``σ_px`` = 1.8 (:func:`paper_sigma_px`). The silhouette over a region of interest (ROI) is
@@ -28,7 +28,7 @@ Gradients with respect to the pose:
   recomputed in torch from the same faces (``backward="torch"``, the default on the CPU; the same values and
   gradients, tested against PyTorch3D's);
 - :meth:`PyTorch3DRenderer.pose_jacobian`: the silhouette's Jacobian with respect to the pose in closed
-  form per (pixel, face) pair, for the tracker's Levenberg–Marquardt refinement (:mod:`snaketrack.tracker.refine`).
+  form per (pixel, face) pair, for the tracker's Levenberg–Marquardt refinement (:mod:`snaketrack.tracker.fit.refine`).
 
 Needs PyTorch3D (``make pytorch3d``: docs/renderer.md). Units: metres in the camera frame (OpenCV: x right,
 y down, z forward), pixels in the image.
@@ -46,10 +46,10 @@ from snaketrack.errors import InputError
 from snaketrack.models.chain import point_jacobian
 from snaketrack.models.kinematics import forward_kinematics
 from snaketrack.models.robot import Robot
-from snaketrack.tracker.bands import check_roi
-from snaketrack.tracker.meshes import SECTIONS, LinkMeshes, robot_meshes
-from snaketrack.tracker.primitives import CapsuleModel
-from snaketrack.tracker.render import RenderJacobian, SilhouetteRenderer, SilhouetteSettings
+from snaketrack.tracker.render.bands import check_roi
+from snaketrack.tracker.render.meshes import SECTIONS, LinkMeshes, robot_meshes
+from snaketrack.tracker.render.primitives import CapsuleModel
+from snaketrack.tracker.render.silhouette import RenderJacobian, SilhouetteRenderer, SilhouetteSettings
 
 PAPER_SIGMA = 1e-4
 PAPER_GAMMA = 1e-4
@@ -225,7 +225,7 @@ def _coverage_logit(d2: torch.Tensor, inside: torch.Tensor, sigma_px: float, off
 
 class PyTorch3DRenderer(SilhouetteRenderer):
     """The robot's soft silhouette from meshes, rasterised by PyTorch3D (module doc); a
-    :class:`~snaketrack.tracker.render.SilhouetteRenderer` in every call the tracker makes.
+    :class:`~snaketrack.tracker.render.silhouette.SilhouetteRenderer` in every call the tracker makes.
 
     ``robot``, ``K`` (3, 3) [px], ``width``, ``height`` [px], ``model`` (the :class:`CapsuleModel` the search,
     the ROI and the occlusion test keep using; default :meth:`CapsuleModel.from_visual`) and ``settings`` as

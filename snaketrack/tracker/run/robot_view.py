@@ -1,7 +1,7 @@
 """Pictures of a robot file's silhouette, to check the file before tracking (``snaketrack robot show``).
 
-The silhouette is the tracker's own (:class:`~snaketrack.tracker.render.SilhouetteRenderer`
-with its default model, :meth:`~snaketrack.tracker.primitives.CapsuleModel.from_visual`), so
+The silhouette is the tracker's own (:class:`~snaketrack.tracker.render.silhouette.SilhouetteRenderer`
+with its default model, :meth:`~snaketrack.tracker.render.primitives.CapsuleModel.from_visual`), so
 what is drawn is what the tracker fits to the masks.
 
 Base orientation (:func:`base_rotation`): yaw, pitch and roll [rad] turn the
@@ -33,9 +33,9 @@ from snaketrack.errors import InputError
 from snaketrack.models.kinematics import forward_kinematics_np
 from snaketrack.models.robot import Robot
 from snaketrack.models.rotations import axis_rotation_np
-from snaketrack.tracker.camera import Camera, FieldOfView
-from snaketrack.tracker.outputs import draw_overlay, link_axes_cam, project_points
-from snaketrack.tracker.render import SilhouetteRenderer
+from snaketrack.tracker.calib.camera import Camera, FieldOfView
+from snaketrack.tracker.render.silhouette import SilhouetteRenderer
+from snaketrack.tracker.run.outputs import draw_overlay, link_axes_cam, project_points
 from snaketrack.tracker.state import StateLayout
 
 #: The robot lying flat, seen from straight above: link x → camera x, link z (up) → camera −z.

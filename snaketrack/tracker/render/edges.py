@@ -221,7 +221,7 @@ def kind_order(cylinders: Optional[np.ndarray]) -> tuple[Optional[torch.Tensor],
     when they already are so; the number of capsules, None when there are no cylinders).
 
     The silhouette and its derivatives do not depend on the primitives' order, and
-    :func:`~snaketrack.tracker.bands.primitive_pixels` lists the pairs grouped by primitive in that
+    :func:`~snaketrack.tracker.render.bands.primitive_pixels` lists the pairs grouped by primitive in that
     order, so in this order the capsule pairs are a leading slice of the pairs and the cylinder pairs
     the rest (:func:`edge_px`).
     """

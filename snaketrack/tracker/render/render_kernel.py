@@ -1,9 +1,9 @@
 """The silhouette and its Jacobian as one compiled loop over (pixel, primitive) pairs (numba).
 
-The same quantities as :func:`snaketrack.tracker.render.render_with_jacobian`
+The same quantities as :func:`snaketrack.tracker.render.silhouette.render_with_jacobian`
 (its torch implementation is the reference; tests/tracker/test_render_kernel.py
 compares the two, values and derivatives): per pair the signed edge distance
-``e`` [px] of :mod:`snaketrack.tracker.edges` (capsule or flat-ended cylinder)
+``e`` [px] of :mod:`snaketrack.tracker.render.edges` (capsule or flat-ended cylinder)
 and, only where the pair's weight ``(1 − o) c / σ`` exceeds ``tol``, its
 closed-form derivatives ``∂e/∂A``, ``∂e/∂B``, chained at once with the end
 points' Jacobian into the rows of ``∂o/∂θ``. One pass per pair and no
@@ -359,7 +359,7 @@ def silhouette_jacobian(pix, prim, roi, cam, S, E, rad, cyl, f, min_depth, sig, 
 @_jit
 def _row_span(au, av, bu, bv, half, vv):
     """The span [lo, hi] (float) where row ``vv`` meets the band within ``half`` px of the segment a→b
-    (:func:`snaketrack.tracker.bands._band_spans` for one row; lo > hi when it misses)."""
+    (:func:`snaketrack.tracker.render.bands._band_spans` for one row; lo > hi when it misses)."""
     lo = np.inf
     hi = -np.inf
     for k in range(2):
@@ -398,7 +398,7 @@ def _row_span(au, av, bu, bv, half, vv):
 @_jit
 def band_pairs(S, E, rad, K, roi, pad_px):
     """The (ROI pixel, primitive) pairs of one state, int64 arrays (Q,), (Q,): the same pairs, in the same
-    order, as :func:`snaketrack.tracker.bands.primitive_pixels` (band=True) for a batch of one.
+    order, as :func:`snaketrack.tracker.render.bands.primitive_pixels` (band=True) for a batch of one.
 
     S, E: (M, 3) end points [m]; rad: (M,) [m]; K: (3, 3) [px]; roi: (4,) int64; pad_px [px]."""
     u0, v0, w, h = roi[0], roi[1], roi[2], roi[3]

@@ -1,6 +1,6 @@
 """Refinement of a predicted state against an observed mask.
 
-Two optimisers over the same silhouette (:mod:`snaketrack.tracker.render`):
+Two optimisers over the same silhouette (:mod:`snaketrack.tracker.render.silhouette`):
 
 - ``method="lm"`` (default; docs/design.md, "The tracker's refinement"):
   Levenberg–Marquardt on per-pixel residuals ``r_p = w_p (o_p − m_p)``
@@ -28,9 +28,9 @@ wrong pixel is weighted by its distance to the observed mask's boundary
 (``w_p = 1 + dt_gain · min(D_p, dt_clip_px)``; ``D`` from the distance
 transform of the mask and of its complement), so far-off pixels pull harder.
 
-The observed mask comes prepared as an :class:`~snaketrack.tracker.observation.Observation`
-(with the occlusion weighting of :mod:`snaketrack.tracker.occlusion`); the coverage term and the
-up and ground priors are in :mod:`snaketrack.tracker.refine_terms`. The velocity update after
+The observed mask comes prepared as an :class:`~snaketrack.tracker.fit.observation.Observation`
+(with the occlusion weighting of :mod:`snaketrack.tracker.fit.occlusion`); the coverage term and the
+up and ground priors are in :mod:`snaketrack.tracker.fit.refine_terms`. The velocity update after
 refinement lives with the filter (:func:`snaketrack.tracker.filter.velocity_update`).
 
 Units: radians, metres, pixels (``b``, ``σ``); the cost is in pixels
@@ -49,11 +49,11 @@ from snaketrack.errors import InputError
 from snaketrack.models.chain import point_jacobian
 from snaketrack.models.kinematics import forward_kinematics
 from snaketrack.models.rotations import axis_angle_to_matrix, axis_angle_to_matrix_np, matrix_to_axis_angle_np
-from snaketrack.tracker.bands import primitive_boxes
 from snaketrack.tracker.config import RefineConfig
-from snaketrack.tracker.observation import Observation
-from snaketrack.tracker.refine_terms import coverage_terms, ground_terms
-from snaketrack.tracker.render import (
+from snaketrack.tracker.fit.observation import Observation
+from snaketrack.tracker.fit.refine_terms import coverage_terms, ground_terms
+from snaketrack.tracker.render.bands import primitive_boxes
+from snaketrack.tracker.render.silhouette import (
     SilhouetteRenderer,
     render_with_jacobian,
     render_with_jacobian_compiled,
@@ -457,7 +457,9 @@ def refine_core(core: str, own_renderer: bool = True, device="cpu") -> str:
     renderer and its ``device``: the compiled kernel draws the own renderer's capsules and cylinders on the
     CPU, so with another renderer (``own_renderer`` False: ``pytorch3d``, which gives its silhouette and
     Jacobian itself) or on a GPU ``"auto"`` is ``"torch"`` and ``"compiled"`` an :class:`InputError`."""
-    from snaketrack.tracker import render_kernel  # deferred: the module imports without numba (the compiled kernels)
+    from snaketrack.tracker.render import (
+        render_kernel,  # deferred: the module imports without numba (the compiled kernels)
+    )
 
     on_cpu = torch.device(device).type == "cpu"
     if core == "compiled" and not own_renderer:

@@ -5,7 +5,7 @@ above hardly tells how its plane is tilted: tilt, depth and the edge offset
 trade against each other. Phones, drones and gimbals measure gravity.
 Given ``up = −g/|g|`` in the camera frame (OpenCV: x right, y down,
 z forward), the tracker holds the robot's plane to the
-ground it defines (:class:`snaketrack.tracker.refine.RefineConfig`
+ground it defines (:class:`snaketrack.tracker.fit.refine.RefineConfig`
 ``up_prior_rad``) and its first-frame search lifts the mask's axis onto that
 plane only.
 

@@ -3,7 +3,7 @@
 :class:`PoseSearch` turns the mask's axis into starts and refines the best of them:
 
 1. **Axis.** The mask's largest component is skeletonised and its longest path taken as the robot's
-   axis (:func:`snaketrack.tracker.axis.mask_axes`; other components of at least
+   axis (:func:`snaketrack.tracker.fit.axis.mask_axes`; other components of at least
    ``init_join_min_frac`` of its area are chained on, and with ``init_join_max_gaps`` the axis is also
    joined across wider gaps, each distinct axis once).
 2. **Starts** (:meth:`PoseSearch.initial_poses`). For a set of ground-plane hypotheses (plane normals
@@ -37,11 +37,11 @@ from snaketrack.errors import InputError
 from snaketrack.models.kinematics import forward_kinematics
 from snaketrack.models.robot import Robot
 from snaketrack.models.rotations import axis_rotation_np, perpendicular_np
-from snaketrack.tracker.axis import mask_axes
-from snaketrack.tracker.observation import Observation, observe
-from snaketrack.tracker.occlusion import far_weighting_on
-from snaketrack.tracker.refine import Refiner, RefineResult
-from snaketrack.tracker.render import SilhouetteRenderer
+from snaketrack.tracker.fit.axis import mask_axes
+from snaketrack.tracker.fit.observation import Observation, observe
+from snaketrack.tracker.fit.occlusion import far_weighting_on
+from snaketrack.tracker.fit.refine import Refiner, RefineResult
+from snaketrack.tracker.render.silhouette import SilhouetteRenderer
 from snaketrack.tracker.state import StateLayout
 
 if TYPE_CHECKING:

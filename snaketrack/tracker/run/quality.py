@@ -29,7 +29,7 @@ from skimage.morphology import skeletonize
 
 from snaketrack.errors import FileFormatError
 from snaketrack.io import CsvAppender, atomic_write_bytes
-from snaketrack.tracker.outputs import STATUS_COLOURS, link_axes_uv
+from snaketrack.tracker.run.outputs import STATUS_COLOURS, link_axes_uv
 
 #: ``quality.csv``'s columns: the frame, its skeleton residual [px], how many skeleton pixels it had and the
 #: observed mask's area [px].
@@ -122,7 +122,7 @@ def skeleton_residual(mask: np.ndarray, segments: np.ndarray) -> tuple[float, in
 class QualityWriter:
     """``quality.csv``: a row (:data:`QUALITY_COLUMNS`) per finished frame, flushed as it goes.
 
-    ``write(result)`` takes a :class:`~snaketrack.tracker.pipeline.FrameResult` and measures its
+    ``write(result)`` takes a :class:`~snaketrack.tracker.run.pipeline.FrameResult` and measures its
     observed mask's skeleton against the state's link axes projected with ``K`` (3, 3), the tracking
     camera's (:func:`skeleton_residual`)."""
 

@@ -6,7 +6,7 @@ prediction holds them:
 
 - the **far zone** (:func:`far_from`): pixels more than ``RefineConfig.far_px`` from every mask pixel,
   beyond the mask's 1–3 px bias and ragged edge (:meth:`Observation.from_mask
-  <snaketrack.tracker.observation.Observation.from_mask>` applies it);
+  <snaketrack.tracker.fit.observation.Observation.from_mask>` applies it);
 - the **cut** (:func:`cut_weighted`): outside the mask, the pixels nearer to a point of the predicted
   body axis that lies in the far zone than to one that does not. A post cuts the body's whole
   cross-section out of the mask, a segmentation bias only its sides: the pixels beyond a cut lie
@@ -23,8 +23,8 @@ import numpy as np
 import torch
 
 if TYPE_CHECKING:
-    from snaketrack.tracker.observation import Observation
-    from snaketrack.tracker.render import SilhouetteRenderer
+    from snaketrack.tracker.fit.observation import Observation
+    from snaketrack.tracker.render.silhouette import SilhouetteRenderer
 
 
 def far_from(mask: np.ndarray, dist_px: float) -> np.ndarray:

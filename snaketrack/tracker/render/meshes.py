@@ -1,6 +1,6 @@
 """The robot's visual geometry as triangle meshes fixed to its link frames (for the mesh renderer).
 
-Each primitive of a :class:`~snaketrack.tracker.primitives.CapsuleModel` is tessellated with trimesh
+Each primitive of a :class:`~snaketrack.tracker.render.primitives.CapsuleModel` is tessellated with trimesh
 (``trimesh.creation``): a capsule (a sphere when its end points meet) or a flat-ended cylinder, around its axis
 ``A→B`` in its link's frame. A link whose robot file names a mesh (``visual: {mesh: ...}``,
 :class:`~snaketrack.models.robot.Visual`) is drawn by that file's mesh instead of its primitives. Boxes

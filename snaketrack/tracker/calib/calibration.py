@@ -13,7 +13,7 @@ coordinates at pixel centres).
 
 Images come from files, folders of images and video files
 (:func:`calibration_images`); :func:`calibrate` runs the whole fit and
-:func:`~snaketrack.tracker.camera.save_calibration` writes the result.
+:func:`~snaketrack.tracker.calib.camera.save_calibration` writes the result.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ import numpy as np
 
 from snaketrack.datasets.video import IMAGE_EXTS, VideoSource
 from snaketrack.errors import FileFormatError, InputError, MissingFileError, SnaketrackWarning
-from snaketrack.tracker.camera import Camera, principal_point_off_centre
+from snaketrack.tracker.calib.camera import Camera, principal_point_off_centre
 
 #: Boards are searched for on a copy of the image at most this wide [px] (speed); corners are refined at full size.
 DETECT_MAX_PX = 1280

@@ -38,7 +38,7 @@ import numpy as np
 
 from snaketrack.errors import SnaketrackWarning
 from snaketrack.io import read_csv_columns, read_json
-from snaketrack.tracker.quality import track_arrays
+from snaketrack.tracker.run.quality import track_arrays
 
 #: how close to a joint limit [rad] counts as at it
 LIMIT_MARGIN_RAD = 0.02

@@ -1,0 +1,1 @@
+"""The robot's silhouette: its primitives, the renderers (own and PyTorch3D) and their derivatives."""

@@ -1,0 +1,1 @@
+"""Running a track: the session, the frame loop, its outputs and quality figures."""

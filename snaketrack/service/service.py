@@ -242,7 +242,7 @@ class TrackingService:
             self._fail(frame, e)
             return
         self.first_tracked.set()
-        settled = bool(getattr(self.session.tracker, "reading_settled", True))
+        settled = self.session.reading_settled
         for r in results:
             self.frames_tracked += 1
             self.state = {"tracked": "tracking"}.get(r.status, r.status)

@@ -124,6 +124,26 @@ def test_held_frames_are_released_in_order_and_on_close(dataset):
     assert released == list(range(8))
 
 
+def test_the_session_says_whether_the_reading_is_settled_while_frames_are_held(dataset):
+    """``reading_settled`` is the session's own: True before a track, the tracker's while it runs (held frames
+    wait for it), and the frames held so far are released once it settles or the hold is full."""
+    frames = open_frames(dataset)
+    session = TrackingSession(load_robot("planar-snake-11"), Camera.from_meta(frames.meta), frames.fps,
+                              PipelineConfig(hold_frames=5))
+    assert session.reading_settled
+    session.start()
+    seen = []
+    for i, rgb in frames.frames():
+        if i == 8:
+            break
+        released = session.step(rgb, mask=frames.mask(i))
+        assert session.reading_settled == session.tracker.reading_settled
+        seen.append((session.reading_settled, len(released)))
+    # while unsettled and the hold not full, nothing is released; once settled, frames flow
+    for settled, n in seen[:4]:
+        assert settled or n == 0
+
+
 def test_a_frame_without_mask_needs_a_segmenter(dataset):
     frames = open_frames(dataset)
     session = TrackingSession(load_robot("planar-snake-11"), Camera.from_meta(frames.meta), frames.fps)

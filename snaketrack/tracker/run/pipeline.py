@@ -379,6 +379,13 @@ class TrackingSession:
         return int(getattr(self.tracker, "flips", 0))
 
     @property
+    def reading_settled(self) -> bool:
+        """Whether the tracker has settled which end of the chain is the head (the body wave has shown which
+        way the robot crawls, or the reading is not checked); True before the track starts. While False, the
+        track may still turn round."""
+        return bool(self.tracker.reading_settled) if self.tracker is not None else True
+
+    @property
     def reread_frames(self) -> int:
         """Held frames re-read from the other end when the track turned round."""
         return self.hold.reread_frames if self.tracker is not None else 0

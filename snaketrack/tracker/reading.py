@@ -27,6 +27,9 @@ the result).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+from typing import Any, Optional
+
 import numpy as np
 import torch
 
@@ -105,6 +108,18 @@ def flip_pose(robot: Robot, layout, x: np.ndarray) -> np.ndarray:
     return layout.pack(q_new, Rn @ Rz_pi, end, reference=x)
 
 
+@dataclass(frozen=True)
+class HeldFrame:
+    """A frame the reading hold keeps: its state, the mask (H, W) and up direction (3,) or None it was tracked
+    with, the caller's ``payload`` and the camera's height ratio over the ground (or None)."""
+
+    state: Any
+    mask: Any
+    up: Any = None
+    payload: Any = None
+    ground: Optional[float] = None
+
+
 class ReadingHold:
     """Holds a track's first frames until its reading of head and tail is settled.
 
@@ -131,7 +146,7 @@ class ReadingHold:
         if max_hold < 0:
             raise ValueError(f"max_hold = {max_hold}; expected >= 0 frames")
         self.tracker, self.max_hold = tracker, int(max_hold)
-        self.held: list[tuple] = []  # (state, mask, up, payload, ground)
+        self.held: list[HeldFrame] = []
         # once open, frames pass through; a tracker that keeps no reading (a stand-in) has nothing to wait for
         self.open = max_hold == 0 or not hasattr(tracker, "reading_settled")
         self.flips = getattr(tracker, "flips", 0)
@@ -143,9 +158,10 @@ class ReadingHold:
         if self.tracker.flips != self.flips:
             self.flips = self.tracker.flips
             # turned round: the held frames were read backwards too
-            self.held = [(self.tracker.reread(s, m, u, ground=g), m, u, p, g) for s, m, u, p, g in self.held]
+            self.held = [replace(h, state=self.tracker.reread(h.state, h.mask, h.up, ground=h.ground))
+                         for h in self.held]
             self.reread_frames += len(self.held)
-        self.held.append((state, mask, up, payload, ground))
+        self.held.append(HeldFrame(state, mask, up, payload, ground))
         if self.tracker.reading_settled or len(self.held) >= self.max_hold:
             if getattr(getattr(self.tracker, "config", None), "hold_backward", False):
                 self._backward()
@@ -156,15 +172,15 @@ class ReadingHold:
         """Refine the held frames again from the last one back to the first (``TrackerConfig.hold_backward``)."""
         layout = self.tracker.layout
         for k in range(len(self.held) - 2, -1, -1):
-            s, m, u, p, g = self.held[k]
-            nxt = self.held[k + 1][0]
+            h, nxt = self.held[k], self.held[k + 1].state
             if nxt.status != "tracked":
                 continue
-            self.held[k] = (self.tracker.refine_back(s, nxt.pose_vector(layout), m, u, ground=g), m, u, p, g)
+            self.held[k] = replace(h, state=self.tracker.refine_back(h.state, nxt.pose_vector(layout), h.mask, h.up,
+                                                                      ground=h.ground))
 
     def flush(self) -> list[tuple]:
         """Release everything held; later frames pass at once."""
-        out = [(s, p) for s, _, _, p, _ in self.held]
+        out = [(h.state, h.payload) for h in self.held]
         self.held = []
         self.open = True
         return out

@@ -151,6 +151,27 @@ class PreparedFrame:
     mask: np.ndarray
 
 
+@dataclass(frozen=True)
+class FrameInput:
+    """What a tracked frame's result is made from once the reading hold releases it (its state aside).
+
+    index: the source's frame number. t: its time [s]. rgb: the frame as tracked, RGB uint8 (H, W, 3).
+    mask: the observed mask as tracked, (H, W). ground: the camera's height over the ground relative to the
+    first frame's, or None. truth_mask: the truth mask (H, W) at the source's size, or None. up: the up
+    direction (3,) [camera frame] it was tracked with, or None. rotation: the camera's followed rotation
+    (3, 3) from the first frame's, or None.
+    """
+
+    index: int
+    t: float
+    rgb: np.ndarray
+    mask: np.ndarray
+    ground: Optional[float] = None
+    truth_mask: Optional[np.ndarray] = None
+    up: Optional[np.ndarray] = None
+    rotation: Optional[np.ndarray] = None
+
+
 @dataclass
 class FrameResult:
     """One finished frame.
@@ -338,8 +359,8 @@ class TrackingSession:
         time_s = i / self.fps if t is None else float(t)
         if not self.started and int(np.count_nonzero(mask)) < self.tracker.config.min_mask_px:
             self.frames += 1  # nothing to start from: the frame is lost, and the next one tries again
-            return [self._finish(TrackState.before_start(self.robot.dof, i, time_s), i, time_s, rgb, mask,
-                                 None, truth_mask, up)]
+            return [self._finish(TrackState.before_start(self.robot.dof, i, time_s),
+                                 FrameInput(i, time_s, rgb, mask, None, truth_mask, up))]
         t0 = time.perf_counter()
         kw: dict[str, Any] = {}
         rotation = None
@@ -355,17 +376,17 @@ class TrackingSession:
         self.started = True
         if state is None:
             raise InputError(f"frame {i}: the tracker returned no state")
-        done = self.hold.push(state, mask, up, payload=(i, time_s, rgb, mask, kw.get("ground"), truth_mask,
-                                                        up, rotation), ground=kw.get("ground"))
+        frame = FrameInput(i, time_s, rgb, mask, kw.get("ground"), truth_mask, up, rotation)
+        done = self.hold.push(state, mask, up, payload=frame, ground=frame.ground)
         self.track_time_s += time.perf_counter() - t0
         self.frames += 1
-        return [self._finish(s, *p) for s, p in done]
+        return [self._finish(s, f) for s, f in done]
 
     def close(self) -> list[FrameResult]:
         """The frames still held, as tracked (at the end of the input, or when it is interrupted)."""
         if self.tracker is None:
             return []
-        return [self._finish(s, *p) for s, p in self.hold.flush()]
+        return [self._finish(s, f) for s, f in self.hold.flush()]
 
     # -- figures of the run ----------------------------------------------------------------
     @property
@@ -397,9 +418,9 @@ class TrackingSession:
             self._renderer = SilhouetteRenderer(self.robot, self.camera.K, *self.size, device=self.device)
         return self._renderer.mask(state.pose_vector(self._renderer.layout))
 
-    def _finish(self, state, i: int, t: float, rgb: np.ndarray, mask: np.ndarray, ground: Optional[float],
-                truth_mask: Optional[np.ndarray], up: Optional[np.ndarray] = None,
-                rotation: Optional[np.ndarray] = None) -> FrameResult:
+    def _finish(self, state, frame: FrameInput) -> FrameResult:
+        i, t, rgb, mask, ground = frame.index, frame.t, frame.rgb, frame.mask, frame.ground
+        truth_mask, up, rotation = frame.truth_mask, frame.up, frame.rotation
         extra: dict[str, Any] = {"frame": i, "t": t}
         silhouette = self.render(state) if self.config.render and state.has_pose else None
         if silhouette is not None:

@@ -40,6 +40,7 @@ from typing import Optional
 import numpy as np
 
 from snaketrack.errors import InputError
+from snaketrack.sim.scene import _smooth_field, _write_png
 
 DISTRACTORS = ("legs", "chair", "tether", "door")
 
@@ -119,8 +120,6 @@ def add_lab_bodies(root: ET.Element, kinds: tuple[str, ...], look: LabLook, text
     """
     if not kinds:
         return
-    from snaketrack.sim.scene import _smooth_field, _write_png
-
     asset = root.find("asset")
     rng = np.random.default_rng(77)
     weave = np.clip(0.85 + 0.08 * _smooth_field(rng, 128, 0.7) + 0.05 * _smooth_field(rng, 128, 4.0), 0, 1)

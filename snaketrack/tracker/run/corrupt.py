@@ -37,6 +37,7 @@ import cv2
 import numpy as np
 
 from snaketrack.errors import InputError
+from snaketrack.masks import mask_iou
 
 
 @dataclass(frozen=True)
@@ -190,8 +191,6 @@ def best_offset_iou(truth: np.ndarray, observed: np.ndarray,
         raise InputError(f"IoU ceiling: mask shapes {t.shape} and {o.shape} differ")
     if not t.any():
         return float("nan"), float("nan")
-    from snaketrack.masks import mask_iou
-
     d = signed_distance(t)
     best, best_off = -1.0, float("nan")
     for off in sorted(offsets_px, key=abs):  # ties (offsets under 1 px change no pixel) go to the smallest

@@ -15,7 +15,6 @@ from snaketrack.labelling.fit_labels import FittedBackend, LabelFitter
 from snaketrack.labelling.guided_backend import GuidedBackend
 from snaketrack.labelling.label_gate import GateConfig, GatedBackend, gate_tracker
 from snaketrack.models.robot import source_robot
-from snaketrack.threads import LABEL_THREADS  # noqa: F401  (the labeller's threads, beside its backends)
 from snaketrack.tracker.calib.camera import DEFAULT_FOV_DEG, FieldOfView, source_camera
 from snaketrack.tracker.calib.gravity import open_up
 

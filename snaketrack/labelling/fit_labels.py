@@ -98,7 +98,7 @@ from snaketrack.tracker.calib.camera import source_camera
 from snaketrack.tracker.calib.ground import GroundTracker
 from snaketrack.tracker.config import TrackerConfig
 from snaketrack.tracker.render.silhouette import SilhouetteRenderer
-from snaketrack.tracker.run.pipeline import MOVING_GROUND_MIN_FRAMES
+from snaketrack.tracker.run.pipeline import on_moving_ground
 from snaketrack.tracker.tracker import Tracker
 
 FIT_REPORT = "fit_report.json"
@@ -237,7 +237,7 @@ class LabelFitter:
         self.config = config
         tracker_config = tracker_config or TrackerConfig()
         if track_ground:
-            tracker_config = replace(tracker_config, ground_window=-1, ground_min_frames=MOVING_GROUND_MIN_FRAMES)
+            tracker_config = on_moving_ground(tracker_config)
         self.up_source = up_source
         self.ground = GroundTracker(camera.K) if track_ground else None
         self.tracker = Tracker(robot, camera.K, width, height, fps=fps, config=tracker_config)

@@ -125,23 +125,32 @@ def test_held_frames_are_released_in_order_and_on_close(dataset):
 
 
 def test_the_session_says_whether_the_reading_is_settled_while_frames_are_held(dataset):
-    """``reading_settled`` is the session's own: True before a track, the tracker's while it runs (held frames
-    wait for it), and the frames held so far are released once it settles or the hold is full."""
+    """``reading_settled`` is True before a track; while it is False and the hold is not full, no frame is
+    released; the step at which it turns True (or the hold fills) releases every frame held, in order, and
+    later frames pass at once."""
     frames = open_frames(dataset)
+    hold = 5
     session = TrackingSession(load_robot("planar-snake-11"), Camera.from_meta(frames.meta), frames.fps,
-                              PipelineConfig(hold_frames=5))
+                              PipelineConfig(hold_frames=hold))
     assert session.reading_settled
     session.start()
-    seen = []
+    pending, released_all, opened = [], [], False
     for i, rgb in frames.frames():
         if i == 8:
             break
-        released = session.step(rgb, mask=frames.mask(i))
-        assert session.reading_settled == session.tracker.reading_settled
-        seen.append((session.reading_settled, len(released)))
-    # while unsettled and the hold not full, nothing is released; once settled, frames flow
-    for settled, n in seen[:4]:
-        assert settled or n == 0
+        released = [r.index for r in session.step(rgb, mask=frames.mask(i))]
+        pending.append(i)
+        if opened:
+            assert released == [i]
+        elif session.reading_settled or len(pending) >= hold:
+            assert released == pending
+            opened = True
+        else:
+            assert released == []
+        released_all += released
+        if released:
+            pending = []
+    assert released_all + [r.index for r in session.close()] == list(range(8))
 
 
 def test_a_frame_without_mask_needs_a_segmenter(dataset):

@@ -108,8 +108,9 @@ def labeller(args) -> dict:
     from snaketrack.datasets.boxes import mask_to_box
     from snaketrack.datasets.layout import Dataset
     from snaketrack.datasets.video import open_frames
-    from snaketrack.labelling.backends import LABEL_THREADS, build_backend
+    from snaketrack.labelling.backends import build_backend
     from snaketrack.labelling.label import LabelConfig, label_video
+    from snaketrack.threads import LABEL_THREADS
 
     specs = suite_specs(args.clips)
     if args.threads != 0:

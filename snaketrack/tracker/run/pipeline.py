@@ -204,6 +204,12 @@ class FrameResult:
         return self.state.status
 
 
+def on_moving_ground(config: TrackerConfig) -> TrackerConfig:
+    """``config`` holding the robot's base to the ground under a moving camera (``--track-ground``): the
+    ground prior on from :data:`MOVING_GROUND_MIN_FRAMES` tracked frames, per unit of the camera's height."""
+    return replace(config, ground_window=-1, ground_min_frames=MOVING_GROUND_MIN_FRAMES)
+
+
 def make_tracker(robot, camera, fps: float, refine_steps: Optional[int] = None, static_camera: bool = False,
                  track_ground: bool = False, silhouette: str = "visual", head: str = "wave",
                  ground_height: Optional[float] = None, refine_core: str = "auto",
@@ -219,7 +225,7 @@ def make_tracker(robot, camera, fps: float, refine_steps: Optional[int] = None, 
     if static_camera:
         config = replace(config, ground_window=-1)
     if track_ground:
-        config = replace(config, ground_window=-1, ground_min_frames=MOVING_GROUND_MIN_FRAMES)
+        config = on_moving_ground(config)
     if ground_height is not None:
         config = replace(config, ground_height=float(ground_height))
     return Tracker(robot, camera.K, camera.width, camera.height, fps=fps, config=config, device=device)

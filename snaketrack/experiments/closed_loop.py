@@ -381,6 +381,8 @@ def run_closed_loop(config: ClosedLoopConfig, progress: bool = False) -> dict:
             stop, done_at = finished(t, done_at)
             report(k, t)
             if stop:
+                if lockstep and tracked:  # lockstep waits for every frame handed over, the last one too
+                    timeouts += int(_await_command(commands, k, cfg.step_timeout)[1])
                 break
             if lockstep:
                 pending, timed_out = _await_command(commands, k, 60.0 if k == 0 else cfg.step_timeout)

@@ -130,14 +130,11 @@ class TrackerConfig:
     model: silhouette model, "visual" (robot.visual), "visual-capsule" (housings as capsules) or "capsules"; "visual".
     renderer: the silhouette renderer, "own" (analytic) or "pytorch3d" (PyTorch3D on meshes;
         :mod:`snaketrack.tracker.render.renderers`); "own".
-    moment_update: run the filter's image-moment EKF update before refinement (the paper's); default False.
-    moment_order: moments of that update, 1 (centroid) or 2 (and second moments); default 2.
     min_mask_px: a mask with fewer pixels than this means the robot is not visible [px]; default 30.
     lost_after: coasting frames before the status becomes ``lost``; default 5.
     reacquire_iou: below this IoU after refinement, the search runs too; default 0.35.
     reacquired_iou: on the first frame after a ``lost`` spell, the search also runs below this IoU; default 0.8.
     reinit_margin: while tracking, a search result replaces the refined one only if its IoU is higher by this; 0.15.
-    offset_warm_start: start each frame's edge offset from the last frame's instead of 0; default False.
     ground_window: fixed camera's ground prior: median of the last this many tracked heights (−1 all, 0 off); 0.
     ground_min_frames: tracked frames before the ground prior starts; default 5.
     ground_height: the camera's height over the ground at the first frame [m], when known (``--up auto``'s
@@ -149,7 +146,6 @@ class TrackerConfig:
     init_plane_tilts: the search's tilted ground planes, (tilt [deg], azimuths) pairs; default ((35, 6), (60, 6)).
     init_up_tilts: the same around the ground's normal when the up direction is known; default ((10, 6),).
     init_out_of_plane_prior_rad: the searches' ``out_of_plane_prior_rad`` [rad] (None: the tracking one); 0.15.
-    init_offset_guess: each start's edge offset explains the mask's area (:meth:`PoseSearch.offset_guess`); True.
     init_join_min_frac: the search's axis chains on components of ≥ this fraction of the largest's area; 0.15.
     init_join_max_gaps: the search's axes joined across gaps under these × the path's length; default (0.5, 1.5).
     keep_reading: a search while tracking tries only starts read (head vs tail) as the track is; default True.
@@ -163,7 +159,6 @@ class TrackerConfig:
     wave_window: tracked frames the wave check looks back over; default 20.
     wave_max_lag: largest time lag of the wave statistic [frames]; default 5.
     wave_threshold: a wave statistic below −this turns the track round, above it settles it; default 0.35.
-    warmup_keep_reading: the warm-up searches keep the first frame's reading of the chain; default True.
     depth_anchor: the point whose rate along its ray the depth damping scales, "centre" or "base"; "centre".
     cut_weighting: also ignore model pixels beyond a cut of the mask (occlusion.cut_weighted); default True.
     hold_backward: refine the frames a ReadingHold releases backwards from the track (:meth:`refine_back`); True.
@@ -174,14 +169,11 @@ class TrackerConfig:
     filter: FilterConfig = field(default_factory=FilterConfig)
     model: str = "visual"
     renderer: str = "own"
-    moment_update: bool = False
-    moment_order: int = 2
     min_mask_px: int = 30
     lost_after: int = 5
     reacquire_iou: float = 0.35
     reacquired_iou: float = 0.8
     reinit_margin: float = 0.15
-    offset_warm_start: bool = False
     ground_window: int = 0
     ground_min_frames: int = 5
     ground_height: Optional[float] = None
@@ -191,7 +183,6 @@ class TrackerConfig:
     init_plane_tilts: tuple[tuple[float, int], ...] = ((35.0, 6), (60.0, 6))
     init_up_tilts: tuple[tuple[float, int], ...] = ((10.0, 6),)
     init_out_of_plane_prior_rad: Optional[float] = 0.15
-    init_offset_guess: bool = True
     init_join_min_frac: float = 0.15
     init_join_max_gaps: tuple[float, ...] = (0.5, 1.5)
     keep_reading: bool = True
@@ -205,7 +196,6 @@ class TrackerConfig:
     wave_window: int = 20
     wave_max_lag: int = 5
     wave_threshold: float = 0.35
-    warmup_keep_reading: bool = True
     depth_anchor: str = "centre"
     cut_weighting: bool = True
     hold_backward: bool = True
@@ -214,7 +204,5 @@ class TrackerConfig:
     def __post_init__(self):
         if self.model not in ("visual", "visual-capsule", "capsules"):
             raise InputError(f"tracker model {self.model!r}; expected 'visual', 'visual-capsule' or 'capsules'")
-        if self.moment_order not in (1, 2):
-            raise InputError(f"moment_order = {self.moment_order!r}; expected 1 or 2")
         if self.depth_anchor not in ("centre", "base"):
             raise InputError(f"depth_anchor {self.depth_anchor!r}; expected 'centre' or 'base'")

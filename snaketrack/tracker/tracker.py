@@ -3,8 +3,6 @@
 Per frame (:meth:`Tracker.step`)::
 
     predict        constant velocity (KalmanFilter.predict, filter.py)
-    [moment update image moments of the mask vs. the rendered prediction
-                   (EKF, observation matrix by autograd; off by default)]
     refine         Levenberg–Marquardt on the silhouette (refine.py), with the
                    coverage term and, given an up direction, the ground prior;
                    model pixels far from the mask or beyond a cut of it (a post)
@@ -43,7 +41,6 @@ from snaketrack.models.robot import Robot
 from snaketrack.tracker.calib.ground_prior import GroundPrior
 from snaketrack.tracker.config import TrackerConfig
 from snaketrack.tracker.filter import KalmanFilter
-from snaketrack.tracker.fit.moments import mask_moment_vector
 from snaketrack.tracker.fit.observation import Observation, observe
 from snaketrack.tracker.fit.occlusion import cut_weighted
 from snaketrack.tracker.fit.refine import Refiner, RefineResult
@@ -192,14 +189,11 @@ class Tracker:
             return self._record(pred, t, None, status)
         obs = observe(m, self.config.refine)
         was_lost = self.n_coast > cfg.lost_after
-        if cfg.moment_update and not was_lost:
-            pred = self._moment_update(m)
-        b0 = self.offset if cfg.offset_warm_start else 0.0
         if was_lost:  # the robot may have moved while hidden: a wide edge first
             res = self.search.wide_refiner.refine(pred, obs, steps=cfg.init_refine_steps, up=self.up)
             res = self.refiner.refine(res.x, obs, offset0=res.offset_px, steps=4, up=self.up)
         else:
-            res = self.refiner.refine(pred, self._cut_weighted(pred, obs), offset0=b0, up=self.up,
+            res = self.refiner.refine(pred, self._cut_weighted(pred, obs), offset0=0.0, up=self.up,
                                       height=self.ground_prior.height(self.up))
         reinit = False
         if res.iou < cfg.reacquire_iou or (was_lost and res.iou < cfg.reacquired_iou):
@@ -212,8 +206,7 @@ class Tracker:
         elif self.warming and self.frame <= cfg.warmup_frames and res.iou < cfg.warmup_iou:
             # warm-up: the first frame's pose came from one mask; search again on the next masks
             # until a fit explains its mask well (a single corrupted mask can mislead the search)
-            alt = self.initialise(m, obs, extra=[pred, res.x],
-                                  orient=res.x if cfg.warmup_keep_reading else None)
+            alt = self.initialise(m, obs, extra=[pred, res.x], orient=res.x)
             if alt.iou > res.iou + cfg.warmup_margin:
                 res, reinit = alt, True
         if self.warming and (res.iou >= cfg.warmup_iou or self.frame >= cfg.warmup_frames):
@@ -353,18 +346,6 @@ class Tracker:
             self.layout, x, head, frame, t, cov_trace=cov_trace,
             iou=float(res.iou) if res is not None else float("nan"), status=status, velocity=velocity,
             loss=float(res.cost) if res is not None else float("nan"))
-
-    def _moment_update(self, m: np.ndarray) -> np.ndarray:
-        order = self.config.moment_order
-        z = mask_moment_vector(torch.as_tensor(m, dtype=torch.float64)[None], order=order)[0].numpy()
-        roi = self.renderer.screen_roi(torch.as_tensor(self.filter.pose)[None], 30.0)
-        s = replace(self.renderer.settings, sigma_px=1.0)
-
-        def h(x: torch.Tensor) -> torch.Tensor:
-            sil, r = self.renderer(x[None], roi, s)
-            return mask_moment_vector(sil, torch.tensor(r[:2], dtype=x.dtype), order=order)[0]
-
-        return self.filter.update(z, h)
 
     # -- search ---------------------------------------------------------
     def initialise(self, mask: np.ndarray, obs: Optional[Observation] = None, extra=(), orient=None):

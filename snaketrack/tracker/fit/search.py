@@ -95,7 +95,7 @@ class PoseSearch:
         starts = starts + [np.asarray(e, float) for e in extra]
         if not starts:
             raise InputError("initialisation: the mask has no usable skeleton; expected a visible robot")
-        b0 = [self.offset_guess(x, mask) for x in starts] if cfg.init_offset_guess else [0.0] * len(starts)
+        b0 = [self.offset_guess(x, mask) for x in starts]
         scored = sorted(((self.refiner.evaluate(x, obs, b0[i], sigma=2.0)[1], i) for i, x in enumerate(starts)),
                         reverse=True)
         wide = self.wide_refiner

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from snaketrack.errors import InputError
 from snaketrack.sim.scene import _smooth_field, _write_png
@@ -210,25 +211,19 @@ def add_room(root: ET.Element, path_xy: np.ndarray, seed: int, margin: float = 4
 # ---------------------------------------------------------------- geometry helpers
 
 def _quat_z_to(v: np.ndarray) -> np.ndarray:
-    """Quaternion (w, x, y, z) turning the z axis onto the direction of ``v`` (3,)."""
+    """Quaternion (w, x, y, z) turning the z axis onto the direction of ``v`` (3,) by the shortest arc."""
     v = np.asarray(v, float) / max(np.linalg.norm(v), 1e-12)
     z = np.array([0.0, 0.0, 1.0])
-    c = float(np.dot(z, v))
-    if c < -1 + 1e-9:
-        return np.array([0.0, 1.0, 0.0, 0.0])
     axis = np.cross(z, v)
-    q = np.array([1 + c, *axis])
-    return q / np.linalg.norm(q)
+    angle = float(np.arctan2(np.linalg.norm(axis), z @ v))
+    if np.linalg.norm(axis) < 1e-12:  # along z: none, or half a turn about x
+        axis = np.array([1.0, 0.0, 0.0])
+    return Rotation.from_rotvec(angle * axis / np.linalg.norm(axis)).as_quat(scalar_first=True)
 
 
 def _quat_yaw_pitch(yaw: float, pitch: float) -> np.ndarray:
     """Quaternion (w, x, y, z) of a yaw about z [rad] followed by a pitch about the turned y axis [rad]."""
-    qz = np.array([np.cos(yaw / 2), 0, 0, np.sin(yaw / 2)])
-    qy = np.array([np.cos(pitch / 2), 0, np.sin(pitch / 2), 0])
-    w1, x1, y1, z1 = qz
-    w2, x2, y2, z2 = qy
-    return np.array([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
-                     w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2])
+    return Rotation.from_euler("ZY", [yaw, pitch]).as_quat(scalar_first=True)
 
 
 def _seg_dist(a: np.ndarray, b: np.ndarray, p: np.ndarray) -> np.ndarray:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from snaketrack.errors import FileFormatError, InputError, MissingFileError
 from snaketrack.io import read_csv_columns
@@ -38,25 +39,17 @@ UpSource = Callable[[int], Optional[np.ndarray]]
 """frame index → (3,) unit up vector in the camera frame, or None (no prior for that frame)."""
 
 
-def _quat_to_matrix(q) -> np.ndarray:
-    w, x, y, z = (float(v) for v in q)
-    n = math.sqrt(w * w + x * x + y * y + z * z)
-    if not n > 0:
-        raise InputError(f"quaternion {list(q)}: expected a non-zero (w, x, y, z)")
-    w, x, y, z = w / n, x / n, y / n, z / n
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
-
-
 def up_from_camera_quat(quat_wxyz: Sequence[float]) -> np.ndarray:
     """World +z in the camera frame, (3,), from the camera's orientation ``R_wc`` (w, x, y, z)."""
-    return _quat_to_matrix(quat_wxyz).T @ np.array([0.0, 0.0, 1.0])
+    q = np.asarray(quat_wxyz, float)
+    if q.shape != (4,) or not np.linalg.norm(q) > 0:
+        raise InputError(f"quaternion {q.tolist()}: expected a non-zero (w, x, y, z)")
+    return Rotation.from_quat(q, scalar_first=True).inv().apply([0.0, 0.0, 1.0])
 
 
 def _rotate(v: np.ndarray, axis: np.ndarray, angle: float) -> np.ndarray:
-    a = axis / np.linalg.norm(axis)
-    return v * math.cos(angle) + np.cross(a, v) * math.sin(angle) + a * (a @ v) * (1 - math.cos(angle))
+    """``v`` (3,) turned by ``angle`` [rad] about ``axis`` (3,, any length)."""
+    return Rotation.from_rotvec(angle * np.asarray(axis, float) / np.linalg.norm(axis)).apply(v)
 
 
 def simulated_imu(truth: Sequence[dict], seed: int, bias_deg: float = 1.0, noise_deg: float = 0.5) -> UpSource:

@@ -21,14 +21,15 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.integrate import solve_ivp
 
 from snaketrack.bench.registry import Benchmark
-from snaketrack.models.planar_dynamics import PlanarSnakeModel, SnakeParams
-from snaketrack.sim.control import ControllerConfig, JointController, heading_offset
-from snaketrack.sim.planar import PlanarScenario, simulate
+
+if TYPE_CHECKING:
+    from snaketrack.models.planar_dynamics import SnakeParams
+    from snaketrack.sim.planar import PlanarScenario
 
 
 def literal_head_model(params: SnakeParams):
@@ -80,6 +81,11 @@ def literal_head_model(params: SnakeParams):
 
 def run_literal(scn: PlanarScenario, t_end: float) -> tuple[float, int]:
     """Closed loop with the literal model (same guidance, controller, solver); returns (wall_s, n_rhs)."""
+    from scipy.integrate import solve_ivp  # deferred, as every import of run's work: bench --list imports none
+
+    from snaketrack.models.planar_dynamics import PlanarSnakeModel
+    from snaketrack.sim.control import JointController, heading_offset
+
     model = PlanarSnakeModel(scn.params, "head")
     acc = literal_head_model(scn.params)
     ctrl = JointController(scn.controller, model.n_joints)
@@ -113,6 +119,10 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict:
+    from snaketrack.models.planar_dynamics import PlanarSnakeModel  # deferred: bench --list imports none
+    from snaketrack.sim.control import ControllerConfig
+    from snaketrack.sim.planar import PlanarScenario, simulate
+
     # the corrected variant: the literal reference transcribes the printed equations (head mass m, straight start)
     scn = PlanarScenario(track="head", variant="corrected", controller=ControllerConfig(coupling="sjc"),
                          t_end_s=args.sim_s)

@@ -20,19 +20,25 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import cv2
 import numpy as np
 
 from snaketrack.bench.registry import Benchmark
-from snaketrack.datasets.layout import Dataset
 from snaketrack.io import read_json
-from snaketrack.tracker.calib.gravity import simulated_imu
-from snaketrack.tracker.calib.ground import GroundConfig, GroundTracker
+
+if TYPE_CHECKING:
+    from snaketrack.tracker.calib.ground import GroundConfig
 
 
 def measure(path: Path, bias_deg: float, noise_deg: float, config: GroundConfig, frames: int | None = None) -> dict:
     """The ground tracker over the first ``frames`` frames of ``path`` (None: all) against its truth."""
+    import cv2  # deferred, as every import of run's work: bench --list imports none
+
+    from snaketrack.datasets.layout import Dataset
+    from snaketrack.tracker.calib.gravity import simulated_imu
+    from snaketrack.tracker.calib.ground import GroundTracker
+
     meta = read_json(path / "meta.json")
     truth = [json.loads(line) for line in (path / "truth.jsonl").read_text().splitlines() if line.strip()]
     up = simulated_imu(truth, int(meta.get("seed", 0)), bias_deg, noise_deg)
@@ -62,6 +68,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict:
+    from snaketrack.tracker.calib.ground import GroundConfig  # deferred: bench --list imports none
+
     config = GroundConfig() if args.smooth_frames is None else replace(GroundConfig(), smooth_frames=args.smooth_frames)
     rows = []
     for path in args.datasets:

@@ -18,13 +18,14 @@ import sys
 import time
 
 import numpy as np
-import torch
 
 from snaketrack.bench.cache import cache_dir
 from snaketrack.bench.registry import Benchmark
 
 
 def track_clip(ds, robot, frames: int, order: int, corrupt: bool, use_update: bool = True) -> dict:
+    import torch  # deferred: snaketrack bench --list imports none of a benchmark's work
+
     from snaketrack.tracker.calib.camera import Camera
     from snaketrack.tracker.filter import FilterConfig, KalmanFilter
     from snaketrack.tracker.fit.moments import mask_moment_vector
@@ -76,6 +77,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict:
+    import torch  # deferred: snaketrack bench --list imports none of a benchmark's work
+
     from snaketrack.datasets.layout import Dataset
     from snaketrack.models.robot import load_robot
 

@@ -14,11 +14,9 @@ from __future__ import annotations
 import argparse
 import time
 
-import mujoco
 import numpy as np
 
 from snaketrack.bench.registry import Benchmark
-from snaketrack.sim.oal import OALConfig, oal_model, simulate_oal
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
@@ -27,6 +25,10 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict:
+    import mujoco  # deferred, as every import of run's work: bench --list imports none
+
+    from snaketrack.sim.oal import OALConfig, oal_model, simulate_oal
+
     out = {}
     for label, obstacles in (("obstacles", True), ("no_obstacles", False)):
         cfg = OALConfig(duration=args.duration, obstacles=obstacles)

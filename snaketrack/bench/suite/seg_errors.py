@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 
-import cv2
 import numpy as np
 
 from snaketrack.bench.registry import Benchmark
@@ -28,6 +27,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict:
+    import cv2  # deferred: snaketrack bench --list imports none of a benchmark's work
     import torch
 
     from snaketrack.datasets.layout import Dataset

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 
-import cv2
 import numpy as np
 
 from snaketrack.bench.registry import Benchmark
@@ -31,6 +30,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict:
+    import cv2  # deferred: snaketrack bench --list imports none of a benchmark's work
     import torch
 
     from snaketrack.datasets.layout import Dataset

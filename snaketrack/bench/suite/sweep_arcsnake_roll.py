@@ -23,14 +23,16 @@ import math
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import mujoco
 import numpy as np
 import yaml
 
 from snaketrack.bench.registry import Benchmark
 from snaketrack.models.robot import ROBOTS_DIR
-from snaketrack.sim.oal import OALConfig, oal_model, simulate_oal
+
+if TYPE_CHECKING:
+    from snaketrack.sim.oal import OALConfig
 
 
 def robot_file(shape: str, folder: Path) -> str:
@@ -43,6 +45,10 @@ def robot_file(shape: str, folder: Path) -> str:
 
 
 def measure(config: OALConfig) -> dict:
+    import mujoco  # deferred: snaketrack bench --list imports none of a benchmark's work
+
+    from snaketrack.sim.oal import oal_model, simulate_oal
+
     res = simulate_oal(config)
     model, robot = oal_model(config)
     data = mujoco.MjData(model)
@@ -74,6 +80,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict:
+    from snaketrack.sim.oal import OALConfig  # deferred: snaketrack bench --list imports none of it
+
     worst = {}
     print(f"{'shape':>7} {'pitch':>5} {'obst':>4} {'seed':>4} {'|roll|max':>9} {'span':>6} {'up_min':>6} "
           f"{'z_base':>13} {'z_link_max':>10} {'disp_m':>6} {'dx_m':>6}", file=sys.stderr)

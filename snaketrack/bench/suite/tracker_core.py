@@ -22,15 +22,8 @@ import os
 import time
 
 import numpy as np
-import torch
 
 from snaketrack.bench.registry import Benchmark
-from snaketrack.datasets.layout import Dataset
-from snaketrack.models.robot import load_robot
-from snaketrack.tracker.config import RefineConfig, TrackerConfig
-from snaketrack.tracker.run.corrupt import MaskCorruptor
-from snaketrack.tracker.state import StateLayout
-from snaketrack.tracker.tracker import Tracker
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
@@ -45,6 +38,15 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
 
 def run(a: argparse.Namespace) -> dict:
+    import torch  # deferred: snaketrack bench --list imports none of a benchmark's work
+
+    from snaketrack.datasets.layout import Dataset
+    from snaketrack.models.robot import load_robot
+    from snaketrack.tracker.config import RefineConfig, TrackerConfig
+    from snaketrack.tracker.run.corrupt import MaskCorruptor
+    from snaketrack.tracker.state import StateLayout
+    from snaketrack.tracker.tracker import Tracker
+
     torch.set_num_threads(1)
     ds = Dataset(a.dataset)
     robot = load_robot(ds.meta["robot"])

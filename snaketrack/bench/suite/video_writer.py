@@ -18,14 +18,14 @@ import tempfile
 import time
 from pathlib import Path
 
-import cv2
 import numpy as np
 
 from snaketrack.bench.registry import Benchmark
-from snaketrack.video_writer import Mp4Writer
 
 
 def synthetic(n: int, w: int = 640, h: int = 480) -> list[np.ndarray]:
+    import cv2  # deferred: snaketrack bench --list imports none of a benchmark's work
+
     rng = np.random.default_rng(0)
     ground = cv2.GaussianBlur(rng.integers(0, 256, (h, w, 3), dtype=np.uint8), (0, 0), 3)
     frames = []
@@ -37,6 +37,8 @@ def synthetic(n: int, w: int = 640, h: int = 480) -> list[np.ndarray]:
 
 
 def read_back(path: Path, frames: list[np.ndarray]) -> dict:
+    import cv2  # deferred: snaketrack bench --list imports none of a benchmark's work
+
     cap = cv2.VideoCapture(str(path))
     codec = int(cap.get(cv2.CAP_PROP_FOURCC)).to_bytes(4, "little").decode(errors="replace")
     errors = []
@@ -55,6 +57,10 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict:
+    import cv2  # deferred: snaketrack bench --list imports none of a benchmark's work
+
+    from snaketrack.video_writer import Mp4Writer
+
     if args.frames is not None:
         paths = sorted((args.frames / "frames").glob("*.jpg"))[: args.n]
         frames = [cv2.cvtColor(cv2.imread(str(p)), cv2.COLOR_BGR2RGB) for p in paths]

@@ -6,9 +6,11 @@ ground), ``run`` (the session, the frame loop, its outputs and quality figures);
 state's layout (``state``), the filter (``filter``), the settings (``config``), the reading of the chain
 (``reading``) and the :class:`Tracker` that ties fit, render and filter together (``tracker``).
 
-- :class:`TrackingSession` / :class:`PipelineConfig`: the whole pipeline, one frame at a time.
+- :class:`TrackingSession` / :class:`PipelineConfig`: the whole pipeline, one frame at a time; the one
+  session object: it owns the :class:`Tracker`, the ground tracker and the first frames' reading hold.
 - :func:`track_source` / :class:`RunOptions`: a recorded video or dataset into an output folder.
-- :class:`Tracker` / :class:`TrackerConfig`: prediction, refinement, search and re-acquisition on masks.
+- :class:`Tracker` / :class:`TrackerConfig`: the core under the session: prediction, refinement, search and
+  re-acquisition on masks.
 - :class:`Camera`, :func:`load_calibration`: intrinsics, distortion, size.
 - :class:`SilhouetteRenderer`: the robot's soft silhouette and its derivatives.
 - :class:`TrackState`: one frame's joint angles, base pose and head (camera frame).
@@ -27,7 +29,7 @@ __all__, __getattr__, __dir__ = lazy_exports(__name__, {
     "save_calibration": "calib.camera",
     "SilhouetteRenderer": "render.silhouette",
     "TrackState": "state", "StateLayout": "state",
-    "MaskCorruptor": "run.corrupt", "GroundTracker": "calib.ground", "ReadingHold": "reading",
+    "MaskCorruptor": "run.corrupt", "GroundTracker": "calib.ground",
     "open_up": "calib.gravity",
     "TrackWriter": "run.outputs", "StateStream": "run.outputs", "OverlayVideo": "run.outputs",
     "overlay_frame": "run.outputs",
@@ -52,7 +54,6 @@ if TYPE_CHECKING:  # the names the lazy exports give, re-exported for type check
     from snaketrack.tracker.calib.ground import GroundTracker as GroundTracker
     from snaketrack.tracker.config import RefineConfig as RefineConfig
     from snaketrack.tracker.config import TrackerConfig as TrackerConfig
-    from snaketrack.tracker.reading import ReadingHold as ReadingHold
     from snaketrack.tracker.render.silhouette import SilhouetteRenderer as SilhouetteRenderer
     from snaketrack.tracker.run.corrupt import MaskCorruptor as MaskCorruptor
     from snaketrack.tracker.run.evaluation import plot_tracking as plot_tracking

@@ -37,16 +37,17 @@ def test_capsule_and_cylinder_lie_on_their_axis_with_their_volume():
 
 
 def test_growth_directions_grow_the_primitive():
-    """Vertices moved by δ along their growth directions are those of the primitive grown by δ: a capsule whose
-    radius is r + δ, a cylinder whose radius is r + δ and whose ends lie δ farther out (volumes of trimesh's
-    convex hulls against the analytic ones)."""
+    """Vertices moved by δ along their growth directions (and a cylinder's by δ along its axial ones) are those
+    of the primitive grown by δ: a capsule whose radius is r + δ, a cylinder whose radius is r + δ and whose ends
+    lie δ farther out (volumes against the analytic ones)."""
     a, b, r, d = np.array([0.1, -0.2, 0.3]), np.array([0.25, -0.1, 0.35]), 0.02, -0.006
     L = float(np.linalg.norm(b - a))
     cap = capsule_mesh(a, b, r, 64)
     cyl = cylinder_mesh(a, b, r, 64)
     k = (math.pi / 64) / math.sin(math.pi / 64)
     cap.vertices = cap.vertices + d * capsule_growth(cap.vertices, a, b)
-    cyl.vertices = cyl.vertices + d * cylinder_growth(cyl.vertices, a, b)
+    g, g_axial = cylinder_growth(cyl.vertices, a, b)
+    cyl.vertices = cyl.vertices + d * (g + g_axial)
     rc = k * r + d
     assert cap.volume == pytest.approx(math.pi * rc * rc * L + 4 / 3 * math.pi * rc ** 3, rel=0.01)
     assert cyl.volume == pytest.approx(math.pi * rc * rc * (L + 2 * d), rel=0.01)

@@ -140,13 +140,17 @@ def _theta_silhouette(ren, q, R_ref, t, roi, s, offset):
     return f
 
 
-@pytest.mark.parametrize("offset", [None, 1.2, -0.8])
-def test_pose_jacobian_matches_autograd(offset):
-    robot = load_robot("arcsnake-4")
+@pytest.mark.parametrize("name, offset", [("arcsnake-4", None), ("arcsnake-4", 1.2), ("arcsnake-4", -0.8),
+                                          ("planar-snake-11", -0.8)])
+def test_pose_jacobian_matches_autograd(name, offset):
+    """The closed-form Jacobian against autograd through the torch-side silhouette: the arcsnake's capsules, the
+    planar snake's visual model (its flat-ended cylinders grown along their axes too)."""
+    robot = load_robot(name)
     rng = np.random.default_rng(3)
     x = random_pose(robot, rng)
-    ren = PyTorch3DRenderer(robot, K * np.array([[0.25], [0.25], [1.0]]), W // 4, H // 4,
-                            CapsuleModel.capsules(robot), sections=12, faces_per_pixel=30)
+    model = CapsuleModel.capsules(robot) if name == "arcsnake-4" else CapsuleModel.from_visual(robot)
+    ren = PyTorch3DRenderer(robot, K * np.array([[0.25], [0.25], [1.0]]), W // 4, H // 4, model, sections=12,
+                            faces_per_pixel=30)
     lay = ren.layout
     q, R0, t0 = (torch.as_tensor(a) for a in lay.unpack(x))
     J = q.shape[0]

@@ -25,7 +25,8 @@ about :data:`OUTLINE_SIGMAS` σ_px on the robots' tessellated primitives, where 
 The meshes are therefore drawn grown by ``b − c σ_px`` [px] (``c`` = ``outline_sigmas``, default
 :data:`OUTLINE_SIGMAS`; 0: PyTorch3D's blend as it comes): every vertex moved along its growth direction
 (:mod:`snaketrack.tracker.render.meshes`) by ``(b − c σ_px) z / f`` [m] (z its depth, f the focal length
-[px]), which moves the outline by about that many pixels. ``b`` is the refinement's edge offset [px] (+ grows,
+[px]; a cylinder's end discs also along its axis, by a weight set by the view: :func:`axial_weight`), which
+moves the outline by about that many pixels. ``b`` is the refinement's edge offset [px] (+ grows,
 − shrinks), as the own renderer's. It grows the geometry rather than shifting each face's distance, which
 would open gaps along every edge between faces when it shrinks.
 
@@ -48,6 +49,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -86,6 +88,17 @@ def paper_sigma_px(width: int, height: int) -> float:
 def reach_px(sigma_px: float) -> float:
     """How far past a face's edge it is listed for a pixel [px]: where its coverage falls below ε = 1e-4."""
     return math.sqrt(math.log(1.0 / BLUR_EPS - 1.0)) * sigma_px
+
+
+def axial_weight(axial: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+    """The weight w = tan(α/2) (...) of the axial directions ``axial`` (..., 3) seen along the lines of sight
+    ``X`` (..., 3) (the vertices in the camera frame), α the angle between them; 0 where there is no axial
+    direction (:mod:`snaketrack.tracker.render.meshes`). Without gradient: its change with the pose moves the
+    vertices by δ × that change, left out of the derivatives."""
+    with torch.no_grad():
+        na, nx = axial.norm(dim=-1), X.norm(dim=-1)
+        c = ((axial * X).sum(-1).abs() / (na * nx).clamp_min(1e-30)).clamp(0.0, 1.0)
+        return torch.sqrt((1.0 - c) / (1.0 + c)) * (na > 0)
 
 
 def _to_ndc(uvz: torch.Tensor, w: int, h: int) -> torch.Tensor:
@@ -231,13 +244,14 @@ def _coverage_logit(d2: torch.Tensor, inside: torch.Tensor, sigma_px: float):
 
 
 class _GrownEnds:
-    """A mesh's vertices as the segments ``v → v + g`` (g the growth direction), in the fields
-    :func:`~snaketrack.models.chain.point_jacobian` reads: their ends' difference is ``g`` in the camera frame."""
+    """A mesh's vertices as the segments ``v → v + g`` (g the growth direction, or with ``axial`` the axial
+    direction), in the fields :func:`~snaketrack.models.chain.point_jacobian` reads: their ends' difference is
+    ``g`` in the camera frame."""
 
-    def __init__(self, meshes: LinkMeshes):
+    def __init__(self, meshes: LinkMeshes, axial: bool = False):
         self.link = meshes.link
         self.a_local = meshes.verts
-        self.b_local = meshes.verts + meshes.grow
+        self.b_local = meshes.verts + (meshes.grow_axial if axial else meshes.grow)
 
 
 class PyTorch3DRenderer(SilhouetteRenderer):
@@ -271,6 +285,7 @@ class PyTorch3DRenderer(SilhouetteRenderer):
         self._f = 0.5 * float(self.K[0, 0] + self.K[1, 1])
         self.meshes = meshes if meshes is not None else robot_meshes(robot, self.model, self.sections)
         self._faces = torch.as_tensor(self.meshes.faces, dtype=torch.int64)
+        self._axial = bool(np.any(self.meshes.grow_axial))
         self._link = torch.as_tensor(self.meshes.link, dtype=torch.int64)
         self._edge_a = torch.tensor([i for i, _ in _EDGES])
         self._edge_b = torch.tensor([j for _, j in _EDGES])
@@ -300,6 +315,10 @@ class PyTorch3DRenderer(SilhouetteRenderer):
         grow = torch.as_tensor(grow_px, dtype=dt, device=dev).reshape(-1, 1, 1)
         g = torch.as_tensor(self.meshes.grow, dtype=dt, device=dev)
         N = (pose.rotations[:, idx] @ g[..., None])[..., 0]
+        if self._axial:
+            ga = torch.as_tensor(self.meshes.grow_axial, dtype=dt, device=dev)
+            A = (pose.rotations[:, idx] @ ga[..., None])[..., 0]
+            N = N + axial_weight(A, X)[..., None] * A
         return X + grow / self._f * X[..., 2:3] * N
 
     def _uvz(self, X: torch.Tensor, roi) -> torch.Tensor:
@@ -388,6 +407,12 @@ class PyTorch3DRenderer(SilhouetteRenderer):
         P, G = point_jacobian(self.robot, _GrownEnds(self.meshes), q.double(), R0.double(), t0.double())
         X0, G0 = P[:, 0], G[:, 0]  # (V, 3), (V, 3, D)
         N, GN = P[:, 1] - X0, G[:, 1] - G0  # growth directions in the camera frame and their derivatives
+        if self._axial:  # plus w × the axial directions, w held (axial_weight)
+            Pa, Ga = point_jacobian(self.robot, _GrownEnds(self.meshes, axial=True), q.double(), R0.double(),
+                                    t0.double())
+            A, GA = Pa[:, 1] - Pa[:, 0], Ga[:, 1] - Ga[:, 0]
+            wa = axial_weight(A, X0)
+            N, GN = N + wa[:, None] * A, GN + wa[:, None, None] * GA
         k = self.grow_px(settings, float(offset_px)) / self._f
         z = X0[:, 2]
         X = X0 + k * z[:, None] * N

@@ -67,7 +67,7 @@ PAPER_GAMMA = 1e-4
 PAPER_FACES_PER_PIXEL = 100
 BLUR_EPS = 1e-4
 # where the blend's 0.5 level lies outside a tessellated primitive's outline [σ_px]: the mean outline offset
-# against the own renderer at the true poses of the benchmark clips (docs/renderer.md, "Outline")
+# against the own renderer at the true poses of the benchmark clips (docs/renderer.md, "Measured")
 OUTLINE_SIGMAS = 1.2
 # the side [px] of the squares the CPU rasterisation is cut into (list_pairs)
 TILE_PX = 16

@@ -7,7 +7,15 @@ import pytest
 
 from snaketrack.errors import FileFormatError, MissingFileError
 from snaketrack.models.robot import load_robot
-from snaketrack.tracker.render.meshes import box_mesh, capsule_mesh, cylinder_mesh, load_mesh, robot_meshes
+from snaketrack.tracker.render.meshes import (
+    box_mesh,
+    capsule_growth,
+    capsule_mesh,
+    cylinder_growth,
+    cylinder_mesh,
+    load_mesh,
+    robot_meshes,
+)
 from snaketrack.tracker.render.primitives import CapsuleModel
 
 
@@ -26,6 +34,26 @@ def test_capsule_and_cylinder_lie_on_their_axis_with_their_volume():
         radial = np.linalg.norm((m.vertices - a) - s[:, None] * u, axis=1)
         assert s.min() == pytest.approx(-reach, abs=1e-6) and s.max() == pytest.approx(L + reach, abs=1e-6)
         assert radial.max() == pytest.approx(k * r, rel=1e-6)
+
+
+def test_growth_directions_grow_the_primitive():
+    """Vertices moved by δ along their growth directions (and a cylinder's by δ along its axial ones) are those
+    of the primitive grown by δ: a capsule whose radius is r + δ, a cylinder whose radius is r + δ and whose ends
+    lie δ farther out (volumes against the analytic ones)."""
+    a, b, r, d = np.array([0.1, -0.2, 0.3]), np.array([0.25, -0.1, 0.35]), 0.02, -0.006
+    L = float(np.linalg.norm(b - a))
+    cap = capsule_mesh(a, b, r, 64)
+    cyl = cylinder_mesh(a, b, r, 64)
+    k = (math.pi / 64) / math.sin(math.pi / 64)
+    cap.vertices = cap.vertices + d * capsule_growth(cap.vertices, a, b)
+    g, g_axial = cylinder_growth(cyl.vertices, a, b)
+    cyl.vertices = cyl.vertices + d * (g + g_axial)
+    rc = k * r + d
+    assert cap.volume == pytest.approx(math.pi * rc * rc * L + 4 / 3 * math.pi * rc ** 3, rel=0.01)
+    assert cyl.volume == pytest.approx(math.pi * rc * rc * (L + 2 * d), rel=0.01)
+    u = (b - a) / L
+    s = (cyl.vertices - a) @ u
+    assert s.min() == pytest.approx(-d, abs=1e-9) and s.max() == pytest.approx(L + d, abs=1e-9)
 
 
 def test_a_point_capsule_is_a_sphere_and_a_box_has_its_extents():

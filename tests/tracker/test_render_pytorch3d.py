@@ -52,13 +52,22 @@ def iou(a, b):
     return float((a & b).sum() / max((a | b).sum(), 1))
 
 
+def outline_offset(ref, other):
+    """Mean signed distance [px] from the outline of the bool mask ``ref`` to that of ``other`` (+: ``other``
+    wider): their area difference over ``ref``'s outline length."""
+    import cv2
+
+    contours, _ = cv2.findContours(ref.astype(np.uint8), cv2.RETR_LIST, cv2.CHAIN_APPROX_NONE)
+    return float(int(other.sum()) - int(ref.sum())) / sum(cv2.arcLength(c, True) for c in contours)
+
+
 def test_sigma_conversion_is_the_papers():
     assert pytorch3d_sigma(paper_sigma_px(W, H), W, H) == pytest.approx(1e-4)
     assert paper_sigma_px(W, H) == pytest.approx(1.8)
 
 
-@pytest.mark.parametrize("tile, sigma, offset, fpp", [(16, 1.0, 0.0, 100), (7, 2.0, 1.5, 100), (16, 1.0, 0.0, 6)])
-def test_tiled_pairs_are_one_rasterisation_of_the_whole_mesh(tile, sigma, offset, fpp):
+@pytest.mark.parametrize("tile, sigma, fpp", [(16, 1.0, 100), (7, 3.0, 100), (16, 1.0, 6)])
+def test_tiled_pairs_are_one_rasterisation_of_the_whole_mesh(tile, sigma, fpp):
     """The pairs rasterised square by square are those of one PyTorch3D rasterisation of the whole mesh over
     the ROI, with the same distances: each pixel's K nearest faces by depth, the same but for faces at (nearly)
     the K-th depth (two faces meeting at an edge, the many about a capsule's pole), which either float32
@@ -69,7 +78,7 @@ def test_tiled_pairs_are_one_rasterisation_of_the_whole_mesh(tile, sigma, offset
     x = torch.as_tensor(np.stack([random_pose(robot, rng, 2.0), random_pose(robot, rng, 2.0)]))
     roi = ren.screen_roi(x, 6.0)
     uvz = ren._uvz(ren.vertices(x), roi)
-    reach = reach_px(sigma, offset)
+    reach = reach_px(sigma)
     _, _, w, h = roi
     got = list_pairs(uvz, ren._faces, w, h, reach, fpp, tile=tile)
     p2f, _, dists = rasterize(uvz, ren._faces, w, h, reach, fpp)
@@ -99,18 +108,17 @@ def _one_capsule(sections=8):
     return ren, torch.as_tensor(np.asarray(m.vertices))[None]
 
 
-@pytest.mark.parametrize("offset", [None, 0.7])
-def test_torch_backward_matches_pytorch3d_backward(offset):
+@pytest.mark.parametrize("sigma", [1.0, 0.5])
+def test_torch_backward_matches_pytorch3d_backward(sigma):
     """Rasterised without gradients and recomputed in torch: PyTorch3D's own silhouette and gradient (its
     float32 rasteriser against float64 recomputation)."""
     ren, v = _one_capsule()
-    s = SilhouetteSettings(sigma_px=1.0)
+    s = SilhouetteSettings(sigma_px=sigma)
     target = torch.rand(1, 32, 48, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    off = None if offset is None else torch.tensor([offset], dtype=torch.float64)
     out = {}
     for mode in ("torch", "pytorch3d"):
         vv = v.clone().requires_grad_(True)
-        sil = ren.silhouette(vv, (0, 0, 48, 32), s, off, backward=mode)
+        sil = ren.silhouette(vv, (0, 0, 48, 32), s, backward=mode)
         ((sil - target) ** 2).sum().backward()
         out[mode] = (sil.detach(), vv.grad)
     assert out["torch"][0].sum() > 100  # the capsule is in view
@@ -126,22 +134,23 @@ def _theta_silhouette(ren, q, R_ref, t, roi, s, offset):
     def f(theta):
         R0 = axis_angle_to_matrix(theta[J:J + 3]) @ R_ref
         pose = forward_kinematics(ren.robot, theta[None, :J], R0[None], theta[None, J + 3:])
-        idx = ren._link
-        v = torch.as_tensor(ren.meshes.verts, dtype=theta.dtype)
-        verts = pose.origins[:, idx] + (pose.rotations[:, idx] @ v[..., None])[..., 0]
-        off = None if offset is None else torch.tensor([offset], dtype=torch.float64)
-        return ren.silhouette(verts, roi, s, off, backward="torch").reshape(-1)
+        verts = ren.link_vertices(pose, ren.grow_px(s, offset or 0.0))
+        return ren.silhouette(verts, roi, s, backward="torch").reshape(-1)
 
     return f
 
 
-@pytest.mark.parametrize("offset", [None, 1.2])
-def test_pose_jacobian_matches_autograd(offset):
-    robot = load_robot("arcsnake-4")
+@pytest.mark.parametrize("name, offset", [("arcsnake-4", None), ("arcsnake-4", 1.2), ("arcsnake-4", -0.8),
+                                          ("planar-snake-11", -0.8)])
+def test_pose_jacobian_matches_autograd(name, offset):
+    """The closed-form Jacobian against autograd through the torch-side silhouette: the arcsnake's capsules, the
+    planar snake's visual model (its flat-ended cylinders grown along their axes too)."""
+    robot = load_robot(name)
     rng = np.random.default_rng(3)
     x = random_pose(robot, rng)
-    ren = PyTorch3DRenderer(robot, K * np.array([[0.25], [0.25], [1.0]]), W // 4, H // 4,
-                            CapsuleModel.capsules(robot), sections=12, faces_per_pixel=30)
+    model = CapsuleModel.capsules(robot) if name == "arcsnake-4" else CapsuleModel.from_visual(robot)
+    ren = PyTorch3DRenderer(robot, K * np.array([[0.25], [0.25], [1.0]]), W // 4, H // 4, model, sections=12,
+                            faces_per_pixel=30)
     lay = ren.layout
     q, R0, t0 = (torch.as_tensor(a) for a in lay.unpack(x))
     J = q.shape[0]
@@ -161,11 +170,9 @@ def test_pose_jacobian_matches_autograd(offset):
         ours = u @ dense[:, :J + 6]
         assert float((ours - th.grad).norm() / th.grad.norm()) < 1e-6
     if offset is not None:  # the edge offset's column against autograd through the torch-side silhouette
-        # (not a finite difference: the faces listed change with the offset's reach, by steps of ε = 1e-4)
-        verts = ren.vertices(torch.as_tensor(x)[None])
         u = torch.randn(rj.sil.shape[0], generator=g, dtype=torch.float64)
         bt = torch.tensor([offset], dtype=torch.float64, requires_grad=True)
-        (u @ ren.silhouette(verts, roi, s, bt, backward="torch").reshape(-1)).backward()
+        (u @ ren(torch.as_tensor(x)[None], roi, s, bt)[0].reshape(-1)).backward()
         assert float(u @ dense[:, -1]) == pytest.approx(float(bt.grad), rel=1e-9)
 
 
@@ -188,30 +195,69 @@ def test_silhouettes_agree_with_the_own_renderer(name):
 
 
 @pytest.mark.parametrize("name", ["planar-snake-11", "arcsnake-4"])
+def test_soft_outlines_lie_where_the_own_renderers_do(name):
+    """The 0.5 level of the soft silhouettes at the tracker's edge softness σ (1 and 0.5 px) lies on the own
+    renderer's: their mean outline offset is below 0.2 σ (1.2–1.3 σ with PyTorch3D's blend as it comes,
+    ``outline_sigmas=0``)."""
+    robot = load_robot(name)
+    model = CapsuleModel.capsules(robot)
+    own = SilhouetteRenderer(robot, K, W, H, model)
+    p3d = PyTorch3DRenderer(robot, K, W, H, model)
+    x = torch.as_tensor(random_pose(robot, np.random.default_rng(4)))[None]
+    roi = own.screen_roi(x, 8.0)
+    for sigma in (1.0, 0.5):
+        s = SilhouetteSettings(sigma_px=sigma)
+        a = own(x, roi, s)[0][0].numpy() > 0.5
+        b = p3d(x, roi, s)[0][0].numpy() > 0.5
+        assert a.sum() > 2000
+        assert abs(outline_offset(a, b)) < 0.2 * sigma
+
+
+def test_a_negative_edge_offset_shrinks_the_meshes_as_the_own_capsules():
+    """An edge offset of −1.5 px (a mask eroded beyond the body's outline) draws the body thinner by about as
+    much as the own renderer's, with no gaps along the faces' edges (mean outline offset below 0.2 px)."""
+    robot = load_robot("planar-snake-11")
+    model = CapsuleModel.capsules(robot)
+    s = SilhouetteSettings(sigma_px=0.05)
+    own = SilhouetteRenderer(robot, K, W, H, model, s)
+    p3d = PyTorch3DRenderer(robot, K, W, H, model, s)
+    x = torch.as_tensor(random_pose(robot, np.random.default_rng(8)))[None]
+    roi = own.screen_roi(x, 4.0)
+    b = torch.tensor([-1.5], dtype=torch.float64)
+    a0 = own(x, roi)[0][0].numpy() > 0.5
+    a = own(x, roi, offset_px=b)[0][0].numpy() > 0.5
+    m = p3d(x, roi, offset_px=b)[0][0].numpy() > 0.5
+    assert outline_offset(a0, a) < -1.2  # the own capsules do shrink
+    assert abs(outline_offset(a, m)) < 0.2 and iou(a, m) > 0.97
+
+
+@pytest.mark.parametrize("name", ["planar-snake-11", "arcsnake-4"])
 def test_pose_gradients_point_the_same_way(name):
-    """The gradient of Σ(o − m)² with respect to the pose vector, m the own renderer's mask at a nearby pose:
-    cosine ≥ 0.95 between the backends, each at its own autograd, at the tracker's final edge softness (0.5 px;
-    at 1 px PyTorch3D's outline, dilated by about σ, gives 0.85 on the arcsnake's pose here)."""
+    """The gradient of Σ(o − m)² with respect to the pose vector, m the own renderer's mask at a nearby pose,
+    each backend through its autograd at the tracker's final edge softness (0.5 px), on three random poses:
+    cosine ≥ 0.9 on each and ≥ 0.97 on average between the backends (0.94–1.0 here)."""
     robot = load_robot(name)
     model = CapsuleModel.capsules(robot)
     s = SilhouetteSettings(sigma_px=0.5)
     own = SilhouetteRenderer(robot, K, W, H, model, s)
     p3d = PyTorch3DRenderer(robot, K, W, H, model, s)
     rng = np.random.default_rng(5)
-    x0 = random_pose(robot, rng)
-    step = np.zeros_like(x0)
-    step[:-6] = rng.normal(0, 0.05, len(x0) - 6)
-    step[-3:] = [0.01, -0.006, 0.02]
-    xt = torch.as_tensor(x0)[None]
-    roi = own.screen_roi(torch.cat([xt, xt + torch.as_tensor(step)]), 12.0)
-    m = (own(xt + torch.as_tensor(step), roi)[0] > 0.5).double()
-    grads = []
-    for ren in (own, p3d):
-        x = xt.clone().requires_grad_(True)
-        ((ren(x, roi)[0] - m) ** 2).sum().backward()
-        grads.append(x.grad[0])
-    cos = float(grads[0] @ grads[1] / (grads[0].norm() * grads[1].norm()))
-    assert cos >= 0.95
+    cosines = []
+    for _ in range(3):
+        x0 = random_pose(robot, rng)
+        step = np.zeros_like(x0)
+        step[:-6] = rng.normal(0, 0.05, len(x0) - 6)
+        step[-3:] = [0.01, -0.006, 0.02]
+        xt = torch.as_tensor(x0)[None]
+        roi = own.screen_roi(torch.cat([xt, xt + torch.as_tensor(step)]), 12.0)
+        m = (own(xt + torch.as_tensor(step), roi)[0] > 0.5).double()
+        grads = []
+        for ren in (own, p3d):
+            x = xt.clone().requires_grad_(True)
+            ((ren(x, roi)[0] - m) ** 2).sum().backward()
+            grads.append(x.grad[0])
+        cosines.append(float(grads[0] @ grads[1] / (grads[0].norm() * grads[1].norm())))
+    assert min(cosines) >= 0.9 and np.mean(cosines) >= 0.97
 
 
 def test_a_mesh_file_link_renders_as_its_capsule(tmp_path):

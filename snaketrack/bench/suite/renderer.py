@@ -11,7 +11,11 @@ pose at 640×360 with the tracker's silhouette model (``visual``) and final edge
 - ``jacobian_ms``: one Levenberg–Marquardt linearisation (silhouette and Jacobian with respect to the pose and
   the edge offset) as the tracker makes it;
 - ``iou_at_truth``: the two backends' hard silhouettes (at σ = 0.5 px) against each other at that pose; ``faces``:
-  PyTorch3D's mesh size.
+  PyTorch3D's mesh size;
+- ``outline``: at that pose and σ = 2, 1 and 0.5 px, the mean offset [px] of PyTorch3D's outline (its 0.5 level)
+  from the own renderer's (+: wider; their area difference over the own outline's length) and the two hard
+  silhouettes' IoU, with the meshes drawn shrunk by ``outline_sigmas`` σ (``default``) and as PyTorch3D's
+  blend comes (``raw``, ``outline_sigmas=0``).
 
 With ``--refine-frames N``, the tracker's refinement alone with each backend, frame after frame from the true
 first pose against the truth masks (no filter, no search): its base and joint errors and time per frame.
@@ -83,7 +87,8 @@ def render_figures(ds_path: Path, reps: int, shipped: bool, device: str = "cpu")
         hard_p3d = p3d(xt, roi)[0][0] > 0.5
     hard_own = target > 0.5
     out = {"clip": ds_path.name, "roi": list(roi), "faces": int(len(p3d.meshes.faces)), "device": device,
-           "iou_at_truth": float((hard_own & hard_p3d).sum() / (hard_own | hard_p3d).sum())}
+           "iou_at_truth": float((hard_own & hard_p3d).sum() / (hard_own | hard_p3d).sum()),
+           "outline": outline_figures(own, p3d, xt, p3d.screen_roi(xt, 12.0))}
 
     def fwd_bwd(ren, backward=None):
         def run():
@@ -118,6 +123,37 @@ def render_figures(ds_path: Path, reps: int, shipped: bool, device: str = "cpu")
     jac = {"own": _timed(lin_own, reps), "pytorch3d": _timed(lin_p3d, max(reps // 5, 1))}
     out["jacobian_ms"] = jac
     out["jacobian_ratio"] = jac["pytorch3d"] / jac["own"]
+    return out
+
+
+def outline_offset_px(ref: np.ndarray, other: np.ndarray) -> float:
+    """Mean signed distance [px] from the outline of the bool mask ``ref`` to that of ``other`` (+: ``other``
+    wider): their area difference over the length of ``ref``'s outline."""
+    import cv2
+
+    contours, _ = cv2.findContours(ref.astype(np.uint8), cv2.RETR_LIST, cv2.CHAIN_APPROX_NONE)
+    return float(int(other.sum()) - int(ref.sum())) / max(sum(cv2.arcLength(c, True) for c in contours), 1.0)
+
+
+def outline_figures(own, p3d, x: torch.Tensor, roi) -> dict:
+    """PyTorch3D's outline against the own renderer's at pose ``x`` (1, D) over ``roi``, σ = 2, 1, 0.5 px: the
+    mean outline offset [px] and the IoU of the hard silhouettes, for ``p3d`` as it is (``default``) and with
+    ``outline_sigmas=0`` (``raw``)."""
+    from snaketrack.tracker.render.render_pytorch3d import PyTorch3DRenderer
+    from snaketrack.tracker.render.silhouette import SilhouetteSettings
+
+    raw = PyTorch3DRenderer(p3d.robot, p3d.K.numpy(), p3d.width, p3d.height, p3d.model, p3d.settings,
+                            meshes=p3d.meshes, outline_sigmas=0.0)
+    out = {"outline_sigmas": p3d.outline_sigmas}
+    for sigma in (2.0, 1.0, 0.5):
+        s = SilhouetteSettings(sigma_px=sigma)
+        with torch.no_grad():
+            a = own(x, roi, s)[0][0].numpy() > 0.5
+            row = {}
+            for name, ren in (("default", p3d), ("raw", raw)):
+                b = ren(x, roi, s)[0][0].cpu().numpy() > 0.5
+                row[name] = {"offset_px": outline_offset_px(a, b), "iou": float((a & b).sum() / (a | b).sum())}
+        out[f"sigma_{sigma:g}"] = row
     return out
 
 

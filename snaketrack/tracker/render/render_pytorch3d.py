@@ -17,8 +17,18 @@ Here σ is set in pixels like the own renderer's (:class:`~snaketrack.tracker.re
 ``sigma_px``): ``p_k = sigmoid(∓ δ_k² / σ_px²)`` with ``δ_k`` the distance [px], the same as PyTorch3D's σ =
 ``(2 σ_px / S)²`` on an image whose shorter side is S px (:func:`pytorch3d_sigma`); the paper's σ = 1e-4 on a
 640×360 image is ``σ_px`` = 1.8 (:func:`paper_sigma_px`). The silhouette over a region of interest (ROI) is
-rasterised on the ROI alone, with the same per-pixel values as the whole image's. An edge offset ``b`` [px]
-shifts the signed distance: ``p_k = sigmoid(s|s| / σ_px²)``, ``s = ±δ_k + b`` (+ inside), PyTorch3D's at b = 0.
+rasterised on the ROI alone, with the same per-pixel values as the whole image's.
+
+Where a closed mesh's outline runs, the faces on both sides of it (front and back, and the thin faces seen
+edge-on next to it) are all listed for the pixels beside it, so the blend's 0.5 level lies outside the outline,
+about :data:`OUTLINE_SIGMAS` σ_px on the robots' tessellated primitives, where the own renderer's lies on it.
+The meshes are therefore drawn grown by ``b − c σ_px`` [px] (``c`` = ``outline_sigmas``, default
+:data:`OUTLINE_SIGMAS`; 0: PyTorch3D's blend as it comes): every vertex moved along its growth direction
+(:mod:`snaketrack.tracker.render.meshes`) by ``(b − c σ_px) z / f`` [m] (z its depth, f the focal length
+[px]; a cylinder's end discs also along its axis, by a weight set by the view: :func:`axial_weight`), which
+moves the outline by about that many pixels. ``b`` is the refinement's edge offset [px] (+ grows,
+− shrinks), as the own renderer's. It grows the geometry rather than shifting each face's distance, which
+would open gaps along every edge between faces when it shrinks.
 
 Gradients with respect to the pose:
 
@@ -39,6 +49,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -55,6 +66,9 @@ PAPER_SIGMA = 1e-4
 PAPER_GAMMA = 1e-4
 PAPER_FACES_PER_PIXEL = 100
 BLUR_EPS = 1e-4
+# where the blend's 0.5 level lies outside a tessellated primitive's outline [σ_px]: the mean outline offset
+# against the own renderer at the true poses of the benchmark clips (docs/renderer.md, "Measured")
+OUTLINE_SIGMAS = 1.2
 # the side [px] of the squares the CPU rasterisation is cut into (list_pairs)
 TILE_PX = 16
 # the edge of a face: the three (start, end) corners of its edges
@@ -71,9 +85,20 @@ def paper_sigma_px(width: int, height: int) -> float:
     return math.sqrt(PAPER_SIGMA) * min(width, height) / 2.0
 
 
-def reach_px(sigma_px: float, offset_px: float = 0.0) -> float:
+def reach_px(sigma_px: float) -> float:
     """How far past a face's edge it is listed for a pixel [px]: where its coverage falls below ε = 1e-4."""
-    return math.sqrt(math.log(1.0 / BLUR_EPS - 1.0)) * sigma_px + max(float(offset_px), 0.0)
+    return math.sqrt(math.log(1.0 / BLUR_EPS - 1.0)) * sigma_px
+
+
+def axial_weight(axial: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+    """The weight w = tan(α/2) (...) of the axial directions ``axial`` (..., 3) seen along the lines of sight
+    ``X`` (..., 3) (the vertices in the camera frame), α the angle between them; 0 where there is no axial
+    direction (:mod:`snaketrack.tracker.render.meshes`). Without gradient: its change with the pose moves the
+    vertices by δ × that change, left out of the derivatives."""
+    with torch.no_grad():
+        na, nx = axial.norm(dim=-1), X.norm(dim=-1)
+        c = ((axial * X).sum(-1).abs() / (na * nx).clamp_min(1e-30)).clamp(0.0, 1.0)
+        return torch.sqrt((1.0 - c) / (1.0 + c)) * (na > 0)
 
 
 def _to_ndc(uvz: torch.Tensor, w: int, h: int) -> torch.Tensor:
@@ -213,14 +238,20 @@ def _edge_distance(p: torch.Tensor, a: torch.Tensor, b: torch.Tensor):
     return (diff * diff).sum(1), t, diff
 
 
-def _coverage_logit(d2: torch.Tensor, inside: torch.Tensor, sigma_px: float, offset: Optional[torch.Tensor]):
-    """``z`` with coverage ``sigmoid(z)``: ±d²/σ² (+ inside) or, with an edge offset (Q,) [px], s|s|/σ² with
-    s = ±d + b; and the signed distance s (None without an offset)."""
-    if offset is None:
-        return torch.where(inside, d2, -d2) / sigma_px ** 2, None
-    d = torch.sqrt(d2.clamp_min(1e-24))
-    s = torch.where(inside, d, -d) + offset
-    return s * s.abs() / sigma_px ** 2, s
+def _coverage_logit(d2: torch.Tensor, inside: torch.Tensor, sigma_px: float):
+    """``z`` with coverage ``sigmoid(z)``: ±d²/σ² (+ inside)."""
+    return torch.where(inside, d2, -d2) / sigma_px ** 2
+
+
+class _GrownEnds:
+    """A mesh's vertices as the segments ``v → v + g`` (g the growth direction, or with ``axial`` the axial
+    direction), in the fields :func:`~snaketrack.models.chain.point_jacobian` reads: their ends' difference is
+    ``g`` in the camera frame."""
+
+    def __init__(self, meshes: LinkMeshes, axial: bool = False):
+        self.link = meshes.link
+        self.a_local = meshes.verts
+        self.b_local = meshes.verts + (meshes.grow_axial if axial else meshes.grow)
 
 
 class PyTorch3DRenderer(SilhouetteRenderer):
@@ -230,15 +261,17 @@ class PyTorch3DRenderer(SilhouetteRenderer):
     ``robot``, ``K`` (3, 3) [px], ``width``, ``height`` [px], ``model`` (the :class:`CapsuleModel` the search,
     the ROI and the occlusion test keep using; default :meth:`CapsuleModel.from_visual`) and ``settings`` as
     there; the meshes are ``model``'s primitives tessellated with ``sections`` sides (and the robot's mesh
-    files). ``faces_per_pixel``: PyTorch3D's K (default 100, the paper's setting). ``backward``: ``"torch"``
-    (rasterise without gradients, recompute in torch), ``"pytorch3d"`` (PyTorch3D's backward) or ``"auto"``
-    (PyTorch3D's on CUDA, torch's on the CPU). ``device``: where the rasteriser runs (default: the CPU).
+    files). ``outline_sigmas``: the meshes are drawn shrunk by that many σ_px (module doc; default
+    :data:`OUTLINE_SIGMAS`, 0: PyTorch3D's blend as it comes). ``faces_per_pixel``: PyTorch3D's K (default 100,
+    the paper's setting). ``backward``: ``"torch"`` (rasterise without gradients, recompute in torch),
+    ``"pytorch3d"`` (PyTorch3D's backward) or ``"auto"`` (PyTorch3D's on CUDA, torch's on the CPU).
+    ``device``: where the rasteriser runs (default: the CPU).
     """
 
     def __init__(self, robot: Robot, K, width: int, height: int, model: Optional[CapsuleModel] = None,
                  settings: SilhouetteSettings = SilhouetteSettings(), faces_per_pixel: int = PAPER_FACES_PER_PIXEL,
                  backward: str = "auto", device: Optional[str] = None, sections: int = SECTIONS,
-                 meshes: Optional[LinkMeshes] = None):
+                 meshes: Optional[LinkMeshes] = None, outline_sigmas: float = OUTLINE_SIGMAS):
         super().__init__(robot, K, width, height, model, settings)
         if backward not in ("auto", "torch", "pytorch3d"):
             raise InputError(f"backward {backward!r}; expected auto, torch or pytorch3d")
@@ -248,20 +281,45 @@ class PyTorch3DRenderer(SilhouetteRenderer):
         self.device = torch.device(device or "cpu")
         self.backward = backward
         self.sections = int(sections)
+        self.outline_sigmas = float(outline_sigmas)
+        self._f = 0.5 * float(self.K[0, 0] + self.K[1, 1])
         self.meshes = meshes if meshes is not None else robot_meshes(robot, self.model, self.sections)
         self._faces = torch.as_tensor(self.meshes.faces, dtype=torch.int64)
+        self._axial = bool(np.any(self.meshes.grow_axial))
         self._link = torch.as_tensor(self.meshes.link, dtype=torch.int64)
         self._edge_a = torch.tensor([i for i, _ in _EDGES])
         self._edge_b = torch.tensor([j for _, j in _EDGES])
 
     # -- geometry -------------------------------------------------------
-    def vertices(self, x: torch.Tensor) -> torch.Tensor:
-        """Mesh vertices (B, V, 3) in the camera frame [m] of pose vectors ``x`` (B, D) (differentiable)."""
+    def grow_px(self, settings: SilhouetteSettings, offset_px=0.0):
+        """How far the meshes are grown [px] at edge softness ``settings.sigma_px`` and edge offset ``offset_px``
+        [px] (a float or a (B,) tensor): ``b − c σ_px`` (module doc)."""
+        return offset_px - self.outline_sigmas * float(settings.sigma_px)
+
+    def vertices(self, x: torch.Tensor, grow_px=None) -> torch.Tensor:
+        """Mesh vertices (B, V, 3) in the camera frame [m] of pose vectors ``x`` (B, D), the meshes grown by
+        ``grow_px`` [px] (a float or a (B,) tensor; default 0); differentiable in both."""
         q, R0, t0 = self.layout.to_fk(x)
-        pose = forward_kinematics(self.robot, q, R0, t0)
-        idx = self._link.to(x.device)
-        v = torch.as_tensor(self.meshes.verts, dtype=x.dtype, device=x.device)
-        return pose.origins[:, idx] + (pose.rotations[:, idx] @ v[..., None])[..., 0]
+        return self.link_vertices(forward_kinematics(self.robot, q, R0, t0), grow_px)
+
+    def link_vertices(self, pose, grow_px=None) -> torch.Tensor:
+        """Mesh vertices (B, V, 3) [m] of the link frames ``pose`` (``origins`` (B, L, 3), ``rotations``
+        (B, L, 3, 3), :func:`~snaketrack.models.kinematics.forward_kinematics`'s), the meshes grown by
+        ``grow_px`` [px]: each vertex moved along its growth direction by ``grow_px · z / f`` [m]."""
+        dev, dt = pose.origins.device, pose.origins.dtype
+        idx = self._link.to(dev)
+        v = torch.as_tensor(self.meshes.verts, dtype=dt, device=dev)
+        X = pose.origins[:, idx] + (pose.rotations[:, idx] @ v[..., None])[..., 0]
+        if grow_px is None:
+            return X
+        grow = torch.as_tensor(grow_px, dtype=dt, device=dev).reshape(-1, 1, 1)
+        g = torch.as_tensor(self.meshes.grow, dtype=dt, device=dev)
+        N = (pose.rotations[:, idx] @ g[..., None])[..., 0]
+        if self._axial:
+            ga = torch.as_tensor(self.meshes.grow_axial, dtype=dt, device=dev)
+            A = (pose.rotations[:, idx] @ ga[..., None])[..., 0]
+            N = N + axial_weight(A, X)[..., None] * A
+        return X + grow / self._f * X[..., 2:3] * N
 
     def _uvz(self, X: torch.Tensor, roi) -> torch.Tensor:
         """Camera-frame points (..., 3) → ROI pixel coordinates and depth (..., 3)."""
@@ -296,24 +354,26 @@ class PyTorch3DRenderer(SilhouetteRenderer):
         s = settings or self.settings
         if x.ndim != 2:
             raise InputError(f"pose vectors: shape {tuple(x.shape)}; expected (B, {self.layout.dim})")
+        off = 0.0 if offset_px is None or not offset_px.numel() else float(offset_px.detach().max())
         if roi is None:
-            roi = self.screen_roi(x, reach_px(s.sigma_px) + 2.0)
+            roi = self.screen_roi(x, reach_px(s.sigma_px) + max(off, 0.0) + 2.0)
         roi = check_roi(roi)
-        return self.silhouette(self.vertices(x), roi, s, offset_px), tuple(roi)
+        grow = self.grow_px(s, 0.0 if offset_px is None else offset_px.to(x.dtype))
+        return self.silhouette(self.vertices(x, grow), roi, s), tuple(roi)
 
     def silhouette(self, verts: torch.Tensor, roi: Sequence[int], settings: SilhouetteSettings,
-                   offset_px: Optional[torch.Tensor] = None, backward: Optional[str] = None) -> torch.Tensor:
-        """Soft silhouettes (B, h, w) of mesh vertices ``verts`` (B, V, 3) [m, camera frame] over ``roi``."""
+                   backward: Optional[str] = None) -> torch.Tensor:
+        """PyTorch3D's soft silhouettes (B, h, w) of mesh vertices ``verts`` (B, V, 3) [m, camera frame] over
+        ``roi``, as they are (not grown: :meth:`vertices`)."""
         _, _, w, h = roi
         Bn, dt = verts.shape[0], verts.dtype
         sig = float(settings.sigma_px)
-        off = 0.0 if offset_px is None else float(offset_px.detach().abs().max()) if offset_px.numel() else 0.0
         mode = backward or self.backward
         if mode == "auto":
             mode = "pytorch3d" if self.device.type == "cuda" else "torch"
         uvz = self._uvz(verts.to(self.device), roi)
         faces = self._faces.to(self.device)
-        reach = reach_px(sig, off)
+        reach = reach_px(sig)
         if mode == "pytorch3d":
             pr = list_pairs(uvz, faces, w, h, reach, self.faces_per_pixel)
             d2 = pr.d2
@@ -326,8 +386,7 @@ class PyTorch3DRenderer(SilhouetteRenderer):
             q = torch.arange(len(e), device=tri.device)
             d2, _, _ = _edge_distance(p, tri[q, self._edge_a.to(e.device)[e]], tri[q, self._edge_b.to(e.device)[e]])
         b, pix, inside = pr.b, pr.pix, pr.inside
-        bo = None if offset_px is None else offset_px.to(self.device).to(dt).index_select(0, b)
-        z, _ = _coverage_logit(d2, inside, sig, bo)
+        z = _coverage_logit(d2, inside, sig)
         L = torch.zeros(Bn * w * h, dtype=dt, device=self.device).index_add(0, b * (w * h) + pix, F.logsigmoid(-z))
         return (-torch.expm1(L)).view(Bn, h, w).to(verts.device)
 
@@ -339,18 +398,32 @@ class PyTorch3DRenderer(SilhouetteRenderer):
         ``exp(δ) R0`` at δ = 0; :func:`~snaketrack.models.chain.point_jacobian`), plus the edge offset's column
         when ``with_offset``: the same pairs as :meth:`silhouette`, their derivatives in closed form
         (``∂o/∂s_k = Π_{j≠k}(1 − p_j) · p_k(1 − p_k) · 2|s_k|/σ²`` and the nearest edge's end points moving
-        the distance), kept where above ``tol``. ``roi``: (u0, v0, w, h). Float64 on the CPU."""
+        the distance; the grown vertices ``X + k z N`` (:meth:`link_vertices`, k = grow / f) moving with the
+        pose and, in the offset's column, with k), kept where above ``tol``. ``roi``: (u0, v0, w, h). Float64 on
+        the CPU."""
         roi = check_roi(roi)
         _, _, w, h = roi
         sig = float(settings.sigma_px)
-        P, G = point_jacobian(self.robot, self.meshes, q.double(), R0.double(), t0.double())
-        X, G = P[:, 0], G[:, 0]  # (V, 3), (V, 3, D)
-        Dp = G.shape[-1]
+        P, G = point_jacobian(self.robot, _GrownEnds(self.meshes), q.double(), R0.double(), t0.double())
+        X0, G0 = P[:, 0], G[:, 0]  # (V, 3), (V, 3, D)
+        N, GN = P[:, 1] - X0, G[:, 1] - G0  # growth directions in the camera frame and their derivatives
+        if self._axial:  # plus w × the axial directions, w held (axial_weight)
+            Pa, Ga = point_jacobian(self.robot, _GrownEnds(self.meshes, axial=True), q.double(), R0.double(),
+                                    t0.double())
+            A, GA = Pa[:, 1] - Pa[:, 0], Ga[:, 1] - Ga[:, 0]
+            wa = axial_weight(A, X0)
+            N, GN = N + wa[:, None] * A, GN + wa[:, None, None] * GA
+        k = self.grow_px(settings, float(offset_px)) / self._f
+        z = X0[:, 2]
+        X = X0 + k * z[:, None] * N
+        G = G0 + k * (N[:, :, None] * G0[:, 2:3, :] + z[:, None, None] * GN)
+        if with_offset:  # ∂X/∂b = z N / f
+            G = torch.cat([G, (z[:, None] * N / self._f)[..., None]], -1)
+        D = G.shape[-1]
         uvz = self._uvz(X, roi)
         faces = self._faces
-        D = Dp + (1 if with_offset else 0)
-        pr = list_pairs(uvz[None].to(self.device), faces.to(self.device), w, h,
-                        reach_px(sig, offset_px), self.faces_per_pixel)
+        pr = list_pairs(uvz[None].to(self.device), faces.to(self.device), w, h, reach_px(sig),
+                        self.faces_per_pixel)
         pix, face, inside = pr.pix.cpu(), pr.face.cpu(), pr.inside.cpu()
         if pix.numel() == 0:
             z0 = torch.zeros(0, dtype=torch.long)
@@ -362,24 +435,17 @@ class PyTorch3DRenderer(SilhouetteRenderer):
         q_i = torch.arange(len(e))
         va, vb = fv[q_i, self._edge_a[e]], fv[q_i, self._edge_b[e]]
         d2, t, diff = _edge_distance(p, uvz[va, :2], uvz[vb, :2])
-        z, s = _coverage_logit(d2, inside, sig, torch.full_like(d2, float(offset_px)) if offset_px else None)
-        L = torch.zeros(w * h, dtype=torch.float64).index_add(0, pix, F.logsigmoid(-z))
+        zl = _coverage_logit(d2, inside, sig)
+        L = torch.zeros(w * h, dtype=torch.float64).index_add(0, pix, F.logsigmoid(-zl))
         sil = -torch.expm1(L)
-        # ∂o/∂s per pair: Π_{j≠k}(1 − p_j) = exp(L − log(1 − p_k)); dp/dz = p(1 − p); dz/ds = 2|s|/σ²
-        rest = torch.exp(L.index_select(0, pix) - F.logsigmoid(-z))
-        dpdz = torch.sigmoid(z) * torch.sigmoid(-z)
+        # ∂o/∂z per pair: Π_{j≠k}(1 − p_j) = exp(L − log(1 − p_k)) times p(1 − p); z = ±d²/σ²
+        rest = torch.exp(L.index_select(0, pix) - F.logsigmoid(-zl))
+        dpdz = torch.sigmoid(zl) * torch.sigmoid(-zl)
         sign = torch.where(inside, 1.0, -1.0).double()
-        if s is None:  # s = ±d: 2|s|/σ² · ∂s/∂(a, b) = ±2/σ² · (−(p − q)) (1 − t, t)
-            ds = 2.0 / sig ** 2 * torch.ones_like(d2)
-            n = -diff
-        else:
-            d = torch.sqrt(d2.clamp_min(1e-24))
-            ds = 2.0 * s.abs() / sig ** 2
-            n = -diff / d[:, None]
-        wgt = rest * dpdz * ds  # ∂o/∂s · (∂s/∂d-free part)
+        wgt = rest * dpdz * (2.0 / sig ** 2)  # ∂o/∂z · ∂z/∂(±d²/2)
         keep = torch.nonzero(wgt.abs() > tol).squeeze(1)
-        # per kept pair: ∂o/∂(a, b) in the image, then through the projection to the camera frame and G
-        gk = (wgt * sign).index_select(0, keep)[:, None] * n.index_select(0, keep)  # ∂o/∂(nearest point) (Qk, 2)
+        # ∂(d²/2)/∂(nearest point) = −(p − q), shared by the edge's end points as (1 − t, t)
+        gk = (wgt * sign).index_select(0, keep)[:, None] * (-diff).index_select(0, keep)  # (Qk, 2)
         tk = t.index_select(0, keep)[:, None]
         ga, gb = gk * (1.0 - tk), gk * tk
         Kd = self.K.double()
@@ -400,13 +466,10 @@ class PyTorch3DRenderer(SilhouetteRenderer):
         lut = torch.zeros(w * h, dtype=torch.long)
         lut[rows] = torch.arange(rows.numel())
         inv = lut.index_select(0, pix_k)
-        jac = torch.zeros(rows.numel(), Dp, dtype=torch.float64).index_add_(0, inv, jp)
-        if with_offset:  # ∂s/∂b = 1
-            wb = (rest * dpdz * (ds if s is not None else 2.0 * torch.sqrt(d2) / sig ** 2)).index_select(0, keep)
-            jac = torch.cat([jac, torch.zeros(rows.numel(), 1, dtype=torch.float64).index_add(0, inv, wb[:, None])], 1)
+        jac = torch.zeros(rows.numel(), D, dtype=torch.float64).index_add_(0, inv, jp)
         return RenderJacobian(sil, rows, jac)
 
     def with_settings(self, **kw) -> "PyTorch3DRenderer":
         return PyTorch3DRenderer(self.robot, self.K.numpy(), self.width, self.height, self.model,
                                  replace(self.settings, **kw), self.faces_per_pixel, self.backward,
-                                 str(self.device), self.sections, self.meshes)
+                                 str(self.device), self.sections, self.meshes, self.outline_sigmas)

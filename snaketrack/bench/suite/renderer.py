@@ -38,12 +38,15 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from snaketrack.bench.cache import add_data_argument, data_dir
 from snaketrack.bench.registry import Benchmark
+
+if TYPE_CHECKING:
+    import torch
 
 CLIPS = ("static-planar-snake-11", "static-arcsnake-4")
 
@@ -57,6 +60,8 @@ def _timed(fn, reps: int) -> float:
 
 
 def render_figures(ds_path: Path, reps: int, shipped: bool, device: str = "cpu") -> dict:
+    import torch  # deferred: snaketrack bench --list imports none of a benchmark's work
+
     from snaketrack.bench.render_timing import SIZE
     from snaketrack.datasets.layout import Dataset
     from snaketrack.models.robot import load_robot
@@ -139,6 +144,8 @@ def outline_figures(own, p3d, x: torch.Tensor, roi) -> dict:
     """PyTorch3D's outline against the own renderer's at pose ``x`` (1, D) over ``roi``, σ = 2, 1, 0.5 px: the
     mean outline offset [px] and the IoU of the hard silhouettes, for ``p3d`` as it is (``default``) and with
     ``outline_sigmas=0`` (``raw``)."""
+    import torch  # deferred: snaketrack bench --list imports none of a benchmark's work
+
     from snaketrack.tracker.render.render_pytorch3d import PyTorch3DRenderer
     from snaketrack.tracker.render.silhouette import SilhouetteSettings
 
@@ -253,6 +260,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict:
+    import torch  # deferred: snaketrack bench --list imports none of a benchmark's work
+
     from snaketrack.bench.tracking import dataset_dir, ensure_dataset
     from snaketrack.tracker.render.renderers import check_renderer
 

@@ -297,13 +297,23 @@ def silhouette_jacobian(pix, prim, roi, cam, S, E, rad, cyl, f, min_depth, sig, 
     cam: (5,) float64 (fx, fy, cx, cy, skew); S, E: (M, 3) end points [m]; rad: (M,) [m]; cyl: (M,) bool;
     f: focal length [px]; min_depth [m]; sig: σ [px]; offset: edge offset [px]; tol: derivative threshold;
     G6: (M, 6, D) end-point Jacobian; with_offset: add the edge offset's column.
-    Returns sil (P,), rows (R,) int64 in increasing order, jac (R, D[+1]).
+    Returns sil (P,), rows (R,) int64 in increasing order, jac (R, D[+1]): :func:`silhouette_edges`
+    followed by :func:`jacobian_rows`.
     """
+    sil, e_all = silhouette_edges(pix, prim, roi, cam, S, E, rad, cyl, f, min_depth, sig, offset)
+    rows, jac = jacobian_rows(pix, prim, roi, cam, S, E, rad, cyl, f, min_depth, sig, tol, G6, with_offset,
+                              sil, e_all)
+    return sil, rows, jac
+
+
+@_jit
+def silhouette_edges(pix, prim, roi, cam, S, E, rad, cyl, f, min_depth, sig, offset):
+    """The ROI's soft silhouette sil (P,) and each pair's signed edge distance e_all (Q,) [px, the edge
+    offset added] (arguments as :func:`silhouette_jacobian`): the first half of its work, all a cost needs."""
     u0, v0, w, h = roi[0], roi[1], roi[2], roi[3]
     fx, fy, cx, cy, skew = cam[0], cam[1], cam[2], cam[3], cam[4]
     Q = pix.shape[0]
     P = w * h
-    Dp = G6.shape[2]
     L = np.zeros(P)
     e_all = np.empty(Q)
     T = _primitive_table(S, E, cyl)
@@ -313,9 +323,23 @@ def silhouette_jacobian(pix, prim, roi, cam, S, E, rad, cyl, f, min_depth, sig, 
         e = _edge_table(T, m, cyl[m], rad[m], d, f, min_depth) + offset
         e_all[i] = e
         L[pix[i]] += _log_sigmoid(-e / sig)
-    sil = np.empty(P)
+    sil = np.zeros(P)
     for p in range(P):
-        sil[p] = -math.expm1(L[p])
+        if L[p] != 0.0:  # most of the ROI lies outside every primitive's band: 0 there
+            sil[p] = -math.expm1(L[p])
+    return sil, e_all
+
+
+@_jit
+def jacobian_rows(pix, prim, roi, cam, S, E, rad, cyl, f, min_depth, sig, tol, G6, with_offset, sil, e_all):
+    """The non-zero rows of the silhouette's Jacobian, rows (R,) int64 and jac (R, D[+1]), from the
+    silhouette ``sil`` and edge distances ``e_all`` of :func:`silhouette_edges` (other arguments as
+    :func:`silhouette_jacobian`): the second half of its work, needed only where a linearisation is used."""
+    u0, v0, w = roi[0], roi[1], roi[2]
+    fx, fy, cx, cy, skew = cam[0], cam[1], cam[2], cam[3], cam[4]
+    Q = pix.shape[0]
+    P = sil.shape[0]
+    Dp = G6.shape[2]
     wk = np.zeros(Q)
     lut = np.full(P, -1, np.int64)
     for i in range(Q):
@@ -353,7 +377,7 @@ def silhouette_jacobian(pix, prim, roi, cam, S, E, rad, cyl, f, min_depth, sig, 
                             + b0 * G6[m, 3, k] + b1 * G6[m, 4, k] + b2 * G6[m, 5, k])
         if with_offset:
             jac[row, Dp] += wgt
-    return sil, rows, jac
+    return rows, jac
 
 
 @_jit

@@ -76,24 +76,26 @@ def test_lm_recovers_perturbed_pose_from_mujoco_mask(scene):
     assert res.covariance is not None and np.all(np.diag(res.covariance) > 0)
 
 
-def test_lm_stops_where_the_model_expects_less_than_the_tolerance(scene):
-    """At the final edge softness LM stops when the Gauss–Newton model expects the next step to lower the
-    cost by less than cost_tol_px: fewer steps than running them all (cost_tol_px 0), the same pose."""
+def test_lm_stops_once_a_step_gains_less_than_the_tolerance(scene):
+    """At the final edge softness LM stops once an accepted step lowers the cost by less than cost_tol_px:
+    half the steps or fewer, within 2 % of the cost and 0.01 of the IoU of running every step (cost_tol_px 0)."""
     robot, K, mask, xt, lay = scene
-    rng = np.random.default_rng(2)
-    x0 = xt.copy()
-    x0[lay.q] += rng.normal(0, 0.03, robot.dof)
-    x0[lay.trans] += np.array([0.004, -0.003, 0.01])
     ren = SilhouetteRenderer(robot, K, W, H)
     obs = Observation.from_mask(mask)
-    full = Refiner(ren, RefineConfig(cost_tol_px=0.0, min_step=0.0)).refine(x0, obs)
-    early = Refiner(ren, RefineConfig()).refine(x0, obs)
-    assert full.iterations == RefineConfig().steps
-    assert early.iterations < full.iterations - 2
-    assert np.abs(early.x - full.x)[lay.q].max() < 0.005
-    assert np.linalg.norm(early.x[lay.trans] - full.x[lay.trans]) < 0.001
-    assert early.iou == pytest.approx(full.iou, abs=0.005)
-    assert _errors(early.x, xt, lay)[0] < _errors(x0, xt, lay)[0]
+    for seed in (2, 3):
+        rng = np.random.default_rng(seed)
+        x0 = xt.copy()
+        x0[lay.q] += rng.normal(0, 0.03, robot.dof)
+        x0[lay.trans] += np.array([0.004, -0.003, 0.01])
+        full = Refiner(ren, RefineConfig(cost_tol_px=0.0, min_step=0.0)).refine(x0, obs)
+        early = Refiner(ren, RefineConfig()).refine(x0, obs)
+        assert full.iterations == RefineConfig().steps
+        assert early.iterations <= full.iterations // 2
+        assert early.cost <= 1.02 * full.cost
+        assert early.iou == pytest.approx(full.iou, abs=0.01)
+        eq, et = _errors(early.x, xt, lay)
+        assert eq < min(_errors(x0, xt, lay)[0], 0.02)
+        assert et < 0.01
 
 
 def test_edge_offset_absorbs_mask_dilation(scene):

@@ -363,11 +363,6 @@ class Refiner:
                 step = -torch.linalg.solve(A, g)
             except RuntimeError:
                 break
-            # converged at the final edge softness when the Gauss–Newton model expects the step to lower the
-            # cost (Σ r², gradient 2g, curvature 2H) by less than cost_tol_px: stop without trying it
-            if it >= len(cfg.sigma_schedule) and \
-                    -2.0 * float(g @ step) - float(step @ (H @ step)) < cfg.cost_tol_px:
-                break
             new_theta = theta.clone()
             new_theta[:J] = theta[:J] + step[:J]
             new_theta[:J] = torch.maximum(torch.minimum(new_theta[:J], self.upper), self.lower)

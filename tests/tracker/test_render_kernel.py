@@ -145,7 +145,7 @@ def test_compiled_silhouette_matches_soft_silhouette(seed, cylinders, offset, si
     assert torch.allclose(fast, ref, atol=1e-10)
 
 
-@pytest.mark.parametrize("offset", [0.0, 1.5])
+@pytest.mark.parametrize("offset", [0.0, 1.5, -1.0])
 def test_renderer_mask_is_the_torch_silhouette_over_the_image(offset):
     """SilhouetteRenderer.mask (the compiled kernel over the robot's screen box) is the torch silhouette of
     the whole image above 0.5."""

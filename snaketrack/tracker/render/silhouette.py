@@ -278,14 +278,14 @@ def render_with_jacobian_compiled(starts: torch.Tensor, ends: torch.Tensor, radi
     cam = np.array([Kd[0, 0], Kd[1, 1], Kd[0, 2], Kd[1, 2], Kd[0, 1]])
     cyl = np.zeros(M, bool) if cylinders is None else np.asarray(cylinders, bool)
     f = 0.5 * float(Kd[0, 0] + Kd[1, 1])
-    sil, e_all = render_kernel.silhouette_edges(pix, prim, roi_a, cam, S0, E0, rad, cyl, f,
-                                                float(settings.min_depth), sig, float(offset_px))
+    sil, e_all, rays = render_kernel.silhouette_edges(pix, prim, roi_a, cam, S0, E0, rad, cyl, f,
+                                                      float(settings.min_depth), sig, float(offset_px))
 
     def jacobian() -> tuple[torch.Tensor, torch.Tensor]:
         G6 = _np64(point_jac).reshape(M, 6, -1)
-        rows, jac = render_kernel.jacobian_rows(pix, prim, roi_a, cam, S0, E0, rad, cyl, f,
+        rows, jac = render_kernel.jacobian_rows(pix, prim, roi_a, S0, E0, rad, cyl, f,
                                                 float(settings.min_depth), sig, float(tol), G6,
-                                                bool(with_offset), sil, e_all)
+                                                bool(with_offset), sil, e_all, rays)
         return torch.from_numpy(rows), torch.from_numpy(jac).to(dt)
 
     sil_t = torch.from_numpy(sil).to(dt)
@@ -315,8 +315,9 @@ def soft_silhouette_compiled(starts: torch.Tensor, ends: torch.Tensor, radii: to
     cam = np.array([Kd[0, 0], Kd[1, 1], Kd[0, 2], Kd[1, 2], Kd[0, 1]])
     M = S0.shape[0]
     cyl = np.zeros(M, bool) if cylinders is None else np.asarray(cylinders, bool)
-    sil, _ = render_kernel.silhouette_edges(pix, prim, roi_a, cam, S0, E0, rad, cyl, 0.5 * float(Kd[0, 0] + Kd[1, 1]),
-                                            float(settings.min_depth), sig, float(offset_px))
+    sil, _, _ = render_kernel.silhouette_edges(pix, prim, roi_a, cam, S0, E0, rad, cyl,
+                                               0.5 * float(Kd[0, 0] + Kd[1, 1]), float(settings.min_depth), sig,
+                                               float(offset_px))
     return torch.from_numpy(sil).view(1, h, w)
 
 

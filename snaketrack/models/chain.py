@@ -14,6 +14,8 @@ joint coordinates, a rotation increment applied on the left of the base rotation
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 import torch
 
@@ -31,21 +33,48 @@ def chain_frames(robot: Robot, q: np.ndarray, R: np.ndarray, p: np.ndarray):
     (3,) [m], both in the frame ``R`` and ``p`` are given in, and the index of its joint (lists of J).
     """
     lengths = np.asarray(robot.lengths, float)
-    rots, origins = [R], [p]
-    axes, pivots, joint_of = [], [], []
+    rots, axes, joint_of = _rotations(robot, q, R)
+    origins = [p]
+    for i in range(len(robot.joints)):
+        p = p + rots[i][:, 0] * lengths[i]
+        origins.append(p)
+    pivots = [origins[i + 1] for i in joint_of]
+    return rots, origins, axes, pivots, joint_of
+
+
+#: the last (robot, q bytes, R bytes, result) of :func:`_rotations`: refinement asks for one state's chain
+#: several times (its end points and their Jacobian, then its body normal)
+_last_rotations: Optional[tuple] = None
+
+
+def _rotations(robot: Robot, q: np.ndarray, R: np.ndarray) -> tuple[list, list, list]:
+    """The link rotations (L arrays (3, 3)), joint axes (J arrays (3,)) and each axis's joint index of
+    :func:`chain_frames` (which do not depend on the base position)."""
+    global _last_rotations
+    q, R = np.asarray(q, float), np.array(R, float)  # a copy: the result outlives the caller's array
+    key = (q.tobytes(), R.tobytes())
+    last = _last_rotations
+    if last is not None and last[0] is robot and last[1] == key:
+        return last[2]
+    rots, axes, joint_of = [R], [], []
     k = 0
     for i, joint in enumerate(robot.joints):
-        end = p + R[:, 0] * lengths[i]
         for ax in joint.axes:
             axes.append(R[:, _AXIS_INDEX[ax]])
-            pivots.append(end)
             joint_of.append(i)
             R = R @ axis_rotation_np(ax, q[k])
             k += 1
-        p = end
         rots.append(R)
-        origins.append(p)
-    return rots, origins, axes, pivots, joint_of
+    out = (rots, axes, joint_of)
+    _last_rotations = (robot, key, out)
+    return out
+
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a × b over the last axis (3), broadcast: np.cross's arithmetic without its per-call overhead."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack(np.broadcast_arrays(a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), axis=-1)
 
 
 def body_normal(robot: Robot, q: np.ndarray, R0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -61,8 +90,8 @@ def body_normal(robot: Robot, q: np.ndarray, R0: np.ndarray) -> tuple[np.ndarray
     J = len(axes)
     S = np.cumsum(Z[::-1], axis=0)[::-1]  # S[i] = Σ_{l ≥ i} z_l; a × Σ z_l = Σ a × z_l
     dm = np.empty((3, J + 3))
-    dm[:, :J] = np.cross(np.stack(axes), S[np.asarray(joint_of) + 1]).T
-    dm[:, J:] = np.cross(np.eye(3), S[0]).T  # column j: Σ_l e_j × z_l
+    dm[:, :J] = _cross(np.stack(axes), S[np.asarray(joint_of) + 1]).T
+    dm[:, J:] = _cross(np.eye(3), S[0]).T  # column j: Σ_l e_j × z_l
     dm /= len(Z)
     m = Z.mean(0)
     nm = float(np.linalg.norm(m))
@@ -97,9 +126,11 @@ def point_jacobian(robot: Robot, model, q: torch.Tensor, R0: torch.Tensor, t0: t
     if Jn:
         ax_a, piv = np.stack(axes), np.stack(pivots)  # (Jn, 3)
         beyond = link[:, None] >= (np.asarray(joint_of)[None, :] + 1)  # (M, Jn)
-        cr = np.cross(ax_a[None, None], P[:, :, None, :] - piv[None, None])  # (M, 2, Jn, 3)
-        G[..., :Jn] = np.moveaxis(cr * beyond[:, None, :, None], 2, 3)
-    rel = P - t0.detach().cpu().numpy().astype(float)
-    G[..., Jn:Jn + 3] = np.moveaxis(np.cross(np.eye(3)[None, None], rel[:, :, None, :]), 2, 3)
+        cr = _cross(ax_a[None, None], P[:, :, None, :] - piv[None, None])  # (M, 2, Jn, 3)
+        G[..., :Jn] = (cr * beyond[:, None, :, None]).transpose(0, 1, 3, 2)
+    rel = P - p  # e_j × rel, column j of ∂P/∂δ
+    G[..., 1, Jn], G[..., 2, Jn] = -rel[..., 2], rel[..., 1]
+    G[..., 0, Jn + 1], G[..., 2, Jn + 1] = rel[..., 2], -rel[..., 0]
+    G[..., 0, Jn + 2], G[..., 1, Jn + 2] = -rel[..., 1], rel[..., 0]
     G[..., 0, Jn + 3] = G[..., 1, Jn + 4] = G[..., 2, Jn + 5] = 1.0
     return torch.as_tensor(P, dtype=dt), torch.as_tensor(G, dtype=dt)

@@ -45,3 +45,19 @@ def test_body_normal_derivative_matches_finite_differences(name):
     assert np.abs(num - dn).max() < 1e-8
     if name == "planar-snake-11":  # yaw joints keep every link's z axis: the body's normal is the base's
         assert np.allclose(n, R0[:, 2], atol=1e-12) and np.abs(dn[:, :J]).max() < 1e-12
+
+
+def test_chain_frames_of_alternating_states_and_robots():
+    """One state, another, another robot's twice in a row, then the first again, each base rotation's
+    array changed in place after the call: each answer is its own state's forward kinematics."""
+    planar, arc = load_robot("planar-snake-11"), load_robot("arcsnake-4")
+    rng = np.random.default_rng(5)
+    states = [(robot, rng.uniform(-0.5, 0.5, robot.dof), axis_angle_to_matrix_np(rng.normal(size=3)),
+               rng.normal(size=3)) for robot in (planar, planar, arc)]
+    for robot, q, R0, t0 in states + states[-1:] + states[:1]:
+        R_in = R0.copy()
+        rots, origins, *_ = chain_frames(robot, q, R_in, t0)
+        R_in[:] = 0.0
+        ref = forward_kinematics_np(robot, q, R0, t0)
+        np.testing.assert_allclose(np.stack(rots), ref["rotations"], atol=1e-12)
+        np.testing.assert_allclose(np.stack(origins), ref["origins"], atol=1e-12)

@@ -76,6 +76,28 @@ def test_lm_recovers_perturbed_pose_from_mujoco_mask(scene):
     assert res.covariance is not None and np.all(np.diag(res.covariance) > 0)
 
 
+def test_lm_stops_once_a_step_gains_less_than_the_tolerance(scene):
+    """At the final edge softness LM stops once an accepted step lowers the cost by less than cost_tol_px:
+    half the steps or fewer, within 2 % of the cost and 0.01 of the IoU of running every step (cost_tol_px 0)."""
+    robot, K, mask, xt, lay = scene
+    ren = SilhouetteRenderer(robot, K, W, H)
+    obs = Observation.from_mask(mask)
+    for seed in (2, 3):
+        rng = np.random.default_rng(seed)
+        x0 = xt.copy()
+        x0[lay.q] += rng.normal(0, 0.03, robot.dof)
+        x0[lay.trans] += np.array([0.004, -0.003, 0.01])
+        full = Refiner(ren, RefineConfig(cost_tol_px=0.0, min_step=0.0)).refine(x0, obs)
+        early = Refiner(ren, RefineConfig()).refine(x0, obs)
+        assert full.iterations == RefineConfig().steps
+        assert early.iterations <= full.iterations // 2
+        assert early.cost <= 1.02 * full.cost
+        assert early.iou == pytest.approx(full.iou, abs=0.01)
+        eq, et = _errors(early.x, xt, lay)
+        assert eq < min(_errors(x0, xt, lay)[0], 0.02)
+        assert et < 0.01
+
+
 def test_edge_offset_absorbs_mask_dilation(scene):
     robot, K, mask, xt, lay = scene
     disc = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (5, 5))  # 2 px dilation
@@ -381,3 +403,22 @@ def test_compiled_and_torch_cores_refine_to_the_same_pose(scene):
     assert out[0].iou == pytest.approx(out[1].iou, abs=1e-9)
     with pytest.raises(InputError):
         RefineConfig(core="fast")
+
+
+def test_evaluate_by_the_compiled_kernel_is_the_torch_evaluation(scene):
+    """Refiner.evaluate (the search's ranking) gives the same cost and IoU by either core, with an offset
+    and a softer edge too."""
+    from snaketrack.tracker.render import render_kernel
+
+    if not render_kernel.available():
+        pytest.skip("numba is not installed")
+    robot, K, mask, xt, lay = scene
+    x = xt.copy()
+    x[lay.q] += np.random.default_rng(4).normal(0, 0.02, robot.dof)
+    ren = SilhouetteRenderer(robot, K, W, H)
+    obs = Observation.from_mask(mask)
+    for offset, sigma in ((0.0, None), (1.2, 2.0), (-0.8, 0.5)):
+        out = [Refiner(ren, RefineConfig(core=core)).evaluate(x, obs, offset, sigma) for core in ("torch", "compiled")]
+        assert 0.5 < out[0][1] < 1.0
+        assert out[1][0] == pytest.approx(out[0][0], rel=1e-9)
+        assert out[1][1] == pytest.approx(out[0][1], abs=1e-9)

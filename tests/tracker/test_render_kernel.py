@@ -107,3 +107,59 @@ def test_band_pairs_are_the_reference_pairs(seed):
         assert len(ref_pix) > 0
         np.testing.assert_array_equal(pix, ref_pix)
         np.testing.assert_array_equal(prim, ref_prim)
+
+
+@pytest.mark.parametrize("seed,cylinders,offset", [(0, None, 0.0), (1, [True, False, True, False], 0.4)])
+def test_deferred_jacobian_is_the_eager_one_computed_when_read(seed, cylinders, offset, monkeypatch):
+    """``deferred=True`` gives the same silhouette at once and the same rows and Jacobian, computed only
+    when first read (a rejected trial step never pays for them)."""
+    A, Bp, r, G = _scene(seed)
+    cyl = None if cylinders is None else np.array(cylinders)
+    s = SilhouetteSettings(sigma_px=1.0)
+    roi = (3, 2, 74, 55)
+    eager = render_with_jacobian_compiled(A, Bp, r, K64, roi, G, s, offset_px=offset, with_offset=True, tol=1e-3,
+                                          cylinders=cyl)
+    calls = []
+    rows_of = render_kernel.jacobian_rows
+    monkeypatch.setattr(render_kernel, "jacobian_rows", lambda *a: calls.append(1) or rows_of(*a))
+    lazy = render_with_jacobian_compiled(A, Bp, r, K64, roi, G, s, offset_px=offset, with_offset=True, tol=1e-3,
+                                         cylinders=cyl, deferred=True)
+    assert torch.equal(lazy.sil, eager.sil) and not calls
+    assert torch.equal(lazy.jac, eager.jac) and torch.equal(lazy.rows, eager.rows)
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize("seed,cylinders,offset,sigma", [(0, None, 0.0, 1.0), (1, [True, False, True, False], 0.4, 2.0),
+                                                         (2, [True] * 4, -0.7, 0.5)])
+def test_compiled_silhouette_matches_soft_silhouette(seed, cylinders, offset, sigma):
+    from snaketrack.tracker.render.silhouette import soft_silhouette_compiled
+
+    A, Bp, r, _ = _scene(seed)
+    cyl = None if cylinders is None else np.array(cylinders)
+    s = SilhouetteSettings(sigma_px=sigma)
+    roi = (3, 2, 74, 55)
+    ref = soft_silhouette(A, Bp, r, K64, roi, s, torch.tensor([offset], dtype=torch.float64), cylinders=cyl)
+    fast = soft_silhouette_compiled(A, Bp, r, K64, roi, s, offset, cylinders=cyl)
+    assert float(ref.sum()) > 50
+    assert fast.shape == ref.shape
+    assert torch.allclose(fast, ref, atol=1e-10)
+
+
+@pytest.mark.parametrize("offset", [0.0, 1.5, -1.0])
+def test_renderer_mask_is_the_torch_silhouette_over_the_image(offset):
+    """SilhouetteRenderer.mask (the compiled kernel over the robot's screen box) is the torch silhouette of
+    the whole image above 0.5."""
+    from snaketrack.models.robot import load_robot
+    from snaketrack.tracker.render.silhouette import SilhouetteRenderer
+
+    robot = load_robot("planar-snake-11")
+    K = np.array([[300.0, 0, 80], [0, 300.0, 60], [0, 0, 1]])
+    ren = SilhouetteRenderer(robot, K, 160, 120)
+    x = np.zeros(ren.layout.dim)
+    x[:robot.dof] = 0.3 * np.sin(np.arange(robot.dof))
+    x[ren.layout.trans] = [-0.5, 0.05, 2.0]  # the tail leaves the image on the left
+    ref, _ = ren(torch.as_tensor(x)[None], (0, 0, 160, 120),
+                 offset_px=torch.tensor([offset], dtype=torch.float64))
+    m = ren.mask(x, offset)
+    assert m.shape == (120, 160) and 200 < m.sum() < m.size
+    np.testing.assert_array_equal(m, ref[0].numpy() > 0.5)

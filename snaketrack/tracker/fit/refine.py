@@ -58,6 +58,7 @@ from snaketrack.tracker.render.silhouette import (
     render_with_jacobian,
     render_with_jacobian_compiled,
     soft_silhouette,
+    soft_silhouette_compiled,
 )
 from snaketrack.tracker.state import unwrap_rotvec
 
@@ -108,6 +109,7 @@ class Refiner:
             else torch.device("cpu")
         self.core = refine_core(config.core, own_renderer=self._pose_jacobian is None, device=self.device)
         self._obs: tuple = (None, None)  # the last observation given and its copy on the device
+        self._grid: tuple = (None, None)  # the last observation on a block grid and its GridLevel
         self._render_jac = render_with_jacobian_compiled if self.core == "compiled" else render_with_jacobian
 
     # -- geometry -------------------------------------------------------
@@ -160,7 +162,9 @@ class Refiner:
                 k = max(1, int(math.ceil(float(width.median()) / cfg.budget_width_px - 1e-9)))
         if k == 1:
             return GridLevel(1, self.K, (self.renderer.width, self.renderer.height), obs)
-        return GridLevel.of(k, self.K, (self.renderer.width, self.renderer.height), obs)
+        if self._grid[0] is not obs or self._grid[1].k != k:  # a search refines many starts on one observation
+            self._grid = (obs, GridLevel.of(k, self.K, (self.renderer.width, self.renderer.height), obs))
+        return self._grid[1]
 
     def to_pose_vector(self, theta: torch.Tensor, R_ref: torch.Tensor, reference: np.ndarray) -> np.ndarray:
         J = self.J
@@ -190,6 +194,9 @@ class Refiner:
             off = torch.tensor([float(offset_px)], dtype=torch.float64)
             if self._pose_jacobian is not None:
                 sil = self.renderer(xt, roi, s, off)[0][0]
+            elif self.core == "compiled":
+                sil = soft_silhouette_compiled(a, b, r, self.K, roi, s, float(offset_px),
+                                               self.renderer.model.cylinders)[0]
             else:
                 sil = soft_silhouette(a.to(dev), b.to(dev), r, self.K, roi, s, off, self.renderer.model.cylinders)[0]
         return self._cost_iou(sil.reshape(-1), self._on_device(obs), roi)
@@ -251,6 +258,10 @@ class Refiner:
         lam = cfg.lambda0
         cover = cfg.cover_weight > 0 and obs.skeleton is not None and len(obs.skeleton) > 0
 
+        # the compiled core renders a trial step's silhouette first and its Jacobian rows only when the
+        # step's linearisation is used (_Linearisation)
+        deferred = {"deferred": True} if self.core == "compiled" else {}
+
         def linearise(theta, R_ref, b, sigma, points=None):
             pts, G = points if points is not None else self._points_and_jac(theta, R_ref)
             roi = self._roi(pts, sigma, b, level=level)
@@ -266,19 +277,26 @@ class Refiner:
                                       offset_px=b, with_offset=cfg.estimate_offset, tol=cfg.jac_tol / sigma,
                                       compute_dtype=getattr(torch, cfg.compute_dtype),
                                       image_size=level.size,
-                                      cylinders=self.renderer.model.cylinders)
+                                      cylinders=self.renderer.model.cylinders, **deferred)
             m = obs_l.crop(roi, obs_l.mask)
             w = obs_l.crop(roi, obs_l.weight)
             r = w * (rj.sil - m)
             a2 = level.k ** 2  # a coarse pixel stands for k² pixels
             cost_img = a2 * float((r * r).sum() - (w * w * m * m).sum())
-            Jw = rj.jac * w[rj.rows, None]
-            H = (a2 * (Jw.T @ Jw)).cpu()
-            g = (a2 * (Jw.T @ r[rj.rows])).cpu()
-            if cover:
-                Hc, gc, cc = coverage_terms(cfg, self.K.numpy(), self._radii.numpy(), pts, G, obs.skeleton, nP)
-                H, g, cost_img = H + Hc, g + gc, cost_img + cc
-            return dict(roi=roi, sil=rj.sil, H=H, g=g, cost_img=cost_img, n=rj.rows.numel())
+            cover_terms = coverage_terms(cfg, self.K.numpy(), self._radii.numpy(), pts, G, obs.skeleton, nP) \
+                if cover else None
+            if cover_terms is not None:
+                cost_img += cover_terms[2]
+
+            def normal_equations():
+                Jw = rj.jac * w[rj.rows, None]
+                H = (a2 * (Jw.T @ Jw)).cpu()
+                g = (a2 * (Jw.T @ r[rj.rows])).cpu()
+                if cover_terms is not None:
+                    H, g = H + cover_terms[0], g + cover_terms[1]
+                return H, g, rj.rows.numel()
+
+            return _Linearisation(roi, rj.sil, cost_img, normal_equations)
 
         def prior_terms(theta, R_ref, b):
             # residual of the prior in the local parameters (δ measured from the prior rotation)
@@ -337,9 +355,9 @@ class Refiner:
                 if relin is None:  # off-screen at the new edge: keep the last linearisation
                     break
                 lin = relin
-            H = lin["H"] + torch.diag(Pi + Wb) + Hu
-            g = lin["g"] + Pi * d + Wb * absolute(theta) + gu
-            cost = lin["cost_img"] + float((Pi * d * d).sum()) + float((Wb * absolute(theta) ** 2).sum()) + cu
+            H = lin.H + torch.diag(Pi + Wb) + Hu
+            g = lin.g + Pi * d + Wb * absolute(theta) + gu
+            cost = lin.cost_img + float((Pi * d * d).sum()) + float((Wb * absolute(theta) ** 2).sum()) + cu
             A = H + lam * torch.diag(torch.diag(H).clamp_min(1e-9))
             try:
                 step = -torch.linalg.solve(A, g)
@@ -357,7 +375,7 @@ class Refiner:
                 lam *= 10
                 continue
             d2, up2 = prior_terms(new_theta, new_R, new_b), up_terms(new_theta, new_R)
-            new_cost = new_lin["cost_img"] + float((Pi * d2 * d2).sum()) + \
+            new_cost = new_lin.cost_img + float((Pi * d2 * d2).sum()) + \
                 float((Wb * absolute(new_theta) ** 2).sum()) + up2[2]
             if new_cost < cost:
                 theta, R_ref, b, lin = new_theta, new_R, new_b, new_lin
@@ -373,11 +391,11 @@ class Refiner:
                     break
         x = self.to_pose_vector(theta, R_ref, x0)
         sigma_f = cfg.sigma(it_done - 1) if it_done else cfg.sigma(0)
-        cost, iou = self._cost_iou(lin["sil"], obs_l, lin["roi"])
+        cost, iou = self._cost_iou(lin.sil, obs_l, lin.roi)
         # covariance: residual variance × inverse information (pose part)
-        H = lin["H"] + torch.diag(Pi + Wb) + Hu
-        dof = max(lin["n"] * level.k ** 2 - nP, 1)
-        s2 = max(lin["cost_img"] + float((obs.weight ** 2 * obs.mask).sum()), 1.0) / max(obs.area + dof, 1.0)
+        H = lin.H + torch.diag(Pi + Wb) + Hu
+        dof = max(lin.n * level.k ** 2 - nP, 1)
+        s2 = max(lin.cost_img + float((obs.weight ** 2 * obs.mask).sum()), 1.0) / max(obs.area + dof, 1.0)
         try:
             cov = (s2 * torch.linalg.inv(H))[:D, :D].numpy()
         except RuntimeError:
@@ -417,6 +435,35 @@ class Refiner:
         return RefineResult(xf, 0.0, cost, iou, None, n_iter, {})
 
 
+class _Linearisation:
+    """LM's image terms at one state: roi (u0, v0, w, h) and sil (P,) of the render, cost_img [px²] (the
+    silhouette's and coverage term's cost), and the normal equations' H (nP, nP), g (nP,) and n (the pixel
+    rows with a derivative) from ``normal_equations()``, called when first read."""
+
+    def __init__(self, roi, sil: torch.Tensor, cost_img: float, normal_equations):
+        self.roi, self.sil, self.cost_img = roi, sil, cost_img
+        self._normal_equations = normal_equations
+        self._Hgn: Optional[tuple] = None
+
+    def _get(self) -> tuple:
+        if self._Hgn is None:
+            self._Hgn = self._normal_equations()
+            self._normal_equations = None
+        return self._Hgn
+
+    @property
+    def H(self) -> torch.Tensor:
+        return self._get()[0]
+
+    @property
+    def g(self) -> torch.Tensor:
+        return self._get()[1]
+
+    @property
+    def n(self) -> int:
+        return self._get()[2]
+
+
 @dataclass(frozen=True)
 class GridLevel:
     """The pixel grid of LM's image terms: blocks of k × k image pixels.
@@ -445,7 +492,7 @@ class GridLevel:
         def pool(a: torch.Tensor) -> torch.Tensor:
             pad = torch.zeros(Hk * k, Wk * k, dtype=a.dtype, device=a.device)
             pad[:H, :W] = a
-            return pad.view(Hk, k, Wk, k).mean(dim=(1, 3))
+            return torch.nn.functional.avg_pool2d(pad[None, None], k)[0, 0]
 
         m = pool(obs.mask)
         w = torch.sqrt(pool(obs.weight ** 2))

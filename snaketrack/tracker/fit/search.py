@@ -140,9 +140,7 @@ class PoseSearch:
         axis_len = float(np.linalg.norm(np.diff(axes[0], axis=0), axis=1).sum()) if axes else 0.0
         if axis_len <= 0:
             return 0.0
-        with torch.no_grad():
-            sil, _ = self.renderer(torch.as_tensor(np.asarray(x, float))[None])
-        area_model = float((sil > 0.5).sum())
+        area_model = float(np.count_nonzero(self.renderer.mask(x)))
         area_mask = float(np.count_nonzero(mask))
         return float(np.clip((area_mask - area_model) / (2.0 * axis_len), -4.0, 4.0))
 

@@ -6,10 +6,12 @@ compares the two, values and derivatives): per pair the signed edge distance
 ``e`` [px] of :mod:`snaketrack.tracker.render.edges` (capsule or flat-ended cylinder)
 and, only where the pair's weight ``(1 − o) c / σ`` exceeds ``tol``, its
 closed-form derivatives ``∂e/∂A``, ``∂e/∂B``, chained at once with the end
-points' Jacobian into the rows of ``∂o/∂θ``. One pass per pair and no
+points' Jacobian into the rows of ``∂o/∂θ``. Two loops over the pairs and no
 intermediate arrays, where the torch version runs a hundred vector operations
-over all pairs; the pixel rays are computed from ``K`` in the loop. Computed
-in float64.
+over all pairs: :func:`silhouette_edges` (the silhouette, all a cost needs)
+and :func:`jacobian_rows` (the derivatives, run only for a linearisation that
+is used); :func:`silhouette_jacobian` runs both. The pixel rays are computed
+from ``K`` once per pixel. Computed in float64.
 
 :func:`available` says whether numba is importable; the renderer falls back
 to the torch implementation without it.
@@ -297,25 +299,57 @@ def silhouette_jacobian(pix, prim, roi, cam, S, E, rad, cyl, f, min_depth, sig, 
     cam: (5,) float64 (fx, fy, cx, cy, skew); S, E: (M, 3) end points [m]; rad: (M,) [m]; cyl: (M,) bool;
     f: focal length [px]; min_depth [m]; sig: σ [px]; offset: edge offset [px]; tol: derivative threshold;
     G6: (M, 6, D) end-point Jacobian; with_offset: add the edge offset's column.
-    Returns sil (P,), rows (R,) int64 in increasing order, jac (R, D[+1]).
+    Returns sil (P,), rows (R,) int64 in increasing order, jac (R, D[+1]): :func:`silhouette_edges`
+    followed by :func:`jacobian_rows`.
     """
+    sil, e_all, rays = silhouette_edges(pix, prim, roi, cam, S, E, rad, cyl, f, min_depth, sig, offset)
+    rows, jac = jacobian_rows(pix, prim, roi, S, E, rad, cyl, f, min_depth, sig, tol, G6, with_offset,
+                              sil, e_all, rays)
+    return sil, rows, jac
+
+
+@_jit
+def silhouette_edges(pix, prim, roi, cam, S, E, rad, cyl, f, min_depth, sig, offset):
+    """The ROI's soft silhouette sil (P,), each pair's signed edge distance e_all (Q,) [px, the edge
+    offset added] and the pixels' unit rays (P, 3) (set at the pairs' pixels only; arguments as
+    :func:`silhouette_jacobian`): the first half of its work, all a cost needs."""
     u0, v0, w, h = roi[0], roi[1], roi[2], roi[3]
     fx, fy, cx, cy, skew = cam[0], cam[1], cam[2], cam[3], cam[4]
     Q = pix.shape[0]
     P = w * h
-    Dp = G6.shape[2]
     L = np.zeros(P)
     e_all = np.empty(Q)
     T = _primitive_table(S, E, cyl)
+    # a pixel lies in the bands of several primitives: its ray is computed once
+    rays = np.empty((P, 3))
+    have = np.zeros(P, np.bool_)
     for i in range(Q):
         m = prim[i]
-        d = _ray(pix[i], w, u0, v0, fx, fy, cx, cy, skew)
+        p = pix[i]
+        if have[p]:
+            d = (rays[p, 0], rays[p, 1], rays[p, 2])
+        else:
+            d = _ray(p, w, u0, v0, fx, fy, cx, cy, skew)
+            rays[p, 0], rays[p, 1], rays[p, 2] = d[0], d[1], d[2]
+            have[p] = True
         e = _edge_table(T, m, cyl[m], rad[m], d, f, min_depth) + offset
         e_all[i] = e
-        L[pix[i]] += _log_sigmoid(-e / sig)
-    sil = np.empty(P)
+        L[p] += _log_sigmoid(-e / sig)
+    sil = np.zeros(P)
     for p in range(P):
-        sil[p] = -math.expm1(L[p])
+        if L[p] != 0.0:  # most of the ROI lies outside every primitive's band: 0 there
+            sil[p] = -math.expm1(L[p])
+    return sil, e_all, rays
+
+
+@_jit
+def jacobian_rows(pix, prim, roi, S, E, rad, cyl, f, min_depth, sig, tol, G6, with_offset, sil, e_all, rays):
+    """The non-zero rows of the silhouette's Jacobian, rows (R,) int64 and jac (R, D[+1]), from the
+    silhouette ``sil``, edge distances ``e_all`` and rays of :func:`silhouette_edges` (other arguments as
+    :func:`silhouette_jacobian`): the second half of its work, needed only where a linearisation is used."""
+    Q = pix.shape[0]
+    P = sil.shape[0]
+    Dp = G6.shape[2]
     wk = np.zeros(Q)
     lut = np.full(P, -1, np.int64)
     for i in range(Q):
@@ -341,7 +375,8 @@ def silhouette_jacobian(pix, prim, roi, cam, S, E, rad, cyl, f, min_depth, sig, 
         if wgt == 0.0:
             continue
         m = prim[i]
-        d = _ray(pix[i], w, u0, v0, fx, fy, cx, cy, skew)
+        p = pix[i]
+        d = (rays[p, 0], rays[p, 1], rays[p, 2])
         A = (S[m, 0], S[m, 1], S[m, 2])
         B = (E[m, 0], E[m, 1], E[m, 2])
         _, gA, gB = _edge(A, B, rad[m], cyl[m], d, f, min_depth)
@@ -353,7 +388,7 @@ def silhouette_jacobian(pix, prim, roi, cam, S, E, rad, cyl, f, min_depth, sig, 
                             + b0 * G6[m, 3, k] + b1 * G6[m, 4, k] + b2 * G6[m, 5, k])
         if with_offset:
             jac[row, Dp] += wgt
-    return sil, rows, jac
+    return rows, jac
 
 
 @_jit

@@ -251,10 +251,13 @@ def render_with_jacobian_compiled(starts: torch.Tensor, ends: torch.Tensor, radi
                                   roi: Sequence[int], point_jac: torch.Tensor,
                                   settings: SilhouetteSettings = SilhouetteSettings(),
                                   offset_px: float = 0.0, with_offset: bool = False, tol: float = 1e-6,
-                                  cylinders: Optional[np.ndarray] = None, **_ignored) -> RenderJacobian:
+                                  cylinders: Optional[np.ndarray] = None, deferred: bool = False,
+                                  **_ignored):
     """:func:`render_with_jacobian` by the compiled kernel of :mod:`~snaketrack.tracker.render.render_kernel`:
     the same arguments and result (``compute_dtype``, ``image_size`` and ``band`` are ignored: it works
-    in float64 on the band's pairs, its rays computed from ``K``)."""
+    in float64 on the band's pairs, its rays computed from ``K``). ``deferred``: a
+    :class:`DeferredRenderJacobian` instead, whose Jacobian rows are computed when first read (the same
+    values): a trial step whose cost rejects it, or after which refinement stops, never needs them."""
     from snaketrack.tracker.render import (
         render_kernel,  # deferred: the module imports without numba (the compiled kernels)
     )
@@ -274,11 +277,72 @@ def render_with_jacobian_compiled(starts: torch.Tensor, ends: torch.Tensor, radi
         return RenderJacobian(torch.zeros(w * h, dtype=dt), z, torch.zeros(0, D, dtype=dt))
     cam = np.array([Kd[0, 0], Kd[1, 1], Kd[0, 2], Kd[1, 2], Kd[0, 1]])
     cyl = np.zeros(M, bool) if cylinders is None else np.asarray(cylinders, bool)
-    G6 = _np64(point_jac).reshape(M, 6, -1)
-    sil, rows, jac = render_kernel.silhouette_jacobian(
-        pix, prim, roi_a, cam, S0, E0, rad, cyl, 0.5 * float(Kd[0, 0] + Kd[1, 1]),
-        float(settings.min_depth), sig, float(offset_px), float(tol), G6, bool(with_offset))
-    return RenderJacobian(torch.from_numpy(sil).to(dt), torch.from_numpy(rows), torch.from_numpy(jac).to(dt))
+    f = 0.5 * float(Kd[0, 0] + Kd[1, 1])
+    sil, e_all, rays = render_kernel.silhouette_edges(pix, prim, roi_a, cam, S0, E0, rad, cyl, f,
+                                                      float(settings.min_depth), sig, float(offset_px))
+
+    def jacobian() -> tuple[torch.Tensor, torch.Tensor]:
+        G6 = _np64(point_jac).reshape(M, 6, -1)
+        rows, jac = render_kernel.jacobian_rows(pix, prim, roi_a, S0, E0, rad, cyl, f,
+                                                float(settings.min_depth), sig, float(tol), G6,
+                                                bool(with_offset), sil, e_all, rays)
+        return torch.from_numpy(rows), torch.from_numpy(jac).to(dt)
+
+    sil_t = torch.from_numpy(sil).to(dt)
+    if deferred:
+        return DeferredRenderJacobian(sil_t, jacobian)
+    return RenderJacobian(sil_t, *jacobian())
+
+
+def soft_silhouette_compiled(starts: torch.Tensor, ends: torch.Tensor, radii: torch.Tensor, K: torch.Tensor,
+                             roi: Sequence[int], settings: SilhouetteSettings = SilhouetteSettings(),
+                             offset_px: float = 0.0, cylinders: Optional[np.ndarray] = None) -> torch.Tensor:
+    """:func:`soft_silhouette` of one state (``starts``, ``ends`` (1, M, 3) [m]) by the compiled kernel
+    (:func:`~snaketrack.tracker.render.render_kernel.silhouette_edges`, float64, no gradient): (1, h, w)."""
+    from snaketrack.tracker.render import (
+        render_kernel,  # deferred: the module imports without numba (the compiled kernels)
+    )
+
+    roi = _check_single(starts, ends, radii, K, roi)
+    _, _, w, h = roi
+    sig = float(settings.sigma_px)
+    Kd = _np64(K)
+    S0, E0, rad = _np64(starts[0]), _np64(ends[0]), _np64(radii)
+    roi_a = np.array(roi, np.int64)
+    pix, prim = render_kernel.band_pairs(S0, E0, rad, Kd, roi_a, settings.margin_sigmas * sig + abs(offset_px))
+    if pix.size == 0:
+        return torch.zeros(1, h, w, dtype=torch.float64)
+    cam = np.array([Kd[0, 0], Kd[1, 1], Kd[0, 2], Kd[1, 2], Kd[0, 1]])
+    M = S0.shape[0]
+    cyl = np.zeros(M, bool) if cylinders is None else np.asarray(cylinders, bool)
+    sil, _, _ = render_kernel.silhouette_edges(pix, prim, roi_a, cam, S0, E0, rad, cyl,
+                                               0.5 * float(Kd[0, 0] + Kd[1, 1]), float(settings.min_depth), sig,
+                                               float(offset_px))
+    return torch.from_numpy(sil).view(1, h, w)
+
+
+class DeferredRenderJacobian:
+    """A :class:`RenderJacobian` whose ``rows`` and ``jac`` are computed by ``jacobian()`` (returning
+    both) when either is first read; ``sil`` (P,) is given."""
+
+    def __init__(self, sil: torch.Tensor, jacobian):
+        self.sil = sil
+        self._jacobian = jacobian
+        self._rows_jac: Optional[tuple[torch.Tensor, torch.Tensor]] = None
+
+    def _get(self) -> tuple[torch.Tensor, torch.Tensor]:
+        if self._rows_jac is None:
+            self._rows_jac = self._jacobian()
+            self._jacobian = None
+        return self._rows_jac
+
+    @property
+    def rows(self) -> torch.Tensor:
+        return self._get()[0]
+
+    @property
+    def jac(self) -> torch.Tensor:
+        return self._get()[1]
 
 
 def _np64(t: torch.Tensor) -> np.ndarray:
@@ -359,10 +423,22 @@ class SilhouetteRenderer:
         """The silhouette of one pose vector ``x`` (D,) as a bool (H, W) mask: the pixels whose soft
         value exceeds 0.5 (float64, no gradient); ``offset_px``: an edge offset [px] that grows (+) or
         shrinks (−) it."""
+        from snaketrack.tracker.render import render_kernel
+
         with torch.no_grad():
+            xt = torch.as_tensor(x, dtype=torch.float64)[None]
+            if self.device.type == "cpu" and render_kernel.available():
+                # the compiled kernel over the robot's screen box, the same silhouette (tests/tracker)
+                s = self.settings
+                roi = self.screen_roi(xt, s.margin_sigmas * s.sigma_px + abs(float(offset_px)) + 2.0)
+                a, b, r = self.primitives(xt)
+                sil = soft_silhouette_compiled(a, b, r, self.K, roi, s, float(offset_px), self.model.cylinders)
+                out = np.zeros((self.height, self.width), bool)
+                u0, v0, w, h = roi
+                out[v0:v0 + h, u0:u0 + w] = sil[0].numpy() > 0.5
+                return out
             b = None if offset_px == 0.0 else torch.tensor([float(offset_px)], dtype=torch.float64)
-            sil, _ = self(torch.as_tensor(x, dtype=torch.float64)[None], (0, 0, self.width, self.height),
-                          offset_px=b)
+            sil, _ = self(xt, (0, 0, self.width, self.height), offset_px=b)
             return sil[0].cpu().numpy() > 0.5
 
     def with_settings(self, **kw) -> "SilhouetteRenderer":

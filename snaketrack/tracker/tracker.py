@@ -123,6 +123,7 @@ class Tracker:
         self.yaw_hist: list[np.ndarray] = []
         self.wave = wave_follow_for(self.robot, self.config)
         self.hidden = 0.0  # fraction of the last refined frame's predicted axis off its mask (occlusion.py)
+        self.last_occluded = -10 ** 9  # the last frame refined as occluded
         self.flips = 0
         # True once the body wave has confirmed the track's reading of head and tail, or turned it
         # round; a consumer that can wait holds its first frames until then (reading.ReadingHold)
@@ -221,6 +222,8 @@ class Tracker:
             # track that has left the robot has its full mask beside it
             occluded = self._occlusion_on() and self.hidden >= cfg.occluded_axis_fraction and \
                 m.sum() < cfg.occluded_area_ratio * self.renderer.mask(pred, self.offset).sum()
+            if occluded:
+                self.last_occluded = self.frame
             if occluded:  # the hidden joints are seen no more: they follow the wave
                 pred = self._wave_predicted(pred)
             refiner = self.occluded_refiner if occluded else self.refiner
@@ -291,6 +294,8 @@ class Tracker:
             self.reading_settled = True
         if s > -cfg.wave_threshold:
             return res
+        if self._occlusion_on() and self.frame - self.last_occluded < cfg.wave_window:
+            return res  # the window's wave is partly the prediction's, not the robot's: no turning round
         alt = self._refine_flipped(res.x, obs, self.up)
         self.yaw_hist = []
         if alt.iou < res.iou - 0.1:  # the flipped body does not fit: keep the track, look again later

@@ -73,6 +73,11 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    help="which end is the head: wave (the robot crawls forward: the track turns round when its "
                         "body wave runs from tail to head; default) or first (keep the first frame's reading: a "
                         "sidewinding robot, or one that backs up)")
+    p.add_argument("--occluders", action="store_true",
+                   help="things in front of the robot (legs, a shoe, a post) cut its mask for tens of frames: on a "
+                        "frame whose prediction runs off a mask that has lost area, the hidden joints follow the "
+                        "body wave, the prediction is trusted more and fits are judged by their unhidden part "
+                        "(docs/tracking.md, 'Occluders in front of the robot')")
     p.add_argument("--silhouette", default="visual", choices=("visual", "visual-capsule", "capsules"),
                    help="the robot's silhouette model: 'visual' (bodies, caps and housings from the robot file, "
                         "cylindrical housings drawn as cylinders; default), 'visual-capsule' (the same with "
@@ -120,7 +125,7 @@ def _run(args: argparse.Namespace) -> int:
     config = PipelineConfig(refine_steps=args.refine_steps, silhouette=args.silhouette, renderer=args.renderer,
                             static_camera=args.static_camera, track_ground=args.track_ground,
                             hold_frames=args.hold_frames, corrupt_masks=args.corrupt_masks, corrupt_seed=seed,
-                            head=args.head, device=args.device,
+                            head=args.head, device=args.device, occluders=args.occluders,
                             track_size=parse_size(args.track_size, "--track-size") if args.track_size else None)
     if args.chunks != 1:
         from snaketrack.batch.chunks import track_chunked

@@ -163,6 +163,21 @@ class TrackerConfig:
     cut_weighting: also ignore model pixels beyond a cut of the mask (occlusion.cut_weighted); default True.
     hold_backward: refine the frames a ReadingHold releases backwards from the track (:meth:`refine_back`); True.
     hold_backward_heights: their kept backward fits also replace their entries in the ground prior; True.
+    wave_follow: on an occluded frame (``occluded_axis_fraction``), predict each yaw joint but the leading
+        one from its leader's track while the body wave explains the recent frames
+        (:mod:`~snaketrack.tracker.wave_follow`: a hidden tail follows the wave); default False.
+    wave_follow_window: tracked frames the wave's lag is fitted over; default 40.
+    wave_follow_max_lag: the largest lag fitted [frames]; default 15.
+    wave_follow_max_residual: the largest relative residual of the fit at which it predicts; default 0.1.
+    wave_follow_min_frames: frames tracked before it predicts; default 24.
+    occluded_axis_fraction: a frame whose predicted body axis lies at least this fraction in the far zone
+        (:func:`~snaketrack.tracker.fit.occlusion.hidden_fraction`) and whose mask has fewer pixels than
+        ``occluded_area_ratio`` × the predicted silhouette's is refined as occluded; default 0.05.
+    occluded_area_ratio: see ``occluded_axis_fraction``; default 0.9.
+    occluded_prior_scale: the priors towards the prediction (``prior_q``, ``prior_rot``, ``prior_trans``) of an
+        occluded frame, times this (1: as any frame's); default 1.
+    occluded_visible_iou: an occluded frame's fit, and a re-acquisition search's result on it, are judged by
+        the IoU of their unhidden part (:func:`~snaketrack.tracker.fit.occlusion.visible_iou`); default False.
     """
 
     refine: RefineConfig = field(default_factory=RefineConfig)
@@ -200,6 +215,15 @@ class TrackerConfig:
     cut_weighting: bool = True
     hold_backward: bool = True
     hold_backward_heights: bool = True
+    wave_follow: bool = False
+    wave_follow_window: int = 40
+    wave_follow_max_lag: float = 15.0
+    wave_follow_max_residual: float = 0.1
+    wave_follow_min_frames: int = 24
+    occluded_axis_fraction: float = 0.05
+    occluded_area_ratio: float = 0.9
+    occluded_prior_scale: float = 1.0
+    occluded_visible_iou: bool = False
 
     def __post_init__(self):
         if self.model not in ("visual", "visual-capsule", "capsules"):

@@ -2,7 +2,9 @@
 
 Per frame (:meth:`Tracker.step`)::
 
-    predict        constant velocity (KalmanFilter.predict, filter.py)
+    predict        constant velocity (KalmanFilter.predict, filter.py); with wave_follow, on an
+                   occluded frame (the prediction off a mask that has lost area, occlusion.py),
+                   the yaw joints that follow a leader from its track (wave_follow.py)
     refine         Levenberg–Marquardt on the silhouette (refine.py), with the
                    coverage term and, given an up direction, the ground prior;
                    model pixels far from the mask or beyond a cut of it (a post)
@@ -42,7 +44,7 @@ from snaketrack.tracker.calib.ground_prior import GroundPrior
 from snaketrack.tracker.config import TrackerConfig
 from snaketrack.tracker.filter import KalmanFilter
 from snaketrack.tracker.fit.observation import Observation, observe
-from snaketrack.tracker.fit.occlusion import cut_weighted
+from snaketrack.tracker.fit.occlusion import cut_weighted, hidden_fraction, visible_iou
 from snaketrack.tracker.fit.refine import Refiner, RefineResult
 from snaketrack.tracker.fit.search import PoseSearch
 from snaketrack.tracker.reading import flip_pose, wave_direction, yaw_indices
@@ -50,6 +52,7 @@ from snaketrack.tracker.render.primitives import CapsuleModel
 from snaketrack.tracker.render.renderers import make_renderer
 from snaketrack.tracker.render.silhouette import SilhouetteRenderer, SilhouetteSettings
 from snaketrack.tracker.state import StateLayout, TrackState
+from snaketrack.tracker.wave_follow import wave_follow_for
 
 
 class Tracker:
@@ -89,6 +92,11 @@ class Tracker:
             coarse_search = coarse if oop is None else \
                 Refiner(self.search_renderer, replace(config.refine, out_of_plane_prior_rad=float(oop)))
         self._coarse_refiners = (coarse, coarse_search)
+        k = config.occluded_prior_scale
+        self.occluded_refiner = self.refiner if k == 1.0 else \
+            Refiner(self.renderer, replace(config.refine, prior_q=config.refine.prior_q * k,
+                                           prior_rot=config.refine.prior_rot * k,
+                                           prior_trans=config.refine.prior_trans * k))
         self.reset()
 
     def body_centre(self, x: np.ndarray) -> np.ndarray:
@@ -110,6 +118,9 @@ class Tracker:
         self.last: Optional[TrackState] = None
         self.up: Optional[np.ndarray] = None
         self.yaw_hist: list[np.ndarray] = []
+        self.wave = wave_follow_for(self.robot, self.config)
+        self.hidden = 0.0  # fraction of the last refined frame's predicted axis off its mask (occlusion.py)
+        self.last_occluded = -10 ** 9  # the last frame refined as occluded
         self.flips = 0
         # True once the body wave has confirmed the track's reading of head and tail, or turned it
         # round; a consumer that can wait holds its first frames until then (reading.ReadingHold)
@@ -159,6 +170,8 @@ class Tracker:
         self.filter.initialise(x)
         if res is not None and res.iou >= self.config.reading_ref_iou:
             self.good = (0, np.array(x, float))
+        if self.wave is not None:
+            self.wave.add(x[self.layout.q])
         if self.up is not None:
             self.ground_prior.add(self.frame, x[self.layout.trans], self.up)
         return self._record(x, t, res, "tracked")
@@ -186,21 +199,40 @@ class Tracker:
             if status == "lost":  # stop extrapolating: hold the last pose
                 n = self.layout.dim
                 self.filter.x[n:] = 0.0
+                if self.wave is not None:
+                    self.wave.reset()
+            elif self.wave is not None:
+                self.wave.add(pred[self.layout.q])
             return self._record(pred, t, None, status)
         obs = observe(m, self.config.refine)
         was_lost = self.n_coast > cfg.lost_after
+        occluded = False
         if was_lost:  # the robot may have moved while hidden: a wide edge first
             res = self.search.wide_refiner.refine(pred, obs, steps=cfg.init_refine_steps, up=self.up)
             res = self.refiner.refine(res.x, obs, offset0=res.offset_px, steps=4, up=self.up)
         else:
-            res = self.refiner.refine(pred, self._cut_weighted(pred, obs), offset0=0.0, up=self.up,
-                                      height=self.ground_prior.height(self.up))
+            self.hidden = hidden_fraction(obs, self.renderer, pred) if self._occlusion_on() else 0.0
+            # a prediction off its mask is an occluder's doing only where the mask has lost area too: a
+            # track that has left the robot has its full mask beside it
+            occluded = self._occlusion_on() and self.hidden >= cfg.occluded_axis_fraction and \
+                m.sum() < cfg.occluded_area_ratio * self.renderer.mask(pred, self.offset).sum()
+            if occluded:
+                self.last_occluded = self.frame
+            if occluded:  # the hidden joints are seen no more: they follow the wave
+                pred = self._wave_predicted(pred)
+            refiner = self.occluded_refiner if occluded else self.refiner
+            obs_cut = self._cut_weighted(pred, obs)
+            res = refiner.refine(pred, obs_cut, offset0=0.0, up=self.up, height=self.ground_prior.height(self.up))
+            if occluded and cfg.occluded_visible_iou:
+                res = replace(res, iou=visible_iou(obs_cut, self.renderer.mask(res.x, res.offset_px)))
         reinit = False
         if res.iou < cfg.reacquire_iou or (was_lost and res.iou < cfg.reacquired_iou):
             # while tracking, keep the track's reading of the chain (tail vs head): a silhouette barely
             # tells them apart and a flipped search result puts the base a body length off
             orient = None if was_lost or not cfg.keep_reading else self._reading_reference(pred)
             alt = self.initialise(m, obs, extra=[pred], orient=orient)
+            if not was_lost and occluded and cfg.occluded_visible_iou:  # judged as the track is
+                alt = replace(alt, iou=visible_iou(obs_cut, self.renderer.mask(alt.x, alt.offset_px)))
             if alt.iou > res.iou + (0.0 if was_lost else cfg.reinit_margin):
                 res, reinit = alt, True
         elif self.warming and self.frame <= cfg.warmup_frames and res.iou < cfg.warmup_iou:
@@ -215,11 +247,15 @@ class Tracker:
         self.offset = res.offset_px
         if reinit or was_lost:
             self.yaw_hist = []
+            if self.wave is not None:
+                self.wave.reset()
             self.filter.initialise(res.x)
         else:
             self.filter.set_refined(res.x)
         if cfg.wave_check:
             res = self._check_reading(res, obs)
+        if self.wave is not None:
+            self.wave.add(res.x[self.layout.q])
         if self.up is not None:
             self.ground_prior.add(self.frame, res.x[self.layout.trans], self.up)
         if res.iou >= cfg.reading_ref_iou:
@@ -251,11 +287,15 @@ class Tracker:
             self.reading_settled = True
         if s > -cfg.wave_threshold:
             return res
+        if self._occlusion_on() and self.frame - self.last_occluded < cfg.wave_window:
+            return res  # the window's wave is partly the prediction's, not the robot's: no turning round
         alt = self._refine_flipped(res.x, obs, self.up)
         self.yaw_hist = []
         if alt.iou < res.iou - 0.1:  # the flipped body does not fit: keep the track, look again later
             return res
         self.flips += 1
+        if self.wave is not None:
+            self.wave.reset()
         self.reading_settled = True
         self.good = None  # the last good frame was read the other way
         self.offset = alt.offset_px
@@ -318,6 +358,21 @@ class Tracker:
         return self._state(res.x, state.frame, state.t, res, state.status)
 
     # -- pieces ---------------------------------------------------------
+    def _occlusion_on(self) -> bool:
+        """Whether anything is done differently on an occluded frame (``wave_follow``,
+        ``occluded_prior_scale``, ``occluded_visible_iou``)."""
+        cfg = self.config
+        return self.wave is not None or cfg.occluded_prior_scale != 1.0 or cfg.occluded_visible_iou
+
+    def _wave_predicted(self, pred: np.ndarray) -> np.ndarray:
+        """The filter's prediction ``pred`` (D,) with the yaw joints that follow a leader predicted from its
+        track while the body wave holds (:class:`~snaketrack.tracker.wave_follow.WaveFollow`)."""
+        if self.wave is None:
+            return pred
+        out = np.array(pred, float)
+        out[self.layout.q] = np.clip(self.wave.predict(out[self.layout.q]), self.robot.lower, self.robot.upper)
+        return out
+
     def _cut_weighted(self, x: np.ndarray, obs: Observation) -> Observation:
         """``obs`` with the model pixels beyond a cut of the mask around pose ``x`` ignored
         (:func:`~snaketrack.tracker.fit.occlusion.cut_weighted`); ``obs`` itself with ``cut_weighting`` off."""

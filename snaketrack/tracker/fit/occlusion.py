@@ -11,6 +11,11 @@ prediction holds them:
   body axis that lies in the far zone than to one that does not. A post cuts the body's whole
   cross-section out of the mask, a segmentation bias only its sides: the pixels beyond a cut lie
   next to the band the far zone leaves, and without this a head behind a post folds out of the band.
+
+A frame whose predicted axis lies partly in the far zone (:func:`hidden_fraction`) is occluded: its fit is
+judged by the IoU of the unhidden part (:func:`visible_iou`), so that a body slid along the visible part
+of the mask, which covers it better, does not win the tracker's re-acquisition search over the body
+that continues behind the occluder.
 """
 from __future__ import annotations
 
@@ -58,24 +63,11 @@ def cut_weighted(obs: "Observation", renderer: "SilhouetteRenderer", x: np.ndarr
     when the far-zone weighting is off (``far_px`` 0 or ``far_weight`` 1) or nothing is cut."""
     if not (far_px > 0 and far_weight < 1.0):
         return obs
-    with torch.no_grad():
-        a, b, _ = renderer.primitives(torch.as_tensor(np.asarray(x, float))[None])
-    K = renderer.K.numpy()
-    A, B = a[0].numpy(), b[0].numpy()
-    front = (A[:, 2] > 1e-6) & (B[:, 2] > 1e-6)
-    if not front.any():
+    axis = _axis_pixels(renderer, x, obs.mask.shape)
+    if axis is None:
         return obs
-    ua = (A[front] @ K.T)[:, :2] / A[front, 2:3]
-    ub = (B[front] @ K.T)[:, :2] / B[front, 2:3]
-    n = max(int(np.ceil(np.linalg.norm(ub - ua, axis=1).max())), 1)  # at most ~1 px apart
-    lam = np.linspace(0.0, 1.0, n + 1)[None, :, None]
-    pts = (ua[:, None] + lam * (ub - ua)[:, None]).reshape(-1, 2)
+    iu, iv, r_px = axis
     H, W = obs.mask.shape
-    iu, iv = np.rint(pts[:, 0]).astype(int), np.rint(pts[:, 1]).astype(int)
-    inside = (iu >= 0) & (iu < W) & (iv >= 0) & (iv < H)
-    if not inside.any():
-        return obs
-    iu, iv = iu[inside], iv[inside]
     m = obs.mask.numpy() > 0.5
     # an axis point counts as off the mask only beyond the band (the far zone): a prediction a few
     # pixels past a free end, on a mask eroded by its bias, must still be pushed back
@@ -83,7 +75,6 @@ def cut_weighted(obs: "Observation", renderer: "SilhouetteRenderer", x: np.ndarr
     if on.all() or not on.any():
         return obs
     # the body's box, padded by its image radius and the occlusion band: weights elsewhere do not matter
-    r_px = float((K[0, 0] * renderer.model.radius[front] / np.minimum(A[front, 2], B[front, 2])).max())
     pad = int(np.ceil(r_px + far_px)) + 2
     u0, v0 = max(iu.min() - pad, 0), max(iv.min() - pad, 0)
     u1, v1 = min(iu.max() + pad + 1, W), min(iv.max() + pad + 1, H)
@@ -99,3 +90,51 @@ def cut_weighted(obs: "Observation", renderer: "SilhouetteRenderer", x: np.ndarr
     w = obs.weight.clone()
     w[v0:v1, u0:u1][torch.as_tensor(cut)] = far_weight
     return replace(obs, weight=w)
+
+
+def hidden_fraction(obs: "Observation", renderer: "SilhouetteRenderer", x: np.ndarray) -> float:
+    """Fraction in [0, 1] of pose ``x``'s (D,) projected body axis (points about 1 px apart, those in the
+    image) that lies in ``obs``'s far zone (weight below 1: more than ``far_px`` from the mask); 0 when the
+    axis is off the image or the far-zone weighting is off. Where the predicted body runs off its mask: a
+    leg or a shoe in front of it, or a prediction that has left the robot."""
+    axis = _axis_pixels(renderer, x, obs.mask.shape)
+    if axis is None:
+        return 0.0
+    iu, iv, _ = axis
+    return float((obs.weight.numpy()[iv, iu] < 1.0).mean())
+
+
+def _axis_pixels(renderer: "SilhouetteRenderer", x: np.ndarray, shape) -> "tuple[np.ndarray, np.ndarray, float] | None":
+    """Pixels (u, v) (n,) ints of pose ``x``'s (D,) projected body axis, about 1 px apart, inside an image of
+    ``shape`` (H, W), and the body's largest image radius [px]; None when no link is in front of the camera
+    or no axis point is in the image."""
+    with torch.no_grad():
+        a, b, _ = renderer.primitives(torch.as_tensor(np.asarray(x, float))[None])
+    K = renderer.K.numpy()
+    A, B = a[0].numpy(), b[0].numpy()
+    front = (A[:, 2] > 1e-6) & (B[:, 2] > 1e-6)
+    if not front.any():
+        return None
+    ua = (A[front] @ K.T)[:, :2] / A[front, 2:3]
+    ub = (B[front] @ K.T)[:, :2] / B[front, 2:3]
+    n = max(int(np.ceil(np.linalg.norm(ub - ua, axis=1).max())), 1)  # at most ~1 px apart
+    lam = np.linspace(0.0, 1.0, n + 1)[None, :, None]
+    pts = (ua[:, None] + lam * (ub - ua)[:, None]).reshape(-1, 2)
+    H, W = shape
+    iu, iv = np.rint(pts[:, 0]).astype(int), np.rint(pts[:, 1]).astype(int)
+    inside = (iu >= 0) & (iu < W) & (iv >= 0) & (iv < H)
+    if not inside.any():
+        return None
+    r_px = float((K[0, 0] * renderer.model.radius[front] / np.minimum(A[front, 2], B[front, 2])).max())
+    return iu[inside], iv[inside], r_px
+
+
+def visible_iou(obs: "Observation", silhouette: np.ndarray) -> float:
+    """IoU of a model's bool ``silhouette`` (H, W) against ``obs``'s mask, the model's pixels of weight 0 (far
+    zone, beyond a cut: :func:`cut_weighted`) left out: how well the unhidden part of a pose fits a mask
+    that an occluder cuts. 0 when both are empty."""
+    sil = np.asarray(silhouette, bool) & (obs.weight.numpy() > 0)
+    m = obs.mask.numpy() > 0.5
+    inter = float((sil & m).sum())
+    union = float(sil.sum()) + float(m.sum()) - inter
+    return inter / union if union > 0 else 0.0

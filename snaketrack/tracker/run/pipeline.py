@@ -87,6 +87,9 @@ class PipelineConfig:
     refine_core: how refinement renders the silhouette and its Jacobian, ``RefineConfig.core`` (``auto``,
         ``compiled``, ``torch``). Default ``auto``.
     refine_budget_px: ``RefineConfig.budget_width_px`` (0: refinement on the image's own pixels). Default 12.
+    occluders: things in front of the robot cut its mask for tens of frames (legs, a shoe, a post): on an
+        occluded frame the hidden joints follow the body wave, the priors towards the prediction are four
+        times tighter and fits are judged by their unhidden part (:data:`OCCLUDER_SETTINGS`). Default False.
     device: where torch renders the silhouettes and their Jacobians for refinement, the search and each
         finished frame's render: ``cpu``, ``cuda``, ``cuda:N`` or ``auto`` (``cuda`` when torch sees a GPU;
         :func:`snaketrack.device.resolve_device`). On a GPU ``refine_core`` ``auto`` is the torch core (the
@@ -109,6 +112,7 @@ class PipelineConfig:
     head: str = "wave"
     refine_core: str = "auto"
     refine_budget_px: float = 12.0
+    occluders: bool = False
     device: str = "auto"
 
     def __post_init__(self):
@@ -204,6 +208,10 @@ class FrameResult:
         return self.state.status
 
 
+#: ``TrackerConfig`` settings of ``--occluders`` (docs/tracking.md, "Occluders in front of the robot")
+OCCLUDER_SETTINGS = dict(wave_follow=True, occluded_prior_scale=0.25, occluded_visible_iou=True)
+
+
 def on_moving_ground(config: TrackerConfig) -> TrackerConfig:
     """``config`` holding the robot's base to the ground under a moving camera (``--track-ground``): the
     ground prior on from :data:`MOVING_GROUND_MIN_FRAMES` tracked frames, per unit of the camera's height."""
@@ -213,12 +221,15 @@ def on_moving_ground(config: TrackerConfig) -> TrackerConfig:
 def make_tracker(robot, camera, fps: float, refine_steps: Optional[int] = None, static_camera: bool = False,
                  track_ground: bool = False, silhouette: str = "visual", head: str = "wave",
                  ground_height: Optional[float] = None, refine_core: str = "auto",
-                 refine_budget_px: float = 12.0, renderer: str = "own", device: str = "cpu"):
+                 refine_budget_px: float = 12.0, renderer: str = "own", device: str = "cpu",
+                 occluders: bool = False):
     """The :class:`~snaketrack.tracker.tracker.Tracker` for this camera (its K and size) and frame rate [1/s];
     ``static_camera`` / ``track_ground`` set the ground prior, ``silhouette`` the model (``TrackerConfig.model``),
     ``head`` the reading of the chain, ``ground_height`` a known camera height, ``renderer`` the silhouette
-    renderer (:class:`PipelineConfig`), ``device`` the torch device it renders on (a resolved name)."""
-    config = TrackerConfig(model=silhouette, renderer=renderer, wave_check=head == "wave")
+    renderer (:class:`PipelineConfig`), ``device`` the torch device it renders on (a resolved name),
+    ``occluders`` the occluded frames' settings (:data:`OCCLUDER_SETTINGS`)."""
+    config = TrackerConfig(model=silhouette, renderer=renderer, wave_check=head == "wave",
+                           **(OCCLUDER_SETTINGS if occluders else {}))
     config = replace(config, refine=replace(config.refine, core=refine_core, budget_width_px=float(refine_budget_px)))
     if refine_steps is not None:
         config = replace(config, refine=replace(config.refine, steps=int(refine_steps)))
@@ -308,7 +319,8 @@ class TrackingSession:
         self.tracker = make_tracker(self.robot, self.camera, self.fps, c.refine_steps, static_camera=c.static_camera,
                                     track_ground=c.track_ground, silhouette=c.silhouette, head=c.head,
                                     ground_height=c.ground_height, refine_core=c.refine_core,
-                                    refine_budget_px=c.refine_budget_px, renderer=c.renderer, device=self.device)
+                                    refine_budget_px=c.refine_budget_px, renderer=c.renderer, device=self.device,
+                                    occluders=c.occluders)
         self.ground = None
         if c.track_ground:
             self.ground = GroundTracker(self.camera.K, follow=c.follow_up)

@@ -59,6 +59,7 @@ import numpy as np
 
 from snaketrack.datasets.boxes import Box, dilate_mask, mask_to_box
 from snaketrack.errors import InputError
+from snaketrack.labelling.band_cut import BandConfig, band_cut
 from snaketrack.labelling.fit_labels import FittedBackend, LabelFitter, fit_row, trimmed_label
 from snaketrack.masks import mask_iou
 from snaketrack.tracker.config import TrackerConfig
@@ -77,7 +78,9 @@ class GateConfig:
     well (IoU) with the box's cut are taken; min_px: fewer pixels cut off are not recorded as a reason [pixels];
     warmup_frames: frames after the first on which the fit's tracker may search for its pose again;
     follow_px: the predicted silhouette is moved with the image of the ground around it, corners within this
-    of it (and outside it) tracked from the last frame (:func:`follow_camera`; 0: not moved) [pixels]."""
+    of it (and outside it) tracked from the last frame (:func:`follow_camera`; 0: not moved) [pixels]; band: a
+    label the fitted model explains is cut again in a band around its silhouette
+    (:func:`~snaketrack.labelling.band_cut.band_cut`; None: not)."""
 
     box_px: int = 15
     near_px: int = 1
@@ -91,6 +94,7 @@ class GateConfig:
     min_px: int = 20
     warmup_frames: int = 2
     follow_px: int = 80
+    band: Optional[BandConfig] = BandConfig()
 
     def __post_init__(self) -> None:
         for name in ("box_px", "near_px", "blob_px", "far_px", "fit_px", "off_px", "min_px", "warmup_frames",
@@ -301,6 +305,16 @@ class GatedBackend(FittedBackend):
         self._reasons.append("followed")
         return shifted, mask_to_box(shifted).expand(cfg.box_px).clip(w, h)
 
+    def _band_cut(self, label: np.ndarray, sil: np.ndarray) -> np.ndarray:
+        """``label`` cut again in a band around the fitted silhouette ``sil`` (module doc, 5), its edge then
+        finished as the GrabCut backend finishes a label (when it is one); ``label`` when the cut is not taken."""
+        cut, taken = band_cut(self._frame, label, sil, self.config.band)
+        if not taken:
+            return label
+        self._reasons.append("band_cut")
+        finish = getattr(self._grabcut, "polish", None)
+        return np.asarray(finish(cut), bool) if finish is not None else cut
+
     def polish(self, mask: np.ndarray) -> np.ndarray:
         cfg = self.config
         polish = getattr(self.backend, "polish", None)
@@ -321,6 +335,8 @@ class GatedBackend(FittedBackend):
             if mask_iou(out, sil) < cfg.drop_iou:
                 self._reasons.append("off_model")
                 self.gate_flags = ("off_model",)
+            elif cfg.band is not None:
+                out = self._band_cut(out, sil)
         self.last_fit = dict(fit_row(label, res), area_fitted_px=int(np.count_nonzero(out)),
                              gate="+".join(self._reasons))
         return out

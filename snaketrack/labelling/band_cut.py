@@ -13,7 +13,12 @@ again with both: GrabCut (``cv2.grabCut``, on the labeller's log-lightness Lab i
 - probably ground: the band within ``band_px`` of either;
 - certain ground: everything farther.
 
-No shade rule applies: within the band a dark pixel is what its colour says. The band's width follows the
+No shade rule applies: within the band a dark pixel is what its colour says. Given the robot's colours
+(:func:`robot_colours`: the colours of the first label cut so, ``colour_bins`` levels a channel, each held by
+at least ``colour_min_count`` of its pixels), a pixel of the label or the silhouette whose colour the robot
+does not have starts as probably ground instead, certain robot or not: a shoe or a chair leg in front of the
+body lies inside the model's silhouette (which holds the hidden body too) and inside the label, and
+started as robot, GrabCut's robot colour model would learn it. The band's width follows the
 body's (``band_frac`` of the silhouette's width, :func:`body_width_px`, held within ``min_band_px`` and
 ``max_band_px``): a pixel farther from the model than that is not decided by this cut. A label the fit does
 not explain (IoU with the silhouette below ``min_iou``) is returned as it is, and so is a cut that agrees with
@@ -22,6 +27,7 @@ the silhouette less than that: the cut follows the image only where the model vo
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import cv2
 import numpy as np
@@ -38,14 +44,17 @@ class BandConfig:
     max_band_px: the band's width is held within these [pixels]; core_px: the certain robot lies this far in
     from the edge of the label's pixels inside the silhouette [pixels]; iterations: GrabCut's; min_iou: the
     least IoU of label and silhouette for the label to be cut again, and of the cut and the silhouette for the
-    cut to be taken."""
+    cut to be taken; colour_bins, colour_min_count: the robot's colours (:func:`robot_colours`) [levels a
+    channel, a divisor of 256; pixels]."""
 
-    band_frac: float = 0.35
+    band_frac: float = 0.5
     min_band_px: int = 2
     max_band_px: int = 12
     core_px: int = 1
     iterations: int = 2
     min_iou: float = 0.5
+    colour_bins: int = 16
+    colour_min_count: int = 3
 
     def __post_init__(self) -> None:
         if not self.band_frac >= 0:
@@ -54,6 +63,9 @@ class BandConfig:
             raise InputError(f"band widths {self.min_band_px}, {self.max_band_px} px: expected 0 <= min <= max")
         if self.core_px < 0 or self.iterations < 1:
             raise InputError(f"core_px {self.core_px}, iterations {self.iterations}: expected >= 0 and >= 1")
+        if self.colour_bins < 1 or 256 % self.colour_bins or self.colour_min_count < 1:
+            raise InputError(f"colour_bins {self.colour_bins}, colour_min_count {self.colour_min_count}: expected a "
+                             "divisor of 256 and >= 1")
         if not 0.0 <= self.min_iou <= 1.0:
             raise InputError(f"min_iou {self.min_iou}: expected a fraction in [0, 1]")
 
@@ -79,11 +91,33 @@ def band_px(silhouette: np.ndarray, config: BandConfig = BandConfig()) -> int:
     return int(np.clip(round(w), config.min_band_px, config.max_band_px))
 
 
-def band_cut(rgb: np.ndarray, label: np.ndarray, silhouette: np.ndarray, config: BandConfig = BandConfig()
-             ) -> tuple[np.ndarray, bool]:
+def _colour_index(rgb: np.ndarray, bins: int) -> np.ndarray:
+    """Each pixel's colour bin, int (H, W), of ``bins`` levels a channel."""
+    q = (np.asarray(rgb) // (256 // bins)).astype(np.intp)
+    return (q[..., 0] * bins + q[..., 1]) * bins + q[..., 2]
+
+
+def robot_colours(rgb: np.ndarray, mask: np.ndarray, config: BandConfig = BandConfig()) -> np.ndarray:
+    """The colours of ``mask``'s pixels ``core_px`` in from its edge: bool (``colour_bins``³,), a bin true when
+    at least ``colour_min_count`` of them fall in it. rgb: uint8 (H, W, 3); mask: bool (H, W).
+
+    >>> img = np.zeros((10, 10, 3), np.uint8); img[:, 5:] = (240, 120, 10)
+    >>> m = np.zeros((10, 10), bool); m[:, 4:] = True
+    >>> table = robot_colours(img, m); int(table.sum()), bool(table[_colour_index(img, 16)[0, 9]])
+    (1, True)
+    """
+    k = 2 * config.core_px + 1
+    core = cv2.erode(np.asarray(mask, np.uint8), np.ones((k, k), np.uint8)) > 0
+    counts = np.bincount(_colour_index(rgb, config.colour_bins)[core], minlength=config.colour_bins ** 3)
+    return counts >= config.colour_min_count
+
+
+def band_cut(rgb: np.ndarray, label: np.ndarray, silhouette: np.ndarray, config: BandConfig = BandConfig(),
+             colours: Optional[np.ndarray] = None) -> tuple[np.ndarray, bool]:
     """``label`` cut again by colour within a band around ``silhouette`` (module doc): ``(mask, taken)``, the
     new label and whether the cut replaced ``label`` (False: ``label`` itself, the fit or the cut did not
-    qualify). rgb: uint8 (H, W, 3); label, silhouette: bool (H, W).
+    qualify). rgb: uint8 (H, W, 3); label, silhouette: bool (H, W); colours: the robot's
+    (:func:`robot_colours`), or None (every colour may be the robot's).
 
     >>> img = np.full((40, 120, 3), 120, np.uint8); img[15:25, 10:110] = (230, 120, 20)   # an orange bar
     >>> img[12:28, 50:60] = 40                                                             # a dark housing
@@ -102,15 +136,17 @@ def band_cut(rgb: np.ndarray, label: np.ndarray, silhouette: np.ndarray, config:
     h, w = label.shape
     box = mask_to_box(reach).expand(band + 4).clip(w, h)
     sl = (slice(box.y, box.y + box.h), slice(box.x, box.x + box.w))
+    crop = np.ascontiguousarray(np.asarray(rgb)[sl])
+    like = colours[_colour_index(crop, config.colour_bins)] if colours is not None else True
     gc = np.full((box.h, box.w), cv2.GC_BGD, np.uint8)
     gc[reach[sl]] = cv2.GC_PR_BGD
-    gc[(sil | label)[sl]] = cv2.GC_PR_FGD
+    gc[(sil | label)[sl] & like] = cv2.GC_PR_FGD
     k = 2 * config.core_px + 1
-    core = cv2.erode((label & sil)[sl].view(np.uint8), np.ones((k, k), np.uint8)) > 0
+    core = (cv2.erode((label & sil)[sl].view(np.uint8), np.ones((k, k), np.uint8)) > 0) & like
     if not core.any() or (gc == cv2.GC_BGD).sum() + (gc == cv2.GC_PR_BGD).sum() < 16:
         return label, False
     gc[core] = cv2.GC_FGD
-    bgr = cv2.cvtColor(np.ascontiguousarray(np.asarray(rgb)[sl]), cv2.COLOR_RGB2BGR)
+    bgr = cv2.cvtColor(crop, cv2.COLOR_RGB2BGR)
     feat = np.ascontiguousarray(tone_map(bgr, "loglab"))
     cv2.setRNGSeed(0)  # GrabCut's k-means draws from OpenCV's RNG: same frame, same label
     try:

@@ -59,7 +59,7 @@ import numpy as np
 
 from snaketrack.datasets.boxes import Box, dilate_mask, mask_to_box
 from snaketrack.errors import InputError
-from snaketrack.labelling.band_cut import BandConfig, band_cut
+from snaketrack.labelling.band_cut import BandConfig, band_cut, robot_colours
 from snaketrack.labelling.fit_labels import FittedBackend, LabelFitter, fit_row, trimmed_label
 from snaketrack.masks import mask_iou
 from snaketrack.tracker.config import TrackerConfig
@@ -206,6 +206,7 @@ class GatedBackend(FittedBackend):
         self.gate_flags: tuple[str, ...] = ()
         self._gray: Optional[np.ndarray] = None
         self._prev_gray: Optional[np.ndarray] = None
+        self._colours: Optional[np.ndarray] = None  # the robot's colours for the band cut (band_cut.robot_colours)
 
     @property
     def robot_fit(self) -> dict[str, Any]:
@@ -308,9 +309,11 @@ class GatedBackend(FittedBackend):
     def _band_cut(self, label: np.ndarray, sil: np.ndarray) -> np.ndarray:
         """``label`` cut again in a band around the fitted silhouette ``sil`` (module doc, 5), its edge then
         finished as the GrabCut backend finishes a label (when it is one); ``label`` when the cut is not taken."""
-        cut, taken = band_cut(self._frame, label, sil, self.config.band)
+        cut, taken = band_cut(self._frame, label, sil, self.config.band, self._colours)
         if not taken:
             return label
+        if self._colours is None:  # the robot's colours, from the first label cut so (the first frame's, mostly)
+            self._colours = robot_colours(self._frame, cut, self.config.band)
         self._reasons.append("band_cut")
         finish = getattr(self._grabcut, "polish", None)
         return np.asarray(finish(cut), bool) if finish is not None else cut

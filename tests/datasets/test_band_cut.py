@@ -9,7 +9,7 @@ import pytest
 
 from snaketrack.datasets.boxes import dilate_mask
 from snaketrack.errors import InputError
-from snaketrack.labelling.band_cut import BandConfig, band_cut, band_px, body_width_px
+from snaketrack.labelling.band_cut import BandConfig, band_cut, band_px, body_width_px, robot_colours
 from snaketrack.masks import mask_iou
 
 H, W, WIDTH = 160, 320, 20
@@ -66,6 +66,24 @@ def test_a_dark_thing_beyond_the_band_stays_out():
     assert taken and not out[5:25, 100:140].any()
 
 
+def test_with_the_robot_colours_a_thing_in_front_of_the_body_is_cut_out():
+    rgb, truth, sil, label = _scene()
+    colours = robot_colours(rgb, truth)  # a clear frame's: orange, dark grey, their blurred mixes
+    shoe = np.zeros_like(truth)
+    shoe[50:110, 150:200] = True  # a light grey shoe across the body: inside the model's silhouette
+    seen = rgb.copy()
+    seen[shoe] = (185, 185, 190)
+    visible = truth & ~shoe
+    taken_in = label | (shoe & dilate_mask(sil, 2))  # the label took it in where it covers the body
+    with_colours, taken = band_cut(seen, taken_in, sil, colours=colours)
+    without, _ = band_cut(seen, taken_in, sil)
+    assert taken
+    on_body = shoe & sil
+    assert np.count_nonzero(with_colours & on_body) < 0.05 * np.count_nonzero(on_body)
+    assert np.count_nonzero(without & on_body) > 0.5 * np.count_nonzero(on_body)  # what the colours decide
+    assert mask_iou(with_colours, visible) > 0.9, mask_iou(with_colours, visible)
+
+
 def test_a_poor_fit_leaves_the_label_as_it_is():
     rgb, truth, sil, label = _scene()
     away = np.roll(sil, 40, axis=0)  # the model fitted elsewhere: IoU with the label far below min_iou
@@ -79,7 +97,7 @@ def test_a_poor_fit_leaves_the_label_as_it_is():
 def test_the_band_follows_the_body_width():
     _, truth, sil, _ = _scene()
     assert abs(body_width_px(sil) - (WIDTH - 2)) < 2.5
-    assert band_px(sil) == round(0.35 * body_width_px(sil))
+    assert band_px(sil) == round(BandConfig().band_frac * body_width_px(sil))
     assert band_px(sil, BandConfig(max_band_px=3)) == 3
     assert band_px(np.zeros_like(sil)) == BandConfig().min_band_px
 

@@ -48,8 +48,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(default: on; --no-gate: the fit alone)")
     p.add_argument("--band-cut", action=argparse.BooleanOptionalAction, default=True,
                    help="with the gate, cut a label the fitted model explains again by colour within a band around "
-                        "the model's silhouette (a third of the body's width), so that the robot's dark housings, "
-                        "which the box's cut takes for the floor's shade, are labelled (default: on)")
+                        "the model's silhouette (half the body's width), so that the robot's dark housings, which "
+                        "the box's cut takes for the floor's shade, are labelled and what is not of the robot's "
+                        "colours in front of it is not (default: on)")
     p.add_argument("--up", default=None, metavar="sim-imu|FILE|none",
                    help="the world's up direction in the camera frame per frame, which holds the fitted robot model "
                         "to the ground (what keeps it from sliding nearer the camera on a low view): an IMU CSV "

@@ -27,6 +27,10 @@ the first frame's label) says where the robot is next, and each frame is labelle
    ``off_px`` from the fitted silhouette is cut (``trimmed_to_model``), and a label whose IoU with the
    fitted silhouette stays below ``drop_iou`` is flagged ``off_model``: written (the dataset stays aligned
    with the video), listed with the labeller's other flags, skipped by training.
+5. **Band cut.** A label that is not flagged is cut again by colour in a band around the fitted silhouette
+   (:func:`~snaketrack.labelling.band_cut.band_cut`, ``band``; ``band_cut``): the robot's dark housings that
+   the box's cut took for the floor's shade join it, and what is not of the robot's colours (those of the
+   first label cut so) in front of the body leaves it.
 
 The first frame has no prediction: it is cut from the user's box (what the cut holds outside the box is cut
 off, ``cut_off_box``: the box is where the user said the robot is), the model is fitted to that cut, and the

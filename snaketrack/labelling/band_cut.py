@@ -21,8 +21,10 @@ body lies inside the model's silhouette (which holds the hidden body too) and in
 started as robot, GrabCut's robot colour model would learn it. The band's width follows the
 body's (``band_frac`` of the silhouette's width, :func:`body_width_px`, held within ``min_band_px`` and
 ``max_band_px``): a pixel farther from the model than that is not decided by this cut. A label the fit does
-not explain (IoU with the silhouette below ``min_iou``) is returned as it is, and so is a cut that agrees with
-the silhouette less than that: the cut follows the image only where the model vouches for the place.
+not explain (IoU with the silhouette below ``min_iou``) is returned as it is: the cut follows the image only
+where the model vouches for the place. Within the band the cut may then disagree with the model (a shoe over
+the body, cut out; a model that slid over it); a cut that keeps less than ``min_keep`` of the label's pixels
+has lost the robot, and the label is returned as it is.
 """
 from __future__ import annotations
 
@@ -43,8 +45,8 @@ class BandConfig:
     """band_frac: the band's width as a fraction of the silhouette's width (:func:`body_width_px`); min_band_px,
     max_band_px: the band's width is held within these [pixels]; core_px: the certain robot lies this far in
     from the edge of the label's pixels inside the silhouette [pixels]; iterations: GrabCut's; min_iou: the
-    least IoU of label and silhouette for the label to be cut again, and of the cut and the silhouette for the
-    cut to be taken; colour_bins, colour_min_count: the robot's colours (:func:`robot_colours`) [levels a
+    least IoU of label and silhouette for the label to be cut again; min_keep: the least share of the label's
+    pixels the cut must keep to be taken; colour_bins, colour_min_count: the robot's colours (:func:`robot_colours`) [levels a
     channel, a divisor of 256; pixels]."""
 
     band_frac: float = 0.5
@@ -53,6 +55,7 @@ class BandConfig:
     core_px: int = 1
     iterations: int = 2
     min_iou: float = 0.5
+    min_keep: float = 0.3
     colour_bins: int = 16
     colour_min_count: int = 3
 
@@ -66,8 +69,9 @@ class BandConfig:
         if self.colour_bins < 1 or 256 % self.colour_bins or self.colour_min_count < 1:
             raise InputError(f"colour_bins {self.colour_bins}, colour_min_count {self.colour_min_count}: expected a "
                              "divisor of 256 and >= 1")
-        if not 0.0 <= self.min_iou <= 1.0:
-            raise InputError(f"min_iou {self.min_iou}: expected a fraction in [0, 1]")
+        for name in ("min_iou", "min_keep"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise InputError(f"{name} {getattr(self, name)}: expected a fraction in [0, 1]")
 
 
 def body_width_px(mask: np.ndarray) -> float:
@@ -156,6 +160,6 @@ def band_cut(rgb: np.ndarray, label: np.ndarray, silhouette: np.ndarray, config:
         return label, False
     out = np.zeros_like(label)
     out[sl] = (gc == cv2.GC_FGD) | (gc == cv2.GC_PR_FGD)
-    if mask_iou(out, sil) < config.min_iou:
+    if np.count_nonzero(out & label) < config.min_keep * np.count_nonzero(label):
         return label, False
     return out, True

@@ -46,8 +46,8 @@ class BandConfig:
     max_band_px: the band's width is held within these [pixels]; core_px: the certain robot lies this far in
     from the edge of the label's pixels inside the silhouette [pixels]; iterations: GrabCut's; min_iou: the
     least IoU of label and silhouette for the label to be cut again; min_keep: the least share of the label's
-    pixels the cut must keep to be taken; colour_bins, colour_min_count: the robot's colours (:func:`robot_colours`) [levels a
-    channel, a divisor of 256; pixels]."""
+    pixels the cut must keep to be taken; colour_bins, colour_min_count: the robot's colours
+    (:func:`robot_colours`) [levels a channel, a divisor of 256; pixels]."""
 
     band_frac: float = 0.5
     min_band_px: int = 2

@@ -46,6 +46,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "and prior from the model's predicted silhouette, what lies beyond it cut off, a cut that "
                         "disagrees cut again, a label the fitted model does not explain flagged off_model "
                         "(default: on; --no-gate: the fit alone)")
+    p.add_argument("--band-cut", action=argparse.BooleanOptionalAction, default=True,
+                   help="with the gate, cut a label the fitted model explains again by colour within a band around "
+                        "the model's silhouette (half the body's width), so that the robot's dark housings, which "
+                        "the box's cut takes for the floor's shade, are labelled and what is not of the robot's "
+                        "colours in front of it is not (default: on)")
     p.add_argument("--up", default=None, metavar="sim-imu|FILE|none",
                    help="the world's up direction in the camera frame per frame, which holds the fitted robot model "
                         "to the ground (what keeps it from sliding nearer the camera on a low view): an IMU CSV "
@@ -92,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     backend = build_backend(args.backend or "default", src, args.robot, camera_of(args),
                             sam_checkpoint=args.sam_checkpoint, sam_model=args.sam_model, device=args.device,
                             stride=args.stride, motion=not args.no_motion, fit=args.fit, gate=args.gate,
-                            up=args.up, track_ground=args.track_ground)
+                            up=args.up, track_ground=args.track_ground, band_cut=args.band_cut)
     if args.threads is None and backend.name != "sam":
         torch.set_num_threads(LABEL_THREADS)
     t0 = time.perf_counter()

@@ -22,7 +22,7 @@ from snaketrack.tracker.calib.gravity import open_up
 def build_backend(name: str, source=None, robot: str | None = None, intrinsics=None,
                   sam_checkpoint: str | None = None, sam_model: str = "vit_b", device: str = "cpu", stride: int = 1,
                   motion: bool = True, fit: bool | None = None, gate: bool = True, up: str | None = None,
-                  track_ground: bool = False):
+                  track_ground: bool = False, band_cut: bool = True):
     """The box-prompted backend ``label`` runs for ``--backend NAME``, its labels fitted to the robot model
     (:class:`~snaketrack.labelling.fit_labels.FittedBackend`) when ``fit``.
 
@@ -40,7 +40,8 @@ def build_backend(name: str, source=None, robot: str | None = None, intrinsics=N
     ``gate``: a fitted backend's labels are also held to the model
     (:class:`~snaketrack.labelling.label_gate.GatedBackend`); False: fitted only.
     ``up``, ``track_ground``: the fit's up source (``--up``, :func:`~snaketrack.tracker.calib.gravity.open_up`) and
-    ground following (:class:`~snaketrack.labelling.fit_labels.LabelFitter`).
+    ground following (:class:`~snaketrack.labelling.fit_labels.LabelFitter`). ``band_cut``: a gated label the
+    fitted model explains is cut again in a band around its silhouette (:mod:`~snaketrack.labelling.band_cut`).
     """
     meta = getattr(source, "meta", {}) or {}
     if name == "default":
@@ -64,7 +65,7 @@ def build_backend(name: str, source=None, robot: str | None = None, intrinsics=N
     up_source = open_up(up, getattr(source, "truth", None), int(meta.get("seed", 0) or 0))
     ground = {"up_source": up_source, "track_ground": bool(track_ground)}
     if gate:
-        gcfg = GateConfig()
+        gcfg = GateConfig() if band_cut else GateConfig(band=None)
         return GatedBackend(backend, LabelFitter(fit_robot, camera, fps=fps, tracker_config=gate_tracker(gcfg),
                                                  **ground), gcfg)
     return FittedBackend(backend, LabelFitter(fit_robot, camera, fps=fps, **ground))

@@ -27,6 +27,10 @@ the first frame's label) says where the robot is next, and each frame is labelle
    ``off_px`` from the fitted silhouette is cut (``trimmed_to_model``), and a label whose IoU with the
    fitted silhouette stays below ``drop_iou`` is flagged ``off_model``: written (the dataset stays aligned
    with the video), listed with the labeller's other flags, skipped by training.
+5. **Band cut.** A label that is not flagged is cut again by colour in a band around the fitted silhouette
+   (:func:`~snaketrack.labelling.band_cut.band_cut`, ``band``; ``band_cut``): the robot's dark housings that
+   the box's cut took for the floor's shade join it, and what is not of the robot's colours (those of the
+   first label cut so) in front of the body leaves it.
 
 The first frame has no prediction: it is cut from the user's box (what the cut holds outside the box is cut
 off, ``cut_off_box``: the box is where the user said the robot is), the model is fitted to that cut, and the
@@ -59,6 +63,7 @@ import numpy as np
 
 from snaketrack.datasets.boxes import Box, dilate_mask, mask_to_box
 from snaketrack.errors import InputError
+from snaketrack.labelling.band_cut import BandConfig, band_cut, robot_colours
 from snaketrack.labelling.fit_labels import FittedBackend, LabelFitter, fit_row, trimmed_label
 from snaketrack.masks import mask_iou
 from snaketrack.tracker.config import TrackerConfig
@@ -77,7 +82,9 @@ class GateConfig:
     well (IoU) with the box's cut are taken; min_px: fewer pixels cut off are not recorded as a reason [pixels];
     warmup_frames: frames after the first on which the fit's tracker may search for its pose again;
     follow_px: the predicted silhouette is moved with the image of the ground around it, corners within this
-    of it (and outside it) tracked from the last frame (:func:`follow_camera`; 0: not moved) [pixels]."""
+    of it (and outside it) tracked from the last frame (:func:`follow_camera`; 0: not moved) [pixels]; band: a
+    label the fitted model explains is cut again in a band around its silhouette
+    (:func:`~snaketrack.labelling.band_cut.band_cut`; None: not)."""
 
     box_px: int = 15
     near_px: int = 1
@@ -91,6 +98,7 @@ class GateConfig:
     min_px: int = 20
     warmup_frames: int = 2
     follow_px: int = 80
+    band: Optional[BandConfig] = BandConfig()
 
     def __post_init__(self) -> None:
         for name in ("box_px", "near_px", "blob_px", "far_px", "fit_px", "off_px", "min_px", "warmup_frames",
@@ -202,6 +210,7 @@ class GatedBackend(FittedBackend):
         self.gate_flags: tuple[str, ...] = ()
         self._gray: Optional[np.ndarray] = None
         self._prev_gray: Optional[np.ndarray] = None
+        self._colours: Optional[np.ndarray] = None  # the robot's colours for the band cut (band_cut.robot_colours)
 
     @property
     def robot_fit(self) -> dict[str, Any]:
@@ -301,6 +310,18 @@ class GatedBackend(FittedBackend):
         self._reasons.append("followed")
         return shifted, mask_to_box(shifted).expand(cfg.box_px).clip(w, h)
 
+    def _band_cut(self, label: np.ndarray, sil: np.ndarray) -> np.ndarray:
+        """``label`` cut again in a band around the fitted silhouette ``sil`` (module doc, 5), its edge then
+        finished as the GrabCut backend finishes a label (when it is one); ``label`` when the cut is not taken."""
+        cut, taken = band_cut(self._frame, label, sil, self.config.band, self._colours)
+        if not taken:
+            return label
+        if self._colours is None:  # the robot's colours, from the first label cut so (the first frame's, mostly)
+            self._colours = robot_colours(self._frame, cut, self.config.band)
+        self._reasons.append("band_cut")
+        finish = getattr(self._grabcut, "polish", None)
+        return np.asarray(finish(cut), bool) if finish is not None else cut
+
     def polish(self, mask: np.ndarray) -> np.ndarray:
         cfg = self.config
         polish = getattr(self.backend, "polish", None)
@@ -321,6 +342,8 @@ class GatedBackend(FittedBackend):
             if mask_iou(out, sil) < cfg.drop_iou:
                 self._reasons.append("off_model")
                 self.gate_flags = ("off_model",)
+            elif cfg.band is not None:
+                out = self._band_cut(out, sil)
         self.last_fit = dict(fit_row(label, res), area_fitted_px=int(np.count_nonzero(out)),
                              gate="+".join(self._reasons))
         return out

@@ -43,9 +43,9 @@ def clips(tmp_path_factory):
             "clean": write_distractor_video(base / "clean", N, clean=True)}
 
 
-def _label(root, out, gate: bool):
+def _label(root, out, gate: bool, band_cut: bool = True):
     src = open_frames(str(root))
-    backend = build_backend("grabcut", src, None, gate=gate)
+    backend = build_backend("grabcut", src, None, gate=gate, band_cut=band_cut)
     box = mask_to_box(Dataset(root).mask(0)).expand(3)
     res = label_video(src, out, backend, box, LabelConfig(), progress=False)
     ds = Dataset(out)
@@ -54,9 +54,12 @@ def _label(root, out, gate: bool):
 
 @pytest.fixture(scope="module")
 def labelled(clips, tmp_path_factory):
-    """{(clip, gate): (backend, result, masks)} for both clips, with and without the gate."""
+    """{(clip, gate): (backend, result, masks)} for both clips, with and without the gate; and
+    ("clean", "no band cut"), the clean clip gated without the band cut."""
     base = tmp_path_factory.mktemp("labels")
-    return {(c, g): _label(clips[c][0], base / f"{c}-{g}", g) for c in clips for g in (True, False)}
+    out = {(c, g): _label(clips[c][0], base / f"{c}-{g}", g) for c in clips for g in (True, False)}
+    out["clean", "no band cut"] = _label(clips["clean"][0], base / "clean-noband", True, band_cut=False)
+    return out
 
 
 @pytest.mark.slow
@@ -96,7 +99,7 @@ def test_the_gate_records_why_per_frame_and_counts_it(labelled, tmp_path):
 @pytest.mark.slow
 def test_on_a_clean_clip_the_gate_leaves_the_labels_as_they_were(clips, labelled):
     _, truths, _ = clips["clean"]
-    _, res_g, gated = labelled["clean", True]
+    _, res_g, gated = labelled["clean", "no band cut"]
     _, res_f, fitted = labelled["clean", False]
     assert res_g.flagged == res_f.flagged
     assert "off_model" not in res_g.report["flag_counts"]
@@ -105,6 +108,11 @@ def test_on_a_clean_clip_the_gate_leaves_the_labels_as_they_were(clips, labelled
     iou_g = np.mean([mask_iou(m, t) for m, t in zip(gated, truths)])
     iou_f = np.mean([mask_iou(m, t) for m, t in zip(fitted, truths)])
     assert iou_g > iou_f - 0.02, (iou_g, iou_f)
+    # the band cut moves the labels' edges by colour: no farther from the truth than without it
+    _, res_b, banded = labelled["clean", True]
+    assert res_b.flagged == res_g.flagged
+    iou_b = np.mean([mask_iou(m, t) for m, t in zip(banded, truths)])
+    assert iou_b > iou_g - 0.01, (iou_b, iou_g)
 
 
 def test_cut_off_model_and_cut_blobs_against_a_brute_force_distance():

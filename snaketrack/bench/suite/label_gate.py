@@ -24,8 +24,8 @@ from snaketrack.bench.registry import Benchmark
 
 BOX_MARGIN = 10
 BLOCK = 50
-LABELLERS = {"gate": [], "gate-ground": ["--up", "sim-imu", "--track-ground"], "fit": ["--no-gate"],
-             "plain": ["--no-fit"]}
+LABELLERS = {"gate": [], "gate-noband": ["--no-band-cut"], "gate-ground": ["--up", "sim-imu", "--track-ground"],
+             "fit": ["--no-gate"], "plain": ["--no-fit"]}
 
 
 def label(clip: Path, out: Path, flags: list[str], frames: int) -> dict:
@@ -68,7 +68,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--work", default="bench_out/label-gate", help="folder for the labels")
     ap.add_argument("--frames", type=int, default=150, help="frames a clip")
     ap.add_argument("--labellers", default=",".join(LABELLERS),
-                    help="comma-separated of gate, gate-ground (--up sim-imu --track-ground), fit, plain")
+                    help="comma-separated of gate, gate-noband (--no-band-cut), gate-ground (--up sim-imu "
+                         "--track-ground), fit, plain")
 
 
 def run(args: argparse.Namespace) -> dict:

@@ -1,0 +1,165 @@
+"""A label cut again by colour in a band around the robot model's fitted silhouette.
+
+A box-prompted cut decides every pixel of its box by colour against the ground around the box; the robot's
+dark joint housings on a grey floor have the floor's chromaticity and are darker than it, so the cut takes
+them for the floor's shade and leaves them out, and the model fitted to that label follows it. The model's
+silhouette at the fitted pose says where the body is to within a few pixels, but its capsules are not the
+body's outline (the housings bulge past the links). So where the fit explains the label, the label is cut
+again with both: GrabCut (``cv2.grabCut``, on the labeller's log-lightness Lab image,
+:func:`~snaketrack.datasets.grabcut_rules.tone_map`) on a crop around the silhouette, started from
+
+- certain robot: the label's pixels inside the silhouette, ``core_px`` in from their edge;
+- probably robot: the rest of the silhouette and of the label;
+- probably ground: the band within ``band_px`` of either;
+- certain ground: everything farther.
+
+No shade rule applies: within the band a dark pixel is what its colour says. Given the robot's colours
+(:func:`robot_colours`: the colours of the first label cut so, ``colour_bins`` levels a channel, each held by
+at least ``colour_min_count`` of its pixels), a pixel of the label or the silhouette whose colour the robot
+does not have starts as probably ground instead, certain robot or not: a shoe or a chair leg in front of the
+body lies inside the model's silhouette (which holds the hidden body too) and inside the label, and
+started as robot, GrabCut's robot colour model would learn it. The band's width follows the
+body's (``band_frac`` of the silhouette's width, :func:`body_width_px`, held within ``min_band_px`` and
+``max_band_px``): a pixel farther from the model than that is not decided by this cut. A label the fit does
+not explain (IoU with the silhouette below ``min_iou``) is returned as it is: the cut follows the image only
+where the model vouches for the place. Within the band the cut may then disagree with the model (a shoe over
+the body, cut out; a model that slid over it); a cut that keeps less than ``min_keep`` of the label's pixels
+has lost the robot, and the label is returned as it is.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import cv2
+import numpy as np
+
+from snaketrack.datasets.boxes import dilate_mask, mask_to_box
+from snaketrack.datasets.grabcut_rules import tone_map
+from snaketrack.errors import InputError
+from snaketrack.masks import mask_iou
+
+
+@dataclass(frozen=True)
+class BandConfig:
+    """band_frac: the band's width as a fraction of the silhouette's width (:func:`body_width_px`); min_band_px,
+    max_band_px: the band's width is held within these [pixels]; core_px: the certain robot lies this far in
+    from the edge of the label's pixels inside the silhouette [pixels]; iterations: GrabCut's; min_iou: the
+    least IoU of label and silhouette for the label to be cut again; min_keep: the least share of the label's
+    pixels the cut must keep to be taken; colour_bins, colour_min_count: the robot's colours
+    (:func:`robot_colours`) [levels a channel, a divisor of 256; pixels]."""
+
+    band_frac: float = 0.5
+    min_band_px: int = 2
+    max_band_px: int = 12
+    core_px: int = 1
+    iterations: int = 2
+    min_iou: float = 0.5
+    min_keep: float = 0.3
+    colour_bins: int = 16
+    colour_min_count: int = 3
+
+    def __post_init__(self) -> None:
+        if not self.band_frac >= 0:
+            raise InputError(f"band_frac {self.band_frac}: expected >= 0")
+        if not 0 <= self.min_band_px <= self.max_band_px:
+            raise InputError(f"band widths {self.min_band_px}, {self.max_band_px} px: expected 0 <= min <= max")
+        if self.core_px < 0 or self.iterations < 1:
+            raise InputError(f"core_px {self.core_px}, iterations {self.iterations}: expected >= 0 and >= 1")
+        if self.colour_bins < 1 or 256 % self.colour_bins or self.colour_min_count < 1:
+            raise InputError(f"colour_bins {self.colour_bins}, colour_min_count {self.colour_min_count}: expected a "
+                             "divisor of 256 and >= 1")
+        for name in ("min_iou", "min_keep"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise InputError(f"{name} {getattr(self, name)}: expected a fraction in [0, 1]")
+
+
+def body_width_px(mask: np.ndarray) -> float:
+    """The width [pixels] of a long, thin mask (bool (H, W)): twice its area over its outline's length (a
+    ``w × L`` strip: ``2 w L / (2 L + 2 w)``, about ``w`` when ``L ≫ w``); 0 for an empty mask.
+
+    >>> m = np.zeros((40, 220), bool); m[10:22, 10:210] = True   # 12 × 200
+    >>> round(body_width_px(m), 1)
+    11.4
+    """
+    m = np.asarray(mask, np.uint8)
+    contours, _ = cv2.findContours(m, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
+    length = sum(cv2.arcLength(c, True) for c in contours)
+    return 2.0 * float(m.sum()) / length if length > 0 else 0.0
+
+
+def band_px(silhouette: np.ndarray, config: BandConfig = BandConfig()) -> int:
+    """The band's width [pixels] around ``silhouette`` (bool (H, W)): ``band_frac`` of its width, rounded, held
+    within ``min_band_px`` and ``max_band_px``."""
+    w = config.band_frac * body_width_px(silhouette)
+    return int(np.clip(round(w), config.min_band_px, config.max_band_px))
+
+
+def _colour_index(rgb: np.ndarray, bins: int) -> np.ndarray:
+    """Each pixel's colour bin, int (H, W), of ``bins`` levels a channel."""
+    q = (np.asarray(rgb) // (256 // bins)).astype(np.intp)
+    return (q[..., 0] * bins + q[..., 1]) * bins + q[..., 2]
+
+
+def robot_colours(rgb: np.ndarray, mask: np.ndarray, config: BandConfig = BandConfig()) -> np.ndarray:
+    """The colours of ``mask``'s pixels ``core_px`` in from its edge: bool (``colour_bins``³,), a bin true when
+    at least ``colour_min_count`` of them fall in it. rgb: uint8 (H, W, 3); mask: bool (H, W).
+
+    >>> img = np.zeros((10, 10, 3), np.uint8); img[:, 5:] = (240, 120, 10)
+    >>> m = np.zeros((10, 10), bool); m[:, 4:] = True
+    >>> table = robot_colours(img, m); int(table.sum()), bool(table[_colour_index(img, 16)[0, 9]])
+    (1, True)
+    """
+    k = 2 * config.core_px + 1
+    core = cv2.erode(np.asarray(mask, np.uint8), np.ones((k, k), np.uint8)) > 0
+    counts = np.bincount(_colour_index(rgb, config.colour_bins)[core], minlength=config.colour_bins ** 3)
+    return counts >= config.colour_min_count
+
+
+def band_cut(rgb: np.ndarray, label: np.ndarray, silhouette: np.ndarray, config: BandConfig = BandConfig(),
+             colours: Optional[np.ndarray] = None) -> tuple[np.ndarray, bool]:
+    """``label`` cut again by colour within a band around ``silhouette`` (module doc): ``(mask, taken)``, the
+    new label and whether the cut replaced ``label`` (False: ``label`` itself, the fit or the cut did not
+    qualify). rgb: uint8 (H, W, 3); label, silhouette: bool (H, W); colours: the robot's
+    (:func:`robot_colours`), or None (every colour may be the robot's).
+
+    >>> img = np.full((40, 120, 3), 120, np.uint8); img[15:25, 10:110] = (230, 120, 20)   # an orange bar
+    >>> img[12:28, 50:60] = 40                                                             # a dark housing
+    >>> truth = np.zeros((40, 120), bool); truth[15:25, 10:110] = True; truth[12:28, 50:60] = True
+    >>> sil = np.zeros_like(truth); sil[15:25, 10:110] = True                              # the model's capsule
+    >>> mask, taken = band_cut(img, sil.copy(), sil)
+    >>> taken, round(mask_iou(sil, truth), 3), round(mask_iou(mask, truth), 3)
+    (True, 0.943, 1.0)
+    """
+    label = np.asarray(label, bool)
+    sil = np.asarray(silhouette, bool)
+    if not sil.any() or not label.any() or mask_iou(label, sil) < config.min_iou:
+        return label, False
+    band = band_px(sil, config)
+    reach = dilate_mask(sil | label, band)
+    h, w = label.shape
+    box = mask_to_box(reach).expand(band + 4).clip(w, h)
+    sl = (slice(box.y, box.y + box.h), slice(box.x, box.x + box.w))
+    crop = np.ascontiguousarray(np.asarray(rgb)[sl])
+    like = colours[_colour_index(crop, config.colour_bins)] if colours is not None else True
+    gc = np.full((box.h, box.w), cv2.GC_BGD, np.uint8)
+    gc[reach[sl]] = cv2.GC_PR_BGD
+    gc[(sil | label)[sl] & like] = cv2.GC_PR_FGD
+    k = 2 * config.core_px + 1
+    core = (cv2.erode((label & sil)[sl].view(np.uint8), np.ones((k, k), np.uint8)) > 0) & like
+    if not core.any() or (gc == cv2.GC_BGD).sum() + (gc == cv2.GC_PR_BGD).sum() < 16:
+        return label, False
+    gc[core] = cv2.GC_FGD
+    bgr = cv2.cvtColor(crop, cv2.COLOR_RGB2BGR)
+    feat = np.ascontiguousarray(tone_map(bgr, "loglab"))
+    cv2.setRNGSeed(0)  # GrabCut's k-means draws from OpenCV's RNG: same frame, same label
+    try:
+        cv2.grabCut(feat, gc, None, np.zeros((1, 65)), np.zeros((1, 65)), config.iterations,
+                    cv2.GC_INIT_WITH_MASK)
+    except cv2.error:  # a degenerate colour model (a flat crop)
+        return label, False
+    out = np.zeros_like(label)
+    out[sl] = (gc == cv2.GC_FGD) | (gc == cv2.GC_PR_FGD)
+    if np.count_nonzero(out & label) < config.min_keep * np.count_nonzero(label):
+        return label, False
+    return out, True

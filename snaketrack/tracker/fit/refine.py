@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Optional
 
 import numpy as np
@@ -443,25 +444,22 @@ class _Linearisation:
     def __init__(self, roi, sil: torch.Tensor, cost_img: float, normal_equations):
         self.roi, self.sil, self.cost_img = roi, sil, cost_img
         self._normal_equations = normal_equations
-        self._Hgn: Optional[tuple] = None
 
-    def _get(self) -> tuple:
-        if self._Hgn is None:
-            self._Hgn = self._normal_equations()
-            self._normal_equations = None
-        return self._Hgn
+    @cached_property
+    def _Hgn(self) -> tuple:
+        return self._normal_equations()
 
     @property
     def H(self) -> torch.Tensor:
-        return self._get()[0]
+        return self._Hgn[0]
 
     @property
     def g(self) -> torch.Tensor:
-        return self._get()[1]
+        return self._Hgn[1]
 
     @property
     def n(self) -> int:
-        return self._get()[2]
+        return self._Hgn[2]
 
 
 @dataclass(frozen=True)

@@ -108,13 +108,13 @@ def _scale(s, a):
 
 
 @_jit
-def _cylinder(A, B, r, d, f, min_depth):
-    """Edge distance [px] of a flat-ended cylinder (axis A→B, radius r) along unit ray d (3-tuples) and
-    ∂e/∂A, ∂e/∂B (the adjoint steps of edges.cylinder_edge_px_grad)."""
+def _cylinder_frame(A, B):
+    """The ray-independent frame of a cylinder with axis A→B (3-tuples) [m]: its centre m, half axis w and
+    its length h, |m| (zm), the unit axis u and view direction v = m/|m|, their cosine c and |c| held above
+    0.05 (ca), the axis's part across the view p, its length sn, and the outline's frame y = p/|p|, x = v × y."""
     eps = 1e-12
     m = (0.5 * (A[0] + B[0]), 0.5 * (A[1] + B[1]), 0.5 * (A[2] + B[2]))
     w = (0.5 * (B[0] - A[0]), 0.5 * (B[1] - A[1]), 0.5 * (B[2] - A[2]))
-    dd = d
     h = math.sqrt(_dot(w, w) + eps)
     zm = math.sqrt(_dot(m, m) + eps)
     u = _scale(1.0 / h, w)
@@ -125,6 +125,16 @@ def _cylinder(A, B, r, d, f, min_depth):
     sn = math.sqrt(_dot(p, p) + eps)
     y = _scale(1.0 / sn, p)
     x = _cross(v, y)
+    return m, w, h, zm, u, v, c, ca, p, sn, y, x
+
+
+@_jit
+def _cylinder(A, B, r, d, f, min_depth):
+    """Edge distance [px] of a flat-ended cylinder (axis A→B, radius r) along unit ray d (3-tuples) and
+    ∂e/∂A, ∂e/∂B (the adjoint steps of edges.cylinder_edge_px_grad)."""
+    eps = 1e-12
+    m, w, h, zm, u, v, c, ca, p, sn, y, x = _cylinder_frame(A, B)
+    dd = d
     dv = _dot(dd, v)
     dvc = max(dv, 1e-6)
     kk = zm / dvc
@@ -195,7 +205,6 @@ def _primitive_table(S, E, cyl):
     stretched half length L (:func:`_cylinder`)."""
     M = S.shape[0]
     T = np.zeros((M, 16))
-    eps = 1e-12
     for i in range(M):
         A = (S[i, 0], S[i, 1], S[i, 2])
         B = (E[i, 0], E[i, 1], E[i, 2])
@@ -207,18 +216,7 @@ def _primitive_table(S, E, cyl):
             T[i, 7] = _dot(A, Ev)
             T[i, 8] = _dot(Ev, Ev)
             continue
-        m = (0.5 * (A[0] + B[0]), 0.5 * (A[1] + B[1]), 0.5 * (A[2] + B[2]))
-        w = (0.5 * (B[0] - A[0]), 0.5 * (B[1] - A[1]), 0.5 * (B[2] - A[2]))
-        h = math.sqrt(_dot(w, w) + eps)
-        zm = math.sqrt(_dot(m, m) + eps)
-        u = _scale(1.0 / h, w)
-        v = _scale(1.0 / zm, m)
-        c = _dot(u, v)
-        ca = max(abs(c), 0.05)
-        p = _axpy(-c, v, u)
-        sn = math.sqrt(_dot(p, p) + eps)
-        y = _scale(1.0 / sn, p)
-        x = _cross(v, y)
+        m, _, h, zm, _, v, _, ca, _, sn, y, x = _cylinder_frame(A, B)
         T[i, 0:3] = m
         T[i, 3] = zm
         T[i, 4:7] = v

@@ -42,6 +42,7 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Optional, Sequence
 
 import numpy as np
@@ -247,6 +248,34 @@ def render_with_jacobian(starts: torch.Tensor, ends: torch.Tensor, radii: torch.
     return RenderJacobian(sil, rows, jac)
 
 
+def _compiled_edges(starts: torch.Tensor, ends: torch.Tensor, radii: torch.Tensor, K: torch.Tensor,
+                    roi: Sequence[int], settings: SilhouetteSettings, offset_px: float,
+                    cylinders: Optional[np.ndarray]):
+    """The compiled kernel's first pass for one state (:func:`~snaketrack.tracker.render.render_kernel.
+    silhouette_edges`): ``(roi, args, sil, e_all, rays)``, ``args`` the band's pairs and the geometry as the
+    Jacobian pass takes them, ``sil`` (P,) float64; ``None`` in place of ``args`` and the rest when no pixel of
+    the ROI lies in a primitive's band."""
+    from snaketrack.tracker.render import (
+        render_kernel,  # deferred: the module imports without numba (the compiled kernels)
+    )
+
+    roi = _check_single(starts, ends, radii, K, roi)
+    sig = float(settings.sigma_px)
+    Kd = _np64(K)
+    S0, E0, rad = _np64(starts[0]), _np64(ends[0]), _np64(radii)
+    roi_a = np.array(roi, np.int64)
+    pix, prim = render_kernel.band_pairs(S0, E0, rad, Kd, roi_a, settings.margin_sigmas * sig + abs(offset_px))
+    if pix.size == 0:
+        return roi, None, None, None, None
+    cam = np.array([Kd[0, 0], Kd[1, 1], Kd[0, 2], Kd[1, 2], Kd[0, 1]])
+    cyl = np.zeros(S0.shape[0], bool) if cylinders is None else np.asarray(cylinders, bool)
+    f = 0.5 * float(Kd[0, 0] + Kd[1, 1])
+    sil, e_all, rays = render_kernel.silhouette_edges(pix, prim, roi_a, cam, S0, E0, rad, cyl, f,
+                                                      float(settings.min_depth), sig, float(offset_px))
+    args = (pix, prim, roi_a, S0, E0, rad, cyl, f, float(settings.min_depth), sig)
+    return roi, args, sil, e_all, rays
+
+
 def render_with_jacobian_compiled(starts: torch.Tensor, ends: torch.Tensor, radii: torch.Tensor, K: torch.Tensor,
                                   roi: Sequence[int], point_jac: torch.Tensor,
                                   settings: SilhouetteSettings = SilhouetteSettings(),
@@ -262,30 +291,18 @@ def render_with_jacobian_compiled(starts: torch.Tensor, ends: torch.Tensor, radi
         render_kernel,  # deferred: the module imports without numba (the compiled kernels)
     )
 
-    roi = _check_single(starts, ends, radii, K, roi)
-    _, _, w, h = roi
     dt = starts.dtype
-    sig = float(settings.sigma_px)
     M = starts.shape[1]
-    Kd = _np64(K)
-    S0, E0, rad = _np64(starts[0]), _np64(ends[0]), _np64(radii)
-    roi_a = np.array(roi, np.int64)
-    pix, prim = render_kernel.band_pairs(S0, E0, rad, Kd, roi_a, settings.margin_sigmas * sig + abs(offset_px))
-    D = point_jac.shape[-1] + (1 if with_offset else 0)
-    if pix.size == 0:
+    roi, args, sil, e_all, rays = _compiled_edges(starts, ends, radii, K, roi, settings, offset_px, cylinders)
+    if args is None:
+        _, _, w, h = roi
+        D = point_jac.shape[-1] + (1 if with_offset else 0)
         z = torch.zeros(0, dtype=torch.long)
         return RenderJacobian(torch.zeros(w * h, dtype=dt), z, torch.zeros(0, D, dtype=dt))
-    cam = np.array([Kd[0, 0], Kd[1, 1], Kd[0, 2], Kd[1, 2], Kd[0, 1]])
-    cyl = np.zeros(M, bool) if cylinders is None else np.asarray(cylinders, bool)
-    f = 0.5 * float(Kd[0, 0] + Kd[1, 1])
-    sil, e_all, rays = render_kernel.silhouette_edges(pix, prim, roi_a, cam, S0, E0, rad, cyl, f,
-                                                      float(settings.min_depth), sig, float(offset_px))
 
     def jacobian() -> tuple[torch.Tensor, torch.Tensor]:
         G6 = _np64(point_jac).reshape(M, 6, -1)
-        rows, jac = render_kernel.jacobian_rows(pix, prim, roi_a, S0, E0, rad, cyl, f,
-                                                float(settings.min_depth), sig, float(tol), G6,
-                                                bool(with_offset), sil, e_all, rays)
+        rows, jac = render_kernel.jacobian_rows(*args, float(tol), G6, bool(with_offset), sil, e_all, rays)
         return torch.from_numpy(rows), torch.from_numpy(jac).to(dt)
 
     sil_t = torch.from_numpy(sil).to(dt)
@@ -299,25 +316,10 @@ def soft_silhouette_compiled(starts: torch.Tensor, ends: torch.Tensor, radii: to
                              offset_px: float = 0.0, cylinders: Optional[np.ndarray] = None) -> torch.Tensor:
     """:func:`soft_silhouette` of one state (``starts``, ``ends`` (1, M, 3) [m]) by the compiled kernel
     (:func:`~snaketrack.tracker.render.render_kernel.silhouette_edges`, float64, no gradient): (1, h, w)."""
-    from snaketrack.tracker.render import (
-        render_kernel,  # deferred: the module imports without numba (the compiled kernels)
-    )
-
-    roi = _check_single(starts, ends, radii, K, roi)
+    roi, args, sil, _, _ = _compiled_edges(starts, ends, radii, K, roi, settings, offset_px, cylinders)
     _, _, w, h = roi
-    sig = float(settings.sigma_px)
-    Kd = _np64(K)
-    S0, E0, rad = _np64(starts[0]), _np64(ends[0]), _np64(radii)
-    roi_a = np.array(roi, np.int64)
-    pix, prim = render_kernel.band_pairs(S0, E0, rad, Kd, roi_a, settings.margin_sigmas * sig + abs(offset_px))
-    if pix.size == 0:
+    if args is None:
         return torch.zeros(1, h, w, dtype=torch.float64)
-    cam = np.array([Kd[0, 0], Kd[1, 1], Kd[0, 2], Kd[1, 2], Kd[0, 1]])
-    M = S0.shape[0]
-    cyl = np.zeros(M, bool) if cylinders is None else np.asarray(cylinders, bool)
-    sil, _, _ = render_kernel.silhouette_edges(pix, prim, roi_a, cam, S0, E0, rad, cyl,
-                                               0.5 * float(Kd[0, 0] + Kd[1, 1]), float(settings.min_depth), sig,
-                                               float(offset_px))
     return torch.from_numpy(sil).view(1, h, w)
 
 
@@ -328,21 +330,18 @@ class DeferredRenderJacobian:
     def __init__(self, sil: torch.Tensor, jacobian):
         self.sil = sil
         self._jacobian = jacobian
-        self._rows_jac: Optional[tuple[torch.Tensor, torch.Tensor]] = None
 
-    def _get(self) -> tuple[torch.Tensor, torch.Tensor]:
-        if self._rows_jac is None:
-            self._rows_jac = self._jacobian()
-            self._jacobian = None
-        return self._rows_jac
+    @cached_property
+    def _rows_jac(self) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._jacobian()
 
     @property
     def rows(self) -> torch.Tensor:
-        return self._get()[0]
+        return self._rows_jac[0]
 
     @property
     def jac(self) -> torch.Tensor:
-        return self._get()[1]
+        return self._rows_jac[1]
 
 
 def _np64(t: torch.Tensor) -> np.ndarray:

@@ -216,9 +216,8 @@ class Tracker:
             # track that has left the robot has its full mask beside it
             occluded = self._occlusion_on() and self.hidden >= cfg.occluded_axis_fraction and \
                 m.sum() < cfg.occluded_area_ratio * self.renderer.mask(pred, self.offset).sum()
-            if occluded:
-                self.last_occluded = self.frame
             if occluded:  # the hidden joints are seen no more: they follow the wave
+                self.last_occluded = self.frame
                 pred = self._wave_predicted(pred)
             refiner = self.occluded_refiner if occluded else self.refiner
             obs_cut = self._cut_weighted(pred, obs)

@@ -27,6 +27,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from snaketrack.errors import InputError
+from snaketrack.tracker.reading import yaw_indices
 
 
 def _lagged(q: np.ndarray, lag: float) -> tuple[np.ndarray, np.ndarray]:
@@ -136,8 +137,6 @@ class WaveFollow:
 def wave_follow_for(robot, config) -> Optional[WaveFollow]:
     """The :class:`WaveFollow` of ``robot``'s yaw joints with ``config``'s (a ``TrackerConfig``) settings, or
     None when ``config.wave_follow`` is off or the robot has fewer than two yaw joints."""
-    from snaketrack.tracker.reading import yaw_indices
-
     idx = yaw_indices(robot)
     if not config.wave_follow or len(idx) < 2:
         return None

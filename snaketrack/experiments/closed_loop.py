@@ -317,7 +317,7 @@ def run_closed_loop(config: ClosedLoopConfig, progress: bool = False) -> dict:
                        height=cfg.height, fps=cfg.fps, start_time=cfg.start_time,
                        target_width_px=cfg.body_width_px, obstacles=cfg.world == "channel")
     motion = planned_motion(cfg) if cfg.world == "floor" else robot_motion(vcfg)
-    renderer = VideoRenderer(vcfg, motion)
+    renderer = VideoRenderer(vcfg, motion, effects=lockstep)  # wall pacing: the renderer keeps up
     path = renderer.path
     tracked = cfg.states == "tracked"
     ctx = mp.get_context("spawn")
@@ -362,6 +362,10 @@ def run_closed_loop(config: ClosedLoopConfig, progress: bool = False) -> dict:
                     ages.append(t - pending.t)
                     pending = None
             else:  # the newest command that has arrived acts from this frame's physics on
+                if pending is not None:
+                    stepper.set_offset(pending.offset)
+                    ages.append(t - pending.t)
+                    pending = None
                 while True:
                     try:
                         cmd = commands.get_nowait()
@@ -388,6 +392,10 @@ def run_closed_loop(config: ClosedLoopConfig, progress: bool = False) -> dict:
                 pending, timed_out = _await_command(commands, k, 60.0 if k == 0 else cfg.step_timeout)
                 timeouts += int(timed_out)
             else:
+                if k == 0:  # the first frame's pose search, a one-time cost: the clock starts once it is answered
+                    pending, timed_out = _await_command(commands, 0, 60.0)
+                    timeouts += int(timed_out)
+                    wall0 = time.monotonic() - 1.0 / cfg.fps * cfg.time_scale
                 wait = wall0 + (k + 1) / cfg.fps * cfg.time_scale - time.monotonic()
                 if wait > 0:
                     time.sleep(wait)

@@ -283,7 +283,9 @@ class VideoRenderer:
     >>> # r = VideoRenderer(VideoConfig(frames=10, width=320, height=180)); rgb, mask, truth = r.frame(0)
     """
 
-    def __init__(self, config: VideoConfig, motion: Optional[Motion] = None):
+    def __init__(self, config: VideoConfig, motion: Optional[Motion] = None, effects: bool = True):
+        """effects: draw shadows and reflections (False: without them, about a quarter of a frame's
+        render time on a software OpenGL, for a simulation that must keep up with the wall clock)."""
         import mujoco  # deferred: the module imports without MuJoCo
 
         self.config = config
@@ -298,6 +300,9 @@ class VideoRenderer:
         self.lights = LightSchedule(w.model, w.dressing, seed=config.seed,
                                     duration=float(self.motion.times[-1]) + 1.0 / config.fps)
         self.renderer = mujoco.Renderer(w.model, height=config.height, width=config.width)
+        if not effects:  # the scene's flags persist across update_scene
+            for flag in (mujoco.mjtRndFlag.mjRND_SHADOW, mujoco.mjtRndFlag.mjRND_REFLECTION):
+                self.renderer.scene.flags[flag] = 0
         self.option = mujoco.MjvOption()
         self.option.sitegroup[:] = 0
         self.clip = clip_settings(config.degradation, config.width, config.height, config.seed)

@@ -41,6 +41,18 @@ def test_a_short_tracked_loop_reaches_a_waypoint_the_open_loop_misses(tmp_path):
     assert not (out / "none" / "overlay.mp4").exists()
 
 
+def test_wall_pacing_starts_the_clock_once_the_first_frame_is_answered():
+    """The first frame's pose search (about a second here) is not the robot's latency: frame 0's
+    command acts from frame 1, and later ones arrive as the clock runs."""
+    from snaketrack.experiments.closed_loop import run_closed_loop
+
+    r = run_closed_loop(ClosedLoopConfig(states="tracked", pacing="wall", time_scale=3.0, duration=2.2, seed=0))
+    ages = r["command_age_s"]
+    assert r["lockstep_timeouts"] == 0 and len(ages) >= 2
+    assert ages[0] == pytest.approx(1 / 15)
+    assert r["service"]["frames_tracked"] >= 2
+
+
 def _gait_angles(seconds: float = 3.0, fps: float = 15.0) -> np.ndarray:
     """(T, J) joint angles [rad] of the simulator's gait (its wave runs from the head to the tail)."""
     t = 1.0 + np.arange(int(seconds * fps)) / fps

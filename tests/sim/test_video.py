@@ -192,6 +192,19 @@ def test_degradations_change_pixels_not_truth():
     assert np.corrcoef(img.reshape(-1), clean.reshape(-1))[0, 1] > 0.8
 
 
+def test_without_effects_the_same_masks_and_truth_another_picture():
+    """``effects=False`` (no shadows or reflections) changes the pixels, not what the frame shows."""
+    cfg = VideoConfig(scene="drone", seed=2, frames=4, width=160, height=96, target_width_px=4.0,
+                      scene_config=FAST_SCENE)
+    with VideoRenderer(cfg) as r:
+        img, mask, truth = r.frame(2)
+    with VideoRenderer(cfg, effects=False) as r:
+        plain, plain_mask, plain_truth = r.frame(2)
+    np.testing.assert_array_equal(mask, plain_mask)
+    assert truth == plain_truth
+    assert np.abs(img.astype(float) - plain.astype(float)).mean() > 0.5  # the shadows are gone
+
+
 def test_body_width_sets_the_robot_size_in_the_image(monkeypatch, capsys):
     """``--body-width-px`` reaches the camera: twice the width, about twice the body's pixels across."""
     widths = []

@@ -7,12 +7,14 @@ Measures, in one process:
   reference ``ref_mj_step_per_s``: bare ``mujoco.mj_step`` on the same model
   with constant controls (what MuJoCo alone costs);
 - ``render_fps``: frames per second of :class:`snaketrack.sim.video.VideoRenderer`
-  at 640x360 (drone scene): RGB with shadows and 4x multisampling, the
+  at ``--size`` (default 640x360; drone scene): RGB with shadows and 4x multisampling, the
   segmentation render, the robot mask, degradations (blur, noise, JPEG) and
   the truth record; not counting the writing of files;
-  reference ``ref_rgb_only_fps``: the RGB render alone on the same renderer.
+  reference ``ref_rgb_only_fps``: the RGB render alone on the same renderer;
+- ``render_fps_no_effects``: the same frames without shadows and reflections
+  (``VideoRenderer(effects=False)``, what ``sim closed-loop --pacing wall`` renders).
 
-Usage: snaketrack bench sim [--frames 60] [--duration 10]
+Usage: snaketrack bench sim [--frames 60] [--duration 10] [--size 640x360]
 """
 from __future__ import annotations
 
@@ -21,11 +23,13 @@ import os
 import time
 
 from snaketrack.bench.registry import Benchmark
+from snaketrack.errors import InputError
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--frames", type=int, default=60, help="frames to render (default 60)")
     ap.add_argument("--duration", type=float, default=10.0, help="simulated seconds (default 10)")
+    ap.add_argument("--size", default="640x360", metavar="WxH", help="rendered frame size [px] (default 640x360)")
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -50,7 +54,11 @@ def run(args: argparse.Namespace) -> dict:
         mujoco.mj_step(model, data)
     ref_s = time.perf_counter() - t0
 
-    vcfg = VideoConfig(scene="drone", frames=args.frames, width=640, height=360)
+    try:
+        width, height = (int(v) for v in args.size.lower().split("x"))
+    except ValueError:
+        raise InputError(f"--size {args.size!r}; expected WxH in pixels, e.g. 640x360") from None
+    vcfg = VideoConfig(scene="drone", frames=args.frames, width=width, height=height)
     with VideoRenderer(vcfg) as r:
         r.frame(0)  # warm-up: first render allocates GL buffers
         t0 = time.perf_counter()
@@ -65,6 +73,12 @@ def run(args: argparse.Namespace) -> dict:
             r.renderer.update_scene(w.data, camera=w.cam, scene_option=r.option)
             r.renderer.render()
         rgb_s = time.perf_counter() - t0
+    with VideoRenderer(vcfg, effects=False) as r:
+        r.frame(0)
+        t0 = time.perf_counter()
+        for i in range(args.frames):
+            r.frame(i)
+        plain_s = time.perf_counter() - t0
 
     out = {
         "sim_steps_per_s": steps / sim_s,
@@ -72,8 +86,9 @@ def run(args: argparse.Namespace) -> dict:
         "ref_mj_step_per_s": steps / ref_s,
         "render_fps": args.frames / render_s,
         "ref_rgb_only_fps": args.frames / rgb_s,
-        "render_width_px": 640,
-        "render_height_px": 360,
+        "render_fps_no_effects": args.frames / plain_s,
+        "render_width_px": width,
+        "render_height_px": height,
         "cpu_count": os.cpu_count(),
         "load_avg_1min": os.getloadavg()[0],
     }

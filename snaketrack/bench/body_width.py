@@ -14,7 +14,8 @@ declared, moving cameras following their height over the ground), and scored
   ``body_width_px`` (mask area over projected axis length), the width the
   clip really shows;
 - the tracker's ``metrics.json`` figures (``base_position_error_m``,
-  ``joint_error_rad``, ``iou``, ``iou_truth``, ``fps``, ...);
+  ``joint_error_rad``, ``iou``, ``iou_truth``, ``fps``, ...), and
+  ``cpu_ms_per_frame``, the process's CPU time per frame over the track;
 - ``iou_ceiling`` and ``iou_model_ceiling`` of
   :func:`snaketrack.bench.ceiling.measure_iou_ceiling`: the most any
   correct track can reach, for the truth mask and for the tracker's model.
@@ -86,17 +87,20 @@ def median_body_width(ds: Path, frames: int) -> float:
 
 
 def measure_clip(ds: Path, scene: str, robot: str, out: Path, frames: int, ceiling_step: int = 1) -> dict:
-    """Track the clip ``ds`` into ``out`` as the benchmark does and score it (module doc); wall time [s]."""
+    """Track the clip ``ds`` into ``out`` as the benchmark does and score it (module doc); wall time [s]
+    and the process's CPU time per frame [ms]."""
     from snaketrack.bench.ceiling import measure_iou_ceiling
     from snaketrack.io import read_json
     from snaketrack.tracker.run.loop import track_source
 
     seed = int(read_json(ds / "meta.json").get("seed", 0))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     config, options = bench_options(scene, seed, frames)
     s = track_source(ds, out, robot, config=config, options=options)
     res = {k: s.get(k) for k in KEEP}
     res["wall_s"] = time.perf_counter() - t0
+    # the process's CPU time per frame: unlike frames/s, it holds on a machine other jobs share
+    res["cpu_ms_per_frame"] = 1e3 * (time.process_time() - c0) / max(int(s.get("frames") or frames), 1)
     ceiling = measure_iou_ceiling(ds, frames=frames, step=ceiling_step, model=True)
     res["iou_ceiling"], res["iou_model_ceiling"] = ceiling["iou_ceiling"], ceiling["iou_model_ceiling"]
     res["body_width_px"] = median_body_width(ds, frames)

@@ -98,7 +98,7 @@ class ClosedLoopConfig:
         default 10 (the first frame waits up to 60: the tracker's first search).
     duration: the longest run [s, simulated, from the gait's start]; default per world (floor 20, channel 12).
     start_time: [s] of simulated time before the camera and controller start (the gait's ramp); default 1.
-    refine_steps: the tracker's refinement iterations per frame; default 4.
+    refine_steps: the tracker's refinement iterations per frame; default 10.
     steering: :class:`~snaketrack.experiments.steering.SteeringConfig`; default per world (floor: the
         defaults; channel: ``SteeringConfig.channel()``).
     robot: shipped robot name or robot YAML; default ``planar-snake-11``.
@@ -119,7 +119,7 @@ class ClosedLoopConfig:
     step_timeout: float = 10.0
     duration: Optional[float] = None
     start_time: float = 1.0
-    refine_steps: Optional[int] = 4
+    refine_steps: Optional[int] = 10
     steering: Optional[SteeringConfig] = None
     robot: str = "planar-snake-11"
     tolerance: float = 0.1

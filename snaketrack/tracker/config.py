@@ -154,7 +154,8 @@ class TrackerConfig:
     reading_ref_frames: ... at most this many frames back (else the prediction's); default 15.
     warmup_frames: after the first frame, the search runs again on each mask for at most this many frames; 10.
     warmup_iou: ... until a frame's fit reaches this IoU against its mask; default 0.85.
-    warmup_margin: a warm-up search replaces the track when its IoU is higher by this; default 0.02.
+    warmup_margin: a warm-up search replaces the track when its IoU is higher by this (one that does not
+        confirms the track and ends the warm-up); default 0.02.
     wave_check: turn the track round when its body wave runs from its tail to its head (reading.py); default True.
     wave_window: tracked frames the wave check looks back over; default 20.
     wave_max_lag: largest time lag of the wave statistic [frames]; default 5.

@@ -236,10 +236,13 @@ class Tracker:
                 res, reinit = alt, True
         elif self.warming and self.frame <= cfg.warmup_frames and res.iou < cfg.warmup_iou:
             # warm-up: the first frame's pose came from one mask; search again on the next masks
-            # until a fit explains its mask well (a single corrupted mask can mislead the search)
+            # until a fit explains its mask well (a single corrupted mask can mislead the search), or
+            # until a search made afresh on a new mask does no better than the track: it confirms it
             alt = self.initialise(m, obs, extra=[pred, res.x], orient=res.x)
             if alt.iou > res.iou + cfg.warmup_margin:
                 res, reinit = alt, True
+            else:
+                self.warming = False
         if self.warming and (res.iou >= cfg.warmup_iou or self.frame >= cfg.warmup_frames):
             self.warming = False
         self.n_coast = 0

@@ -349,3 +349,27 @@ def test_a_head_behind_a_post_does_not_fold(sequence):
     # measured: 0.096 rad without the cut weighting (the head folds out of the band), 0.025 with it
     assert err[True] < 0.05
     assert err[True] < 0.5 * err[False]
+
+
+@pytest.mark.parametrize("search_wins", [False, True])
+def test_warm_up_searches_until_one_confirms_the_track(sequence, monkeypatch, search_wins):
+    """Warm-up searches run on the frames after the first until a fit reaches ``warmup_iou`` or
+    ``warmup_frames`` pass; a search that does no better than the track confirms it and ends them."""
+    from dataclasses import replace
+
+    robot, K, frames, lay = sequence
+    cfg = replace(TrackerConfig(), warmup_iou=10.0, warmup_frames=5, reacquire_iou=0.0)  # never reached
+    trk = Tracker(robot, K, W, H, fps=30.0, config=cfg)
+    trk.start(frames[0][0], initial_guess=frames[0][1])
+    calls = []
+
+    def search(mask, obs=None, extra=(), orient=None):
+        calls.append(trk.frame)
+        res = trk.refiner.refine(np.asarray(extra[1], float), obs, steps=1, up=trk.up)
+        return replace(res, iou=5.0 if search_wins else -1.0)  # 5: above any track, below warmup_iou
+
+    monkeypatch.setattr(trk, "initialise", search)
+    for m, _ in frames[1:9]:
+        trk.step(m)
+    assert calls == ([1, 2, 3, 4, 5] if search_wins else [1])
+    assert not trk.warming

@@ -73,6 +73,17 @@ def test_a_bar_s_width_is_its_area_over_its_skeleton_s_length():
     assert np.isnan(body_width_px([0, 0], [0, 0]))
 
 
+def test_mask_area_ratio_at_the_first_quarters_depth():
+    """A robot crawling from 1.3 m to 2.6 m away shows a quarter of its area: not a mask that shrank."""
+    z = np.linspace(1.3, 2.6, 40)
+    area = 15000.0 * (1.3 / z) ** 2
+    assert mask_area_ratio(area) < 0.4  # taken as it is, it would flag (limit 0.6)
+    assert mask_area_ratio(area, z) == pytest.approx(1.0, abs=0.05)
+    grown = area * np.r_[np.ones(30), np.full(10, 2.0)]  # the same track, the mask doubled at its end
+    assert mask_area_ratio(grown, z) == pytest.approx(2.0, abs=0.1)
+    assert np.isnan(mask_area_ratio(area, np.full(40, np.nan)))
+
+
 def test_mask_area_ratio_and_the_flags_sides():
     assert mask_area_ratio([100] * 8 + [250] * 8) == pytest.approx(2.5)
     assert np.isnan(mask_area_ratio([100, 100]))

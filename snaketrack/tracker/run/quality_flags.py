@@ -11,7 +11,8 @@ do, each against a limit of :data:`LIMITS` (docs/your-robot.md, "Judging a track
   length on the first tenth of the frames (where the box put the labels on the robot): a mask whose
   centre line leaves the model's axes.
 - ``mask_area_ratio``: the median mask area [px] of the last quarter of the frames over the first
-  quarter's: a mask that grew onto something beside the robot, or shrank off it.
+  quarter's, each frame's taken at the first quarter's depth (the track's, the mean of its base's and
+  head's): a mask that grew onto something beside the robot, or shrank off it.
 - ``joint_at_limit_fraction``: the largest share, over the joint coordinates, of tracked frames in which
   the coordinate is held at a limit of the robot file (within :data:`LIMIT_MARGIN_RAD`, for at least
   :data:`PINNED_S` of consecutive tracked frames): a model bent hard to reach something the robot is not.
@@ -90,13 +91,24 @@ def body_width_px(mask_pixels, skeleton_pixels, share: float = 0.1, least: int =
     return float(np.median(w)) if w.size else float("nan")
 
 
-def mask_area_ratio(mask_pixels) -> float:
+def mask_area_ratio(mask_pixels, depth=None) -> float:
     """The median mask area of the last quarter of the frames over the first quarter's (n,) [px]; NaN with
-    fewer than 4 frames or an empty first quarter."""
+    fewer than 4 frames or an empty first quarter.
+
+    depth: the track's depth per frame (n,) [m] (NaN where it has none), or None. Given, each area is
+    taken at the first quarter's median depth (times (depth / that depth)²), so a robot that crawls away
+    from the camera or towards it keeps its ratio near 1: what is left is a mask that grew or shrank
+    against the robot the track follows."""
     area = np.asarray(mask_pixels, float).reshape(-1)
     k = len(area) // 4
     if k < 1:
         return float("nan")
+    if depth is not None:
+        z = np.asarray(depth, float).reshape(-1)
+        z0 = _finite(z[:k])
+        if not z0.size or np.median(z0) <= 0:
+            return float("nan")
+        area = area * (z / float(np.median(z0))) ** 2
     first, last = _finite(area[:k]), _finite(area[-k:])
     if not first.size or not last.size or np.median(first) <= 0:
         return float("nan")
@@ -155,7 +167,8 @@ def run_figures(track_dir: str | os.PathLike, robot, fps: float,
     out["body_width_px"] = width
     p95 = float(metrics.get("skeleton_residual_p95_px", float("nan")))  # metrics.json's, over the finite frames
     out["skeleton_residual_p95_widths"] = p95 / width if width > 0 else float("nan")
-    out["mask_area_ratio"] = mask_area_ratio(area)
+    depth = np.where(tracked, 0.5 * (np.asarray(track["base_z"], float) + np.asarray(track["head_z"], float)), np.nan)
+    out["mask_area_ratio"] = mask_area_ratio(area, depth if len(depth) == len(area) else None)
     at_limit = joint_at_limit_fraction(q, robot.lower, robot.upper, tracked,
                                        min_frames=max(1, int(math.ceil(PINNED_S * float(fps)))))
     out["joint_at_limit_fraction"] = float(np.nanmax(at_limit)) if np.isfinite(at_limit).any() else float("nan")

@@ -15,7 +15,9 @@ the first frame's label) says where the robot is next, and each frame is labelle
    pose on the backend's cut within ``reach_px`` of the predicted silhouette (the tracker's
    :meth:`~snaketrack.tracker.tracker.Tracker.fit`, on the cut moved back with the camera into the last
    frame's image; the tracker's session untouched), and its silhouette, moved with the camera, replaces the
-   predicted one when it agrees with that cut better by ``align_margin`` (IoU; ``aligned``): a robot whose
+   predicted one when it agrees with that cut better by ``align_margin`` (IoU) and its area is within
+   ``align_area`` of the predicted one's (``aligned``; a robot's apparent size changes little in a frame, a fit
+   that grew it took in a thing beside it, a chair or a person): a robot whose
    ends move farther in a frame than ``far_px`` would otherwise outrun the prediction, and the gate would
    cut its moving ends off, frame after frame. A thing touching the body pulls this fit only as far as the
    tracker's priors towards the prediction let it, and must make the silhouette agree with the cut better.
@@ -92,7 +94,8 @@ class GateConfig:
     of it (and outside it) tracked from the last frame (:func:`follow_camera`; 0: not moved) [pixels];
     reach_px: the model is refined from the predicted pose on the backend's cut within this of the predicted
     silhouette (0: not) [pixels]; align_margin: the refined silhouette replaces the predicted one when it
-    agrees with that cut better by this (IoU); band: a
+    agrees with that cut better by this (IoU) and align_area: its area differs from the predicted one's by at
+    most this fraction; band: a
     label the fitted model explains is cut again in a band around its silhouette
     (:func:`~snaketrack.labelling.band_cut.band_cut`; None: not)."""
 
@@ -110,6 +113,7 @@ class GateConfig:
     follow_px: int = 80
     reach_px: int = 24
     align_margin: float = 0.02
+    align_area: float = 0.25
     band: Optional[BandConfig] = BandConfig()
 
     def __post_init__(self) -> None:
@@ -117,7 +121,7 @@ class GateConfig:
                      "follow_px", "reach_px"):
             if getattr(self, name) < 0:
                 raise InputError(f"gate {name} {getattr(self, name)}: expected >= 0")
-        for name in ("recut_iou", "drop_iou", "trust_iou", "align_margin"):
+        for name in ("recut_iou", "drop_iou", "trust_iou", "align_margin", "align_area"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise InputError(f"gate {name} {getattr(self, name)}: expected a fraction in [0, 1]")
 
@@ -327,7 +331,8 @@ class GatedBackend(FittedBackend):
     def _aligned(self, pred: np.ndarray, cut: np.ndarray, A: Optional[np.ndarray]) -> np.ndarray:
         """The predicted silhouette ``pred`` (bool (H, W), moved with the camera by ``A``, (2, 3), or not moved:
         None) fitted to the backend's ``cut`` of the frame (bool (H, W)) within ``reach_px`` of it (module doc,
-        1); ``pred`` unless the fitted silhouette agrees with that cut better by ``align_margin`` (IoU).
+        1); ``pred`` unless the fitted silhouette agrees with that cut better by ``align_margin`` (IoU) and its
+        area is within ``align_area`` (a fraction) of ``pred``'s.
 
         The model is refined from the predicted pose on the cut brought back into the last frame's image (the
         pose is the camera's of the last frame; the camera's motion is a motion of the image), and its
@@ -346,8 +351,9 @@ class GatedBackend(FittedBackend):
         sil = tr.renderer.mask(res.x)
         if A is not None:
             sil = moved(sil, A)
-        if not sil.any() or mask_iou(sil, near) < mask_iou(pred, near) + cfg.align_margin:
-            return pred
+        area = np.count_nonzero(sil) / np.count_nonzero(pred)
+        if abs(area - 1.0) > cfg.align_area or mask_iou(sil, near) < mask_iou(pred, near) + cfg.align_margin:
+            return pred  # (a silhouette that grew or shrank by more took in a thing beside the robot)
         self._reasons.append("aligned")
         return sil
 

@@ -17,7 +17,9 @@ the first frame's label) says where the robot is next, and each frame is labelle
    frame's image; the tracker's session untouched), and its silhouette, moved with the camera, replaces the
    predicted one when it agrees with that cut better by ``align_margin`` (IoU) and its area is within
    ``align_area`` of the predicted one's (``aligned``; a robot's apparent size changes little in a frame, a fit
-   that grew it took in a thing beside it, a chair or a person): a robot whose
+   that grew it took in a thing beside it, a chair or a person); a cut that holds more than
+   ``align_cut_ratio`` times the predicted silhouette's area within ``reach_px`` of it holds such a thing, and
+   is not fitted to: a robot whose
    ends move farther in a frame than ``far_px`` would otherwise outrun the prediction, and the gate would
    cut its moving ends off, frame after frame. A thing touching the body pulls this fit only as far as the
    tracker's priors towards the prediction let it, and must make the silhouette agree with the cut better.
@@ -95,7 +97,8 @@ class GateConfig:
     reach_px: the model is refined from the predicted pose on the backend's cut within this of the predicted
     silhouette (0: not) [pixels]; align_margin: the refined silhouette replaces the predicted one when it
     agrees with that cut better by this (IoU) and align_area: its area differs from the predicted one's by at
-    most this fraction; band: a
+    most this fraction; align_cut_ratio: a cut holding more than this times the predicted silhouette's area
+    within ``reach_px`` of it is not fitted to; band: a
     label the fitted model explains is cut again in a band around its silhouette
     (:func:`~snaketrack.labelling.band_cut.band_cut`; None: not)."""
 
@@ -114,11 +117,12 @@ class GateConfig:
     reach_px: int = 24
     align_margin: float = 0.02
     align_area: float = 0.25
+    align_cut_ratio: float = 1.5
     band: Optional[BandConfig] = BandConfig()
 
     def __post_init__(self) -> None:
         for name in ("box_px", "near_px", "blob_px", "far_px", "fit_px", "off_px", "min_px", "warmup_frames",
-                     "follow_px", "reach_px"):
+                     "follow_px", "reach_px", "align_cut_ratio"):
             if getattr(self, name) < 0:
                 raise InputError(f"gate {name} {getattr(self, name)}: expected >= 0")
         for name in ("recut_iou", "drop_iou", "trust_iou", "align_margin", "align_area"):
@@ -332,7 +336,8 @@ class GatedBackend(FittedBackend):
         """The predicted silhouette ``pred`` (bool (H, W), moved with the camera by ``A``, (2, 3), or not moved:
         None) fitted to the backend's ``cut`` of the frame (bool (H, W)) within ``reach_px`` of it (module doc,
         1); ``pred`` unless the fitted silhouette agrees with that cut better by ``align_margin`` (IoU) and its
-        area is within ``align_area`` (a fraction) of ``pred``'s.
+        area is within ``align_area`` (a fraction) of ``pred``'s; ``pred`` too when that cut holds more than
+        ``align_cut_ratio`` times ``pred``'s area.
 
         The model is refined from the predicted pose on the cut brought back into the last frame's image (the
         pose is the camera's of the last frame; the camera's motion is a motion of the image), and its
@@ -343,8 +348,9 @@ class GatedBackend(FittedBackend):
         if cfg.reach_px <= 0 or x is None or not cut.any():
             return pred
         near = cut & dilate_mask(pred, cfg.reach_px)
-        if np.count_nonzero(near) < tr.config.min_mask_px:
-            return pred
+        n = np.count_nonzero(near)
+        if n < tr.config.min_mask_px or n > cfg.align_cut_ratio * np.count_nonzero(pred):
+            return pred  # (a cut holding much more than the robot near it holds something else: legs, a chair)
         back = near if A is None else moved(near, cv2.invertAffineTransform(A))
         up = self.fitter.up_source(self._index) if self.fitter.up_source and self._index is not None else None
         res = tr.fit(x, back, up=up)

@@ -11,7 +11,18 @@ the first frame's label) says where the robot is next, and each frame is labelle
    tracker's constant-velocity prediction instead: on a panning camera it carries last frame's pan
    into this one, and the gate then cuts the robot off.) The prompt box is its box grown by ``box_px``, not
    the last label's, and it is the backend's prior (the motion-guided backend keeps the moving pieces near
-   it, so a leg stepping beside the robot is not its guide).
+   it, so a leg stepping beside the robot is not its guide). The model is then refined from the predicted
+   pose on the backend's cut within ``reach_px`` of the predicted silhouette (the tracker's
+   :meth:`~snaketrack.tracker.tracker.Tracker.fit`, on the cut moved back with the camera into the last
+   frame's image; the tracker's session untouched), and its silhouette, moved with the camera, replaces the
+   predicted one when it agrees with that cut better by ``align_margin`` (IoU) and its area is within
+   ``align_area`` of the predicted one's (``aligned``; a robot's apparent size changes little in a frame, a fit
+   that grew it took in a thing beside it, a chair or a person); a cut that holds more than
+   ``align_cut_ratio`` times the predicted silhouette's area within ``reach_px`` of it holds such a thing, and
+   is not fitted to: a robot whose
+   ends move farther in a frame than ``far_px`` would otherwise outrun the prediction, and the gate would
+   cut its moving ends off, frame after frame. A thing touching the body pulls this fit only as far as the
+   tracker's priors towards the prediction let it, and must make the silhouette agree with the cut better.
 2. **Cut at the model's boundary.** Whatever the backend cut farther than ``far_px`` from the predicted
    silhouette is not robot, whatever the colours say, and is cut off; so is a thick piece of the cut that
    reaches beyond ``near_px`` of it (:func:`cut_blobs`: a shoe resting against the body, which within
@@ -48,10 +59,10 @@ ground (:class:`~snaketrack.labelling.fit_labels.LabelFitter`, ``snaketrack labe
 a model fitted to masks alone trades tilt against depth there, and a label a distractor spoils pulls it
 nearer the camera frame by frame.
 
-Cost: the prediction is one silhouette drawn a frame; a re-cut is one more GrabCut, only on a frame whose cut
-disagrees. The fit's tracker runs its pose search on the first frame and on at most ``warmup_frames`` after
-it (:func:`gate_tracker`), not the tracker's ten: with the label held to the model the search rarely helps,
-and on labels a distractor spoiled it runs every frame of the warm-up at seconds a frame.
+Cost: the prediction is two silhouettes drawn and one refinement a frame; a re-cut is one more GrabCut, only
+on a frame whose cut disagrees. The fit's tracker runs its pose search on the first frame and on at most
+``warmup_frames`` after it (:func:`gate_tracker`), not the tracker's ten: with the label held to the model the
+search rarely helps, and on labels a distractor spoiled it runs every frame of the warm-up at seconds a frame.
 """
 from __future__ import annotations
 
@@ -82,7 +93,12 @@ class GateConfig:
     well (IoU) with the box's cut are taken; min_px: fewer pixels cut off are not recorded as a reason [pixels];
     warmup_frames: frames after the first on which the fit's tracker may search for its pose again;
     follow_px: the predicted silhouette is moved with the image of the ground around it, corners within this
-    of it (and outside it) tracked from the last frame (:func:`follow_camera`; 0: not moved) [pixels]; band: a
+    of it (and outside it) tracked from the last frame (:func:`follow_camera`; 0: not moved) [pixels];
+    reach_px: the model is refined from the predicted pose on the backend's cut within this of the predicted
+    silhouette (0: not) [pixels]; align_margin: the refined silhouette replaces the predicted one when it
+    agrees with that cut better by this (IoU) and align_area: its area differs from the predicted one's by at
+    most this fraction; align_cut_ratio: a cut holding more than this times the predicted silhouette's area
+    within ``reach_px`` of it is not fitted to; band: a
     label the fitted model explains is cut again in a band around its silhouette
     (:func:`~snaketrack.labelling.band_cut.band_cut`; None: not)."""
 
@@ -98,14 +114,18 @@ class GateConfig:
     min_px: int = 20
     warmup_frames: int = 2
     follow_px: int = 80
+    reach_px: int = 24
+    align_margin: float = 0.02
+    align_area: float = 0.25
+    align_cut_ratio: float = 1.5
     band: Optional[BandConfig] = BandConfig()
 
     def __post_init__(self) -> None:
         for name in ("box_px", "near_px", "blob_px", "far_px", "fit_px", "off_px", "min_px", "warmup_frames",
-                     "follow_px"):
+                     "follow_px", "reach_px", "align_cut_ratio"):
             if getattr(self, name) < 0:
                 raise InputError(f"gate {name} {getattr(self, name)}: expected >= 0")
-        for name in ("recut_iou", "drop_iou", "trust_iou"):
+        for name in ("recut_iou", "drop_iou", "trust_iou", "align_margin", "align_area"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise InputError(f"gate {name} {getattr(self, name)}: expected a fraction in [0, 1]")
 
@@ -205,6 +225,7 @@ class GatedBackend(FittedBackend):
         self.config = config
         self._grabcut = getattr(backend, "grabcut", backend)
         self._predicted: Optional[np.ndarray] = None
+        self._pred_x: Optional[np.ndarray] = None  # the pose drawn as the predicted silhouette
         self._frame_predicted: Optional[np.ndarray] = None
         self._reasons: list[str] = []
         self.gate_flags: tuple[str, ...] = ()
@@ -230,6 +251,7 @@ class GatedBackend(FittedBackend):
         f = tr.filter
         x = (f.x if self.config.follow_px > 0 else f.F @ f.x)[:tr.layout.dim]
         sil = tr.renderer.mask(x)
+        self._pred_x = np.array(x, float)
         return sil if sil.any() else None
 
     def prompt_box(self, width: int, height: int) -> Optional[Box]:
@@ -279,9 +301,9 @@ class GatedBackend(FittedBackend):
                 self._reasons.append("recut")
                 return again
             return cut
-        pred, box = self._followed(pred, box)
-        self._frame_predicted = pred
+        pred, box, A = self._followed(pred, box)
         cut = np.asarray(self.backend.predict(box, pred), bool)
+        pred = self._frame_predicted = self._aligned(pred, cut, A)
         gated = cut_off_model(cut_blobs(cut, pred, cfg.near_px, cfg.blob_px), pred, cfg.far_px)
         if np.count_nonzero(cut & ~gated) >= cfg.min_px:
             self._reasons.append("cut_off_model")
@@ -299,16 +321,47 @@ class GatedBackend(FittedBackend):
         the prompt box around it; as given when the camera's motion is not found."""
         cfg = self.config
         if cfg.follow_px <= 0 or self._prev_gray is None or self._prev_gray.shape != self._gray.shape:
-            return pred, box
+            return pred, box, None
         A = follow_camera(self._prev_gray, self._gray, pred, cfg.follow_px)
         if A is None:
-            return pred, box
+            return pred, box, None
         shifted = moved(pred, A)
         if not shifted.any():
-            return pred, box
+            return pred, box, None
         h, w = pred.shape
         self._reasons.append("followed")
-        return shifted, mask_to_box(shifted).expand(cfg.box_px).clip(w, h)
+        return shifted, mask_to_box(shifted).expand(cfg.box_px).clip(w, h), A
+
+    def _aligned(self, pred: np.ndarray, cut: np.ndarray, A: Optional[np.ndarray]) -> np.ndarray:
+        """The predicted silhouette ``pred`` (bool (H, W), moved with the camera by ``A``, (2, 3), or not moved:
+        None) fitted to the backend's ``cut`` of the frame (bool (H, W)) within ``reach_px`` of it (module doc,
+        1); ``pred`` unless the fitted silhouette agrees with that cut better by ``align_margin`` (IoU) and its
+        area is within ``align_area`` (a fraction) of ``pred``'s; ``pred`` too when that cut holds more than
+        ``align_cut_ratio`` times ``pred``'s area.
+
+        The model is refined from the predicted pose on the cut brought back into the last frame's image (the
+        pose is the camera's of the last frame; the camera's motion is a motion of the image), and its
+        silhouette is moved forward with the camera again. The tracker's session is untouched."""
+        cfg = self.config
+        tr = self.fitter.tracker
+        x = self._pred_x
+        if cfg.reach_px <= 0 or x is None or not cut.any():
+            return pred
+        near = cut & dilate_mask(pred, cfg.reach_px)
+        n = np.count_nonzero(near)
+        if n < tr.config.min_mask_px or n > cfg.align_cut_ratio * np.count_nonzero(pred):
+            return pred  # (a cut holding much more than the robot near it holds something else: legs, a chair)
+        back = near if A is None else moved(near, cv2.invertAffineTransform(A))
+        up = self.fitter.up_source(self._index) if self.fitter.up_source and self._index is not None else None
+        res = tr.fit(x, back, up=up)
+        sil = tr.renderer.mask(res.x)
+        if A is not None:
+            sil = moved(sil, A)
+        area = np.count_nonzero(sil) / np.count_nonzero(pred)
+        if abs(area - 1.0) > cfg.align_area or mask_iou(sil, near) < mask_iou(pred, near) + cfg.align_margin:
+            return pred  # (a silhouette that grew or shrank by more took in a thing beside the robot)
+        self._reasons.append("aligned")
+        return sil
 
     def _band_cut(self, label: np.ndarray, sil: np.ndarray) -> np.ndarray:
         """``label`` cut again in a band around the fitted silhouette ``sil`` (module doc, 5), its edge then

@@ -62,14 +62,13 @@ def labelled(clips, tmp_path_factory):
     return out
 
 
-OUTRUN = pytest.mark.xfail(strict=True, reason=(
-    "the gate predicts the next silhouette from the last fitted pose moved with the camera: this clip's robot "
-    "moves up to 8 px a frame under a still camera, beyond GateConfig.far_px (5), and the gate cuts its moving "
-    "ends off"))
+SHOE_MARGIN = pytest.mark.xfail(strict=True, reason=(
+    "with the shoe against the body the gated labels are nearer the truth than the fit's alone by less than "
+    "the 0.05 IoU asked (0.69 against 0.65)"))
 
 
 @pytest.mark.slow
-@OUTRUN
+@SHOE_MARGIN
 def test_the_gate_cuts_the_shoe_the_fit_alone_takes_in(clips, labelled):
     _, truths, shoes = clips["shoe"]
     gated_backend, _, gated = labelled["shoe", True]
@@ -104,7 +103,6 @@ def test_the_gate_records_why_per_frame_and_counts_it(labelled, tmp_path):
 
 
 @pytest.mark.slow
-@OUTRUN
 def test_on_a_clean_clip_the_gate_leaves_the_labels_as_they_were(clips, labelled):
     _, truths, _ = clips["clean"]
     _, res_g, gated = labelled["clean", "no band cut"]

@@ -137,7 +137,7 @@ def _theta_silhouette(ren, q, R_ref, t, roi, s, offset):
         R0 = axis_angle_to_matrix(theta[J:J + 3]) @ R_ref
         pose = forward_kinematics(ren.robot, theta[None, :J], R0[None], theta[None, J + 3:])
         verts = ren.link_vertices(pose, ren.grow_px(s, offset or 0.0))
-        return ren.silhouette(verts, roi, s, backward="torch").reshape(-1)
+        return ren.silhouette(verts, roi, s, backward="torch", offset_px=offset).reshape(-1)
 
     return f
 

@@ -380,8 +380,12 @@ class PyTorch3DRenderer(SilhouetteRenderer):
 
     def grow_px(self, settings: SilhouetteSettings, offset_px=0.0):
         """How far the meshes are grown [px] at edge softness ``settings.sigma_px`` and edge offset ``offset_px``
-        [px] (a float or a (B,) tensor): ``b − c σ_px`` (module doc)."""
-        return offset_px - self.outline_sigmas * float(settings.sigma_px)
+        [px] (a float or a (B,) tensor): ``b − c σ_px`` with the shader; ``− c σ_px`` with the outline blend,
+        which shifts each part's signed distance by ``b`` instead (module doc)."""
+        shrink = self.outline_sigmas * float(settings.sigma_px)
+        if self.blend == "outline":
+            return -shrink + 0.0 * offset_px
+        return offset_px - shrink
 
     def vertices(self, x: torch.Tensor, grow_px=None) -> torch.Tensor:
         """Mesh vertices (B, V, 3) in the camera frame [m] of pose vectors ``x`` (B, D), the meshes grown by
@@ -480,10 +484,12 @@ class PyTorch3DRenderer(SilhouetteRenderer):
             return OutlinePairs(allkey // (M * P), (allkey // M) % P, allkey % M, torch.cat([va, n]),
                                 torch.cat([vb, n]), torch.cat([inside[sel], torch.ones_like(deep, dtype=torch.bool)]))
 
-    def _outline_blend(self, uvz: torch.Tensor, w: int, h: int, sig: float, reach: float):
-        """The outline blend's per-pixel ``log Π(1 − c_k)`` (B·h·w,) of meshes at ``uvz`` (B, V, 3), its pairs
-        (:class:`OutlinePairs`), and per pair with an edge: the signed distance e [px] (+ inside), the nearest
-        point's segment parameter t and ``p − q`` (differentiable in ``uvz``)."""
+    def _outline_blend(self, uvz: torch.Tensor, w: int, h: int, sig: float, reach: float, offset: torch.Tensor):
+        """The outline blend's per-pixel ``log Π(1 − c_k)`` (B·h·w,) of meshes at ``uvz`` (B, V, 3) with edge
+        offsets ``offset`` (B,) [px], its pairs (:class:`OutlinePairs`; ``reach`` [px] should cover
+        ``margin_sigmas`` σ plus |offset|), and per pair with an edge: the signed distance e [px] (+ inside) plus
+        the offset, the nearest point's segment parameter t and ``p − q`` (differentiable in ``uvz`` and
+        ``offset``)."""
         Bn, P = uvz.shape[0], w * h
         op = self.outline_pairs(uvz, w, h, reach)
         edge = op.va >= 0
@@ -491,7 +497,8 @@ class PyTorch3DRenderer(SilhouetteRenderer):
         b, pix = op.b.index_select(0, ie), op.pix.index_select(0, ie)
         p = torch.stack([pix % w, pix // w], 1).to(uvz.dtype)
         d2, t, diff = _edge_distance(p, uvz[b, op.va.index_select(0, ie), :2], uvz[b, op.vb.index_select(0, ie), :2])
-        e = torch.where(op.inside.index_select(0, ie), 1.0, -1.0).to(uvz.dtype) * torch.sqrt(d2.clamp_min(1e-24))
+        e = torch.where(op.inside.index_select(0, ie), 1.0, -1.0).to(uvz.dtype) * torch.sqrt(d2.clamp_min(1e-24)) \
+            + offset.index_select(0, b)
         L = torch.zeros(Bn * P, dtype=uvz.dtype, device=uvz.device).index_add(0, b * P + pix, F.logsigmoid(-e / sig))
         deep = torch.nonzero(~edge).squeeze(1)
         L = L.index_add(0, (op.b * P + op.pix).index_select(0, deep),
@@ -509,13 +516,15 @@ class PyTorch3DRenderer(SilhouetteRenderer):
         if roi is None:
             roi = self.screen_roi(x, self.reach_px(s) + max(off, 0.0) + 2.0)
         roi = check_roi(roi)
-        grow = self.grow_px(s, 0.0 if offset_px is None else offset_px.to(x.dtype))
-        return self.silhouette(self.vertices(x, grow), roi, s), tuple(roi)
+        b = None if offset_px is None else offset_px.to(x.dtype)
+        grow = self.grow_px(s, 0.0 if b is None else b)
+        return self.silhouette(self.vertices(x, grow), roi, s, offset_px=b), tuple(roi)
 
     def silhouette(self, verts: torch.Tensor, roi: Sequence[int], settings: SilhouetteSettings,
-                   backward: Optional[str] = None) -> torch.Tensor:
-        """PyTorch3D's soft silhouettes (B, h, w) of mesh vertices ``verts`` (B, V, 3) [m, camera frame] over
-        ``roi``, as they are (not grown: :meth:`vertices`)."""
+                   backward: Optional[str] = None, offset_px=None) -> torch.Tensor:
+        """Soft silhouettes (B, h, w) of mesh vertices ``verts`` (B, V, 3) [m, camera frame] over ``roi``, as they
+        are (not grown: :meth:`vertices`). ``offset_px``: the outline blend's edge offset [px] (a float or a (B,)
+        tensor; the shader's is in the vertices, :meth:`grow_px`)."""
         _, _, w, h = roi
         Bn, dt = verts.shape[0], verts.dtype
         sig = float(settings.sigma_px)
@@ -528,7 +537,10 @@ class PyTorch3DRenderer(SilhouetteRenderer):
         if self.blend == "outline":
             if mode == "pytorch3d":
                 raise InputError("backward 'pytorch3d' needs blend 'shader'")
-            L = self._outline_blend(uvz, w, h, sig, reach)[0]
+            off = torch.zeros(Bn, dtype=dt, device=uvz.device) if offset_px is None else \
+                torch.as_tensor(offset_px, dtype=dt, device=uvz.device).reshape(-1).expand(Bn)
+            reach = reach + float(off.detach().abs().max()) if Bn else reach
+            L = self._outline_blend(uvz, w, h, sig, reach, off)[0]
             return (-torch.expm1(L)).view(Bn, h, w).to(verts.device)
         if mode == "pytorch3d":
             pr = list_pairs(uvz, faces, w, h, reach, self.faces_per_pixel)
@@ -573,12 +585,15 @@ class PyTorch3DRenderer(SilhouetteRenderer):
         z = X0[:, 2]
         X = X0 + k * z[:, None] * N
         G = G0 + k * (N[:, :, None] * G0[:, 2:3, :] + z[:, None, None] * GN)
-        if with_offset:  # ∂X/∂b = z N / f
-            G = torch.cat([G, (z[:, None] * N / self._f)[..., None]], -1)
+        if with_offset:  # ∂X/∂b = z N / f with the shader; the outline blend's offset shifts its distances
+            col = z[:, None] * N / self._f if self.blend == "shader" else torch.zeros_like(N)
+            G = torch.cat([G, col[..., None]], -1)
         D = G.shape[-1]
         uvz = self._uvz(X, roi)
         if self.blend == "outline":
-            L, op, ie, e, t, diff = self._outline_blend(uvz[None], w, h, sig, self.reach_px(settings))
+            off = torch.tensor([float(offset_px)], dtype=torch.float64)
+            L, op, ie, e, t, diff = self._outline_blend(uvz[None], w, h, sig,
+                                                        self.reach_px(settings) + abs(float(offset_px)), off)
             sil = -torch.expm1(L)
             if ie.numel() == 0:
                 return RenderJacobian(sil, torch.zeros(0, dtype=torch.long), torch.zeros(0, D, dtype=torch.float64))
@@ -590,11 +605,14 @@ class PyTorch3DRenderer(SilhouetteRenderer):
             c = torch.sigmoid(e / sig)
             wgt = rest * c * (1.0 - c) / sig
             keep = torch.nonzero(wgt.abs() > tol).squeeze(1)
-            d = e.abs().clamp_min(1e-12)
-            gk = (wgt * torch.sign(e) / d).index_select(0, keep)[:, None] * (-diff).index_select(0, keep)
+            # e − b = ±d: its sign and size from p − q
+            d = diff.norm(dim=1).clamp_min(1e-12)
+            sgn = torch.where(op.inside.index_select(0, ie), 1.0, -1.0).double()
+            gk = (wgt * sgn / d).index_select(0, keep)[:, None] * (-diff).index_select(0, keep)
             tk = t.index_select(0, keep)[:, None]
             return self._assemble(X, G, w, h, sil, pix.index_select(0, keep), va.index_select(0, keep),
-                                  vb.index_select(0, keep), gk * (1.0 - tk), gk * tk)
+                                  vb.index_select(0, keep), gk * (1.0 - tk), gk * tk,
+                                  wgt.index_select(0, keep) if with_offset else None)
         faces = self._faces
         pr = list_pairs(uvz[None].to(self.device), faces.to(self.device), w, h, self.reach_px(settings),
                         self.faces_per_pixel)
@@ -624,10 +642,11 @@ class PyTorch3DRenderer(SilhouetteRenderer):
         return self._assemble(X, G, w, h, sil, pix.index_select(0, keep), va.index_select(0, keep),
                               vb.index_select(0, keep), gk * (1.0 - tk), gk * tk)
 
-    def _assemble(self, X, G, w: int, h: int, sil, pix_k, vak, vbk, ga, gb) -> RenderJacobian:
+    def _assemble(self, X, G, w: int, h: int, sil, pix_k, vak, vbk, ga, gb, d_offset=None) -> RenderJacobian:
         """The Jacobian's rows from per-pair derivatives ``ga``, ``gb`` (Qk, 2) of the silhouette at ROI pixels
-        ``pix_k`` with respect to the image points of vertices ``vak`` and ``vbk``; the vertices ``X`` (V, 3) [m]
-        and their pose Jacobian ``G`` (V, 3, D)."""
+        ``pix_k`` with respect to the image points of vertices ``vak`` and ``vbk``, plus ``d_offset`` (Qk,) in
+        the last column when given (the outline blend's edge offset); the vertices ``X`` (V, 3) [m] and their pose
+        Jacobian ``G`` (V, 3, D)."""
         D = G.shape[-1]
         Kd = self.K.double()
         Xz = X[:, 2].clamp_min(1e-9)
@@ -639,6 +658,8 @@ class PyTorch3DRenderer(SilhouetteRenderer):
         JG = Jp @ G  # (V, 2, D): ∂(u, v)/∂θ per vertex
         jp = torch.einsum("qc,qcd->qd", ga, JG.index_select(0, vak)) + \
             torch.einsum("qc,qcd->qd", gb, JG.index_select(0, vbk))
+        if d_offset is not None:
+            jp[:, -1] += d_offset
         seen = torch.zeros(w * h, dtype=torch.bool)
         seen[pix_k] = True
         rows = torch.nonzero(seen).squeeze(1)

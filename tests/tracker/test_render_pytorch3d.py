@@ -179,6 +179,31 @@ def test_pose_jacobian_matches_autograd(name, offset, blend):
         assert float(u @ dense[:, -1]) == pytest.approx(float(bt.grad), rel=1e-9)
 
 
+def test_pose_jacobian_on_a_coarser_grid_is_the_renderers_at_its_intrinsics():
+    """The refiner's grid of 2 × 2 pixel blocks (its intrinsics given to ``pose_jacobian``): the silhouette and
+    Jacobian of a renderer built with those intrinsics, with either blend."""
+    from snaketrack.tracker.fit.observation import Observation
+    from snaketrack.tracker.fit.refine import GridLevel
+
+    robot = load_robot("arcsnake-4")
+    model = CapsuleModel.capsules(robot)
+    Ks = K * np.array([[0.25], [0.25], [1.0]])
+    x = random_pose(robot, np.random.default_rng(3))
+    q, R0, t0 = (torch.as_tensor(a) for a in StateLayout.for_robot(robot).unpack(x))
+    mask = torch.zeros(H // 4, W // 4, dtype=torch.float64)
+    grid = GridLevel.of(2, torch.as_tensor(Ks), (W // 4, H // 4), Observation(mask, 0.0, torch.ones_like(mask), None))
+    s = SilhouetteSettings(sigma_px=1.0)
+    for blend in ("outline", "shader"):
+        ren = PyTorch3DRenderer(robot, Ks, W // 4, H // 4, model, sections=12, faces_per_pixel=30, blend=blend)
+        coarse = PyTorch3DRenderer(robot, grid.K.numpy(), *grid.size, model, sections=12, faces_per_pixel=30,
+                                   meshes=ren.meshes, blend=blend)
+        roi = coarse.screen_roi(torch.as_tensor(x)[None], 6.0)
+        a = ren.pose_jacobian(q, R0, t0, roi, s, offset_px=0.4, with_offset=True, tol=0.0, K=grid.K)
+        b = coarse.pose_jacobian(q, R0, t0, roi, s, offset_px=0.4, with_offset=True, tol=0.0)
+        assert a.sil.sum() > 20
+        assert torch.allclose(a.sil, b.sil) and torch.equal(a.rows, b.rows) and torch.allclose(a.jac, b.jac)
+
+
 @pytest.mark.parametrize("name", ["planar-snake-11", "arcsnake-4"])
 def test_silhouettes_agree_with_the_own_renderer(name):
     """Same pose, capsule model, sharp edges, 640×360: hard silhouettes of IoU ≥ 0.99 on random poses."""

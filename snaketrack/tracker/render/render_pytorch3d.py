@@ -412,9 +412,10 @@ class PyTorch3DRenderer(SilhouetteRenderer):
             N = N + axial_weight(A, X)[..., None] * A
         return X + grow / self._f * X[..., 2:3] * N
 
-    def _uvz(self, X: torch.Tensor, roi) -> torch.Tensor:
-        """Camera-frame points (..., 3) → ROI pixel coordinates and depth (..., 3)."""
-        K = self.K.to(X.dtype).to(X.device)
+    def _uvz(self, X: torch.Tensor, roi, K: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """Camera-frame points (..., 3) → ROI pixel coordinates and depth (..., 3) (intrinsics ``K``, default
+        the renderer's)."""
+        K = (self.K if K is None else K).to(X.dtype).to(X.device)
         z = X[..., 2]
         zc = z.clamp_min(1e-9)
         u = K[0, 0] * X[..., 0] / zc + K[0, 2] - roi[0]
@@ -561,14 +562,16 @@ class PyTorch3DRenderer(SilhouetteRenderer):
     # -- the Jacobian for Levenberg–Marquardt ---------------------------
     def pose_jacobian(self, q: torch.Tensor, R0: torch.Tensor, t0: torch.Tensor, roi: Sequence[int],
                       settings: SilhouetteSettings, offset_px: float = 0.0, with_offset: bool = False,
-                      tol: float = 1e-6) -> RenderJacobian:
+                      tol: float = 1e-6, K: Optional[torch.Tensor] = None) -> RenderJacobian:
         """Silhouette of one state and its Jacobian with respect to ``[q (J), δ (3), t (3)]`` (base rotation
         ``exp(δ) R0`` at δ = 0; :func:`~snaketrack.models.chain.point_jacobian`), plus the edge offset's column
         when ``with_offset``: the same pairs as :meth:`silhouette`, their derivatives in closed form (outline:
         ``∂o/∂e_k = Π_{j≠k}(1 − c_j) · c_k(1 − c_k)/σ``; shader: ``∂o/∂s_k = Π_{j≠k}(1 − p_j) · p_k(1 − p_k) ·
         2|s_k|/σ²``; the nearest edge's end points moving the distance; the grown vertices ``X + k z N``
         (:meth:`link_vertices`, k = grow / f) moving with the pose and, in the offset's column, with k), kept
-        where above ``tol``. ``roi``: (u0, v0, w, h). Float64 on the CPU."""
+        where above ``tol``. ``roi``: (u0, v0, w, h) on the pixel grid of intrinsics ``K`` (3, 3) (default: the
+        renderer's image; the refiner's coarser grids of k × k pixel blocks give theirs, with σ, the offset and the
+        ROI in that grid's pixels). Float64 on the CPU."""
         roi = check_roi(roi)
         _, _, w, h = roi
         sig = float(settings.sigma_px)
@@ -581,15 +584,17 @@ class PyTorch3DRenderer(SilhouetteRenderer):
             A, GA = Pa[:, 1] - Pa[:, 0], Ga[:, 1] - Ga[:, 0]
             wa = axial_weight(A, X0)
             N, GN = N + wa[:, None] * A, GN + wa[:, None, None] * GA
-        k = self.grow_px(settings, float(offset_px)) / self._f
+        Kd = (self.K if K is None else K).double()
+        f = 0.5 * float(Kd[0, 0] + Kd[1, 1])
+        k = self.grow_px(settings, float(offset_px)) / f
         z = X0[:, 2]
         X = X0 + k * z[:, None] * N
         G = G0 + k * (N[:, :, None] * G0[:, 2:3, :] + z[:, None, None] * GN)
         if with_offset:  # ∂X/∂b = z N / f with the shader; the outline blend's offset shifts its distances
-            col = z[:, None] * N / self._f if self.blend == "shader" else torch.zeros_like(N)
+            col = z[:, None] * N / f if self.blend == "shader" else torch.zeros_like(N)
             G = torch.cat([G, col[..., None]], -1)
         D = G.shape[-1]
-        uvz = self._uvz(X, roi)
+        uvz = self._uvz(X, roi, Kd)
         if self.blend == "outline":
             off = torch.tensor([float(offset_px)], dtype=torch.float64)
             L, op, ie, e, t, diff = self._outline_blend(uvz[None], w, h, sig,
@@ -610,7 +615,7 @@ class PyTorch3DRenderer(SilhouetteRenderer):
             sgn = torch.where(op.inside.index_select(0, ie), 1.0, -1.0).double()
             gk = (wgt * sgn / d).index_select(0, keep)[:, None] * (-diff).index_select(0, keep)
             tk = t.index_select(0, keep)[:, None]
-            return self._assemble(X, G, w, h, sil, pix.index_select(0, keep), va.index_select(0, keep),
+            return self._assemble(X, G, Kd, w, h, sil, pix.index_select(0, keep), va.index_select(0, keep),
                                   vb.index_select(0, keep), gk * (1.0 - tk), gk * tk,
                                   wgt.index_select(0, keep) if with_offset else None)
         faces = self._faces
@@ -639,16 +644,15 @@ class PyTorch3DRenderer(SilhouetteRenderer):
         # ∂(d²/2)/∂(nearest point) = −(p − q), shared by the edge's end points as (1 − t, t)
         gk = (wgt * sign).index_select(0, keep)[:, None] * (-diff).index_select(0, keep)  # (Qk, 2)
         tk = t.index_select(0, keep)[:, None]
-        return self._assemble(X, G, w, h, sil, pix.index_select(0, keep), va.index_select(0, keep),
+        return self._assemble(X, G, Kd, w, h, sil, pix.index_select(0, keep), va.index_select(0, keep),
                               vb.index_select(0, keep), gk * (1.0 - tk), gk * tk)
 
-    def _assemble(self, X, G, w: int, h: int, sil, pix_k, vak, vbk, ga, gb, d_offset=None) -> RenderJacobian:
+    def _assemble(self, X, G, Kd, w: int, h: int, sil, pix_k, vak, vbk, ga, gb, d_offset=None) -> RenderJacobian:
         """The Jacobian's rows from per-pair derivatives ``ga``, ``gb`` (Qk, 2) of the silhouette at ROI pixels
         ``pix_k`` with respect to the image points of vertices ``vak`` and ``vbk``, plus ``d_offset`` (Qk,) in
-        the last column when given (the outline blend's edge offset); the vertices ``X`` (V, 3) [m] and their pose
-        Jacobian ``G`` (V, 3, D)."""
+        the last column when given (the outline blend's edge offset); the vertices ``X`` (V, 3) [m], their pose
+        Jacobian ``G`` (V, 3, D) and the grid's intrinsics ``Kd`` (3, 3)."""
         D = G.shape[-1]
-        Kd = self.K.double()
         Xz = X[:, 2].clamp_min(1e-9)
         Jp = torch.zeros(X.shape[0], 2, 3, dtype=torch.float64)  # ∂(u, v)/∂X per vertex
         Jp[:, 0, 0] = Kd[0, 0] / Xz

@@ -4,12 +4,12 @@ Per benchmark clip (``snaketrack.bench.tracking``'s, rendered into ``--data`` wh
 pose at 640×360 with the tracker's silhouette model (``visual``) and final edge softness (σ = 0.5 px):
 
 - ``fwd_bwd_ms``: one silhouette over the robot's ROI and the gradient of Σ(o − m)² with respect to the pose
-  vector (m: the own renderer's hard silhouette), through autograd: ``own``, ``pytorch3d`` (rasterised in
-  PyTorch3D's ``_C`` without gradients, distances and blend recomputed in torch) and, with
-  ``--shipped-backward``, ``pytorch3d_shipped`` (PyTorch3D's own rasteriser backward); ``ratio``: PyTorch3D's
-  time over the own one's;
+  vector (m: the own renderer's hard silhouette), through autograd: ``own``, ``pytorch3d`` (the outline blend)
+  and ``pytorch3d_shader`` (PyTorch3D's SoftSilhouetteShader), both rasterised in PyTorch3D's ``_C`` without
+  gradients and recomputed in torch, and, with ``--shipped-backward``, ``pytorch3d_shipped`` (the shader
+  through PyTorch3D's own rasteriser backward); ``ratio``: each time over the own one's;
 - ``jacobian_ms``: one Levenberg–Marquardt linearisation (silhouette and Jacobian with respect to the pose and
-  the edge offset) as the tracker makes it;
+  the edge offset) as the tracker makes it, with each; ``jacobian_ratio``: over the own one's;
 - ``iou_at_truth``: the two backends' hard silhouettes (at σ = 0.5 px) against each other at that pose; ``faces``:
   PyTorch3D's mesh size;
 - ``outline``: at that pose and σ = 2, 1 and 0.5 px, the mean offset [px] of PyTorch3D's outline (its 0.5 level)
@@ -21,8 +21,9 @@ With ``--refine-frames N``, the tracker's refinement alone with each backend, fr
 first pose against the truth masks (no filter, no search): its base and joint errors and time per frame.
 
 Then each clip is tracked for ``--frames`` frames with each backend (``snaketrack track``'s benchmark options:
-corrupted truth masks, no up direction): the base position, base orientation and joint errors, IoU and frames per
-second, the PyTorch3D run's errors over the own run's and whether each is within 10 % of it.
+corrupted truth masks, no up direction; with ``--shader`` also ``pytorch3d-shader``): the base position, base
+orientation and joint errors, IoU and frames per second, the PyTorch3D run's errors over the own run's, whether
+each is within 10 % of it, and the own run's frames per second over PyTorch3D's (``time_ratio``).
 
 Where CUDA is available the timings are repeated on the GPU (``"gpu"``); elsewhere ``"gpu"`` says why not.
 Timings depend on the machine's load: compare the figures of one run.

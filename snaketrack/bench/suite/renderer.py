@@ -283,7 +283,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                     help="also the refinement alone over N frames from the true first pose with each backend")
     ap.add_argument("--threads", type=int, default=2, help="torch intra-op threads (default 2)")
     ap.add_argument("--shader", action="store_true",
-                    help="also track with PyTorch3D's SoftSilhouetteShader blend (--renderer pytorch3d-shader)")
+                    help="also track with PyTorch3D's SoftSilhouetteShader blend (the renderer pytorch3d-shader)")
 
 
 def run(args: argparse.Namespace) -> dict:

@@ -18,6 +18,8 @@ from snaketrack.tracker.render.meshes import capsule_mesh, join_meshes  # noqa: 
 from snaketrack.tracker.render.primitives import CapsuleModel  # noqa: E402
 from snaketrack.tracker.render.render_pytorch3d import (  # noqa: E402
     PyTorch3DRenderer,
+    contour_edges,
+    edge_neighbours,
     list_pairs,
     paper_sigma_px,
     pytorch3d_sigma,
@@ -100,19 +102,19 @@ def test_tiled_pairs_are_one_rasterisation_of_the_whole_mesh(tile, sigma, fpp):
     assert np.abs(d_mine - d_ref).max() < 1e-3 * max(1.0, reach ** 2)
 
 
-def _one_capsule(sections=8):
+def _one_capsule(sections=8, blend="outline"):
     robot = load_robot("arcsnake-4")
     m = capsule_mesh((-0.03, 0.005, 0.6), (0.03, -0.004, 0.62), 0.012, sections)
     Kc = np.array([[300.0, 0, 23.5], [0, 300.0, 15.5], [0, 0, 1]])
-    ren = PyTorch3DRenderer(robot, Kc, 48, 32, meshes=join_meshes([0], [m]), faces_per_pixel=20)
+    ren = PyTorch3DRenderer(robot, Kc, 48, 32, meshes=join_meshes([0], [m]), faces_per_pixel=20, blend=blend)
     return ren, torch.as_tensor(np.asarray(m.vertices))[None]
 
 
 @pytest.mark.parametrize("sigma", [1.0, 0.5])
 def test_torch_backward_matches_pytorch3d_backward(sigma):
-    """Rasterised without gradients and recomputed in torch: PyTorch3D's own silhouette and gradient (its
-    float32 rasteriser against float64 recomputation)."""
-    ren, v = _one_capsule()
+    """PyTorch3D's shader rasterised without gradients and recomputed in torch: PyTorch3D's own silhouette and
+    gradient (its float32 rasteriser against float64 recomputation)."""
+    ren, v = _one_capsule(blend="shader")
     s = SilhouetteSettings(sigma_px=sigma)
     target = torch.rand(1, 32, 48, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     out = {}
@@ -135,22 +137,23 @@ def _theta_silhouette(ren, q, R_ref, t, roi, s, offset):
         R0 = axis_angle_to_matrix(theta[J:J + 3]) @ R_ref
         pose = forward_kinematics(ren.robot, theta[None, :J], R0[None], theta[None, J + 3:])
         verts = ren.link_vertices(pose, ren.grow_px(s, offset or 0.0))
-        return ren.silhouette(verts, roi, s, backward="torch").reshape(-1)
+        return ren.silhouette(verts, roi, s, backward="torch", offset_px=offset).reshape(-1)
 
     return f
 
 
-@pytest.mark.parametrize("name, offset", [("arcsnake-4", None), ("arcsnake-4", 1.2), ("arcsnake-4", -0.8),
-                                          ("planar-snake-11", -0.8)])
-def test_pose_jacobian_matches_autograd(name, offset):
-    """The closed-form Jacobian against autograd through the torch-side silhouette: the arcsnake's capsules, the
-    planar snake's visual model (its flat-ended cylinders grown along their axes too)."""
+@pytest.mark.parametrize("name, offset, blend", [("arcsnake-4", None, "outline"), ("arcsnake-4", 1.2, "outline"),
+                                                 ("arcsnake-4", -0.8, "outline"), ("planar-snake-11", -0.8, "outline"),
+                                                 ("arcsnake-4", 1.2, "shader"), ("planar-snake-11", -0.8, "shader")])
+def test_pose_jacobian_matches_autograd(name, offset, blend):
+    """The closed-form Jacobian against autograd through the torch-side silhouette, with each blend: the
+    arcsnake's capsules, the planar snake's visual model (its flat-ended cylinders grown along their axes too)."""
     robot = load_robot(name)
     rng = np.random.default_rng(3)
     x = random_pose(robot, rng)
     model = CapsuleModel.capsules(robot) if name == "arcsnake-4" else CapsuleModel.from_visual(robot)
     ren = PyTorch3DRenderer(robot, K * np.array([[0.25], [0.25], [1.0]]), W // 4, H // 4, model, sections=12,
-                            faces_per_pixel=30)
+                            faces_per_pixel=30, blend=blend)
     lay = ren.layout
     q, R0, t0 = (torch.as_tensor(a) for a in lay.unpack(x))
     J = q.shape[0]
@@ -176,6 +179,31 @@ def test_pose_jacobian_matches_autograd(name, offset):
         assert float(u @ dense[:, -1]) == pytest.approx(float(bt.grad), rel=1e-9)
 
 
+def test_pose_jacobian_on_a_coarser_grid_is_the_renderers_at_its_intrinsics():
+    """The refiner's grid of 2 × 2 pixel blocks (its intrinsics given to ``pose_jacobian``): the silhouette and
+    Jacobian of a renderer built with those intrinsics, with either blend."""
+    from snaketrack.tracker.fit.observation import Observation
+    from snaketrack.tracker.fit.refine import GridLevel
+
+    robot = load_robot("arcsnake-4")
+    model = CapsuleModel.capsules(robot)
+    Ks = K * np.array([[0.25], [0.25], [1.0]])
+    x = random_pose(robot, np.random.default_rng(3))
+    q, R0, t0 = (torch.as_tensor(a) for a in StateLayout.for_robot(robot).unpack(x))
+    mask = torch.zeros(H // 4, W // 4, dtype=torch.float64)
+    grid = GridLevel.of(2, torch.as_tensor(Ks), (W // 4, H // 4), Observation(mask, 0.0, torch.ones_like(mask), None))
+    s = SilhouetteSettings(sigma_px=1.0)
+    for blend in ("outline", "shader"):
+        ren = PyTorch3DRenderer(robot, Ks, W // 4, H // 4, model, sections=12, faces_per_pixel=30, blend=blend)
+        coarse = PyTorch3DRenderer(robot, grid.K.numpy(), *grid.size, model, sections=12, faces_per_pixel=30,
+                                   meshes=ren.meshes, blend=blend)
+        roi = coarse.screen_roi(torch.as_tensor(x)[None], 6.0)
+        a = ren.pose_jacobian(q, R0, t0, roi, s, offset_px=0.4, with_offset=True, tol=0.0, K=grid.K)
+        b = coarse.pose_jacobian(q, R0, t0, roi, s, offset_px=0.4, with_offset=True, tol=0.0)
+        assert a.sil.sum() > 20
+        assert torch.allclose(a.sil, b.sil) and torch.equal(a.rows, b.rows) and torch.allclose(a.jac, b.jac)
+
+
 @pytest.mark.parametrize("name", ["planar-snake-11", "arcsnake-4"])
 def test_silhouettes_agree_with_the_own_renderer(name):
     """Same pose, capsule model, sharp edges, 640×360: hard silhouettes of IoU ≥ 0.99 on random poses."""
@@ -195,22 +223,28 @@ def test_silhouettes_agree_with_the_own_renderer(name):
 
 
 @pytest.mark.parametrize("name", ["planar-snake-11", "arcsnake-4"])
-def test_soft_outlines_lie_where_the_own_renderers_do(name):
-    """The 0.5 level of the soft silhouettes at the tracker's edge softness σ (1 and 0.5 px) lies on the own
-    renderer's: their mean outline offset is below 0.2 σ (1.2–1.3 σ with PyTorch3D's blend as it comes,
-    ``outline_sigmas=0``)."""
+def test_soft_silhouettes_are_the_own_renderers(name):
+    """The outline blend at the tracker's edge softnesses σ (2, 1 and 0.5 px) is the own renderer's soft
+    silhouette up to the tessellation: every pixel within 0.05 of it, the 0.5 levels' mean offset below 0.05 σ.
+    PyTorch3D's shader, its meshes shrunk by ``outline_sigmas`` σ, puts its 0.5 level within 0.2 σ of the own
+    renderer's at σ = 1 and 0.5 px (1.2–1.3 σ outside it with ``outline_sigmas=0``)."""
     robot = load_robot(name)
     model = CapsuleModel.capsules(robot)
     own = SilhouetteRenderer(robot, K, W, H, model)
     p3d = PyTorch3DRenderer(robot, K, W, H, model)
+    shader = PyTorch3DRenderer(robot, K, W, H, model, meshes=p3d.meshes, blend="shader")
     x = torch.as_tensor(random_pose(robot, np.random.default_rng(4)))[None]
     roi = own.screen_roi(x, 8.0)
-    for sigma in (1.0, 0.5):
+    for sigma in (2.0, 1.0, 0.5):
         s = SilhouetteSettings(sigma_px=sigma)
-        a = own(x, roi, s)[0][0].numpy() > 0.5
-        b = p3d(x, roi, s)[0][0].numpy() > 0.5
-        assert a.sum() > 2000
-        assert abs(outline_offset(a, b)) < 0.2 * sigma
+        a = own(x, roi, s)[0][0].numpy()
+        b = p3d(x, roi, s)[0][0].numpy()
+        assert (a > 0.5).sum() > 2000
+        assert np.abs(a - b).max() < 0.05
+        assert abs(outline_offset(a > 0.5, b > 0.5)) < 0.05 * sigma
+        if sigma < 2.0:
+            c = shader(x, roi, s)[0][0].numpy() > 0.5
+            assert abs(outline_offset(a > 0.5, c)) < 0.2 * sigma
 
 
 def test_a_negative_edge_offset_shrinks_the_meshes_as_the_own_capsules():
@@ -231,16 +265,18 @@ def test_a_negative_edge_offset_shrinks_the_meshes_as_the_own_capsules():
     assert abs(outline_offset(a, m)) < 0.2 and iou(a, m) > 0.97
 
 
-@pytest.mark.parametrize("name", ["planar-snake-11", "arcsnake-4"])
-def test_pose_gradients_point_the_same_way(name):
+@pytest.mark.parametrize("name, blend", [("planar-snake-11", "outline"), ("arcsnake-4", "outline"),
+                                         ("planar-snake-11", "shader"), ("arcsnake-4", "shader")])
+def test_pose_gradients_point_the_same_way(name, blend):
     """The gradient of Σ(o − m)² with respect to the pose vector, m the own renderer's mask at a nearby pose,
     each backend through its autograd at the tracker's final edge softness (0.5 px), on three random poses:
-    cosine ≥ 0.9 on each and ≥ 0.97 on average between the backends (0.94–1.0 here)."""
+    with the outline blend, cosine ≥ 0.99 on each (above 0.9999 here); with PyTorch3D's shader, whose profile
+    differs, ≥ 0.9 on each and ≥ 0.97 on average (0.94–1.0 here)."""
     robot = load_robot(name)
     model = CapsuleModel.capsules(robot)
     s = SilhouetteSettings(sigma_px=0.5)
     own = SilhouetteRenderer(robot, K, W, H, model, s)
-    p3d = PyTorch3DRenderer(robot, K, W, H, model, s)
+    p3d = PyTorch3DRenderer(robot, K, W, H, model, s, blend=blend)
     rng = np.random.default_rng(5)
     cosines = []
     for _ in range(3):
@@ -257,7 +293,31 @@ def test_pose_gradients_point_the_same_way(name):
             ((ren(x, roi)[0] - m) ** 2).sum().backward()
             grads.append(x.grad[0])
         cosines.append(float(grads[0] @ grads[1] / (grads[0].norm() * grads[1].norm())))
-    assert min(cosines) >= 0.9 and np.mean(cosines) >= 0.97
+    if blend == "outline":
+        assert min(cosines) >= 0.99
+    else:
+        assert min(cosines) >= 0.9 and np.mean(cosines) >= 0.97
+
+
+def test_contour_edges_are_a_spheres_outline():
+    """A tessellated sphere on the optical axis: every edge of the closed mesh has a face across it (each face
+    across the other), and the end points of its contour edges lie on the sphere's image, the circle of radius
+    f r / √(z² − r²), within the tessellation's tolerance (its latitude rings 11° apart: 0.5 %)."""
+    z, r, f = 0.5, 0.05, 500.0
+    m = capsule_mesh((0.0, 0.0, z), (0.0, 0.0, z), r, 32)
+    meshes = join_meshes([0], [m])
+    nb = edge_neighbours(meshes.verts, meshes.faces, meshes.parts)
+    assert (nb >= 0).all()
+    assert all(fi in nb[nb[fi, i]] for fi in range(len(nb)) for i in range(3))
+    faces = torch.as_tensor(meshes.faces)
+    X = torch.as_tensor(meshes.verts)
+    uv = f * X[:, :2] / X[:, 2:3]
+    flag = contour_edges(uv[None], faces, torch.as_tensor(nb))[0]
+    ends = torch.unique(torch.cat([faces[flag], faces[:, [1, 2, 0]][flag]]))
+    rm = float(np.linalg.norm(np.asarray(m.vertices) - [0.0, 0.0, z], axis=1).max())  # the tessellated radius
+    rho = uv[ends].norm(dim=1) / (f * rm / math.sqrt(z ** 2 - rm ** 2))
+    assert len(ends) >= 32
+    assert float((rho - 1.0).abs().max()) < 0.01
 
 
 def test_a_mesh_file_link_renders_as_its_capsule(tmp_path):

@@ -22,7 +22,7 @@ def test_own_renderer_by_default_and_unknown_names():
     K = [[300.0, 0, 159.5], [0, 300.0, 119.5], [0, 0, 1]]
     assert type(Tracker(robot, K, 320, 240).renderer) is SilhouetteRenderer
     assert type(make_renderer("own", robot, K, 320, 240)) is SilhouetteRenderer
-    with pytest.raises(InputError, match="expected own or pytorch3d"):
+    with pytest.raises(InputError, match="expected own, pytorch3d, pytorch3d-shader"):
         check_renderer("opengl")
 
 

@@ -4,12 +4,12 @@ Per benchmark clip (``snaketrack.bench.tracking``'s, rendered into ``--data`` wh
 pose at 640×360 with the tracker's silhouette model (``visual``) and final edge softness (σ = 0.5 px):
 
 - ``fwd_bwd_ms``: one silhouette over the robot's ROI and the gradient of Σ(o − m)² with respect to the pose
-  vector (m: the own renderer's hard silhouette), through autograd: ``own``, ``pytorch3d`` (rasterised in
-  PyTorch3D's ``_C`` without gradients, distances and blend recomputed in torch) and, with
-  ``--shipped-backward``, ``pytorch3d_shipped`` (PyTorch3D's own rasteriser backward); ``ratio``: PyTorch3D's
-  time over the own one's;
+  vector (m: the own renderer's hard silhouette), through autograd: ``own``, ``pytorch3d`` (the outline blend)
+  and ``pytorch3d_shader`` (PyTorch3D's SoftSilhouetteShader), both rasterised in PyTorch3D's ``_C`` without
+  gradients and recomputed in torch, and, with ``--shipped-backward``, ``pytorch3d_shipped`` (the shader
+  through PyTorch3D's own rasteriser backward); ``ratio``: each time over the own one's;
 - ``jacobian_ms``: one Levenberg–Marquardt linearisation (silhouette and Jacobian with respect to the pose and
-  the edge offset) as the tracker makes it;
+  the edge offset) as the tracker makes it, with each; ``jacobian_ratio``: over the own one's;
 - ``iou_at_truth``: the two backends' hard silhouettes (at σ = 0.5 px) against each other at that pose; ``faces``:
   PyTorch3D's mesh size;
 - ``outline``: at that pose and σ = 2, 1 and 0.5 px, the mean offset [px] of PyTorch3D's outline (its 0.5 level)
@@ -21,8 +21,9 @@ With ``--refine-frames N``, the tracker's refinement alone with each backend, fr
 first pose against the truth masks (no filter, no search): its base and joint errors and time per frame.
 
 Then each clip is tracked for ``--frames`` frames with each backend (``snaketrack track``'s benchmark options:
-corrupted truth masks, no up direction): the base position, base orientation and joint errors, IoU and frames per
-second, the PyTorch3D run's errors over the own run's and whether each is within 10 % of it.
+corrupted truth masks, no up direction; with ``--shader`` also ``pytorch3d-shader``): the base position, base
+orientation and joint errors, IoU and frames per second, the PyTorch3D run's errors over the own run's, whether
+each is within 10 % of it, and the own run's frames per second over PyTorch3D's (``time_ratio``).
 
 Where CUDA is available the timings are repeated on the GPU (``"gpu"``); elsewhere ``"gpu"`` says why not.
 Timings depend on the machine's load: compare the figures of one run.
@@ -105,9 +106,11 @@ def render_figures(ds_path: Path, reps: int, shipped: bool, device: str = "cpu")
             ((sil - target) ** 2).sum().backward()
         return run
 
-    times = {"own": _timed(fwd_bwd(own), reps), "pytorch3d": _timed(fwd_bwd(p3d, "torch"), max(reps // 5, 1))}
+    shader = PyTorch3DRenderer(robot, cam.K, W, H, model, s, device=device, meshes=p3d.meshes, blend="shader")
+    times = {"own": _timed(fwd_bwd(own), reps), "pytorch3d": _timed(fwd_bwd(p3d, "torch"), max(reps // 5, 1)),
+             "pytorch3d_shader": _timed(fwd_bwd(shader, "torch"), max(reps // 5, 1))}
     if shipped or device != "cpu":
-        times["pytorch3d_shipped"] = _timed(fwd_bwd(p3d, "pytorch3d"), 1 if device == "cpu" else reps)
+        times["pytorch3d_shipped"] = _timed(fwd_bwd(shader, "pytorch3d"), 1 if device == "cpu" else reps)
     out["fwd_bwd_ms"] = times
     out["ratio"] = {k: v / times["own"] for k, v in times.items() if k != "own"}
     # one LM linearisation each, as the refiner makes it
@@ -125,9 +128,13 @@ def render_figures(ds_path: Path, reps: int, shipped: bool, device: str = "cpu")
     def lin_p3d():
         p3d.pose_jacobian(q, R0, t0, roi, s, with_offset=True, tol=1e-3 / 0.5)
 
-    jac = {"own": _timed(lin_own, reps), "pytorch3d": _timed(lin_p3d, max(reps // 5, 1))}
+    def lin_shader():
+        shader.pose_jacobian(q, R0, t0, roi, s, with_offset=True, tol=1e-3 / 0.5)
+
+    jac = {"own": _timed(lin_own, reps), "pytorch3d": _timed(lin_p3d, max(reps // 5, 1)),
+           "pytorch3d_shader": _timed(lin_shader, max(reps // 5, 1))}
     out["jacobian_ms"] = jac
-    out["jacobian_ratio"] = jac["pytorch3d"] / jac["own"]
+    out["jacobian_ratio"] = {k: v / jac["own"] for k, v in jac.items() if k != "own"}
     return out
 
 
@@ -141,25 +148,33 @@ def outline_offset_px(ref: np.ndarray, other: np.ndarray) -> float:
 
 
 def outline_figures(own, p3d, x: torch.Tensor, roi) -> dict:
-    """PyTorch3D's outline against the own renderer's at pose ``x`` (1, D) over ``roi``, σ = 2, 1, 0.5 px: the
-    mean outline offset [px] and the IoU of the hard silhouettes, for ``p3d`` as it is (``default``) and with
-    ``outline_sigmas=0`` (``raw``)."""
+    """PyTorch3D's silhouette against the own renderer's at pose ``x`` (1, D) over ``roi``, σ = 2, 1, 0.5 px: the
+    mean outline offset [px] of the 0.5 levels, the IoU of the hard silhouettes and the largest difference of
+    the soft ones, for each blend: ``outline`` (the default), ``shader`` (PyTorch3D's SoftSilhouetteShader,
+    meshes shrunk by its ``outline_sigmas`` default) and ``shader_raw`` (the shader as it comes,
+    ``outline_sigmas=0``)."""
     import torch  # deferred: snaketrack bench --list imports none of a benchmark's work
 
     from snaketrack.tracker.render.render_pytorch3d import PyTorch3DRenderer
     from snaketrack.tracker.render.silhouette import SilhouetteSettings
 
-    raw = PyTorch3DRenderer(p3d.robot, p3d.K.numpy(), p3d.width, p3d.height, p3d.model, p3d.settings,
-                            meshes=p3d.meshes, outline_sigmas=0.0)
-    out = {"outline_sigmas": p3d.outline_sigmas}
+    def variant(blend, outline_sigmas=None):
+        return PyTorch3DRenderer(p3d.robot, p3d.K.numpy(), p3d.width, p3d.height, p3d.model, p3d.settings,
+                                 meshes=p3d.meshes, blend=blend, outline_sigmas=outline_sigmas)
+
+    rens = {"outline": variant("outline"), "shader": variant("shader"), "shader_raw": variant("shader", 0.0)}
+    out = {"shader_outline_sigmas": rens["shader"].outline_sigmas}
     for sigma in (2.0, 1.0, 0.5):
         s = SilhouetteSettings(sigma_px=sigma)
         with torch.no_grad():
-            a = own(x, roi, s)[0][0].numpy() > 0.5
+            soft = own(x, roi, s)[0][0].numpy()
+            a = soft > 0.5
             row = {}
-            for name, ren in (("default", p3d), ("raw", raw)):
-                b = ren(x, roi, s)[0][0].cpu().numpy() > 0.5
-                row[name] = {"offset_px": outline_offset_px(a, b), "iou": float((a & b).sum() / (a | b).sum())}
+            for name, ren in rens.items():
+                o = ren(x, roi, s)[0][0].cpu().numpy()
+                b = o > 0.5
+                row[name] = {"offset_px": outline_offset_px(a, b), "iou": float((a & b).sum() / (a | b).sum()),
+                             "max_abs_diff": float(np.abs(o - soft).max())}
         out[f"sigma_{sigma:g}"] = row
     return out
 
@@ -232,13 +247,23 @@ def track_figures(ds_path: Path, out: Path, frames: int, renderer: str) -> dict:
 ERRORS = ("base_position_error_m", "base_orientation_error_rad", "joint_error_rad", "joint_error_l2_rad")
 
 
-def track_comparison(ds_path: Path, out: Path, frames: int) -> dict:
-    """The clip tracked with each backend (:func:`track_figures`), and PyTorch3D's errors over the own
-    renderer's (``error_ratio``) and whether each is within 10 % of it (``within_10_percent``)."""
-    runs = {r: track_figures(ds_path, out, frames, r) for r in ("own", "pytorch3d")}
-    o, p = runs["own"], runs["pytorch3d"]
-    runs["error_ratio"] = {k: (p[k] / o[k] if o.get(k) and p.get(k) is not None else None) for k in ERRORS}
-    runs["within_10_percent"] = {k: (v is not None and v <= 1.1) for k, v in runs["error_ratio"].items()}
+def track_comparison(ds_path: Path, out: Path, frames: int, shader: bool = False) -> dict:
+    """The clip tracked with each backend (:func:`track_figures`; with ``shader``, also ``pytorch3d-shader``),
+    and PyTorch3D's errors over the own renderer's (``error_ratio``, per PyTorch3D run with the shader) and
+    whether each is within 10 % of it (``within_10_percent``), and the own renderer's frames per second over
+    PyTorch3D's (``time_ratio``)."""
+    names = ("own", "pytorch3d") + (("pytorch3d-shader",) if shader else ())
+    runs = {r: track_figures(ds_path, out, frames, r) for r in names}
+    o = runs["own"]
+
+    def ratios(p):
+        err = {k: (p[k] / o[k] if o.get(k) and p.get(k) is not None else None) for k in ERRORS}
+        return err, {k: (v is not None and v <= 1.1) for k, v in err.items()}
+
+    runs["error_ratio"], runs["within_10_percent"] = ratios(runs["pytorch3d"])
+    runs["time_ratio"] = o["fps"] / runs["pytorch3d"]["fps"] if runs["pytorch3d"].get("fps") else None
+    if shader:
+        runs["error_ratio_shader"], runs["within_10_percent_shader"] = ratios(runs["pytorch3d-shader"])
     return runs
 
 
@@ -257,6 +282,8 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--refine-frames", type=int, default=0, metavar="N",
                     help="also the refinement alone over N frames from the true first pose with each backend")
     ap.add_argument("--threads", type=int, default=2, help="torch intra-op threads (default 2)")
+    ap.add_argument("--shader", action="store_true",
+                    help="also track with PyTorch3D's SoftSilhouetteShader blend (the renderer pytorch3d-shader)")
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -282,7 +309,7 @@ def run(args: argparse.Namespace) -> dict:
             entry["refine"] = ref
             print(json.dumps({clip: ref}), file=sys.stderr)
         if not args.no_track:
-            entry["track"] = track_comparison(ds, Path(args.out), args.frames)
+            entry["track"] = track_comparison(ds, Path(args.out), args.frames, args.shader)
             print(json.dumps({clip: entry["track"]}), file=sys.stderr)
         result["clips"][clip] = entry
         print(f"{clip}: done", file=sys.stderr)

@@ -151,11 +151,11 @@ class Refiner:
     def _level(self, pts: torch.Tensor, obs: Observation) -> "GridLevel":
         """The grid LM's image terms are evaluated on (``RefineConfig.budget_width_px``) for end points
         ``pts`` (M, 2, 3) [m]: every k-th pixel's block, k the body's median image width over the budget,
-        rounded up; k = 1 (the image itself) for a body as narrow as the budget, and for a renderer with its own
-        ``pose_jacobian``, which draws on the image's pixels."""
+        rounded up; k = 1 (the image itself) for a body as narrow as the budget. A renderer with its own
+        ``pose_jacobian`` draws on the same grid (its ``K`` argument)."""
         cfg = self.config
         k = 1
-        if cfg.budget_width_px > 0 and self._pose_jacobian is None:
+        if cfg.budget_width_px > 0:
             depth = pts[:, :, 2].min(dim=1).values
             front = depth > 1e-3
             if bool(front.any()):
@@ -271,7 +271,8 @@ class Refiner:
             s = replace(self.renderer.settings, sigma_px=sigma)
             if self._pose_jacobian is not None:  # k = 1 (_level)
                 rj = self._pose_jacobian(theta[:J], _exp(theta[J:J + 3]) @ R_ref, theta[J + 3:], roi, s,
-                                         offset_px=b, with_offset=cfg.estimate_offset, tol=cfg.jac_tol / sigma)
+                                         offset_px=b, with_offset=cfg.estimate_offset, tol=cfg.jac_tol / sigma,
+                                         K=level.K)
             else:
                 ends = pts.to(self.device)  # (M, 2, 3): the per-pixel work runs on the device
                 rj = self._render_jac(ends[None, :, 0], ends[None, :, 1], self._radii, level.K, roi, G, s,

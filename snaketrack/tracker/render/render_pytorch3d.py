@@ -1,44 +1,55 @@
-"""The robot's soft silhouette drawn by PyTorch3D from triangle meshes (the tracking paper's renderer).
+"""The robot's soft silhouette drawn from triangle meshes rasterised by PyTorch3D (the tracking paper's renderer).
 
 The robot's visual geometry is a set of meshes fixed to its link frames (:mod:`snaketrack.tracker.render.meshes`:
-its capsules, spheres and cylinders tessellated, or a mesh file per link). PyTorch3D's mesh rasteriser
-(``rasterize_meshes``, its compiled ``_C``) lists for every pixel the ``faces_per_pixel`` nearest faces (by
-depth) within a blur radius, and its ``SoftSilhouetteShader`` blends them:
+its capsules, spheres and cylinders tessellated, or a mesh file per link), one closed mesh per part. PyTorch3D's
+mesh rasteriser (``rasterize_meshes``, its compiled ``_C``) lists for every pixel the ``faces_per_pixel``
+nearest faces (by depth) within a blur radius. Two blends turn those lists into a soft silhouette:
 
-    p_k = sigmoid(−d_k / σ),   o = 1 − Π_k (1 − p_k),
+- ``blend="outline"`` (the default) draws the own renderer's edge
+  (:mod:`snaketrack.tracker.render.silhouette`) on each part's outline: per pixel and part the signed distance
+  ``e`` [px] from the pixel centre to the part's outline (+ inside), ``c = sigmoid(e / σ_px)``, and the soft
+  union ``o = 1 − Π_parts (1 − c)``. The outline is the part's contour edges (:func:`contour_edges`: between a
+  face turned towards the camera and one turned away); two rasterisations give ``e``
+  (:meth:`PyTorch3DRenderer.outline_pairs`): every face without blur, for which parts cover each pixel centre,
+  and the faces with a contour edge listed up to ``margin_sigmas`` σ_px past their edges, whose nearest
+  contour edge (inside) or nearest edge (outside) is the outline's nearest point. On a part that is convex
+  (the tessellated primitives) this is the own renderer's silhouette of the tessellated shape.
+- ``blend="shader"``: PyTorch3D's ``SoftSilhouetteShader``,
 
-with ``d_k`` the squared 2-D distance from the pixel centre to face k's nearest edge in normalised device
-coordinates (NDC, the shorter image side spanning 2), negative inside the face. The paper names this shader and
-gives no figures; the default setting is PyTorch3D's documented silhouette setting: σ = 1e-4, γ = 1e-4 (γ
-weighs depth in RGB blending only; the silhouette does not use it), 100 faces per pixel and a blur radius of
-``ln(1/ε − 1) σ`` with ε = 1e-4 (the distance past which ``p_k`` < ε).
+      p_k = sigmoid(−d_k / σ),   o = 1 − Π_k (1 − p_k),
 
-Here σ is set in pixels like the own renderer's (:class:`~snaketrack.tracker.render.silhouette.SilhouetteSettings`
-``sigma_px``): ``p_k = sigmoid(∓ δ_k² / σ_px²)`` with ``δ_k`` the distance [px], the same as PyTorch3D's σ =
-``(2 σ_px / S)²`` on an image whose shorter side is S px (:func:`pytorch3d_sigma`); the paper's σ = 1e-4 on a
-640×360 image is ``σ_px`` = 1.8 (:func:`paper_sigma_px`). The silhouette over a region of interest (ROI) is
-rasterised on the ROI alone, with the same per-pixel values as the whole image's.
+  with ``d_k`` the squared 2-D distance from the pixel centre to face k's nearest edge in normalised device
+  coordinates (NDC, the shorter image side spanning 2), negative inside the face. The paper names this shader
+  and gives no figures; its setting is PyTorch3D's documented silhouette setting: σ = 1e-4, γ = 1e-4 (γ weighs
+  depth in RGB blending only; the silhouette does not use it), 100 faces per pixel and a blur radius of
+  ``ln(1/ε − 1) σ`` with ε = 1e-4 (the distance past which ``p_k`` < ε). Here σ is set in pixels like the own
+  renderer's (:class:`~snaketrack.tracker.render.silhouette.SilhouetteSettings` ``sigma_px``):
+  ``p_k = sigmoid(∓ δ_k² / σ_px²)`` with ``δ_k`` the distance [px], the same as PyTorch3D's σ =
+  ``(2 σ_px / S)²`` on an image whose shorter side is S px (:func:`pytorch3d_sigma`); the paper's σ = 1e-4 on
+  a 640×360 image is ``σ_px`` = 1.8 (:func:`paper_sigma_px`). Where a closed mesh's outline runs, the faces on
+  both sides of it (front and back, and the thin faces seen edge-on next to it) are all listed for the pixels
+  beside it, so the blend's 0.5 level lies outside the outline, about :data:`OUTLINE_SIGMAS` σ_px on the
+  robots' tessellated primitives; with this blend the meshes are drawn shrunk by ``c σ_px`` (``c`` =
+  ``outline_sigmas``, default :data:`OUTLINE_SIGMAS`; 0: the shader as it comes).
 
-Where a closed mesh's outline runs, the faces on both sides of it (front and back, and the thin faces seen
-edge-on next to it) are all listed for the pixels beside it, so the blend's 0.5 level lies outside the outline,
-about :data:`OUTLINE_SIGMAS` σ_px on the robots' tessellated primitives, where the own renderer's lies on it.
-The meshes are therefore drawn grown by ``b − c σ_px`` [px] (``c`` = ``outline_sigmas``, default
-:data:`OUTLINE_SIGMAS`; 0: PyTorch3D's blend as it comes): every vertex moved along its growth direction
-(:mod:`snaketrack.tracker.render.meshes`) by ``(b − c σ_px) z / f`` [m] (z its depth, f the focal length
-[px]; a cylinder's end discs also along its axis, by a weight set by the view: :func:`axial_weight`), which
-moves the outline by about that many pixels. ``b`` is the refinement's edge offset [px] (+ grows,
-− shrinks), as the own renderer's. It grows the geometry rather than shifting each face's distance, which
-would open gaps along every edge between faces when it shrinks.
+The silhouette over a region of interest (ROI) is rasterised on the ROI alone, with the same per-pixel values as
+the whole image's. The meshes are drawn grown by ``b − c σ_px`` [px] (``c`` = 0 with the outline blend): every
+vertex moved along its growth direction (:mod:`snaketrack.tracker.render.meshes`) by ``(b − c σ_px) z / f`` [m]
+(z its depth, f the focal length [px]; a cylinder's end discs also along its axis, by a weight set by the view:
+:func:`axial_weight`), which moves the outline by about that many pixels. ``b`` is the refinement's edge offset
+[px] (+ grows, − shrinks), as the own renderer's. It grows the geometry rather than shifting each face's
+distance, which would open gaps along every edge between faces when it shrinks.
 
 Gradients with respect to the pose:
 
-- on CUDA, through PyTorch3D's own rasteriser backward (``backward="pytorch3d"``, the default there);
-- on the CPU, PyTorch3D's backward runs one element at a time on one thread (about 30 s for a 2k-face mesh at
-  640×360), so the faces are rasterised in ``_C`` without gradients and the distances and the blend are
-  recomputed in torch from the same faces (``backward="torch"``, the default on the CPU; the same values and
-  gradients, tested against PyTorch3D's);
+- with the shader on CUDA, through PyTorch3D's own rasteriser backward (``backward="pytorch3d"``, the default
+  there);
+- otherwise the faces are rasterised in ``_C`` without gradients and the distances and the blend are
+  recomputed in torch from the same faces (``backward="torch"``; with the shader, the same values and gradients
+  as PyTorch3D's backward, tested against it; on the CPU PyTorch3D's backward runs one element at a time on one
+  thread, about 30 s for a 2k-face mesh at 640×360);
 - :meth:`PyTorch3DRenderer.pose_jacobian`: the silhouette's Jacobian with respect to the pose in closed
-  form per (pixel, face) pair, for the tracker's Levenberg–Marquardt refinement (:mod:`snaketrack.tracker.fit.refine`).
+  form per (pixel, edge) pair, for the tracker's Levenberg–Marquardt refinement (:mod:`snaketrack.tracker.fit.refine`).
 
 Needs PyTorch3D (``make pytorch3d``: docs/renderer.md). Units: metres in the camera frame (OpenCV: x right,
 y down, z forward), pixels in the image.
@@ -71,6 +82,13 @@ BLUR_EPS = 1e-4
 OUTLINE_SIGMAS = 1.2
 # the side [px] of the squares the CPU rasterisation is cut into (list_pairs)
 TILE_PX = 16
+# the blends: "outline", the own renderer's edge on each part's outline; "shader", PyTorch3D's SoftSilhouetteShader
+BLENDS = ("outline", "shader")
+# faces listed per pixel centre for the parts that cover it (a closed part covers it by two faces, or a few
+# where faces meet at it)
+COVER_FACES = 16
+# log(1 − c) of a part over a pixel deep inside it (no outline within reach): coverage 1
+DEEP_LOG = -1e4
 # the edge of a face: the three (start, end) corners of its edges
 _EDGES = ((0, 1), (1, 2), (2, 0))
 
@@ -243,6 +261,55 @@ def _coverage_logit(d2: torch.Tensor, inside: torch.Tensor, sigma_px: float):
     return torch.where(inside, d2, -d2) / sigma_px ** 2
 
 
+def edge_neighbours(verts: np.ndarray, faces: np.ndarray, parts: np.ndarray) -> np.ndarray:
+    """The face across each edge of each face (F, 3) (edge i of face f runs from corner i to corner i + 1,
+    :data:`_EDGES`), −1 where no other face of its part has that edge (an open boundary). Vertices at the same
+    position within a part count as one (meshes whose faces do not share their corners)."""
+    F = len(faces)
+    nb = np.full((F, 3), -1, np.int64)
+    for v0, v1, f0, f1 in parts:
+        _, inv = np.unique(np.round(verts[v0:v1] / 1e-9).astype(np.int64), axis=0, return_inverse=True)
+        fm = inv.reshape(-1)[faces[f0:f1] - v0]  # (n, 3) merged vertex ids
+        a = np.concatenate([fm[:, i] for i, _ in _EDGES])
+        b = np.concatenate([fm[:, j] for _, j in _EDGES])
+        fid = np.tile(np.arange(f0, f1), 3)
+        eid = np.repeat(np.arange(3), f1 - f0)
+        key = np.minimum(a, b) * (len(verts) + 1) + np.maximum(a, b)
+        order = np.argsort(key, kind="stable")
+        ks = key[order]
+        same = np.nonzero(ks[1:] == ks[:-1])[0]  # consecutive pairs sharing an edge
+        fa, fb = fid[order][same], fid[order][same + 1]
+        ea, eb = eid[order][same], eid[order][same + 1]
+        nb[fa, ea] = fb
+        nb[fb, eb] = fa
+    return nb
+
+
+def contour_edges(uv: torch.Tensor, faces: torch.Tensor, neighbours: torch.Tensor) -> torch.Tensor:
+    """Which edges (B, F, 3) of the faces of meshes whose vertices lie at image points ``uv`` (B, V, 2) are on
+    their contour: the edges between a face turned towards the camera and one turned away (the signs of their
+    image areas differ) and the open boundaries. A convex part's contour edges are its outline."""
+    tri = uv[:, faces]  # (B, F, 3, 2)
+    e1, e2 = tri[:, :, 1] - tri[:, :, 0], tri[:, :, 2] - tri[:, :, 0]
+    front = e1[..., 0] * e2[..., 1] - e1[..., 1] * e2[..., 0] > 0  # (B, F)
+    across = front[:, neighbours.clamp_min(0)]  # (B, F, 3)
+    return (across != front[..., None]) | (neighbours < 0)
+
+
+@dataclass
+class OutlinePairs:
+    """Per (state, ROI pixel, part) with a part's outline within reach or the pixel inside the part: the nearest
+    outline edge, from vertex ``va`` to ``vb`` (or, deep inside, none: ``va`` = −1), and ``inside``. Shapes
+    (G,): batch index b, ROI pixel (row-major) pix, part, va, vb, inside."""
+
+    b: torch.Tensor
+    pix: torch.Tensor
+    part: torch.Tensor
+    va: torch.Tensor
+    vb: torch.Tensor
+    inside: torch.Tensor
+
+
 class _GrownEnds:
     """A mesh's vertices as the segments ``v → v + g`` (g the growth direction, or with ``axial`` the axial
     direction), in the fields :func:`~snaketrack.models.chain.point_jacobian` reads: their ends' difference is
@@ -261,26 +328,36 @@ class PyTorch3DRenderer(SilhouetteRenderer):
     ``robot``, ``K`` (3, 3) [px], ``width``, ``height`` [px], ``model`` (the :class:`CapsuleModel` the search,
     the ROI and the occlusion test keep using; default :meth:`CapsuleModel.from_visual`) and ``settings`` as
     there; the meshes are ``model``'s primitives tessellated with ``sections`` sides (and the robot's mesh
-    files). ``outline_sigmas``: the meshes are drawn shrunk by that many σ_px (module doc; default
-    :data:`OUTLINE_SIGMAS`, 0: PyTorch3D's blend as it comes). ``faces_per_pixel``: PyTorch3D's K (default 100,
-    the paper's setting). ``backward``: ``"torch"`` (rasterise without gradients, recompute in torch),
-    ``"pytorch3d"`` (PyTorch3D's backward) or ``"auto"`` (PyTorch3D's on CUDA, torch's on the CPU).
+    files). ``blend``: ``"outline"`` (the own renderer's edge on each part's outline, the default) or
+    ``"shader"`` (PyTorch3D's SoftSilhouetteShader; module doc). ``outline_sigmas``: the meshes are drawn shrunk
+    by that many σ_px (default 0 with the outline blend, :data:`OUTLINE_SIGMAS` with the shader).
+    ``faces_per_pixel``: PyTorch3D's K (default 100, the paper's setting). ``backward``: ``"torch"`` (rasterise
+    without gradients, recompute in torch), ``"pytorch3d"`` (PyTorch3D's backward; the shader only) or
+    ``"auto"`` (PyTorch3D's with the shader on CUDA, torch's otherwise).
     ``device``: where the rasteriser runs (default: the CPU).
     """
 
     def __init__(self, robot: Robot, K, width: int, height: int, model: Optional[CapsuleModel] = None,
                  settings: SilhouetteSettings = SilhouetteSettings(), faces_per_pixel: int = PAPER_FACES_PER_PIXEL,
                  backward: str = "auto", device: Optional[str] = None, sections: int = SECTIONS,
-                 meshes: Optional[LinkMeshes] = None, outline_sigmas: float = OUTLINE_SIGMAS):
+                 meshes: Optional[LinkMeshes] = None, outline_sigmas: Optional[float] = None,
+                 blend: str = "outline"):
         super().__init__(robot, K, width, height, model, settings)
         if backward not in ("auto", "torch", "pytorch3d"):
             raise InputError(f"backward {backward!r}; expected auto, torch or pytorch3d")
+        if blend not in BLENDS:
+            raise InputError(f"blend {blend!r}; expected one of {', '.join(BLENDS)}")
+        if blend == "outline" and backward == "pytorch3d":
+            raise InputError("backward 'pytorch3d' needs blend 'shader' (the outline blend is computed in torch)")
+        self.blend = blend
         if int(faces_per_pixel) < 1:
             raise InputError(f"faces_per_pixel = {faces_per_pixel!r}; expected >= 1")
         self.faces_per_pixel = int(faces_per_pixel)
         self.device = torch.device(device or "cpu")
         self.backward = backward
         self.sections = int(sections)
+        if outline_sigmas is None:
+            outline_sigmas = OUTLINE_SIGMAS if blend == "shader" else 0.0
         self.outline_sigmas = float(outline_sigmas)
         self._f = 0.5 * float(self.K[0, 0] + self.K[1, 1])
         self.meshes = meshes if meshes is not None else robot_meshes(robot, self.model, self.sections)
@@ -289,12 +366,26 @@ class PyTorch3DRenderer(SilhouetteRenderer):
         self._link = torch.as_tensor(self.meshes.link, dtype=torch.int64)
         self._edge_a = torch.tensor([i for i, _ in _EDGES])
         self._edge_b = torch.tensor([j for _, j in _EDGES])
+        self._neighbours = torch.as_tensor(edge_neighbours(self.meshes.verts, self.meshes.faces, self.meshes.parts))
+        self._face_part = torch.repeat_interleave(
+            torch.arange(len(self.meshes.parts)), torch.as_tensor(self.meshes.parts[:, 3] - self.meshes.parts[:, 2]))
 
     # -- geometry -------------------------------------------------------
+    def reach_px(self, settings: SilhouetteSettings) -> float:
+        """How far past an outline [px] a pixel's coverage is computed: ``settings.margin_sigmas`` σ_px with the
+        outline blend (as the own renderer), where PyTorch3D's sigmoid falls below ε with the shader's."""
+        if self.blend == "outline":
+            return float(settings.margin_sigmas) * float(settings.sigma_px)
+        return reach_px(float(settings.sigma_px))
+
     def grow_px(self, settings: SilhouetteSettings, offset_px=0.0):
         """How far the meshes are grown [px] at edge softness ``settings.sigma_px`` and edge offset ``offset_px``
-        [px] (a float or a (B,) tensor): ``b − c σ_px`` (module doc)."""
-        return offset_px - self.outline_sigmas * float(settings.sigma_px)
+        [px] (a float or a (B,) tensor): ``b − c σ_px`` with the shader; ``− c σ_px`` with the outline blend,
+        which shifts each part's signed distance by ``b`` instead (module doc)."""
+        shrink = self.outline_sigmas * float(settings.sigma_px)
+        if self.blend == "outline":
+            return -shrink + 0.0 * offset_px
+        return offset_px - shrink
 
     def vertices(self, x: torch.Tensor, grow_px=None) -> torch.Tensor:
         """Mesh vertices (B, V, 3) in the camera frame [m] of pose vectors ``x`` (B, D), the meshes grown by
@@ -321,9 +412,10 @@ class PyTorch3DRenderer(SilhouetteRenderer):
             N = N + axial_weight(A, X)[..., None] * A
         return X + grow / self._f * X[..., 2:3] * N
 
-    def _uvz(self, X: torch.Tensor, roi) -> torch.Tensor:
-        """Camera-frame points (..., 3) → ROI pixel coordinates and depth (..., 3)."""
-        K = self.K.to(X.dtype).to(X.device)
+    def _uvz(self, X: torch.Tensor, roi, K: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """Camera-frame points (..., 3) → ROI pixel coordinates and depth (..., 3) (intrinsics ``K``, default
+        the renderer's)."""
+        K = (self.K if K is None else K).to(X.dtype).to(X.device)
         z = X[..., 2]
         zc = z.clamp_min(1e-9)
         u = K[0, 0] * X[..., 0] / zc + K[0, 2] - roi[0]
@@ -347,6 +439,73 @@ class PyTorch3DRenderer(SilhouetteRenderer):
         return (ul, vl, uh - ul + 1, vh - vl + 1)
 
     # -- the silhouette -------------------------------------------------
+    def outline_pairs(self, uvz: torch.Tensor, w: int, h: int, reach: float) -> OutlinePairs:
+        """For B meshes at ROI pixel coordinates and depths ``uvz`` (B, V, 3) over a ``w`` × ``h`` ROI, each
+        (state, pixel, part) whose part's outline lies within ``reach`` [px] of the pixel or that the part
+        covers, with the part's outline edge nearest to the pixel (:class:`OutlinePairs`).
+
+        Two PyTorch3D rasterisations: all faces without blur (which parts cover each pixel centre) and the
+        faces with a contour edge (:func:`contour_edges`) listed up to ``reach`` past their edges. Outside a
+        part, the nearest of those faces' edges is its outline's nearest point (the part's image is the union
+        of its faces, bounded by contour edges); inside, the nearest contour edge. Without gradients."""
+        dev = uvz.device
+        faces, nb, fpart = self._faces.to(dev), self._neighbours.to(dev), self._face_part.to(dev)
+        M, P = len(self.meshes.parts), w * h
+        with torch.no_grad():
+            uvz = uvz.detach()
+            flag = contour_edges(uvz[..., :2], faces, nb)  # (B, F, 3)
+            on = flag.any(-1)
+            cov = list_pairs(uvz, faces, w, h, 0.0, COVER_FACES)
+            ckey = torch.unique(((cov.b * P + cov.pix) * M + fpart[cov.face])[cov.inside])
+            fidx = torch.nonzero(on.any(0)).squeeze(1)
+            pr = list_pairs(uvz, faces.index_select(0, fidx), w, h, reach, self.faces_per_pixel)
+            face = fidx[pr.face]
+            ok = on[pr.b, face]
+            b, pix, face = pr.b[ok], pr.pix[ok], face[ok]
+            key = (b * P + pix) * M + fpart[face]
+            inside = torch.isin(key, ckey)
+            tri = uvz[..., :2][b[:, None], faces[face]]  # (Q, 3, 2)
+            p = torch.stack([pix % w, pix // w], 1).to(uvz.dtype)
+            d2 = torch.stack([_edge_distance(p, tri[:, i], tri[:, j])[0] for i, j in _EDGES], 1)
+            # inside a part only its contour edges bound it; outside, the nearest face's nearest edge
+            d2 = torch.where(inside[:, None] & ~flag[b, face], torch.inf, d2)
+            dmin, e = d2.min(1)
+            order = torch.argsort(dmin, stable=True)
+            order = order[torch.argsort(key[order], stable=True)]
+            ks = key[order]
+            first = torch.ones_like(ks, dtype=torch.bool)
+            first[1:] = ks[1:] != ks[:-1]
+            sel = order[first & torch.isfinite(dmin[order])]
+            fs, es = face[sel], e[sel]
+            va = faces[fs, self._edge_a.to(dev)[es]]
+            vb = faces[fs, self._edge_b.to(dev)[es]]
+            deep = ckey[~torch.isin(ckey, key[sel])]  # covered, no outline within reach
+            n = torch.full_like(deep, -1)
+            allkey = torch.cat([key[sel], deep])
+            return OutlinePairs(allkey // (M * P), (allkey // M) % P, allkey % M, torch.cat([va, n]),
+                                torch.cat([vb, n]), torch.cat([inside[sel], torch.ones_like(deep, dtype=torch.bool)]))
+
+    def _outline_blend(self, uvz: torch.Tensor, w: int, h: int, sig: float, reach: float, offset: torch.Tensor):
+        """The outline blend's per-pixel ``log Π(1 − c_k)`` (B·h·w,) of meshes at ``uvz`` (B, V, 3) with edge
+        offsets ``offset`` (B,) [px], its pairs (:class:`OutlinePairs`; ``reach`` [px] should cover
+        ``margin_sigmas`` σ plus |offset|), and per pair with an edge: the signed distance e [px] (+ inside) plus
+        the offset, the nearest point's segment parameter t and ``p − q`` (differentiable in ``uvz`` and
+        ``offset``)."""
+        Bn, P = uvz.shape[0], w * h
+        op = self.outline_pairs(uvz, w, h, reach)
+        edge = op.va >= 0
+        ie = torch.nonzero(edge).squeeze(1)
+        b, pix = op.b.index_select(0, ie), op.pix.index_select(0, ie)
+        p = torch.stack([pix % w, pix // w], 1).to(uvz.dtype)
+        d2, t, diff = _edge_distance(p, uvz[b, op.va.index_select(0, ie), :2], uvz[b, op.vb.index_select(0, ie), :2])
+        e = torch.where(op.inside.index_select(0, ie), 1.0, -1.0).to(uvz.dtype) * torch.sqrt(d2.clamp_min(1e-24)) \
+            + offset.index_select(0, b)
+        L = torch.zeros(Bn * P, dtype=uvz.dtype, device=uvz.device).index_add(0, b * P + pix, F.logsigmoid(-e / sig))
+        deep = torch.nonzero(~edge).squeeze(1)
+        L = L.index_add(0, (op.b * P + op.pix).index_select(0, deep),
+                        torch.full((deep.numel(),), DEEP_LOG, dtype=uvz.dtype, device=uvz.device))
+        return L, op, ie, e, t, diff
+
     def __call__(self, x: torch.Tensor, roi: Optional[Sequence[int]] = None,
                  settings: Optional[SilhouetteSettings] = None, offset_px: Optional[torch.Tensor] = None):
         """Soft silhouettes (B, h, w) of pose vectors ``x`` (B, D) over ``roi`` (default: the meshes' screen
@@ -356,24 +515,34 @@ class PyTorch3DRenderer(SilhouetteRenderer):
             raise InputError(f"pose vectors: shape {tuple(x.shape)}; expected (B, {self.layout.dim})")
         off = 0.0 if offset_px is None or not offset_px.numel() else float(offset_px.detach().max())
         if roi is None:
-            roi = self.screen_roi(x, reach_px(s.sigma_px) + max(off, 0.0) + 2.0)
+            roi = self.screen_roi(x, self.reach_px(s) + max(off, 0.0) + 2.0)
         roi = check_roi(roi)
-        grow = self.grow_px(s, 0.0 if offset_px is None else offset_px.to(x.dtype))
-        return self.silhouette(self.vertices(x, grow), roi, s), tuple(roi)
+        b = None if offset_px is None else offset_px.to(x.dtype)
+        grow = self.grow_px(s, 0.0 if b is None else b)
+        return self.silhouette(self.vertices(x, grow), roi, s, offset_px=b), tuple(roi)
 
     def silhouette(self, verts: torch.Tensor, roi: Sequence[int], settings: SilhouetteSettings,
-                   backward: Optional[str] = None) -> torch.Tensor:
-        """PyTorch3D's soft silhouettes (B, h, w) of mesh vertices ``verts`` (B, V, 3) [m, camera frame] over
-        ``roi``, as they are (not grown: :meth:`vertices`)."""
+                   backward: Optional[str] = None, offset_px=None) -> torch.Tensor:
+        """Soft silhouettes (B, h, w) of mesh vertices ``verts`` (B, V, 3) [m, camera frame] over ``roi``, as they
+        are (not grown: :meth:`vertices`). ``offset_px``: the outline blend's edge offset [px] (a float or a (B,)
+        tensor; the shader's is in the vertices, :meth:`grow_px`)."""
         _, _, w, h = roi
         Bn, dt = verts.shape[0], verts.dtype
         sig = float(settings.sigma_px)
         mode = backward or self.backward
         if mode == "auto":
-            mode = "pytorch3d" if self.device.type == "cuda" else "torch"
+            mode = "pytorch3d" if self.device.type == "cuda" and self.blend == "shader" else "torch"
         uvz = self._uvz(verts.to(self.device), roi)
         faces = self._faces.to(self.device)
-        reach = reach_px(sig)
+        reach = self.reach_px(settings)
+        if self.blend == "outline":
+            if mode == "pytorch3d":
+                raise InputError("backward 'pytorch3d' needs blend 'shader'")
+            off = torch.zeros(Bn, dtype=dt, device=uvz.device) if offset_px is None else \
+                torch.as_tensor(offset_px, dtype=dt, device=uvz.device).reshape(-1).expand(Bn)
+            reach = reach + float(off.detach().abs().max()) if Bn else reach
+            L = self._outline_blend(uvz, w, h, sig, reach, off)[0]
+            return (-torch.expm1(L)).view(Bn, h, w).to(verts.device)
         if mode == "pytorch3d":
             pr = list_pairs(uvz, faces, w, h, reach, self.faces_per_pixel)
             d2 = pr.d2
@@ -393,14 +562,16 @@ class PyTorch3DRenderer(SilhouetteRenderer):
     # -- the Jacobian for Levenberg–Marquardt ---------------------------
     def pose_jacobian(self, q: torch.Tensor, R0: torch.Tensor, t0: torch.Tensor, roi: Sequence[int],
                       settings: SilhouetteSettings, offset_px: float = 0.0, with_offset: bool = False,
-                      tol: float = 1e-6) -> RenderJacobian:
+                      tol: float = 1e-6, K: Optional[torch.Tensor] = None) -> RenderJacobian:
         """Silhouette of one state and its Jacobian with respect to ``[q (J), δ (3), t (3)]`` (base rotation
         ``exp(δ) R0`` at δ = 0; :func:`~snaketrack.models.chain.point_jacobian`), plus the edge offset's column
-        when ``with_offset``: the same pairs as :meth:`silhouette`, their derivatives in closed form
-        (``∂o/∂s_k = Π_{j≠k}(1 − p_j) · p_k(1 − p_k) · 2|s_k|/σ²`` and the nearest edge's end points moving
-        the distance; the grown vertices ``X + k z N`` (:meth:`link_vertices`, k = grow / f) moving with the
-        pose and, in the offset's column, with k), kept where above ``tol``. ``roi``: (u0, v0, w, h). Float64 on
-        the CPU."""
+        when ``with_offset``: the same pairs as :meth:`silhouette`, their derivatives in closed form (outline:
+        ``∂o/∂e_k = Π_{j≠k}(1 − c_j) · c_k(1 − c_k)/σ``; shader: ``∂o/∂s_k = Π_{j≠k}(1 − p_j) · p_k(1 − p_k) ·
+        2|s_k|/σ²``; the nearest edge's end points moving the distance; the grown vertices ``X + k z N``
+        (:meth:`link_vertices`, k = grow / f) moving with the pose and, in the offset's column, with k), kept
+        where above ``tol``. ``roi``: (u0, v0, w, h) on the pixel grid of intrinsics ``K`` (3, 3) (default: the
+        renderer's image; the refiner's coarser grids of k × k pixel blocks give theirs, with σ, the offset and the
+        ROI in that grid's pixels). Float64 on the CPU."""
         roi = check_roi(roi)
         _, _, w, h = roi
         sig = float(settings.sigma_px)
@@ -413,16 +584,42 @@ class PyTorch3DRenderer(SilhouetteRenderer):
             A, GA = Pa[:, 1] - Pa[:, 0], Ga[:, 1] - Ga[:, 0]
             wa = axial_weight(A, X0)
             N, GN = N + wa[:, None] * A, GN + wa[:, None, None] * GA
-        k = self.grow_px(settings, float(offset_px)) / self._f
+        Kd = (self.K if K is None else K).double()
+        f = 0.5 * float(Kd[0, 0] + Kd[1, 1])
+        k = self.grow_px(settings, float(offset_px)) / f
         z = X0[:, 2]
         X = X0 + k * z[:, None] * N
         G = G0 + k * (N[:, :, None] * G0[:, 2:3, :] + z[:, None, None] * GN)
-        if with_offset:  # ∂X/∂b = z N / f
-            G = torch.cat([G, (z[:, None] * N / self._f)[..., None]], -1)
+        if with_offset:  # ∂X/∂b = z N / f with the shader; the outline blend's offset shifts its distances
+            col = z[:, None] * N / f if self.blend == "shader" else torch.zeros_like(N)
+            G = torch.cat([G, col[..., None]], -1)
         D = G.shape[-1]
-        uvz = self._uvz(X, roi)
+        uvz = self._uvz(X, roi, Kd)
+        if self.blend == "outline":
+            off = torch.tensor([float(offset_px)], dtype=torch.float64)
+            L, op, ie, e, t, diff = self._outline_blend(uvz[None], w, h, sig,
+                                                        self.reach_px(settings) + abs(float(offset_px)), off)
+            sil = -torch.expm1(L)
+            if ie.numel() == 0:
+                return RenderJacobian(sil, torch.zeros(0, dtype=torch.long), torch.zeros(0, D, dtype=torch.float64))
+            pix = op.pix.index_select(0, ie)
+            va, vb = op.va.index_select(0, ie), op.vb.index_select(0, ie)
+            # ∂o/∂e_k = Π_{j≠k}(1 − c_j) · c_k(1 − c_k) / σ; e = ±|p − q|, q = (1 − t) a + t b
+            logout = F.logsigmoid(-e / sig)
+            rest = torch.exp(L.index_select(0, pix) - logout)
+            c = torch.sigmoid(e / sig)
+            wgt = rest * c * (1.0 - c) / sig
+            keep = torch.nonzero(wgt.abs() > tol).squeeze(1)
+            # e − b = ±d: its sign and size from p − q
+            d = diff.norm(dim=1).clamp_min(1e-12)
+            sgn = torch.where(op.inside.index_select(0, ie), 1.0, -1.0).double()
+            gk = (wgt * sgn / d).index_select(0, keep)[:, None] * (-diff).index_select(0, keep)
+            tk = t.index_select(0, keep)[:, None]
+            return self._assemble(X, G, Kd, w, h, sil, pix.index_select(0, keep), va.index_select(0, keep),
+                                  vb.index_select(0, keep), gk * (1.0 - tk), gk * tk,
+                                  wgt.index_select(0, keep) if with_offset else None)
         faces = self._faces
-        pr = list_pairs(uvz[None].to(self.device), faces.to(self.device), w, h, reach_px(sig),
+        pr = list_pairs(uvz[None].to(self.device), faces.to(self.device), w, h, self.reach_px(settings),
                         self.faces_per_pixel)
         pix, face, inside = pr.pix.cpu(), pr.face.cpu(), pr.inside.cpu()
         if pix.numel() == 0:
@@ -447,8 +644,15 @@ class PyTorch3DRenderer(SilhouetteRenderer):
         # ∂(d²/2)/∂(nearest point) = −(p − q), shared by the edge's end points as (1 − t, t)
         gk = (wgt * sign).index_select(0, keep)[:, None] * (-diff).index_select(0, keep)  # (Qk, 2)
         tk = t.index_select(0, keep)[:, None]
-        ga, gb = gk * (1.0 - tk), gk * tk
-        Kd = self.K.double()
+        return self._assemble(X, G, Kd, w, h, sil, pix.index_select(0, keep), va.index_select(0, keep),
+                              vb.index_select(0, keep), gk * (1.0 - tk), gk * tk)
+
+    def _assemble(self, X, G, Kd, w: int, h: int, sil, pix_k, vak, vbk, ga, gb, d_offset=None) -> RenderJacobian:
+        """The Jacobian's rows from per-pair derivatives ``ga``, ``gb`` (Qk, 2) of the silhouette at ROI pixels
+        ``pix_k`` with respect to the image points of vertices ``vak`` and ``vbk``, plus ``d_offset`` (Qk,) in
+        the last column when given (the outline blend's edge offset); the vertices ``X`` (V, 3) [m], their pose
+        Jacobian ``G`` (V, 3, D) and the grid's intrinsics ``Kd`` (3, 3)."""
+        D = G.shape[-1]
         Xz = X[:, 2].clamp_min(1e-9)
         Jp = torch.zeros(X.shape[0], 2, 3, dtype=torch.float64)  # ∂(u, v)/∂X per vertex
         Jp[:, 0, 0] = Kd[0, 0] / Xz
@@ -456,10 +660,10 @@ class PyTorch3DRenderer(SilhouetteRenderer):
         Jp[:, 1, 1] = Kd[1, 1] / Xz
         Jp[:, 1, 2] = -Kd[1, 1] * X[:, 1] / Xz ** 2
         JG = Jp @ G  # (V, 2, D): ∂(u, v)/∂θ per vertex
-        vak, vbk = va.index_select(0, keep), vb.index_select(0, keep)
         jp = torch.einsum("qc,qcd->qd", ga, JG.index_select(0, vak)) + \
             torch.einsum("qc,qcd->qd", gb, JG.index_select(0, vbk))
-        pix_k = pix.index_select(0, keep)
+        if d_offset is not None:
+            jp[:, -1] += d_offset
         seen = torch.zeros(w * h, dtype=torch.bool)
         seen[pix_k] = True
         rows = torch.nonzero(seen).squeeze(1)
@@ -472,4 +676,4 @@ class PyTorch3DRenderer(SilhouetteRenderer):
     def with_settings(self, **kw) -> "PyTorch3DRenderer":
         return PyTorch3DRenderer(self.robot, self.K.numpy(), self.width, self.height, self.model,
                                  replace(self.settings, **kw), self.faces_per_pixel, self.backward,
-                                 str(self.device), self.sections, self.meshes, self.outline_sigmas)
+                                 str(self.device), self.sections, self.meshes, self.outline_sigmas, self.blend)

@@ -269,7 +269,7 @@ class Refiner:
             if roi is None:
                 return None
             s = replace(self.renderer.settings, sigma_px=sigma)
-            if self._pose_jacobian is not None:  # k = 1 (_level)
+            if self._pose_jacobian is not None:  # on the same grid (_level)
                 rj = self._pose_jacobian(theta[:J], _exp(theta[J:J + 3]) @ R_ref, theta[J + 3:], roi, s,
                                          offset_px=b, with_offset=cfg.estimate_offset, tol=cfg.jac_tol / sigma,
                                          K=level.K)

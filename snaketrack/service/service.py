@@ -107,6 +107,8 @@ class TrackingService:
         self.state = "waiting"
         self.clean = True  # every thread ended when stopped
         self.first_tracked = threading.Event()  # the first frame is tracked (its search done)
+        self.first_state_s: Optional[float] = None  # from the capture's start to the first state published [s]
+        self._capture_started: Optional[float] = None
         self.prepared = LatestFrame()  # the newest prepared frame, waiting for the tracker
         self._paced = bool(getattr(source, "paced", False))  # a recording at the tracker's pace: nothing dropped
         self._last: dict[str, Any] = {}
@@ -134,19 +136,31 @@ class TrackingService:
 
     def start(self, capture: bool = True) -> "TrackingService":
         """Start the server and the preparing, tracking and publishing threads, and the capture unless
-        ``capture`` is False (then :meth:`start_capture` starts it, e.g. once the clients are connected)."""
+        ``capture`` is False (then :meth:`start_capture` starts it, e.g. once the clients are connected).
+        The capture and the preparing stage start before the tracker is built, so that the first frame is
+        read and prepared (segmented) meanwhile."""
         self.publisher.start()
-        self.session.start()
         self._started = True
         self._publish_status()
         self._behind = WriteBehind(self._publish, depth=8, name="snaketrack-publish")
         self._prepare_thread.start()
-        self._thread.start()
         if capture:
             self.start_capture()
+        try:
+            self.session.start()
+        except BaseException:  # nothing left running
+            self._stop.set()
+            self.prepared.close()
+            self.source.stop()
+            self._behind.close(self.stop_timeout_s)
+            self.publisher.close()
+            self._stopped = True
+            raise
+        self._thread.start()
         return self
 
     def start_capture(self) -> None:
+        self._capture_started = time.monotonic()
         self.source.start()
 
     def wait(self, timeout: Optional[float] = None) -> bool:
@@ -264,6 +278,8 @@ class TrackingService:
             self.last_error = f"frame {r.index}: publishing: {e}"
             return
         self.latencies_ms.append(latency)
+        if self.first_state_s is None and self._capture_started is not None:
+            self.first_state_s = time.monotonic() - self._capture_started
         self._last = {"frame": r.index, "iou": float(r.state.iou), "latency_ms": latency}
 
     def _source_status(self, status: str) -> None:
@@ -288,13 +304,15 @@ class TrackingService:
     def figures(self) -> dict:
         """``frames_captured``, ``frames_tracked``, ``frames_dropped``, ``reconnects``, ``errors`` (frames the
         tracker failed on and frames the source could not give),
-        ``track_fps`` (the tracker's own rate, searches included [1/s]) and the capture-to-publish latency
-        percentiles ``latency_ms_p50/p95/max``."""
+        ``track_fps`` (the tracker's own rate, searches included [1/s]), ``first_state_s`` (from the
+        capture's start to the first state published [s]: the first frame read and prepared, its pose searched
+        and published; None before) and the capture-to-publish latency percentiles ``latency_ms_p50/p95/max``."""
         lat = np.asarray(self.latencies_ms, float)
         pct = (lambda p: float(np.percentile(lat, p))) if lat.size else (lambda p: float("nan"))
         return {"frames_captured": self.source.slot.captured, "frames_tracked": self.frames_tracked,
                 "frames_dropped": self.frames_dropped, "reconnects": self.source.reconnects,
                 "errors": self.errors + getattr(self.source, "failed", 0),
                 "track_fps": self.frames_tracked / self.session.track_time_s if self.session.track_time_s else 0.0,
+                "first_state_s": self.first_state_s,
                 "latency_ms_p50": pct(50), "latency_ms_p95": pct(95),
                 "latency_ms_max": float(lat.max()) if lat.size else float("nan")}

@@ -86,19 +86,21 @@ def _client(url: str, delay_s: float, name: str, results, stop) -> None:
         results.put((name, got, time.process_time() - cpu0))
 
 
-def _reference(frames, robot, camera, pipeline, n: int) -> tuple[float, float]:
-    """The first ``n`` frames tracked without the service: the tracker's rate [1/s] (its own time, as the
-    service's ``track_fps``) and the CPU time [ms] a frame took in all (reading, preparing, tracking)."""
+def _reference(frames, robot, camera, pipeline, n: int, stride: int = 1) -> tuple[float, float, float]:
+    """``n`` frames tracked without the service, every ``stride``-th of the clip played forward and back (as
+    the service plays it; its frame times): the tracker's rate [1/s] (its own time, as the service's
+    ``track_fps``), the CPU time [ms] a frame took in all (reading, preparing, tracking) and the time the
+    pose searches took [s]."""
     from snaketrack.tracker.run.pipeline import TrackingSession
 
     session = TrackingSession(robot, camera, frames.fps, pipeline).start()
+    period = max(2 * len(frames) - 2, 1)
     cpu0 = time.thread_time()
-    for k, (i, rgb) in enumerate(frames.frames()):
-        if k >= n:
-            break
-        session.step(rgb, frames.mask(i), index=i)
-    n = min(n, len(frames))
-    return n / session.track_time_s, 1000 * (time.thread_time() - cpu0) / n
+    for j in range(n):
+        k = j * stride
+        i = k % period if k % period < len(frames) else period - k % period
+        session.step(frames.frame(i), frames.mask(i), t=k / frames.fps, index=i)
+    return n / session.track_time_s, 1000 * (time.thread_time() - cpu0) / n, session.search_time_s
 
 
 def run_service_benchmark(dataset: str | os.PathLike, config: ServiceBenchConfig = ServiceBenchConfig(),
@@ -116,7 +118,7 @@ def run_service_benchmark(dataset: str | os.PathLike, config: ServiceBenchConfig
     camera = source_camera(frames.meta, frames.width, frames.height)
     pipeline = PipelineConfig(hold_frames=0, track_size=config.track_size, corrupt_masks=config.corrupt_masks,
                               render=False)
-    reference_fps, reference_cpu_ms = _reference(frames, robot, camera, pipeline, config.reference_frames)
+    reference_fps, reference_cpu_ms, _ = _reference(frames, robot, camera, pipeline, config.reference_frames)
 
     feed = RecordedFeed(frames, masks=frames.mask, realtime=True, loop=True, bounce=True)
     service = TrackingService(Capture(feed), robot, camera, pipeline, ServiceConfig(port=0))
@@ -155,6 +157,10 @@ def run_service_benchmark(dataset: str | os.PathLike, config: ServiceBenchConfig
     for c in clients:
         c.join(timeout=10)
     fast, slow = got["fast"], [frame for _, frame, _ in got["slow"]]
+    # the tracker's own work at the service's skip: every stride-th frame, without the service
+    stride = max(1, round(figures["frames_captured"] / max(figures["frames_tracked"], 1)))
+    stride_fps, stride_cpu_ms, stride_search_s = _reference(frames, robot, camera, pipeline,
+                                                            config.reference_frames, stride)
 
     lat = np.array([x[2] for x in fast], float)
     times = np.array([x[0] for x in fast], float) - t0
@@ -178,7 +184,12 @@ def run_service_benchmark(dataset: str | os.PathLike, config: ServiceBenchConfig
         "fps": figures["frames_tracked"] / config.seconds,
         "reference_fps": reference_fps,
         "reference_cpu_ms_per_frame": reference_cpu_ms,
+        "reference_stride": stride,
+        "reference_fps_at_stride": stride_fps,
+        "reference_cpu_ms_per_frame_at_stride": stride_cpu_ms,
+        "reference_search_s_at_stride": stride_search_s,
         "first_state_s": float(times[0]) if times.size else float("nan"),
+        "first_state_s_in_service": figures.get("first_state_s"),
         "cpu_ms_per_state": cpu_ms,
         "cpu_ms_per_state_total": round(sum(cpu_ms.values()), 2),
         "track_fps_in_service": figures["track_fps"],

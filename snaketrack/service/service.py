@@ -116,6 +116,8 @@ class TrackingService:
         self._done = threading.Event()
         self._prepare_thread = threading.Thread(target=self._prepare_loop, name="snaketrack-prepare", daemon=True)
         self._thread = threading.Thread(target=self._run, name="snaketrack-track", daemon=True)
+        self._status_thread = threading.Thread(target=self._status_loop, name="snaketrack-status", daemon=True)
+        self._last_status = time.monotonic()
         self._behind = None
         self._started = self._stopped = False
         self._figures: Optional[dict] = None
@@ -157,6 +159,7 @@ class TrackingService:
             self._stopped = True
             raise
         self._thread.start()
+        self._status_thread.start()
         return self
 
     def start_capture(self) -> None:
@@ -179,7 +182,7 @@ class TrackingService:
         stop_source = threading.Thread(target=self.source.stop, name="snaketrack-stop-capture", daemon=True)
         stop_source.start()  # a capture blocked in a read must not hold the rest up
         if self._started:
-            for thread in (self._prepare_thread, self._thread):
+            for thread in (self._prepare_thread, self._thread, self._status_thread):
                 thread.join(max(0.0, deadline - time.monotonic()))
             # the publisher is closed only behind an ended tracker: one still inside a frame would put to it
             self.clean = not self._thread.is_alive() and not self._prepare_thread.is_alive() and \
@@ -207,6 +210,7 @@ class TrackingService:
                         break
                     continue
                 try:
+                    frame = frame.loaded()
                     prepared = self.session.prepare(frame.rgb, frame.mask, frame.index)
                 except Exception as e:  # a bad frame costs that frame, not the service
                     self._fail(frame, e)
@@ -219,7 +223,6 @@ class TrackingService:
 
     def _run(self) -> None:
         period = 1.0 / self.config.status_hz
-        last_status = time.monotonic()
         try:
             while not self._stop.is_set():
                 item = self.prepared.take(timeout=period)
@@ -228,14 +231,11 @@ class TrackingService:
                         break
                     if self.source.status != "live":
                         self.state = self.source.status
-                    self._publish_status()
-                    last_status = time.monotonic()
                     continue
                 before = self.state
                 self._track(*item)
-                if self.state != before or time.monotonic() - last_status >= period:  # a change is told at once
+                if self.state != before:  # a change is told at once
                     self._publish_status()
-                    last_status = time.monotonic()
         finally:
             self.first_tracked.set()  # a recording's clock is not held by a tracker that has ended
             if self._behind is not None:
@@ -286,7 +286,16 @@ class TrackingService:
         if self._started and not self._stopped:
             self._publish_status()
 
+    def _status_loop(self) -> None:
+        """Publish the status whenever ``1 / status_hz`` has passed without one, the tracker busy or not (a
+        pose search of seconds does not silence the service)."""
+        period = 1.0 / self.config.status_hz
+        while not self._stop.wait(max(0.01, self._last_status + period - time.monotonic())):
+            if time.monotonic() - self._last_status >= period:
+                self._publish_status()
+
     def _publish_status(self) -> None:
+        self._last_status = time.monotonic()
         fields = dict(state=self.state, source=self.source.status, frames_captured=self.source.slot.captured,
                       frames_tracked=self.frames_tracked, frames_dropped=self.frames_dropped,
                       reconnects=self.source.reconnects, **self._last)

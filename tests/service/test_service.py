@@ -430,3 +430,43 @@ def test_the_first_state_time_runs_from_the_capture_start_to_the_first_publish(d
     figures = service.stop()
     assert figures["frames_tracked"] == N
     assert 0 < figures["first_state_s"] <= elapsed
+
+
+def test_the_status_goes_on_while_the_tracker_is_inside_a_frame(dataset):
+    """A frame the tracker takes long on (the first frame's pose search on a loaded CPU) does not silence the
+    service: the status keeps coming, so a client waiting with a timeout does not give up."""
+    frames = open_frames(dataset)
+    source = PushSource(frames.width, frames.height, 30.0)
+    service = TrackingService(source, load_robot("planar-snake-11"), Camera.from_meta(frames.meta), PIPELINE,
+                              ServiceConfig(port=0, overlay_hz=0, status_hz=20.0))
+    released, track = threading.Event(), service.session.track
+
+    def held_track(*args, **kw):  # the tracker stays inside the frame until the client has heard from it
+        released.wait(60)
+        return track(*args, **kw)
+
+    service.session.track = held_track
+    service.start()
+    heard, states = [], []
+
+    def listen():
+        with StateClient(service.url) as client:
+            for topic, msg, _ in client.messages(timeout=60):
+                if topic == m.STATE:
+                    states.append(msg)
+                    return
+                if msg["frames_captured"] == 1 and msg["frames_tracked"] == 0:  # while the frame is tracked
+                    heard.append(msg)
+                    if len(heard) == 3:
+                        released.set()
+
+    t = threading.Thread(target=listen)
+    t.start()
+    try:
+        _wait_subscribed(service, 2)
+        source.push(frames.frame(0), frames.mask(0))
+        t.join(120)
+    finally:
+        released.set()
+        service.stop()
+    assert len(heard) >= 3 and [s["frame"] for s in states] == [0]

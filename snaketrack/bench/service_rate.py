@@ -86,21 +86,25 @@ def _client(url: str, delay_s: float, name: str, results, stop) -> None:
         results.put((name, got, time.process_time() - cpu0))
 
 
-def _reference(frames, robot, camera, pipeline, n: int, stride: int = 1) -> tuple[float, float, float]:
+def _reference(frames, robot, camera, pipeline, n: int, stride: int = 1,
+               max_s: float = float("inf")) -> tuple[float, float, float, int]:
     """``n`` frames tracked without the service, every ``stride``-th of the clip played forward and back (as
-    the service plays it; its frame times): the tracker's rate [1/s] (its own time, as the service's
-    ``track_fps``), the CPU time [ms] a frame took in all (reading, preparing, tracking) and the time the
-    pose searches took [s]."""
+    the service plays it; its frame times), or fewer when ``max_s`` [s] of wall clock have passed: the
+    tracker's rate [1/s] (its own time, as the service's ``track_fps``), the CPU time [ms] a frame took in all
+    (reading, preparing, tracking), the time the pose searches took [s] and the frames tracked."""
     from snaketrack.tracker.run.pipeline import TrackingSession
 
     session = TrackingSession(robot, camera, frames.fps, pipeline).start()
     period = max(2 * len(frames) - 2, 1)
-    cpu0 = time.thread_time()
+    cpu0, t0 = time.thread_time(), time.monotonic()
     for j in range(n):
+        if j >= 2 and time.monotonic() - t0 > max_s:
+            n = j
+            break
         k = j * stride
         i = k % period if k % period < len(frames) else period - k % period
         session.step(frames.frame(i), frames.mask(i), t=k / frames.fps, index=i)
-    return n / session.track_time_s, 1000 * (time.thread_time() - cpu0) / n, session.search_time_s
+    return n / session.track_time_s, 1000 * (time.thread_time() - cpu0) / n, session.search_time_s, n
 
 
 def run_service_benchmark(dataset: str | os.PathLike, config: ServiceBenchConfig = ServiceBenchConfig(),
@@ -118,7 +122,7 @@ def run_service_benchmark(dataset: str | os.PathLike, config: ServiceBenchConfig
     camera = source_camera(frames.meta, frames.width, frames.height)
     pipeline = PipelineConfig(hold_frames=0, track_size=config.track_size, corrupt_masks=config.corrupt_masks,
                               render=False)
-    reference_fps, reference_cpu_ms, _ = _reference(frames, robot, camera, pipeline, config.reference_frames)
+    reference_fps, reference_cpu_ms, _, _ = _reference(frames, robot, camera, pipeline, config.reference_frames)
 
     feed = RecordedFeed(frames, masks=frames.mask, realtime=True, loop=True, bounce=True)
     service = TrackingService(Capture(feed), robot, camera, pipeline, ServiceConfig(port=0))
@@ -159,8 +163,8 @@ def run_service_benchmark(dataset: str | os.PathLike, config: ServiceBenchConfig
     fast, slow = got["fast"], [frame for _, frame, _ in got["slow"]]
     # the tracker's own work at the service's skip: every stride-th frame, without the service
     stride = max(1, round(figures["frames_captured"] / max(figures["frames_tracked"], 1)))
-    stride_fps, stride_cpu_ms, stride_search_s = _reference(frames, robot, camera, pipeline,
-                                                            config.reference_frames, stride)
+    stride_fps, stride_cpu_ms, stride_search_s, stride_frames = _reference(frames, robot, camera, pipeline,
+                                                            config.reference_frames, stride, config.seconds / 2)
 
     lat = np.array([x[2] for x in fast], float)
     times = np.array([x[0] for x in fast], float) - t0
@@ -185,6 +189,7 @@ def run_service_benchmark(dataset: str | os.PathLike, config: ServiceBenchConfig
         "reference_fps": reference_fps,
         "reference_cpu_ms_per_frame": reference_cpu_ms,
         "reference_stride": stride,
+        "reference_frames_at_stride": stride_frames,
         "reference_fps_at_stride": stride_fps,
         "reference_cpu_ms_per_frame_at_stride": stride_cpu_ms,
         "reference_search_s_at_stride": stride_search_s,

@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 import pytest
+import torch
 from mcap.reader import make_reader
 
 from snaketrack.datasets.video import open_frames
@@ -439,9 +440,10 @@ def test_the_status_goes_on_while_the_tracker_is_inside_a_frame(dataset):
     source = PushSource(frames.width, frames.height, 30.0)
     service = TrackingService(source, load_robot("planar-snake-11"), Camera.from_meta(frames.meta), PIPELINE,
                               ServiceConfig(port=0, overlay_hz=0, status_hz=20.0))
-    released, track = threading.Event(), service.session.track
+    released, track, threads = threading.Event(), service.session.track, []
 
     def held_track(*args, **kw):  # the tracker stays inside the frame until the client has heard from it
+        threads.append(torch.get_num_threads())
         released.wait(60)
         return track(*args, **kw)
 
@@ -470,3 +472,4 @@ def test_the_status_goes_on_while_the_tracker_is_inside_a_frame(dataset):
         released.set()
         service.stop()
     assert len(heard) >= 3 and [s["frame"] for s in states] == [0]
+    assert threads == [torch.get_num_threads()]  # the tracker's thread keeps the process's thread policy

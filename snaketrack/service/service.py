@@ -8,8 +8,9 @@ MCAP). The stages overlap, each in a thread of its own: capture; preparing
 (undistorting, resizing and segmenting the newest captured frame,
 :meth:`~snaketrack.tracker.run.pipeline.TrackingSession.prepare`); tracking (the
 newest prepared frame); publishing (each tracked state, its overlay and
-forecast, in order, :class:`~snaketrack.tracker.run.overlap.WriteBehind`); and
-the SDK's server. Between capture and preparing, and between preparing and
+forecast, in order, :class:`~snaketrack.tracker.run.overlap.WriteBehind`); the
+status (at least ``status_hz`` a second, also while the tracker is inside a
+long frame); and the SDK's server. Between capture and preparing, and between preparing and
 tracking, one slot each holds the newest frame (:class:`LatestFrame`): a
 frame replaced before it was taken counts as dropped. ``snaketrack serve``
 runs one.

@@ -289,9 +289,11 @@ class TrackingService:
 
     def _status_loop(self) -> None:
         """Publish the status whenever ``1 / status_hz`` has passed without one, the tracker busy or not (a
-        pose search of seconds does not silence the service)."""
+        pose search of seconds does not silence the service), until the source's last frame is published."""
         period = 1.0 / self.config.status_hz
         while not self._stop.wait(max(0.01, self._last_status + period - time.monotonic())):
+            if self._done.is_set():
+                return
             if time.monotonic() - self._last_status >= period:
                 self._publish_status()
 

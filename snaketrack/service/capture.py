@@ -154,9 +154,9 @@ class RecordedFeed:
     forward, then backward, and so on: a loop with no jump, for soaks (needs random access, ``frame(i)``).
     max_frames: stop after this many frames (None: the source's end).
 
-    In real time, a folder source's frames are read (image and mask decoded) only when the tracker's side
-    takes them (:meth:`Frame.loaded`): the frames it skips cost nothing. A frame that cannot be read then
-    costs that frame (the service counts it in ``errors``).
+    In real time, a folder source's frames are read (image and mask decoded) only when the service's
+    preparing stage takes them (:meth:`Frame.loaded`): the frames it skips while busy cost nothing. A frame
+    that cannot be read then costs that frame (the service counts it in ``errors``).
     """
 
     live = False

@@ -12,6 +12,7 @@ frame rate. ``snaketrack bench service`` prints the figures as JSON.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,20 +41,41 @@ def rss_mb() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def thread_cpu_s() -> dict[str, float]:
+    """CPU time [s] (user + system) each thread of this process has used (Linux ``/proc``), by name: a Python
+    thread's own name, any other thread's (the Foxglove SDK's, torch's, OpenCV's workers) its system name,
+    threads of one name summed."""
+    names = {t.native_id: t.name for t in threading.enumerate()}
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[str, float] = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                stat = f.read()
+        except OSError:  # the thread ended meanwhile
+            continue
+        comm = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        name = names.get(int(tid), comm)
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
 def _client(url: str, delay_s: float, name: str, results, stop) -> None:
     """A client process: every state's (receipt time, frame, latency [ms]), spending ``delay_s`` [s] on each,
     until the service closes; a client with a delay also stops once ``stop`` is set. The fast client reads
-    to the close, so that it can be checked to get every state the service tracked."""
+    to the close, so that it can be checked to get every state the service tracked. Puts ``(name, states,
+    CPU time [s] the process used)``."""
     from snaketrack.service import RobotState, StateClient
     from snaketrack.service.messages import STATE
 
-    got, ready = [], False
+    got, ready, cpu0 = [], False, time.process_time()
     try:
         with StateClient(url) as client:
             for topic, msg, received in client.messages(timeout=10):
                 if not ready:  # the first message (a status) means the subscriptions are in place
                     results.put(("ready", name))
-                    ready = True
+                    ready, cpu0 = True, time.process_time()
                 if topic != STATE:
                     continue
                 s = RobotState.from_message(msg, received)
@@ -61,18 +83,28 @@ def _client(url: str, delay_s: float, name: str, results, stop) -> None:
                 if delay_s and stop.wait(delay_s):
                     break
     finally:
-        results.put((name, got))
+        results.put((name, got, time.process_time() - cpu0))
 
 
-def _reference_fps(frames, robot, camera, pipeline, n: int) -> float:
+def _reference(frames, robot, camera, pipeline, n: int, stride: int = 1,
+               max_s: float = float("inf")) -> tuple[float, float, float, int]:
+    """``n`` frames tracked without the service, every ``stride``-th of the clip played forward and back (as
+    the service plays it; its frame times), or fewer when ``max_s`` [s] of wall clock have passed: the
+    tracker's rate [1/s] (its own time, as the service's ``track_fps``), the CPU time [ms] a frame took in all
+    (reading, preparing, tracking), the time the pose searches took [s] and the frames tracked."""
     from snaketrack.tracker.run.pipeline import TrackingSession
 
     session = TrackingSession(robot, camera, frames.fps, pipeline).start()
-    for k, (i, rgb) in enumerate(frames.frames()):
-        if k >= n:
+    period = max(2 * len(frames) - 2, 1)
+    cpu0, t0 = time.thread_time(), time.monotonic()
+    for j in range(n):
+        if j >= 2 and time.monotonic() - t0 > max_s:
+            n = j
             break
-        session.step(rgb, frames.mask(i), index=i)
-    return min(n, len(frames)) / session.track_time_s
+        k = j * stride
+        i = k % period if k % period < len(frames) else period - k % period
+        session.step(frames.frame(i), frames.mask(i), t=k / frames.fps, index=i)
+    return n / session.track_time_s, 1000 * (time.thread_time() - cpu0) / n, session.search_time_s, n
 
 
 def run_service_benchmark(dataset: str | os.PathLike, config: ServiceBenchConfig = ServiceBenchConfig(),
@@ -90,7 +122,7 @@ def run_service_benchmark(dataset: str | os.PathLike, config: ServiceBenchConfig
     camera = source_camera(frames.meta, frames.width, frames.height)
     pipeline = PipelineConfig(hold_frames=0, track_size=config.track_size, corrupt_masks=config.corrupt_masks,
                               render=False)
-    reference_fps = _reference_fps(frames, robot, camera, pipeline, config.reference_frames)
+    reference_fps, reference_cpu_ms, _, _ = _reference(frames, robot, camera, pipeline, config.reference_frames)
 
     feed = RecordedFeed(frames, masks=frames.mask, realtime=True, loop=True, bounce=True)
     service = TrackingService(Capture(feed), robot, camera, pipeline, ServiceConfig(port=0))
@@ -106,8 +138,9 @@ def run_service_benchmark(dataset: str | os.PathLike, config: ServiceBenchConfig
         c.start()
     for _ in clients:  # both clients subscribed before the first frame
         results.get(timeout=120)
-    service.start_capture()
+    cpu0 = thread_cpu_s()
     t0 = time.time()
+    service.start_capture()
     samples: list[tuple[float, float]] = []
     from tqdm import tqdm
 
@@ -118,12 +151,20 @@ def run_service_benchmark(dataset: str | os.PathLike, config: ServiceBenchConfig
             bar.n = min(int(elapsed), int(config.seconds))
             bar.refresh()
     last_tracked = service.frames_tracked
+    cpu1 = thread_cpu_s()
     stop.set()
     figures = service.stop()
-    got = dict(results.get(timeout=60) for _ in clients)
+    got, client_cpu = {}, {}
+    for _ in clients:
+        name, states, cpu = results.get(timeout=60)
+        got[name], client_cpu[f"client-{name}"] = states, cpu
     for c in clients:
         c.join(timeout=10)
     fast, slow = got["fast"], [frame for _, frame, _ in got["slow"]]
+    # the tracker's own work at the service's skip: every stride-th frame, without the service
+    stride = max(1, round(figures["frames_captured"] / max(figures["frames_tracked"], 1)))
+    stride_fps, stride_cpu_ms, stride_search_s, stride_frames = _reference(frames, robot, camera, pipeline,
+                                                            config.reference_frames, stride, config.seconds / 2)
 
     lat = np.array([x[2] for x in fast], float)
     times = np.array([x[0] for x in fast], float) - t0
@@ -136,13 +177,28 @@ def run_service_benchmark(dataset: str | os.PathLike, config: ServiceBenchConfig
     rss = np.array([s[1] for s in samples])
     warm = rss[rss_t >= tenth] if np.any(rss_t >= tenth) else rss
     first_slow = slow[0] if slow else 0
+    per_state = 1000 / max(last_tracked, 1)
+    cpu = {name: cpu1[name] - cpu0.get(name, 0.0) for name in cpu1}
+    cpu.update(client_cpu)
+    cpu_ms = {name: round(s * per_state, 2) for name, s in sorted(cpu.items(), key=lambda x: -x[1]) if s > 0}
     result = {
         "seconds": float(config.seconds),
         "frames_captured": figures["frames_captured"],
         "frames_tracked": figures["frames_tracked"],
         "fps": figures["frames_tracked"] / config.seconds,
         "reference_fps": reference_fps,
+        "reference_cpu_ms_per_frame": reference_cpu_ms,
+        "reference_stride": stride,
+        "reference_frames_at_stride": stride_frames,
+        "reference_fps_at_stride": stride_fps,
+        "reference_cpu_ms_per_frame_at_stride": stride_cpu_ms,
+        "reference_search_s_at_stride": stride_search_s,
+        "first_state_s": float(times[0]) if times.size else float("nan"),
+        "first_state_s_in_service": figures.get("first_state_s"),
+        "cpu_ms_per_state": cpu_ms,
+        "cpu_ms_per_state_total": round(sum(cpu_ms.values()), 2),
         "track_fps_in_service": figures["track_fps"],
+        "search_s_in_service": service.session.search_time_s,
         "frames_dropped": figures["frames_dropped"],
         "latency_ms_p50": float(np.percentile(lat, 50)) if lat.size else float("nan"),
         "latency_ms_p95": float(np.percentile(lat, 95)) if lat.size else float("nan"),

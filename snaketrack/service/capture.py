@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
 import numpy as np
@@ -38,14 +38,24 @@ class Frame:
     rgb: RGB uint8 (H, W, 3). capture_time: wall-clock time it was captured [s since the epoch].
     mask: the observed mask, bool (H, W), when the source gives one (else the segmenter's).
     up: the world's up direction in the camera frame (3,), when known.
+    read: for a frame of a recording not yet read, ``() -> (rgb, mask)`` (``rgb`` is None until then):
+        :meth:`loaded` reads it.
     """
 
     index: int
     t: float
-    rgb: np.ndarray
+    rgb: Optional[np.ndarray]
     capture_time: float
     mask: Optional[np.ndarray] = None
     up: Optional[np.ndarray] = None
+    read: Optional[Callable[[], tuple]] = None
+
+    def loaded(self) -> "Frame":
+        """The frame with its pixels and mask read (itself when they are)."""
+        if self.read is None:
+            return self
+        rgb, mask = self.read()
+        return replace(self, rgb=rgb, mask=mask, read=None)
 
 
 class SourceDropped(Exception):
@@ -143,6 +153,10 @@ class RecordedFeed:
     loop: start again at the end (indices and times count on). bounce: with ``loop``, play a folder source
     forward, then backward, and so on: a loop with no jump, for soaks (needs random access, ``frame(i)``).
     max_frames: stop after this many frames (None: the source's end).
+
+    In real time, a folder source's frames are read (image and mask decoded) only when the service's
+    preparing stage takes them (:meth:`Frame.loaded`): the frames it skips while busy cost nothing. A frame
+    that cannot be read then costs that frame (the service counts it in ``errors``).
     """
 
     live = False
@@ -165,13 +179,14 @@ class RecordedFeed:
         if self.max_frames is not None and self._n >= self.max_frames:
             return None
         if self._iter is None:
-            self._iter = self._bounced() if self.bounce and self.loop else self.source.frames()
+            self._iter = self._bounced() if self.bounce and self.loop else \
+                self._indices() if self._lazy else self.source.frames()
         item = next(self._iter, None)
         if item is None:
             if not self.loop or self._n == 0:
                 return None
             self._offset = self._n
-            self._iter = self.source.frames()
+            self._iter = self._indices() if self._lazy else self.source.frames()
             item = next(self._iter, None)
             if item is None:
                 return None
@@ -187,9 +202,26 @@ class RecordedFeed:
             if wait > 0:
                 time.sleep(wait)
         self._n += 1
-        mask = self.masks(i) if self.masks is not None else None
         up = self.up(i) if self.up is not None else None
+        if rgb is None:  # read when taken
+            return Frame(index, t, None, time.time(), None, up, read=lambda i=i: self._read(i))
+        mask = self.masks(i) if self.masks is not None else None
         return Frame(index, t, rgb, time.time(), mask, up)
+
+    @property
+    def _lazy(self) -> bool:
+        return self.realtime and hasattr(self.source, "frame")
+
+    def _read(self, i: int) -> tuple:
+        """Source frame ``i``'s RGB (checked against the source's size) and mask."""
+        rgb = self.source.frame(i)
+        if rgb.shape[:2] != (self.height, self.width):
+            raise InputError(f"frame {i}: size {rgb.shape[1]}x{rgb.shape[0]}; expected {self.width}x{self.height}")
+        return rgb, self.masks(i) if self.masks is not None else None
+
+    def _indices(self):
+        for i in range(len(self.source)):
+            yield i, None
 
     def _bounced(self):
         n = len(self.source)
@@ -198,7 +230,7 @@ class RecordedFeed:
         while True:
             i = k % period
             i = i if i < n else period - i
-            yield k, self.source.frame(i), i
+            yield k, None if self._lazy else self.source.frame(i), i
             k += 1
 
     def restart_clock(self) -> None:

@@ -4,6 +4,10 @@ Both sinks take the same logging calls (one :class:`foxglove.Context` per
 publisher), so a recording holds exactly what the clients saw. The topics and
 their frames are in :mod:`snaketrack.service.messages`.
 
+Work for no one: a topic that no client subscribes to and no recording
+takes is neither built nor logged (the SDK's ``Channel.has_sinks``), so the
+overlay is drawn and JPEG-encoded only while someone watches it.
+
 Backpressure: the SDK gives each client its own queue of ``client_queue``
 messages and drops the oldest when a client does not keep up, so a slow
 client loses old messages without slowing the tracker or the other clients.
@@ -74,6 +78,7 @@ class Publisher:
         self.client_queue, self.overlay_hz = int(client_queue), float(overlay_hz)
         self.server = self.gate = self.writer = None
         self._last_overlay = -np.inf
+        self.overlays = 0  # overlay images drawn
         self._last_flush = time.monotonic()
         self.linger_s = float(linger_s)
         self._subscriptions = _Subscriptions()
@@ -155,7 +160,8 @@ class Publisher:
                 reading_settled: bool = True) -> float:
         """Publish one :class:`~snaketrack.tracker.run.pipeline.FrameResult` captured at ``capture_time``
         [s since the epoch]; ``reading_settled``: whether the tracker has settled which end is the head.
-        Returns the capture-to-publish latency [ms]."""
+        Only the topics a client subscribes to (or the recording takes) are built and logged: with no one on
+        ``/camera/overlay`` no overlay is drawn. Returns the capture-to-publish latency [ms]."""
         # deferred: optional, the service extra
         from foxglove.messages import CompressedImage, FrameTransform, FrameTransforms, PoseInFrame, Timestamp
 
@@ -163,30 +169,43 @@ class Publisher:
         ns = int(round(capture_time * 1e9))
         stamp = Timestamp(sec=ns // 1_000_000_000, nsec=ns % 1_000_000_000)
         ch = self.channels
-        ch[m.JOINT_STATES].log(m.joint_state_message(state, capture_time), log_time=ns)
-        head_R = np.asarray(state.base_rotation, float)
-        ch[m.BASE_POSE].log(PoseInFrame(timestamp=stamp, frame_id=m.CAMERA_FRAME,
-                                        pose=_pose(state.base_position, state.base_rotation)), log_time=ns)
-        ch[m.HEAD_POSE].log(PoseInFrame(timestamp=stamp, frame_id=m.CAMERA_FRAME,
-                                        pose=_pose(state.head, _head_rotation(self.robot, state, head_R))),
-                            log_time=ns)
-        transforms = [FrameTransform(timestamp=stamp, parent_frame_id=p, child_frame_id=c,
-                                     translation=_vector(t), rotation=_quaternion(R))
-                      for p, c, t, R in m.link_transforms(self.robot, state)]
-        if up is not None and np.all(np.isfinite(up)):
+        wanted = {topic for topic, channel in ch.items() if channel.has_sinks()}  # subscribed or recorded
+        if m.JOINT_STATES in wanted:
+            ch[m.JOINT_STATES].log(m.joint_state_message(state, capture_time), log_time=ns)
+        head_R = _head_rotation(self.robot, state, np.asarray(state.base_rotation, float)) \
+            if wanted & {m.HEAD_POSE, m.GROUND_HEAD_POSE} else None
+        if m.BASE_POSE in wanted:
+            ch[m.BASE_POSE].log(PoseInFrame(timestamp=stamp, frame_id=m.CAMERA_FRAME,
+                                            pose=_pose(state.base_position, state.base_rotation)), log_time=ns)
+        if m.HEAD_POSE in wanted:
+            ch[m.HEAD_POSE].log(PoseInFrame(timestamp=stamp, frame_id=m.CAMERA_FRAME,
+                                            pose=_pose(state.head, head_R)),
+                                log_time=ns)
+        transforms = []
+        if m.TF in wanted:
+            transforms = [FrameTransform(timestamp=stamp, parent_frame_id=p, child_frame_id=c,
+                                         translation=_vector(t), rotation=_quaternion(R))
+                          for p, c, t, R in m.link_transforms(self.robot, state)]
+        if up is not None and np.all(np.isfinite(up)) and wanted & {m.TF, m.GROUND_BASE_POSE, m.GROUND_HEAD_POSE}:
             L = m.level_rotation(up)
-            transforms.append(FrameTransform(timestamp=stamp, parent_frame_id=m.GROUND_FRAME,
-                                             child_frame_id=m.CAMERA_FRAME, translation=_vector(np.zeros(3)),
-                                             rotation=_quaternion(L)))
-            ch[m.GROUND_BASE_POSE].log(PoseInFrame(timestamp=stamp, frame_id=m.GROUND_FRAME,
-                                                   pose=_pose(L @ state.base_position, L @ state.base_rotation)),
-                                       log_time=ns)
-            ch[m.GROUND_HEAD_POSE].log(PoseInFrame(timestamp=stamp, frame_id=m.GROUND_FRAME,
-                                                   pose=_pose(L @ state.head, L @ head_R)), log_time=ns)
-        ch[m.TF].log(FrameTransforms(transforms=transforms), log_time=ns)
+            if m.TF in wanted:
+                transforms.append(FrameTransform(timestamp=stamp, parent_frame_id=m.GROUND_FRAME,
+                                                 child_frame_id=m.CAMERA_FRAME, translation=_vector(np.zeros(3)),
+                                                 rotation=_quaternion(L)))
+            if m.GROUND_BASE_POSE in wanted:
+                ch[m.GROUND_BASE_POSE].log(PoseInFrame(timestamp=stamp, frame_id=m.GROUND_FRAME,
+                                                       pose=_pose(L @ state.base_position,
+                                                                  L @ state.base_rotation)), log_time=ns)
+            if m.GROUND_HEAD_POSE in wanted:
+                ch[m.GROUND_HEAD_POSE].log(PoseInFrame(timestamp=stamp, frame_id=m.GROUND_FRAME,
+                                                       pose=_pose(L @ state.head, L @ head_R)),
+                                           log_time=ns)
+        if m.TF in wanted:
+            ch[m.TF].log(FrameTransforms(transforms=transforms), log_time=ns)
         now = time.monotonic()
-        if self.overlay_hz > 0 and now - self._last_overlay >= 1.0 / self.overlay_hz:
+        if self.overlay_hz > 0 and m.OVERLAY in wanted and now - self._last_overlay >= 1.0 / self.overlay_hz:
             self._last_overlay = now
+            self.overlays += 1
             image = overlay_frame(result, self.robot, self.K)
             ok, jpeg = cv2.imencode(".jpg", cv2.cvtColor(image, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, 80])
             if ok:
@@ -194,9 +213,10 @@ class Publisher:
                                                   format="jpeg"), log_time=ns)
 
         published = time.time()  # the forecast's time: the state as it stands when a client gets it
-        predicted = forecast(state, self.robot, max(0.0, published - capture_time))
-        ch[m.STATE].log(m.state_message(result.row, state, capture_time, published, reading_settled, predicted),
-                        log_time=ns)
+        if m.STATE in wanted:
+            predicted = forecast(state, self.robot, max(0.0, published - capture_time))
+            ch[m.STATE].log(m.state_message(result.row, state, capture_time, published, reading_settled, predicted),
+                            log_time=ns)
         self.flush()
         return 1000.0 * (published - capture_time)
 

@@ -8,8 +8,9 @@ MCAP). The stages overlap, each in a thread of its own: capture; preparing
 (undistorting, resizing and segmenting the newest captured frame,
 :meth:`~snaketrack.tracker.run.pipeline.TrackingSession.prepare`); tracking (the
 newest prepared frame); publishing (each tracked state, its overlay and
-forecast, in order, :class:`~snaketrack.tracker.run.overlap.WriteBehind`); and
-the SDK's server. Between capture and preparing, and between preparing and
+forecast, in order, :class:`~snaketrack.tracker.run.overlap.WriteBehind`); the
+status (at least ``status_hz`` a second, also while the tracker is inside a
+long frame); and the SDK's server. Between capture and preparing, and between preparing and
 tracking, one slot each holds the newest frame (:class:`LatestFrame`): a
 frame replaced before it was taken counts as dropped. ``snaketrack serve``
 runs one.
@@ -107,6 +108,8 @@ class TrackingService:
         self.state = "waiting"
         self.clean = True  # every thread ended when stopped
         self.first_tracked = threading.Event()  # the first frame is tracked (its search done)
+        self.first_state_s: Optional[float] = None  # from the capture's start to the first state published [s]
+        self._capture_started: Optional[float] = None
         self.prepared = LatestFrame()  # the newest prepared frame, waiting for the tracker
         self._paced = bool(getattr(source, "paced", False))  # a recording at the tracker's pace: nothing dropped
         self._last: dict[str, Any] = {}
@@ -114,6 +117,8 @@ class TrackingService:
         self._done = threading.Event()
         self._prepare_thread = threading.Thread(target=self._prepare_loop, name="snaketrack-prepare", daemon=True)
         self._thread = threading.Thread(target=self._run, name="snaketrack-track", daemon=True)
+        self._status_thread = threading.Thread(target=self._status_loop, name="snaketrack-status", daemon=True)
+        self._last_status = time.monotonic()
         self._behind = None
         self._started = self._stopped = False
         self._figures: Optional[dict] = None
@@ -134,19 +139,32 @@ class TrackingService:
 
     def start(self, capture: bool = True) -> "TrackingService":
         """Start the server and the preparing, tracking and publishing threads, and the capture unless
-        ``capture`` is False (then :meth:`start_capture` starts it, e.g. once the clients are connected)."""
+        ``capture`` is False (then :meth:`start_capture` starts it, e.g. once the clients are connected).
+        The capture and the preparing stage start before the tracker is built, so that the first frame is
+        read and prepared (segmented) meanwhile."""
         self.publisher.start()
-        self.session.start()
         self._started = True
         self._publish_status()
         self._behind = WriteBehind(self._publish, depth=8, name="snaketrack-publish")
         self._prepare_thread.start()
-        self._thread.start()
         if capture:
             self.start_capture()
+        try:
+            self.session.start()
+        except BaseException:  # nothing left running
+            self._stop.set()
+            self.prepared.close()
+            self.source.stop()
+            self._behind.close(self.stop_timeout_s)
+            self.publisher.close()
+            self._stopped = True
+            raise
+        self._thread.start()
+        self._status_thread.start()
         return self
 
     def start_capture(self) -> None:
+        self._capture_started = time.monotonic()
         self.source.start()
 
     def wait(self, timeout: Optional[float] = None) -> bool:
@@ -165,7 +183,7 @@ class TrackingService:
         stop_source = threading.Thread(target=self.source.stop, name="snaketrack-stop-capture", daemon=True)
         stop_source.start()  # a capture blocked in a read must not hold the rest up
         if self._started:
-            for thread in (self._prepare_thread, self._thread):
+            for thread in (self._prepare_thread, self._thread, self._status_thread):
                 thread.join(max(0.0, deadline - time.monotonic()))
             # the publisher is closed only behind an ended tracker: one still inside a frame would put to it
             self.clean = not self._thread.is_alive() and not self._prepare_thread.is_alive() and \
@@ -193,6 +211,7 @@ class TrackingService:
                         break
                     continue
                 try:
+                    frame = frame.loaded()
                     prepared = self.session.prepare(frame.rgb, frame.mask, frame.index)
                 except Exception as e:  # a bad frame costs that frame, not the service
                     self._fail(frame, e)
@@ -205,7 +224,6 @@ class TrackingService:
 
     def _run(self) -> None:
         period = 1.0 / self.config.status_hz
-        last_status = time.monotonic()
         try:
             while not self._stop.is_set():
                 item = self.prepared.take(timeout=period)
@@ -214,14 +232,11 @@ class TrackingService:
                         break
                     if self.source.status != "live":
                         self.state = self.source.status
-                    self._publish_status()
-                    last_status = time.monotonic()
                     continue
                 before = self.state
                 self._track(*item)
-                if self.state != before or time.monotonic() - last_status >= period:  # a change is told at once
+                if self.state != before:  # a change is told at once
                     self._publish_status()
-                    last_status = time.monotonic()
         finally:
             self.first_tracked.set()  # a recording's clock is not held by a tracker that has ended
             if self._behind is not None:
@@ -264,13 +279,26 @@ class TrackingService:
             self.last_error = f"frame {r.index}: publishing: {e}"
             return
         self.latencies_ms.append(latency)
+        if self.first_state_s is None and self._capture_started is not None:
+            self.first_state_s = time.monotonic() - self._capture_started
         self._last = {"frame": r.index, "iou": float(r.state.iou), "latency_ms": latency}
 
     def _source_status(self, status: str) -> None:
         if self._started and not self._stopped:
             self._publish_status()
 
+    def _status_loop(self) -> None:
+        """Publish the status whenever ``1 / status_hz`` has passed without one, the tracker busy or not (a
+        pose search of seconds does not silence the service), until the source's last frame is published."""
+        period = 1.0 / self.config.status_hz
+        while not self._stop.wait(max(0.01, self._last_status + period - time.monotonic())):
+            if self._done.is_set():
+                return
+            if time.monotonic() - self._last_status >= period:
+                self._publish_status()
+
     def _publish_status(self) -> None:
+        self._last_status = time.monotonic()
         fields = dict(state=self.state, source=self.source.status, frames_captured=self.source.slot.captured,
                       frames_tracked=self.frames_tracked, frames_dropped=self.frames_dropped,
                       reconnects=self.source.reconnects, **self._last)
@@ -288,13 +316,15 @@ class TrackingService:
     def figures(self) -> dict:
         """``frames_captured``, ``frames_tracked``, ``frames_dropped``, ``reconnects``, ``errors`` (frames the
         tracker failed on and frames the source could not give),
-        ``track_fps`` (the tracker's own rate, searches included [1/s]) and the capture-to-publish latency
-        percentiles ``latency_ms_p50/p95/max``."""
+        ``track_fps`` (the tracker's own rate, searches included [1/s]), ``first_state_s`` (from the
+        capture's start to the first state published [s]: the first frame read and prepared, its pose searched
+        and published; None before) and the capture-to-publish latency percentiles ``latency_ms_p50/p95/max``."""
         lat = np.asarray(self.latencies_ms, float)
         pct = (lambda p: float(np.percentile(lat, p))) if lat.size else (lambda p: float("nan"))
         return {"frames_captured": self.source.slot.captured, "frames_tracked": self.frames_tracked,
                 "frames_dropped": self.frames_dropped, "reconnects": self.source.reconnects,
                 "errors": self.errors + getattr(self.source, "failed", 0),
                 "track_fps": self.frames_tracked / self.session.track_time_s if self.session.track_time_s else 0.0,
+                "first_state_s": self.first_state_s,
                 "latency_ms_p50": pct(50), "latency_ms_p95": pct(95),
                 "latency_ms_max": float(lat.max()) if lat.size else float("nan")}

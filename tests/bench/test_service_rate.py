@@ -21,3 +21,33 @@ def test_a_short_soak_prints_latency_drops_and_memory(tmp_path, capsys, run_benc
     assert out["slow_client_states"] + out["slow_client_drops"] <= out["frames_tracked"]
     assert out["slow_client_states"] <= out["fast_client_states"]
     assert (tmp_path / "out" / "soak.png").is_file()
+    # where the CPU went: the tracker's thread and both clients are named; the reference at the service's skip
+    assert out["cpu_ms_per_state"]["snaketrack-track"] > 0 and out["cpu_ms_per_state_total"] > 0
+    assert {"client-fast", "client-slow"} <= set(out["cpu_ms_per_state"])
+    assert out["first_state_s_in_service"] > 0 and out["first_state_s"] > 0
+    assert out["reference_stride"] >= 1 and out["reference_fps_at_stride"] > 0
+    assert out["reference_frames_at_stride"] >= 2
+
+
+def test_thread_cpu_is_told_by_thread_name():
+    import threading
+    import time
+
+    from snaketrack.bench.service_rate import thread_cpu_s
+
+    spent, done = [], threading.Event()
+
+    def spin():  # busy until this thread has used 0.1 s of CPU by its own clock, then wait to be read
+        while time.thread_time() < 0.1:
+            pass
+        spent.append(time.thread_time())
+        done.wait(30)
+
+    t = threading.Thread(target=spin, name="spinner")
+    t.start()
+    while not spent:
+        time.sleep(0.01)
+    cpu = thread_cpu_s()
+    done.set()
+    t.join()
+    assert abs(cpu["spinner"] - spent[0]) <= 0.03  # /proc's clock ticks against the thread's own clock

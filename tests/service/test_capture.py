@@ -188,3 +188,32 @@ def test_a_recording_in_real_time_without_a_hold_does_not_wait(tmp_path):
     cap.start()
     cap._thread.join(30)  # nobody takes the frames: it plays on regardless
     assert cap.status == "ended" and cap.slot.captured == 3 and cap.slot.take(0).index == 2
+
+
+@pytest.mark.parametrize("realtime", [True, False])
+def test_a_recording_in_real_time_reads_only_the_frames_taken_and_at_its_pace_reads_each(tmp_path, realtime):
+    for i in range(5):
+        cv2.imwrite(str(tmp_path / f"{i:03d}.png"), np.full((4, 6, 3), 10 * i, np.uint8))
+    frames = open_frames(tmp_path)
+    reads, read_frame = [], frames.frame
+    frames.frame = lambda i: reads.append(i) or read_frame(i)
+    masks = []
+    cap = Capture(RecordedFeed(frames, masks=lambda i: masks.append(i) or np.full((4, 6), i % 2 == 0),
+                               realtime=realtime))
+    cap.start()
+    taken = []
+    if realtime:
+        cap._thread.join(30)  # nobody takes the frames while it plays: four are skipped unread
+        assert cap.slot.captured == 5 and cap.slot.dropped == 4 and reads == [] and masks == []
+        taken.append(cap.slot.take(0))
+    else:  # each frame waits for the last to be taken, read as it is delivered
+        while (f := cap.slot.take(5)) is not None:
+            assert f.read is None and f.rgb is not None
+            taken.append(f)
+    cap.stop()
+    got = [f.loaded() for f in taken]
+    assert [f.index for f in got] == ([4] if realtime else list(range(5)))
+    assert reads == masks == [f.index for f in got]
+    for f in got:  # the pixels and the mask as the files hold them
+        np.testing.assert_array_equal(f.rgb, cv2.imread(str(tmp_path / f"{f.index:03d}.png"))[..., ::-1])
+        np.testing.assert_array_equal(f.mask, np.full((4, 6), f.index % 2 == 0))

@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 import pytest
+import torch
 from mcap.reader import make_reader
 
 from snaketrack.datasets.video import open_frames
@@ -379,3 +380,96 @@ def test_a_short_recording_in_real_time_has_its_first_frame_and_more_tracked_and
     assert [s.frame for s in got] == sorted(s.frame for s in got)  # published in frame order
     assert got[-1].frame == len(frames) - 1  # the last one kept for the tracker
     assert all(s.predicted_time is not None and s.predicted_dt >= 0 for s in got if s.qdot is not None)
+
+
+def _run_with_client(dataset, topics, config):
+    """Serve the dataset at the tracker's pace to one client subscribed to ``topics``; the service and what the
+    client got, ``(topic, message)`` in order."""
+    service = _service(dataset, config)
+    got = []
+
+    def collect():
+        with StateClient(service.url, topics=topics) as client:
+            got.extend((topic, msg) for topic, msg, _ in client.messages(timeout=60))  # past a slow search
+
+    service.start(capture=False)
+    client = threading.Thread(target=collect)
+    client.start()
+    _wait_subscribed(service, len(topics))
+    service.start_capture()
+    assert service.wait(120)
+    figures = service.stop()
+    client.join(30)
+    return service, figures, got
+
+
+@pytest.mark.parametrize("watched", [False, True])
+def test_the_overlay_is_drawn_only_while_a_client_subscribes_to_it_and_every_frame_gets_its_state(dataset,
+                                                                                                   watched):
+    import cv2
+
+    topics = (m.STATE, m.STATUS) + ((m.OVERLAY,) if watched else ())
+    service, figures, got = _run_with_client(dataset, topics, ServiceConfig(port=0, overlay_hz=1000.0))
+    states = [msg for topic, msg in got if topic == m.STATE]
+    assert figures["frames_tracked"] == N and [s["frame"] for s in states] == list(range(N))
+    images = [msg for topic, msg in got if topic == m.OVERLAY]
+    if not watched:
+        assert service.publisher.overlays == 0 and not images
+        return
+    assert service.publisher.overlays == N and len(images) == N  # at 1000/s: one per tracked frame
+    jpeg = images[0][images[0].index(b"\xff\xd8\xff"):]  # the CompressedImage's data field: a JPEG
+    image = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
+    assert image is not None and image.shape[:2] == service.session.size[::-1]
+
+
+def test_the_first_state_time_runs_from_the_capture_start_to_the_first_publish(dataset):
+    service = _service(dataset, ServiceConfig(port=0))
+    t0 = time.monotonic()
+    service.start()
+    assert service.wait(120)
+    elapsed = time.monotonic() - t0
+    figures = service.stop()
+    assert figures["frames_tracked"] == N
+    assert 0 < figures["first_state_s"] <= elapsed
+
+
+def test_the_status_goes_on_while_the_tracker_is_inside_a_frame(dataset):
+    """A frame the tracker takes long on (the first frame's pose search on a loaded CPU) does not silence the
+    service: the status keeps coming, so a client waiting with a timeout does not give up."""
+    frames = open_frames(dataset)
+    source = PushSource(frames.width, frames.height, 30.0)
+    service = TrackingService(source, load_robot("planar-snake-11"), Camera.from_meta(frames.meta), PIPELINE,
+                              ServiceConfig(port=0, overlay_hz=0, status_hz=20.0))
+    released, track, threads = threading.Event(), service.session.track, []
+
+    def held_track(*args, **kw):  # the tracker stays inside the frame until the client has heard from it
+        threads.append(torch.get_num_threads())
+        released.wait(60)
+        return track(*args, **kw)
+
+    service.session.track = held_track
+    service.start()
+    heard, states = [], []
+
+    def listen():
+        with StateClient(service.url) as client:
+            for topic, msg, _ in client.messages(timeout=60):
+                if topic == m.STATE:
+                    states.append(msg)
+                    return
+                if msg["frames_captured"] == 1 and msg["frames_tracked"] == 0:  # while the frame is tracked
+                    heard.append(msg)
+                    if len(heard) == 3:
+                        released.set()
+
+    t = threading.Thread(target=listen)
+    t.start()
+    try:
+        _wait_subscribed(service, 2)
+        source.push(frames.frame(0), frames.mask(0))
+        t.join(120)
+    finally:
+        released.set()
+        service.stop()
+    assert len(heard) >= 3 and [s["frame"] for s in states] == [0]
+    assert threads == [torch.get_num_threads()]  # the tracker's thread keeps the process's thread policy

@@ -13,7 +13,13 @@ Usage::
         [--robot planar-snake-11] [--seconds 60] [--track-size 640x360] [--out bench_out/service]
 
 The result has ``latency_ms_p50``,
-``latency_ms_p95``, ``fps``, ``frames_dropped``, ``slow_client_drops``, ``rss_mb_start`` and ``rss_mb_end``.
+``latency_ms_p95``, ``fps``, ``frames_dropped``, ``slow_client_drops``, ``rss_mb_start`` and ``rss_mb_end``;
+``first_state_s`` (from the capture's start to the fast client's first state [s]); ``cpu_ms_per_state``, the
+CPU time [ms] each thread of the service (by name) and each client process spent per tracked state over the
+run, beside ``reference_cpu_ms_per_frame`` (reading, preparing and tracking a frame without the service);
+``reference_fps_at_stride``, ``reference_cpu_ms_per_frame_at_stride`` and ``reference_search_s_at_stride``:
+the same reference tracking every ``reference_stride``-th frame, the service's own share of the frames
+(captured / tracked), in the same process after the run: the tracker's work at the skip the service had.
 """
 from __future__ import annotations
 

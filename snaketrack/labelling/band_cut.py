@@ -58,6 +58,17 @@ class BandConfig:
     min_keep: float = 0.3
     colour_bins: int = 16
     colour_min_count: int = 3
+    occluder_frac: float = 0.4
+    occluder_near_px: int = 2
+    occluder_area: float = 1.0
+    cover_frac: float = 1.5
+    max_cover: float = 0.5
+    extend_frac: float = 2.0
+    bridge_frac: float = 0.5
+    ground_frac: float = 3.0
+    thick_frac: float = 1.25
+    wide_frac: float = 1.6
+    width_rate: float = 0.05
 
     def __post_init__(self) -> None:
         if not self.band_frac >= 0:
@@ -95,6 +106,168 @@ def band_px(silhouette: np.ndarray, config: BandConfig = BandConfig()) -> int:
     return int(np.clip(round(w), config.min_band_px, config.max_band_px))
 
 
+def occluders(cut: np.ndarray, silhouette: np.ndarray, config: BandConfig = BandConfig()) -> np.ndarray:
+    """The things in front of or against the body that a cut took in: bool (H, W). cut, silhouette: bool
+    (H, W).
+
+    The cut's pixels farther than ``occluder_near_px`` from the silhouette are its excess; the pieces of it an
+    opening by a square ``occluder_frac`` of the body's width (:func:`body_width_px`) on a side keeps, each of
+    at least ``occluder_area`` body widths squared, are things wider than the body reaches (a shoe, a leg):
+    the occluder. Where it covers (:func:`covered_by`) more than ``max_cover`` of the silhouette, nothing is
+    an occluder (a shadow along the whole body).
+
+    >>> sil = np.zeros((60, 200), bool); sil[30:40, 10:190] = True            # a body 10 px wide
+    >>> cut = sil.copy(); cut[5:40, 90:110] = True                             # a leg 20 px wide over it
+    >>> cut[40:43, 10:60] = True                                               # a 3-px ribbon beside it
+    >>> occ = occluders(cut, sil); cov = covered_by(occ, sil)
+    >>> int(occ.sum()), int(occ[5:28, 90:110].sum()), bool(cov[30:40, 95:105].all()), bool(cov[:, :60].any())
+    (460, 460, True, False)
+    """
+    sil = np.asarray(silhouette, bool)
+    none = np.zeros_like(sil)
+    w = body_width_px(sil)
+    side = 2 * max(1, int(round(config.occluder_frac * w / 2))) + 1  # odd: the opening is centred
+    excess = np.asarray(cut, bool) & ~dilate_mask(sil, config.occluder_near_px)
+    if w <= 0 or np.count_nonzero(excess) < side * side:
+        return none
+    thick = cv2.morphologyEx(excess.view(np.uint8), cv2.MORPH_OPEN, np.ones((side, side), np.uint8))
+    n, lab, stats, _ = cv2.connectedComponentsWithStats(thick, connectivity=8)
+    big = np.flatnonzero(stats[:, cv2.CC_STAT_AREA] >= config.occluder_area * w * w)
+    big = big[big > 0]
+    if not len(big):
+        return none
+    occ = np.isin(lab, big)
+    if np.count_nonzero(covered_by(occ, sil, config)) > config.max_cover * np.count_nonzero(sil):
+        return none
+    return occ
+
+
+def covered_by(occluder: np.ndarray, silhouette: np.ndarray, config: BandConfig = BandConfig()) -> np.ndarray:
+    """The silhouette's pixels an occluder (:func:`occluders`) may hide: those within ``cover_frac`` of the
+    body's width (:func:`body_width_px`) and ``occluder_near_px`` of it; bool (H, W) each. A leg over the
+    body hides what lies under it; what shows beside it has the robot's colours, which the band cut finds."""
+    sil = np.asarray(silhouette, bool)
+    occ = np.asarray(occluder, bool)
+    if not occ.any():
+        return np.zeros_like(sil)
+    return sil & dilate_mask(occ, int(round(config.cover_frac * body_width_px(sil))) + config.occluder_near_px)
+
+
+def foreign(rgb: np.ndarray, mask: np.ndarray, colours: Optional[np.ndarray], silhouette: np.ndarray,
+            config: BandConfig = BandConfig()) -> np.ndarray:
+    """The pieces of ``mask`` whose colours the robot does not have (``colours``, :func:`robot_colours`; None:
+    none) and that an opening by a square ``occluder_frac`` of the body's width (``silhouette``'s,
+    :func:`body_width_px`) on a side keeps: a white shoe, not a highlight or a blurred edge. rgb: uint8
+    (H, W, 3); mask, silhouette: bool (H, W); bool (H, W).
+
+    >>> img = np.full((40, 120, 3), 120, np.uint8); img[15:25, 10:110] = (230, 120, 20)   # an orange bar
+    >>> img[10:30, 60:80] = 250; img[15, 30] = 250            # a white block over it, a white speck on it
+    >>> m = np.zeros((40, 120), bool); m[15:25, 10:110] = True; m[10:30, 60:80] = True
+    >>> table = np.zeros(16 ** 3, bool); table[_colour_index(img[20:21, 20:21], 16)] = True
+    >>> np.argwhere(foreign(img, m, table, m)).min(0).tolist(), int(foreign(img, m, table, m).sum())
+    ([10, 60], 400)
+    """
+    m = np.asarray(mask, bool)
+    if colours is None or not m.any():
+        return np.zeros_like(m)
+    odd = m & ~colours[_colour_index(rgb, config.colour_bins)]
+    side = 2 * max(1, int(round(config.occluder_frac * body_width_px(silhouette) / 2))) + 1
+    return cv2.morphologyEx(odd.view(np.uint8), cv2.MORPH_OPEN, np.ones((side, side), np.uint8)) > 0
+
+
+def own_colours(rgb: np.ndarray, mask: np.ndarray, config: BandConfig = BandConfig()) -> np.ndarray:
+    """The robot's colours (:func:`robot_colours`) that the ground around ``mask`` does not have: bool
+    (``colour_bins``³,). The ground is the ring between the band (:func:`band_px`) and ``ground_frac`` body
+    widths of the mask, a colour of it counted as :func:`robot_colours` counts. rgb: uint8 (H, W, 3); mask:
+    bool (H, W)."""
+    m = np.asarray(mask, bool)
+    w = body_width_px(m)
+    ring = dilate_mask(m, max(int(round(config.ground_frac * w)), 1)) & ~dilate_mask(m, band_px(m, config))
+    ground = np.bincount(_colour_index(rgb, config.colour_bins)[ring], minlength=config.colour_bins ** 3)
+    return robot_colours(rgb, m, config) & (ground < config.colour_min_count)
+
+
+def body_beyond(rgb: np.ndarray, label: np.ndarray, silhouette: np.ndarray, own: Optional[np.ndarray],
+                config: BandConfig = BandConfig()) -> np.ndarray:
+    """The body the label and the model's silhouette left out beyond the band: pixels of the robot's own
+    colours (``own``, :func:`own_colours`; None: none) within ``extend_frac`` body widths of ``silhouette``
+    (:func:`body_width_px`), joined to ``label`` by a closing with a square ``bridge_frac`` of the body's width
+    on a side (the dark housings between the links); bool (H, W), none of it in ``label``. rgb: uint8
+    (H, W, 3); label, silhouette: bool (H, W).
+
+    >>> img = np.full((40, 200, 3), 120, np.uint8); img[15:25, 10:190] = (230, 120, 20)   # an orange bar
+    >>> img[15:25, 100:104] = 30                                                         # a dark housing
+    >>> img[2:6, 150:160] = (230, 120, 20)                                     # an orange thing apart
+    >>> lab = np.zeros((40, 200), bool); lab[15:25, 10:80] = True; sil = lab.copy()
+    >>> own = np.zeros(16 ** 3, bool); own[_colour_index(img[20:21, 20:21], 16)] = True
+    >>> more = body_beyond(img, lab, sil, own)
+    >>> np.argwhere(more).min(0).tolist(), np.argwhere(more).max(0).tolist()   # 2 widths (9 px) past its end
+    ([15, 80], [24, 97])
+    """
+    lab = np.asarray(label, bool)
+    sil = np.asarray(silhouette, bool)
+    none = np.zeros_like(lab)
+    w = body_width_px(sil)
+    if own is None or w <= 0 or not lab.any():
+        return none
+    reach = dilate_mask(sil, int(round(config.extend_frac * w)))
+    hue = own[_colour_index(rgb, config.colour_bins)] & reach & ~lab
+    if not hue.any():
+        return none
+    k = 2 * max(1, int(round(config.bridge_frac * w / 2))) + 1
+    joined = cv2.morphologyEx((hue | lab).view(np.uint8), cv2.MORPH_CLOSE, np.ones((k, k), np.uint8)) > 0
+    joined &= reach
+    n, comp = cv2.connectedComponents(joined.view(np.uint8), connectivity=8)
+    touching = np.unique(comp[lab & joined])
+    more = np.isin(comp, touching[touching > 0]) & ~lab
+    # a piece wider than the body (an opening by a square of ``thick_frac`` body widths keeps some of it) is
+    # a thing of the robot's colours beside it, not the body
+    n, comp = cv2.connectedComponents(more.view(np.uint8), connectivity=8)
+    k = 2 * max(1, int(round(config.thick_frac * w / 2))) + 1
+    thick = cv2.morphologyEx(more.view(np.uint8), cv2.MORPH_OPEN, np.ones((k, k), np.uint8)) > 0
+    return more & ~np.isin(comp, np.unique(comp[thick]))
+
+
+def wide_part(mask: np.ndarray, width_px: float, config: BandConfig = BandConfig()) -> np.ndarray:
+    """The parts of ``mask`` (bool (H, W)) wider than the body: its opening by a disc ``wide_frac`` of the
+    body's width ``width_px`` [pixels] across (every such disc that fits in it); bool (H, W). A body, its
+    housings and its bends hold no such disc; a leg or a shoe over or against it, or the body's shadow
+    beside it, do.
+
+    >>> m = np.zeros((60, 200), bool); m[30:40, 10:190] = True; m[10:40, 90:120] = True   # a block on a body
+    >>> wide = wide_part(m, 10.0)
+    >>> np.argwhere(wide).min(0).tolist(), np.argwhere(wide).max(0).tolist()
+    ([10, 90], [39, 119])
+    """
+    m = np.asarray(mask, np.uint8)
+    d = 2 * max(1, int(round(config.wide_frac * width_px / 2))) + 1
+    return cv2.morphologyEx(m, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (d, d))) > 0
+
+
+def wider_than_model(mask: np.ndarray, silhouette: np.ndarray, width_px: float,
+                     config: BandConfig = BandConfig()) -> np.ndarray:
+    """The parts of ``mask`` wider than the body (:func:`wide_part`, ``width_px`` [pixels]) where the model's
+    ``silhouette`` grown by ``occluder_near_px`` is not as wide (the body's near end seen from low down is
+    wider than its middle); bool (H, W) each."""
+    return wide_part(mask, width_px, config) & ~wide_part(dilate_mask(silhouette, config.occluder_near_px),
+                                                          width_px, config)
+
+
+def axis_strip(silhouette: np.ndarray, width_px: float) -> np.ndarray:
+    """``silhouette`` (bool (H, W)) no wider than ``width_px`` [pixels, as :func:`body_width_px` measures]
+    about its axis: eroded by half the excess of its own width over it; bool (H, W).
+
+    >>> sil = np.zeros((60, 200), bool); sil[20:40, 10:190] = True    # 20 × 180: body_width_px 18
+    >>> strip = axis_strip(sil, 10.0); int(strip[:, 100].sum()), bool(strip[25:35, 100].all())
+    (12, True)
+    """
+    sil = np.asarray(silhouette, bool)
+    e = int(round((body_width_px(sil) - width_px) / 2))
+    if e <= 0:
+        return sil
+    return cv2.erode(sil.view(np.uint8), np.ones((2 * e + 1, 2 * e + 1), np.uint8)) > 0
+
+
 def _colour_index(rgb: np.ndarray, bins: int) -> np.ndarray:
     """Each pixel's colour bin, int (H, W), of ``bins`` levels a channel."""
     q = (np.asarray(rgb) // (256 // bins)).astype(np.intp)
@@ -117,11 +290,14 @@ def robot_colours(rgb: np.ndarray, mask: np.ndarray, config: BandConfig = BandCo
 
 
 def band_cut(rgb: np.ndarray, label: np.ndarray, silhouette: np.ndarray, config: BandConfig = BandConfig(),
-             colours: Optional[np.ndarray] = None) -> tuple[np.ndarray, bool]:
+             colours: Optional[np.ndarray] = None, occluder: Optional[np.ndarray] = None
+             ) -> tuple[np.ndarray, bool]:
     """``label`` cut again by colour within a band around ``silhouette`` (module doc): ``(mask, taken)``, the
     new label and whether the cut replaced ``label`` (False: ``label`` itself, the fit or the cut did not
     qualify). rgb: uint8 (H, W, 3); label, silhouette: bool (H, W); colours: the robot's
-    (:func:`robot_colours`), or None (every colour may be the robot's).
+    (:func:`robot_colours`), or None (every colour may be the robot's); occluder: bool (H, W), a thing in
+    front of or against the body (:func:`occluders`), or None: certain ground, and the silhouette's pixels
+    it may hide (:func:`covered_by`) start as probably ground.
 
     >>> img = np.full((40, 120, 3), 120, np.uint8); img[15:25, 10:110] = (230, 120, 20)   # an orange bar
     >>> img[12:28, 50:60] = 40                                                             # a dark housing
@@ -150,6 +326,11 @@ def band_cut(rgb: np.ndarray, label: np.ndarray, silhouette: np.ndarray, config:
     if not core.any() or (gc == cv2.GC_BGD).sum() + (gc == cv2.GC_PR_BGD).sum() < 16:
         return label, False
     gc[core] = cv2.GC_FGD
+    if occluder is not None and np.any(occluder):
+        gc[covered_by(occluder, sil, config)[sl] & (gc != cv2.GC_BGD)] = cv2.GC_PR_BGD
+        gc[np.asarray(occluder, bool)[sl]] = cv2.GC_BGD
+    if not ((gc == cv2.GC_FGD) | (gc == cv2.GC_PR_FGD)).any():
+        return label, False
     bgr = cv2.cvtColor(crop, cv2.COLOR_RGB2BGR)
     feat = np.ascontiguousarray(tone_map(bgr, "loglab"))
     cv2.setRNGSeed(0)  # GrabCut's k-means draws from OpenCV's RNG: same frame, same label

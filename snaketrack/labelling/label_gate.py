@@ -63,7 +63,19 @@ import numpy as np
 
 from snaketrack.datasets.boxes import Box, dilate_mask, mask_to_box
 from snaketrack.errors import InputError
-from snaketrack.labelling.band_cut import BandConfig, band_cut, robot_colours
+from snaketrack.labelling.band_cut import (
+    BandConfig,
+    axis_strip,
+    band_cut,
+    body_beyond,
+    body_width_px,
+    covered_by,
+    foreign,
+    occluders,
+    own_colours,
+    robot_colours,
+    wider_than_model,
+)
 from snaketrack.labelling.fit_labels import FittedBackend, LabelFitter, fit_row, trimmed_label
 from snaketrack.masks import mask_iou
 from snaketrack.tracker.config import TrackerConfig
@@ -211,6 +223,9 @@ class GatedBackend(FittedBackend):
         self._gray: Optional[np.ndarray] = None
         self._prev_gray: Optional[np.ndarray] = None
         self._colours: Optional[np.ndarray] = None  # the robot's colours for the band cut (band_cut.robot_colours)
+        self._occluder: Optional[np.ndarray] = None  # the frame's occluder (band_cut.occluders), or None
+        self._own: Optional[np.ndarray] = None  # the robot's colours the ground lacks (band_cut.own_colours)
+        self._width: Optional[float] = None  # the body's width [px] (band_cut.body_width_px), followed slowly
 
     @property
     def robot_fit(self) -> dict[str, Any]:
@@ -247,6 +262,7 @@ class GatedBackend(FittedBackend):
         super().set_image(rgb)
         self._reasons = []
         self.gate_flags = ()
+        self._occluder = None
 
     def predict(self, box, prior: Optional[np.ndarray] = None) -> np.ndarray:
         cfg = self.config
@@ -282,6 +298,11 @@ class GatedBackend(FittedBackend):
         pred, box = self._followed(pred, box)
         self._frame_predicted = pred
         cut = np.asarray(self.backend.predict(box, pred), bool)
+        if cfg.band is not None:
+            occ = occluders(cut, pred, cfg.band)
+            if np.count_nonzero(occ) >= cfg.min_px:
+                self._occluder = occ
+                self._reasons.append("occluder")
         gated = cut_off_model(cut_blobs(cut, pred, cfg.near_px, cfg.blob_px), pred, cfg.far_px)
         if np.count_nonzero(cut & ~gated) >= cfg.min_px:
             self._reasons.append("cut_off_model")
@@ -313,11 +334,12 @@ class GatedBackend(FittedBackend):
     def _band_cut(self, label: np.ndarray, sil: np.ndarray) -> np.ndarray:
         """``label`` cut again in a band around the fitted silhouette ``sil`` (module doc, 5), its edge then
         finished as the GrabCut backend finishes a label (when it is one); ``label`` when the cut is not taken."""
-        cut, taken = band_cut(self._frame, label, sil, self.config.band, self._colours)
+        cut, taken = band_cut(self._frame, label, sil, self.config.band, self._colours, self._occluder)
         if not taken:
             return label
         if self._colours is None:  # the robot's colours, from the first label cut so (the first frame's, mostly)
             self._colours = robot_colours(self._frame, cut, self.config.band)
+            self._own = own_colours(self._frame, cut, self.config.band)
         self._reasons.append("band_cut")
         finish = getattr(self._grabcut, "polish", None)
         return np.asarray(finish(cut), bool) if finish is not None else cut
@@ -331,6 +353,27 @@ class GatedBackend(FittedBackend):
         # the model is fitted to the label within fit_px of its prediction: a rim of a thing touching the body,
         # left within far_px, must not pull the fit towards it (it would pull the next prediction further)
         seen = label & dilate_mask(pred, cfg.fit_px) if pred is not None else label
+        if self._occluder is not None:  # nor what a leg over the body may hide
+            seen = seen & ~covered_by(self._occluder, pred, cfg.band)
+        if pred is not None and cfg.band is not None and self._colours is not None:  # nor a shoe beside it
+            odd = foreign(self._frame, seen, self._colours, pred, cfg.band)
+            if np.count_nonzero(odd) >= cfg.min_px:
+                seen = seen & ~odd
+                self._reasons.append("foreign")
+        if pred is not None and cfg.band is not None and cfg.band.extend_frac > 0 and self._own is not None:
+            more = body_beyond(self._frame, label, pred, self._own, cfg.band)  # the body past the model's ends
+            if np.count_nonzero(more) >= cfg.min_px:
+                label, seen = label | more, seen | more
+                self._reasons.append("body_beyond")
+        wide = None
+        if pred is not None and cfg.band is not None and cfg.band.wide_frac > 0 and self._width:
+            # a shoe on the body (not where the model is as wide): not fitted, lest the model fatten over it
+            wide = wider_than_model(label, pred, self._width, cfg.band)
+            if np.count_nonzero(wide) >= cfg.min_px:  # the model's width about its predicted axis is fitted
+                seen = seen & ~(wide & ~axis_strip(pred, self._width))
+                self._reasons.append("wide")
+            else:
+                wide = None
         res = self.fitter(seen, self._frame, moving, self._index)
         out = res.mask if pred is None else res.mask | label
         sil = self.fitter.silhouette
@@ -339,6 +382,16 @@ class GatedBackend(FittedBackend):
             if np.count_nonzero(out & ~kept) >= cfg.min_px:
                 self._reasons.append("trimmed_to_model")
             out = kept
+            if cfg.band is not None:
+                w = body_width_px(sil)
+                if self._width is None:
+                    self._width = w
+                elif wide is None:
+                    self._width += cfg.band.width_rate * (w - self._width)
+            if wide is not None:  # where the label is wider than the body it keeps the model's width about its axis
+                beside = wide & ~axis_strip(sil, self._width)
+                out = out & ~beside
+                self._occluder = beside if self._occluder is None else self._occluder | beside
             if mask_iou(out, sil) < cfg.drop_iou:
                 self._reasons.append("off_model")
                 self.gate_flags = ("off_model",)

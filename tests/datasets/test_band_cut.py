@@ -9,7 +9,20 @@ import pytest
 
 from snaketrack.datasets.boxes import dilate_mask
 from snaketrack.errors import InputError
-from snaketrack.labelling.band_cut import BandConfig, band_cut, band_px, body_width_px, robot_colours
+from snaketrack.labelling.band_cut import (
+    BandConfig,
+    axis_strip,
+    band_cut,
+    band_px,
+    body_beyond,
+    body_width_px,
+    covered_by,
+    occluders,
+    own_colours,
+    robot_colours,
+    wide_part,
+    wider_than_model,
+)
 from snaketrack.masks import mask_iou
 
 H, W, WIDTH = 160, 320, 20
@@ -82,6 +95,90 @@ def test_with_the_robot_colours_a_thing_in_front_of_the_body_is_cut_out():
     assert np.count_nonzero(with_colours & on_body) < 0.05 * np.count_nonzero(on_body)
     assert np.count_nonzero(without & on_body) > 0.5 * np.count_nonzero(on_body)  # what the colours decide
     assert mask_iou(with_colours, visible) > 0.9, mask_iou(with_colours, visible)
+
+
+def _leg_over(rgb, truth, sil):
+    """A leg wider than the body standing over it, from the image's top edge down to the body's far edge,
+    beige (the body's colours do not hold it, its tone is near theirs): (frame, leg, the cut that took the leg
+    in within the prompt box, 15 px around the silhouette)."""
+    ys, xs = np.nonzero(sil)
+    leg = np.zeros_like(truth)
+    x0 = 165  # where the body runs level (a trough of its sine)
+    leg[: int(ys[(xs >= x0) & (xs < x0 + 50)].max()) + 1, x0:x0 + 50] = True  # 50 px wide, over the body
+    seen = rgb.copy()
+    seen[leg] = (200, 170, 120)
+    seen = cv2.GaussianBlur(seen, (0, 0), 1.0)
+    cut = (truth & ~leg) | (leg & dilate_mask(sil, 15))
+    return seen, leg, cut
+
+
+def test_a_leg_over_the_body_is_an_occluder_and_the_label_keeps_the_body_not_the_leg():
+    rgb, truth, sil, label = _scene(2)
+    seen, leg, cut = _leg_over(rgb, truth, sil)
+    visible = truth & ~leg
+    occ = occluders(cut, sil)
+    assert occ.any() and not (occ & ~leg).any()  # the leg's part beyond the body, and nothing else
+    on_body = leg & sil
+    assert covered_by(occ, sil)[on_body].all()  # what it may hide: all it stands over
+    taken_in = label | (leg & dilate_mask(sil, 2))  # a label that took the leg in where it covers the body
+    plain, _ = band_cut(seen, taken_in, sil)
+    out, taken = band_cut(seen, taken_in, sil, occluder=occ)
+    assert taken
+    assert np.count_nonzero(plain & on_body) > 0.5 * np.count_nonzero(on_body)  # without it the leg stays
+    assert np.count_nonzero(out & on_body) < 0.05 * np.count_nonzero(on_body)
+    assert mask_iou(out, visible) > 0.9, mask_iou(out, visible)
+    assert mask_iou(out, visible) > mask_iou(plain, visible) + 0.1
+
+
+def test_no_occluder_on_a_clean_cut_or_a_thin_rim():
+    rgb, truth, sil, label = _scene(3)
+    assert not occluders(truth, sil).any()  # the housings bulge past the model by 5 px: not a thing over it
+    rim = truth | (dilate_mask(truth, 3) & ~truth)  # a 3-px rim all along the body (a shadow's edge)
+    assert not occluders(rim, sil).any()
+    shadow = truth | np.roll(dilate_mask(truth, 8), 12, axis=0)  # a thick shadow all along the body
+    assert not occluders(shadow, sil).any()  # it would cover more than max_cover of the body: not an occluder
+    out, taken = band_cut(rgb, label, sil, occluder=np.zeros_like(sil))
+    assert np.array_equal(out, band_cut(rgb, label, sil)[0])
+
+
+def test_a_shoe_of_the_body_colour_on_it_is_wider_than_the_body_and_the_label_keeps_the_body_width():
+    xs = np.arange(30, 291)
+    pts = np.stack([xs, 80 + 25 * np.sin(xs / 40.0)], 1).round().astype(np.int32)
+    body, sil = np.zeros((H, W), np.uint8), np.zeros((H, W), np.uint8)
+    cv2.polylines(body, [pts], False, 1, WIDTH)
+    cv2.polylines(sil, [pts], False, 1, WIDTH - 2)  # the model: one pixel narrow on each side
+    body, sil = body > 0, sil > 0
+    shoe = np.zeros_like(body)
+    shoe[40:112, 165:215] = True  # a block taller than the body, where it runs level (a trough of its sine)
+    shoe &= ~body | (np.arange(H)[:, None] < 105)  # over it but for a strip along its lower edge
+    label = body | shoe  # a cut that took the shoe in with the body: a grey shoe on a grey body
+    width = body_width_px(sil)
+    wide = wider_than_model(label, sil, width)
+    assert np.count_nonzero(wide & shoe) > 0.8 * np.count_nonzero(shoe)
+    assert not wider_than_model(body, sil, width).any()
+    fat = dilate_mask(sil, 12)  # where the model is as wide as the label, the label is not wider than it
+    assert wide_part(fat, width).any() and not wider_than_model(fat, fat, width).any()
+    kept = label & ~(wide & ~axis_strip(sil, width))
+    visible = body & ~shoe
+    assert mask_iou(kept, visible) > mask_iou(label, visible) + 0.15
+    beyond = kept & shoe & ~dilate_mask(sil, 3)  # what trimming to the model (off_px) would still leave
+    assert np.count_nonzero(beyond) < 0.05 * np.count_nonzero(shoe), np.count_nonzero(beyond)
+
+
+def test_the_body_past_the_models_end_joins_the_label_a_thing_of_its_colour_beside_it_does_not():
+    rgb, truth, sil, label = _scene(5)
+    own = own_colours(rgb, truth)  # orange (the housings' dark grey is the floor's shade)
+    tail = np.zeros_like(truth)
+    tail[:, 250:] = True
+    short_sil, short_label = sil & ~tail, label & ~tail  # the model and the label lost the tail's 40 px
+    seen = rgb.copy()
+    seen[10:40, 40:90] = (225, 120, 25)  # an orange box, within two body widths of the model, wider than the body
+    more = body_beyond(seen, short_label, short_sil, own)
+    missing = truth & tail & ~dilate_mask(short_label, 1)
+    assert np.count_nonzero(more & missing) > 0.6 * np.count_nonzero(missing)
+    assert not more[:42, 40:90].any()
+    assert np.count_nonzero(more & ~dilate_mask(truth, 2)) < 0.05 * np.count_nonzero(more)
+    assert not body_beyond(seen, short_label, short_sil, None).any()
 
 
 def test_a_poor_fit_leaves_the_label_as_it_is():

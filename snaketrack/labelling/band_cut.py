@@ -25,6 +25,15 @@ not explain (IoU with the silhouette below ``min_iou``) is returned as it is: th
 where the model vouches for the place. Within the band the cut may then disagree with the model (a shoe over
 the body, cut out; a model that slid over it); a cut that keeps less than ``min_keep`` of the label's pixels
 has lost the robot, and the label is returned as it is.
+
+Where a leg or a shoe covers or touches the body, the gate (:mod:`~snaketrack.labelling.label_gate`) finds
+it from the shapes and colours here: a piece of the box's cut wider than the body reaches beyond the model
+(:func:`occluders`), a label wider than the body where the model is not (:func:`wider_than_model`, cut to
+the model's width about its axis, :func:`axis_strip`), pieces of colours the robot does not have
+(:func:`foreign`); the model is not fitted to them, and given as ``occluder`` they start the cut as certain
+ground, the silhouette they may hide (:func:`covered_by`) as probably ground, so that GrabCut learns their
+colours and gives back what beside them has the robot's. The body past the model's ends, of colours the
+robot has and the floor lacks (:func:`own_colours`), joins the label (:func:`body_beyond`).
 """
 from __future__ import annotations
 
@@ -47,7 +56,14 @@ class BandConfig:
     from the edge of the label's pixels inside the silhouette [pixels]; iterations: GrabCut's; min_iou: the
     least IoU of label and silhouette for the label to be cut again; min_keep: the least share of the label's
     pixels the cut must keep to be taken; colour_bins, colour_min_count: the robot's colours
-    (:func:`robot_colours`) [levels a channel, a divisor of 256; pixels]."""
+    (:func:`robot_colours`) [levels a channel, a divisor of 256; pixels]; occluder_frac, occluder_near_px,
+    occluder_area, cover_frac, max_cover: a thing over or against the body (:func:`occluders`,
+    :func:`covered_by`; also the opening of :func:`foreign`) [body widths; pixels; body widths squared; body
+    widths; a fraction of the silhouette]; extend_frac, bridge_frac, ground_frac, thick_frac: the body past
+    the model's ends (:func:`body_beyond`, :func:`own_colours`; ``extend_frac`` 0: not joined) [body widths];
+    wide_frac: a label wider than a disc this many body widths across is wider than the body
+    (:func:`wide_part`; 0: not cut) [body widths]; width_rate: the gate follows the body's width by this
+    share of each frame's (on frames without such a part)."""
 
     band_frac: float = 0.5
     min_band_px: int = 2
@@ -80,7 +96,13 @@ class BandConfig:
         if self.colour_bins < 1 or 256 % self.colour_bins or self.colour_min_count < 1:
             raise InputError(f"colour_bins {self.colour_bins}, colour_min_count {self.colour_min_count}: expected a "
                              "divisor of 256 and >= 1")
-        for name in ("min_iou", "min_keep"):
+        for name in ("occluder_frac", "occluder_area", "cover_frac", "extend_frac", "bridge_frac", "ground_frac",
+                     "thick_frac", "wide_frac"):
+            if not getattr(self, name) >= 0:
+                raise InputError(f"{name} {getattr(self, name)}: expected >= 0")
+        if self.occluder_near_px < 0:
+            raise InputError(f"occluder_near_px {self.occluder_near_px}: expected >= 0")
+        for name in ("min_iou", "min_keep", "max_cover", "width_rate"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise InputError(f"{name} {getattr(self, name)}: expected a fraction in [0, 1]")
 

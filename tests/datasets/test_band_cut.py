@@ -206,3 +206,7 @@ def test_band_config_is_checked():
         BandConfig(min_iou=2.0)
     with pytest.raises(InputError):
         BandConfig(iterations=0)
+    with pytest.raises(InputError):
+        BandConfig(wide_frac=-1.0)
+    with pytest.raises(InputError):
+        BandConfig(max_cover=1.5)

@@ -61,6 +61,7 @@ class BandConfig:
     :func:`covered_by`; also the opening of :func:`foreign`) [body widths; pixels; body widths squared; body
     widths; a fraction of the silhouette]; extend_frac, bridge_frac, ground_frac, thick_frac: the body past
     the model's ends (:func:`body_beyond`, :func:`own_colours`; ``extend_frac`` 0: not joined) [body widths];
+    own_saturation: the least saturation of the robot's own colours (:func:`own_colours`) [fraction];
     wide_frac: a label wider than a disc this many body widths across is wider than the body
     (:func:`wide_part`; 0: not cut) [body widths]; width_rate: the gate follows the body's width by this
     share of each frame's (on frames without such a part)."""
@@ -83,6 +84,7 @@ class BandConfig:
     bridge_frac: float = 0.5
     ground_frac: float = 3.0
     thick_frac: float = 1.25
+    own_saturation: float = 0.5
     wide_frac: float = 1.6
     width_rate: float = 0.05
 
@@ -102,7 +104,7 @@ class BandConfig:
                 raise InputError(f"{name} {getattr(self, name)}: expected >= 0")
         if self.occluder_near_px < 0:
             raise InputError(f"occluder_near_px {self.occluder_near_px}: expected >= 0")
-        for name in ("min_iou", "min_keep", "max_cover", "width_rate"):
+        for name in ("min_iou", "min_keep", "max_cover", "width_rate", "own_saturation"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise InputError(f"{name} {getattr(self, name)}: expected a fraction in [0, 1]")
 
@@ -198,15 +200,25 @@ def foreign(rgb: np.ndarray, mask: np.ndarray, colours: Optional[np.ndarray], si
 
 
 def own_colours(rgb: np.ndarray, mask: np.ndarray, config: BandConfig = BandConfig()) -> np.ndarray:
-    """The robot's colours (:func:`robot_colours`) that the ground around ``mask`` does not have: bool
-    (``colour_bins``³,). The ground is the ring between the band (:func:`band_px`) and ``ground_frac`` body
-    widths of the mask, a colour of it counted as :func:`robot_colours` counts. rgb: uint8 (H, W, 3); mask:
-    bool (H, W)."""
+    """The robot's colours (:func:`robot_colours`) that the ground around ``mask`` does not have, saturated
+    (``own_saturation``): bool (``colour_bins``³,). The ground is the ring between the band (:func:`band_px`)
+    and ``ground_frac`` body widths of the mask, a colour of it counted as :func:`robot_colours` counts. rgb:
+    uint8 (H, W, 3); mask: bool (H, W)."""
     m = np.asarray(mask, bool)
     w = body_width_px(m)
     ring = dilate_mask(m, max(int(round(config.ground_frac * w)), 1)) & ~dilate_mask(m, band_px(m, config))
     ground = np.bincount(_colour_index(rgb, config.colour_bins)[ring], minlength=config.colour_bins ** 3)
-    return robot_colours(rgb, m, config) & (ground < config.colour_min_count)
+    return robot_colours(rgb, m, config) & (ground < config.colour_min_count) & _saturated(config)
+
+
+def _saturated(config: BandConfig) -> np.ndarray:
+    """Each colour bin's centre is at least ``own_saturation`` saturated (HSV's ``(max - min) / max``): bool
+    (``colour_bins``³,). A grey robot's greys are a grey tether's and a grey shoe's too."""
+    n = config.colour_bins
+    q = (np.arange(n) + 0.5) * (256 // n)
+    rgb = np.stack(np.meshgrid(q, q, q, indexing="ij"), -1).reshape(-1, 3)
+    hi, lo = rgb.max(1), rgb.min(1)
+    return (hi - lo) >= config.own_saturation * hi
 
 
 def body_beyond(rgb: np.ndarray, label: np.ndarray, silhouette: np.ndarray, own: Optional[np.ndarray],
@@ -215,7 +227,8 @@ def body_beyond(rgb: np.ndarray, label: np.ndarray, silhouette: np.ndarray, own:
     colours (``own``, :func:`own_colours`; None: none) within ``extend_frac`` body widths of ``silhouette``
     (:func:`body_width_px`), joined to ``label`` by a closing with a square ``bridge_frac`` of the body's width
     on a side (the dark housings between the links); bool (H, W), none of it in ``label``. rgb: uint8
-    (H, W, 3); label, silhouette: bool (H, W).
+    (H, W, 3); label, silhouette: bool (H, W). Only pixels of those colours are added: the housings between
+    them are the band cut's to find.
 
     >>> img = np.full((40, 200, 3), 120, np.uint8); img[15:25, 10:190] = (230, 120, 20)   # an orange bar
     >>> img[15:25, 100:104] = 30                                                         # a dark housing
@@ -241,7 +254,7 @@ def body_beyond(rgb: np.ndarray, label: np.ndarray, silhouette: np.ndarray, own:
     joined &= reach
     n, comp = cv2.connectedComponents(joined.view(np.uint8), connectivity=8)
     touching = np.unique(comp[lab & joined])
-    more = np.isin(comp, touching[touching > 0]) & ~lab
+    more = np.isin(comp, touching[touching > 0]) & hue  # the closing joins; what it fills is not added
     # a piece wider than the body (an opening by a square of ``thick_frac`` body widths keeps some of it) is
     # a thing of the robot's colours beside it, not the body
     n, comp = cv2.connectedComponents(more.view(np.uint8), connectivity=8)

@@ -61,7 +61,8 @@ class BandConfig:
     :func:`covered_by`; also the opening of :func:`foreign`) [body widths; pixels; body widths squared; body
     widths; a fraction of the silhouette]; extend_frac, bridge_frac, ground_frac, thick_frac: the body past
     the model's ends (:func:`body_beyond`, :func:`own_colours`; ``extend_frac`` 0: not joined) [body widths];
-    own_saturation: the least saturation of the robot's own colours (:func:`own_colours`) [fraction];
+    own_saturation, own_share: the least saturation of the robot's own colours and the least share of its
+    pixels they must hold (:func:`own_colours`) [fractions];
     wide_frac: a label wider than a disc this many body widths across is wider than the body
     (:func:`wide_part`; 0: not cut) [body widths]; width_rate: the gate follows the body's width by this
     share of each frame's (on frames without such a part)."""
@@ -85,6 +86,7 @@ class BandConfig:
     ground_frac: float = 3.0
     thick_frac: float = 1.25
     own_saturation: float = 0.5
+    own_share: float = 0.33
     wide_frac: float = 1.6
     width_rate: float = 0.05
 
@@ -104,7 +106,7 @@ class BandConfig:
                 raise InputError(f"{name} {getattr(self, name)}: expected >= 0")
         if self.occluder_near_px < 0:
             raise InputError(f"occluder_near_px {self.occluder_near_px}: expected >= 0")
-        for name in ("min_iou", "min_keep", "max_cover", "width_rate", "own_saturation"):
+        for name in ("min_iou", "min_keep", "max_cover", "width_rate", "own_saturation", "own_share"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise InputError(f"{name} {getattr(self, name)}: expected a fraction in [0, 1]")
 
@@ -201,14 +203,17 @@ def foreign(rgb: np.ndarray, mask: np.ndarray, colours: Optional[np.ndarray], si
 
 def own_colours(rgb: np.ndarray, mask: np.ndarray, config: BandConfig = BandConfig()) -> np.ndarray:
     """The robot's colours (:func:`robot_colours`) that the ground around ``mask`` does not have, saturated
-    (``own_saturation``): bool (``colour_bins``³,). The ground is the ring between the band (:func:`band_px`)
-    and ``ground_frac`` body widths of the mask, a colour of it counted as :func:`robot_colours` counts. rgb:
-    uint8 (H, W, 3); mask: bool (H, W)."""
+    (``own_saturation``): bool (``colour_bins``³,); none when they hold less than ``own_share`` of the mask's
+    pixels. The ground is the ring between the band (:func:`band_px`) and ``ground_frac`` body widths of the
+    mask, a colour of it counted as :func:`robot_colours` counts. rgb: uint8 (H, W, 3); mask: bool (H, W)."""
     m = np.asarray(mask, bool)
     w = body_width_px(m)
     ring = dilate_mask(m, max(int(round(config.ground_frac * w)), 1)) & ~dilate_mask(m, band_px(m, config))
     ground = np.bincount(_colour_index(rgb, config.colour_bins)[ring], minlength=config.colour_bins ** 3)
-    return robot_colours(rgb, m, config) & (ground < config.colour_min_count) & _saturated(config)
+    own = robot_colours(rgb, m, config) & (ground < config.colour_min_count) & _saturated(config)
+    if np.count_nonzero(own[_colour_index(rgb, config.colour_bins)] & m) < config.own_share * np.count_nonzero(m):
+        return np.zeros_like(own)  # a grey robot with a red nose: its own colours do not say where its body goes
+    return own
 
 
 def _saturated(config: BandConfig) -> np.ndarray:

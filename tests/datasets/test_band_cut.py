@@ -181,6 +181,18 @@ def test_the_body_past_the_models_end_joins_the_label_a_thing_of_its_colour_besi
     assert not body_beyond(seen, short_label, short_sil, None).any()
 
 
+def test_a_grey_robot_has_no_own_colours_an_orange_one_has():
+    rgb, truth, _, _ = _scene(6)
+    assert own_colours(rgb, truth).any()
+    grey = rgb.copy()
+    grey[truth] = (110, 115, 125)  # a grey body: its colours are the floor's tones, unsaturated
+    xs = np.flatnonzero(truth.any(0))
+    nose = truth & (np.arange(W)[None, :] < xs.min() + 20)
+    grey[nose] = (220, 30, 30)  # a red nose, a small share of the body
+    assert not own_colours(grey, truth).any()
+    assert own_colours(grey, truth, BandConfig(own_share=0.0)).any()  # the nose's red, when a share is not asked
+
+
 def test_a_poor_fit_leaves_the_label_as_it_is():
     rgb, truth, sil, label = _scene()
     away = np.roll(sil, 40, axis=0)  # the model fitted elsewhere: IoU with the label far below min_iou

@@ -27,10 +27,10 @@ the body, cut out; a model that slid over it); a cut that keeps less than ``min_
 has lost the robot, and the label is returned as it is.
 
 Where a leg or a shoe covers or touches the body, the gate (:mod:`~snaketrack.labelling.label_gate`) finds
-it from the shapes and colours here: a piece of the box's cut wider than the body reaches beyond the model
-(:func:`occluders`), a label wider than the body where the model is not (:func:`wider_than_model`, cut to
-the model's width about its axis, :func:`axis_strip`), pieces of colours the robot does not have
-(:func:`foreign`); the model is not fitted to them, and given as ``occluder`` they start the cut as certain
+it from the shapes and colours here: a label wider than the body where the model is not
+(:func:`wider_than_model`, cut to the model's width about its axis, :func:`axis_strip`), pieces of colours
+the robot does not have (:func:`foreign`); the model is not fitted to them, and the label's part beside the
+body, given as ``occluder``, starts the cut as certain
 ground, the silhouette they may hide (:func:`covered_by`) as probably ground, so that GrabCut learns their
 colours and gives back what beside them has the robot's. The body past the model's ends, of colours the
 robot has and the floor lacks (:func:`own_colours`), joins the label (:func:`body_beyond`).
@@ -56,10 +56,10 @@ class BandConfig:
     from the edge of the label's pixels inside the silhouette [pixels]; iterations: GrabCut's; min_iou: the
     least IoU of label and silhouette for the label to be cut again; min_keep: the least share of the label's
     pixels the cut must keep to be taken; colour_bins, colour_min_count: the robot's colours
-    (:func:`robot_colours`) [levels a channel, a divisor of 256; pixels]; occluder_frac, occluder_near_px,
-    occluder_area, cover_frac, max_cover: a thing over or against the body (:func:`occluders`,
-    :func:`covered_by`; also the opening of :func:`foreign`) [body widths; pixels; body widths squared; body
-    widths; a fraction of the silhouette]; extend_frac, bridge_frac, ground_frac, thick_frac: the body past
+    (:func:`robot_colours`) [levels a channel, a divisor of 256; pixels]; occluder_frac: the opening of
+    :func:`foreign` [body widths]; occluder_near_px, cover_frac: the silhouette an occluder may hide
+    (:func:`covered_by`; ``occluder_near_px`` also the margin of :func:`wider_than_model`) [pixels; body
+    widths]; extend_frac, bridge_frac, ground_frac, thick_frac: the body past
     the model's ends (:func:`body_beyond`, :func:`own_colours`; ``extend_frac`` 0: not joined) [body widths];
     own_saturation, own_share: the least saturation of the robot's own colours and the least share of its
     pixels they must hold (:func:`own_colours`) [fractions];
@@ -78,9 +78,7 @@ class BandConfig:
     colour_min_count: int = 3
     occluder_frac: float = 0.4
     occluder_near_px: int = 2
-    occluder_area: float = 1.0
     cover_frac: float = 1.5
-    max_cover: float = 0.5
     extend_frac: float = 2.0
     bridge_frac: float = 0.5
     ground_frac: float = 3.0
@@ -100,13 +98,13 @@ class BandConfig:
         if self.colour_bins < 1 or 256 % self.colour_bins or self.colour_min_count < 1:
             raise InputError(f"colour_bins {self.colour_bins}, colour_min_count {self.colour_min_count}: expected a "
                              "divisor of 256 and >= 1")
-        for name in ("occluder_frac", "occluder_area", "cover_frac", "extend_frac", "bridge_frac", "ground_frac",
+        for name in ("occluder_frac", "cover_frac", "extend_frac", "bridge_frac", "ground_frac",
                      "thick_frac", "wide_frac"):
             if not getattr(self, name) >= 0:
                 raise InputError(f"{name} {getattr(self, name)}: expected >= 0")
         if self.occluder_near_px < 0:
             raise InputError(f"occluder_near_px {self.occluder_near_px}: expected >= 0")
-        for name in ("min_iou", "min_keep", "max_cover", "width_rate", "own_saturation", "own_share"):
+        for name in ("min_iou", "min_keep", "width_rate", "own_saturation", "own_share"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise InputError(f"{name} {getattr(self, name)}: expected a fraction in [0, 1]")
 
@@ -132,46 +130,11 @@ def band_px(silhouette: np.ndarray, config: BandConfig = BandConfig()) -> int:
     return int(np.clip(round(w), config.min_band_px, config.max_band_px))
 
 
-def occluders(cut: np.ndarray, silhouette: np.ndarray, config: BandConfig = BandConfig()) -> np.ndarray:
-    """The things in front of or against the body that a cut took in: bool (H, W). cut, silhouette: bool
-    (H, W).
-
-    The cut's pixels farther than ``occluder_near_px`` from the silhouette are its excess; the pieces of it an
-    opening by a square ``occluder_frac`` of the body's width (:func:`body_width_px`) on a side keeps, each of
-    at least ``occluder_area`` body widths squared, are things wider than the body reaches (a shoe, a leg):
-    the occluder. Where it covers (:func:`covered_by`) more than ``max_cover`` of the silhouette, nothing is
-    an occluder (a shadow along the whole body).
-
-    >>> sil = np.zeros((60, 200), bool); sil[30:40, 10:190] = True            # a body 10 px wide
-    >>> cut = sil.copy(); cut[5:40, 90:110] = True                             # a leg 20 px wide over it
-    >>> cut[40:43, 10:60] = True                                               # a 3-px ribbon beside it
-    >>> occ = occluders(cut, sil); cov = covered_by(occ, sil)
-    >>> int(occ.sum()), int(occ[5:28, 90:110].sum()), bool(cov[30:40, 95:105].all()), bool(cov[:, :60].any())
-    (460, 460, True, False)
-    """
-    sil = np.asarray(silhouette, bool)
-    none = np.zeros_like(sil)
-    w = body_width_px(sil)
-    side = 2 * max(1, int(round(config.occluder_frac * w / 2))) + 1  # odd: the opening is centred
-    excess = np.asarray(cut, bool) & ~dilate_mask(sil, config.occluder_near_px)
-    if w <= 0 or np.count_nonzero(excess) < side * side:
-        return none
-    thick = cv2.morphologyEx(excess.view(np.uint8), cv2.MORPH_OPEN, np.ones((side, side), np.uint8))
-    n, lab, stats, _ = cv2.connectedComponentsWithStats(thick, connectivity=8)
-    big = np.flatnonzero(stats[:, cv2.CC_STAT_AREA] >= config.occluder_area * w * w)
-    big = big[big > 0]
-    if not len(big):
-        return none
-    occ = np.isin(lab, big)
-    if np.count_nonzero(covered_by(occ, sil, config)) > config.max_cover * np.count_nonzero(sil):
-        return none
-    return occ
-
-
 def covered_by(occluder: np.ndarray, silhouette: np.ndarray, config: BandConfig = BandConfig()) -> np.ndarray:
-    """The silhouette's pixels an occluder (:func:`occluders`) may hide: those within ``cover_frac`` of the
-    body's width (:func:`body_width_px`) and ``occluder_near_px`` of it; bool (H, W) each. A leg over the
-    body hides what lies under it; what shows beside it has the robot's colours, which the band cut finds."""
+    """The silhouette's pixels an occluder (a leg or a shoe over or against the body) may hide: those within
+    ``cover_frac`` of the body's width (:func:`body_width_px`) and ``occluder_near_px`` of it; bool (H, W)
+    each. A leg over the body hides what lies under it; what shows beside it has the robot's colours, which
+    the band cut finds."""
     sil = np.asarray(silhouette, bool)
     occ = np.asarray(occluder, bool)
     if not occ.any():
@@ -336,7 +299,7 @@ def band_cut(rgb: np.ndarray, label: np.ndarray, silhouette: np.ndarray, config:
     new label and whether the cut replaced ``label`` (False: ``label`` itself, the fit or the cut did not
     qualify). rgb: uint8 (H, W, 3); label, silhouette: bool (H, W); colours: the robot's
     (:func:`robot_colours`), or None (every colour may be the robot's); occluder: bool (H, W), a thing in
-    front of or against the body (:func:`occluders`), or None: certain ground, and the silhouette's pixels
+    front of or against the body, or None: certain ground clear of the silhouette, and the silhouette's pixels
     it may hide (:func:`covered_by`) start as probably ground.
 
     >>> img = np.full((40, 120, 3), 120, np.uint8); img[15:25, 10:110] = (230, 120, 20)   # an orange bar
@@ -368,7 +331,8 @@ def band_cut(rgb: np.ndarray, label: np.ndarray, silhouette: np.ndarray, config:
     gc[core] = cv2.GC_FGD
     if occluder is not None and np.any(occluder):
         gc[covered_by(occluder, sil, config)[sl] & (gc != cv2.GC_BGD)] = cv2.GC_PR_BGD
-        gc[np.asarray(occluder, bool)[sl]] = cv2.GC_BGD
+        # certain ground only clear of the silhouette: a leg's outline there may hold the body's edge
+        gc[(np.asarray(occluder, bool) & ~dilate_mask(sil, config.occluder_near_px))[sl]] = cv2.GC_BGD
     if not ((gc == cv2.GC_FGD) | (gc == cv2.GC_PR_FGD)).any():
         return label, False
     bgr = cv2.cvtColor(crop, cv2.COLOR_RGB2BGR)

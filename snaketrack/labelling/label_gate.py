@@ -31,14 +31,12 @@ the first frame's label) says where the robot is next, and each frame is labelle
    (:func:`~snaketrack.labelling.band_cut.band_cut`, ``band``; ``band_cut``): the robot's dark housings that
    the box's cut took for the floor's shade join it, and what is not of the robot's colours (those of the
    first label cut so) in front of the body leaves it.
-6. **Distractors on the body.** Before the fit, what a leg or a shoe over or against the body may hide
-   (``occluder``: a piece of the box's cut wider than the body reaching beyond the prediction,
-   :func:`~snaketrack.labelling.band_cut.occluders`), pieces of colours the robot does not have
-   (``foreign``) and, where the label is wider than the body and the prediction is not (``wide``:
-   :func:`~snaketrack.labelling.band_cut.wider_than_model`), all but the body's width about the
-   predicted axis are not fitted; the body past the prediction's ends in the robot's own colours joins
+6. **Distractors on the body.** Before the fit, pieces of colours the robot does not have (``foreign``)
+   and, where the label is wider than the body and the prediction is not (``wide``:
+   :func:`~snaketrack.labelling.band_cut.wider_than_model`: a leg or a shoe over or against the body), all
+   but the body's width about the predicted axis are not fitted; the body past the prediction's ends in the robot's own colours joins
    the label and the fit (``body_beyond``). After it, where the label is wider than the body it keeps the
-   fitted silhouette's axis strip of the body's width, and the rest starts the band cut as ground.
+   fitted silhouette's axis strip of the body's width.
 
 The first frame has no prediction: it is cut from the user's box (what the cut holds outside the box is cut
 off, ``cut_off_box``: the box is where the user said the robot is), the model is fitted to that cut, and the
@@ -77,9 +75,7 @@ from snaketrack.labelling.band_cut import (
     band_cut,
     body_beyond,
     body_width_px,
-    covered_by,
     foreign,
-    occluders,
     own_colours,
     robot_colours,
     wider_than_model,
@@ -231,7 +227,6 @@ class GatedBackend(FittedBackend):
         self._gray: Optional[np.ndarray] = None
         self._prev_gray: Optional[np.ndarray] = None
         self._colours: Optional[np.ndarray] = None  # the robot's colours for the band cut (band_cut.robot_colours)
-        self._occluder: Optional[np.ndarray] = None  # the frame's occluder (band_cut.occluders), or None
         self._own: Optional[np.ndarray] = None  # the robot's colours the ground lacks (band_cut.own_colours)
         self._width: Optional[float] = None  # the body's width [px] (band_cut.body_width_px), followed slowly
 
@@ -270,7 +265,6 @@ class GatedBackend(FittedBackend):
         super().set_image(rgb)
         self._reasons = []
         self.gate_flags = ()
-        self._occluder = None
 
     def predict(self, box, prior: Optional[np.ndarray] = None) -> np.ndarray:
         cfg = self.config
@@ -306,11 +300,6 @@ class GatedBackend(FittedBackend):
         pred, box = self._followed(pred, box)
         self._frame_predicted = pred
         cut = np.asarray(self.backend.predict(box, pred), bool)
-        if cfg.band is not None:
-            occ = occluders(cut, pred, cfg.band)
-            if np.count_nonzero(occ) >= cfg.min_px:
-                self._occluder = occ
-                self._reasons.append("occluder")
         gated = cut_off_model(cut_blobs(cut, pred, cfg.near_px, cfg.blob_px), pred, cfg.far_px)
         if np.count_nonzero(cut & ~gated) >= cfg.min_px:
             self._reasons.append("cut_off_model")
@@ -342,7 +331,7 @@ class GatedBackend(FittedBackend):
     def _band_cut(self, label: np.ndarray, sil: np.ndarray) -> np.ndarray:
         """``label`` cut again in a band around the fitted silhouette ``sil`` (module doc, 5), its edge then
         finished as the GrabCut backend finishes a label (when it is one); ``label`` when the cut is not taken."""
-        cut, taken = band_cut(self._frame, label, sil, self.config.band, self._colours, self._occluder)
+        cut, taken = band_cut(self._frame, label, sil, self.config.band, self._colours)
         if not taken:
             return label
         if self._colours is None:  # the robot's colours, from the first label cut so (the first frame's, mostly)
@@ -361,8 +350,6 @@ class GatedBackend(FittedBackend):
         # the model is fitted to the label within fit_px of its prediction: a rim of a thing touching the body,
         # left within far_px, must not pull the fit towards it (it would pull the next prediction further)
         seen = label & dilate_mask(pred, cfg.fit_px) if pred is not None else label
-        if self._occluder is not None:  # nor what a leg over the body may hide
-            seen = seen & ~covered_by(self._occluder, pred, cfg.band)
         if pred is not None and cfg.band is not None and self._colours is not None:  # nor a shoe beside it
             odd = foreign(self._frame, seen, self._colours, pred, cfg.band)
             if np.count_nonzero(odd) >= cfg.min_px:
@@ -397,9 +384,7 @@ class GatedBackend(FittedBackend):
                 elif wide is None:
                     self._width += cfg.band.width_rate * (w - self._width)
             if wide is not None:  # where the label is wider than the body it keeps the model's width about its axis
-                beside = wide & ~axis_strip(sil, self._width)
-                out = out & ~beside
-                self._occluder = beside if self._occluder is None else self._occluder | beside
+                out = out & ~(wide & ~axis_strip(sil, self._width))
             if mask_iou(out, sil) < cfg.drop_iou:
                 self._reasons.append("off_model")
                 self.gate_flags = ("off_model",)

@@ -34,9 +34,9 @@ the first frame's label) says where the robot is next, and each frame is labelle
 6. **Distractors on the body.** Before the fit, pieces of colours the robot does not have (``foreign``)
    and, where the label is wider than the body and the prediction is not (``wide``:
    :func:`~snaketrack.labelling.band_cut.wider_than_model`: a leg or a shoe over or against the body), all
-   but the body's width about the predicted axis are not fitted; the body past the prediction's ends in the robot's own colours joins
-   the label and the fit (``body_beyond``). After it, where the label is wider than the body it keeps the
-   fitted silhouette's axis strip of the body's width.
+   but the body's width about the predicted axis are not fitted; the body past the prediction's ends in
+   the robot's own colours joins the label and the fit (``body_beyond``). After it, where the label is
+   wider than the body it keeps the fitted silhouette's axis strip of the body's width.
 
 The first frame has no prediction: it is cut from the user's box (what the cut holds outside the box is cut
 off, ``cut_off_box``: the box is where the user said the robot is), the model is fitted to that cut, and the

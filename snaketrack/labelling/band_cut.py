@@ -64,8 +64,9 @@ class BandConfig:
     own_saturation, own_share: the least saturation of the robot's own colours and the least share of its
     pixels they must hold (:func:`own_colours`) [fractions];
     wide_frac: a label wider than a disc this many body widths across is wider than the body
-    (:func:`wide_part`; 0: not cut) [body widths]; width_rate: the gate follows the body's width by this
-    share of each frame's (on frames without such a part)."""
+    (:func:`wide_part`; 0, the default: not cut; 1.6 holds no body) [body widths]; width_rate: the gate
+    follows the body's width by this share of each frame's (on frames without such a part); foreign_fit: the
+    gate does not fit the model to pieces of colours the robot does not have (:func:`foreign`)."""
 
     band_frac: float = 0.5
     min_band_px: int = 2
@@ -85,8 +86,9 @@ class BandConfig:
     thick_frac: float = 1.25
     own_saturation: float = 0.5
     own_share: float = 0.33
-    wide_frac: float = 1.6
+    wide_frac: float = 0.0
     width_rate: float = 0.05
+    foreign_fit: bool = False
 
     def __post_init__(self) -> None:
         if not self.band_frac >= 0:
@@ -238,7 +240,7 @@ def wide_part(mask: np.ndarray, width_px: float, config: BandConfig = BandConfig
     beside it, do.
 
     >>> m = np.zeros((60, 200), bool); m[30:40, 10:190] = True; m[10:40, 90:120] = True   # a block on a body
-    >>> wide = wide_part(m, 10.0)
+    >>> wide = wide_part(m, 10.0, BandConfig(wide_frac=1.6))
     >>> np.argwhere(wide).min(0).tolist(), np.argwhere(wide).max(0).tolist()
     ([10, 90], [39, 119])
     """

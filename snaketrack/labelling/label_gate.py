@@ -350,7 +350,7 @@ class GatedBackend(FittedBackend):
         # the model is fitted to the label within fit_px of its prediction: a rim of a thing touching the body,
         # left within far_px, must not pull the fit towards it (it would pull the next prediction further)
         seen = label & dilate_mask(pred, cfg.fit_px) if pred is not None else label
-        if pred is not None and cfg.band is not None and self._colours is not None:  # nor a shoe beside it
+        if pred is not None and cfg.band is not None and cfg.band.foreign_fit and self._colours is not None:
             odd = foreign(self._frame, seen, self._colours, pred, cfg.band)
             if np.count_nonzero(odd) >= cfg.min_px:
                 seen = seen & ~odd

@@ -26,14 +26,14 @@ where the model vouches for the place. Within the band the cut may then disagree
 the body, cut out; a model that slid over it); a cut that keeps less than ``min_keep`` of the label's pixels
 has lost the robot, and the label is returned as it is.
 
-Where a leg or a shoe covers or touches the body, the gate (:mod:`~snaketrack.labelling.label_gate`) finds
-it from the shapes and colours here: a label wider than the body where the model is not
-(:func:`wider_than_model`, cut to the model's width about its axis, :func:`axis_strip`), pieces of colours
-the robot does not have (:func:`foreign`); the model is not fitted to them, and the label's part beside the
-body, given as ``occluder``, starts the cut as certain
-ground, the silhouette they may hide (:func:`covered_by`) as probably ground, so that GrabCut learns their
-colours and gives back what beside them has the robot's. The body past the model's ends, of colours the
-robot has and the floor lacks (:func:`own_colours`), joins the label (:func:`body_beyond`).
+The gate (:mod:`~snaketrack.labelling.label_gate`) joins to the label the body past the model's ends, of
+colours the robot has and the floor lacks (:func:`own_colours`, :func:`body_beyond`). Where a leg or a shoe
+covers or touches the body, the shapes and colours here find it: a label wider than the body where the model
+is not (:func:`wider_than_model`, cut to the model's width about its axis, :func:`axis_strip`), pieces of
+colours the robot does not have (:func:`foreign`); the gate uses them when asked (``wide_frac``,
+``foreign_fit``). A thing known to stand over the body, given as ``occluder``, starts the cut as certain
+ground clear of the silhouette and the silhouette it may hide (:func:`covered_by`) as probably ground, so
+that GrabCut learns its colours and gives back what beside it has the robot's.
 """
 from __future__ import annotations
 

@@ -42,6 +42,13 @@ the first frame's label) says where the robot is next, and each frame is labelle
    (:func:`~snaketrack.labelling.band_cut.band_cut`, ``band``; ``band_cut``): the robot's dark housings that
    the box's cut took for the floor's shade join it, and what is not of the robot's colours (those of the
    first label cut so) in front of the body leaves it.
+6. **The body past the model's ends.** Before the fit, the body past the prediction's ends in the robot's
+   own colours (:func:`~snaketrack.labelling.band_cut.body_beyond`) joins the label and the fit
+   (``body_beyond``). Two more rules are in ``BandConfig``, off by default: with ``foreign_fit``, pieces of
+   colours the robot does not have are not fitted (``foreign``); with ``wide_frac`` above 0, where the label
+   is wider than the body and the prediction is not (a leg or a shoe over or against the body,
+   :func:`~snaketrack.labelling.band_cut.wider_than_model`), only the body's width about the predicted axis
+   is fitted, and the label keeps the fitted silhouette's axis strip of that width (``wide``).
 
 The first frame has no prediction: it is cut from the user's box (what the cut holds outside the box is cut
 off, ``cut_off_box``: the box is where the user said the robot is), the model is fitted to that cut, and the
@@ -74,7 +81,17 @@ import numpy as np
 
 from snaketrack.datasets.boxes import Box, dilate_mask, mask_to_box
 from snaketrack.errors import InputError
-from snaketrack.labelling.band_cut import BandConfig, band_cut, robot_colours
+from snaketrack.labelling.band_cut import (
+    BandConfig,
+    axis_strip,
+    band_cut,
+    body_beyond,
+    body_width_px,
+    foreign,
+    own_colours,
+    robot_colours,
+    wider_than_model,
+)
 from snaketrack.labelling.fit_labels import FittedBackend, LabelFitter, fit_row, trimmed_label
 from snaketrack.masks import mask_iou
 from snaketrack.tracker.config import TrackerConfig
@@ -232,6 +249,8 @@ class GatedBackend(FittedBackend):
         self._gray: Optional[np.ndarray] = None
         self._prev_gray: Optional[np.ndarray] = None
         self._colours: Optional[np.ndarray] = None  # the robot's colours for the band cut (band_cut.robot_colours)
+        self._own: Optional[np.ndarray] = None  # the robot's colours the ground lacks (band_cut.own_colours)
+        self._width: Optional[float] = None  # the body's width [px] (band_cut.body_width_px), followed slowly
 
     @property
     def robot_fit(self) -> dict[str, Any]:
@@ -371,6 +390,7 @@ class GatedBackend(FittedBackend):
             return label
         if self._colours is None:  # the robot's colours, from the first label cut so (the first frame's, mostly)
             self._colours = robot_colours(self._frame, cut, self.config.band)
+            self._own = own_colours(self._frame, cut, self.config.band)
         self._reasons.append("band_cut")
         finish = getattr(self._grabcut, "polish", None)
         return np.asarray(finish(cut), bool) if finish is not None else cut
@@ -384,6 +404,25 @@ class GatedBackend(FittedBackend):
         # the model is fitted to the label within fit_px of its prediction: a rim of a thing touching the body,
         # left within far_px, must not pull the fit towards it (it would pull the next prediction further)
         seen = label & dilate_mask(pred, cfg.fit_px) if pred is not None else label
+        if pred is not None and cfg.band is not None and cfg.band.foreign_fit and self._colours is not None:
+            odd = foreign(self._frame, seen, self._colours, pred, cfg.band)
+            if np.count_nonzero(odd) >= cfg.min_px:
+                seen = seen & ~odd
+                self._reasons.append("foreign")
+        if pred is not None and cfg.band is not None and cfg.band.extend_frac > 0 and self._own is not None:
+            more = body_beyond(self._frame, label, pred, self._own, cfg.band)  # the body past the model's ends
+            if np.count_nonzero(more) >= cfg.min_px:
+                label, seen = label | more, seen | more
+                self._reasons.append("body_beyond")
+        wide = None
+        if pred is not None and cfg.band is not None and cfg.band.wide_frac > 0 and self._width:
+            # a shoe on the body (not where the model is as wide): not fitted, lest the model fatten over it
+            wide = wider_than_model(label, pred, self._width, cfg.band)
+            if np.count_nonzero(wide) >= cfg.min_px:  # the model's width about its predicted axis is fitted
+                seen = seen & ~(wide & ~axis_strip(pred, self._width))
+                self._reasons.append("wide")
+            else:
+                wide = None
         res = self.fitter(seen, self._frame, moving, self._index)
         out = res.mask if pred is None else res.mask | label
         sil = self.fitter.silhouette
@@ -392,6 +431,14 @@ class GatedBackend(FittedBackend):
             if np.count_nonzero(out & ~kept) >= cfg.min_px:
                 self._reasons.append("trimmed_to_model")
             out = kept
+            if cfg.band is not None:
+                w = body_width_px(sil)
+                if self._width is None:
+                    self._width = w
+                elif wide is None:
+                    self._width += cfg.band.width_rate * (w - self._width)
+            if wide is not None:  # where the label is wider than the body it keeps the model's width about its axis
+                out = out & ~(wide & ~axis_strip(sil, self._width))
             if mask_iou(out, sil) < cfg.drop_iou:
                 self._reasons.append("off_model")
                 self.gate_flags = ("off_model",)

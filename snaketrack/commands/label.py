@@ -51,6 +51,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "the model's silhouette (half the body's width), so that the robot's dark housings, which "
                         "the box's cut takes for the floor's shade, are labelled and what is not of the robot's "
                         "colours in front of it is not (default: on)")
+    p.add_argument("--gate-reach", type=int, default=0, metavar="PX",
+                   help="with the gate, refine the model from its prediction on each frame's cut within PX of the "
+                        "predicted silhouette before gating: keeps the labels on a robot that moves fast in a clear "
+                        "scene, but can move the model onto people or furniture beside the robot (default 0: off)")
     p.add_argument("--up", default=None, metavar="sim-imu|FILE|none",
                    help="the world's up direction in the camera frame per frame, which holds the fitted robot model "
                         "to the ground (what keeps it from sliding nearer the camera on a low view): an IMU CSV "
@@ -97,7 +101,8 @@ def run(args: argparse.Namespace) -> int:
     backend = build_backend(args.backend or "default", src, args.robot, camera_of(args),
                             sam_checkpoint=args.sam_checkpoint, sam_model=args.sam_model, device=args.device,
                             stride=args.stride, motion=not args.no_motion, fit=args.fit, gate=args.gate,
-                            up=args.up, track_ground=args.track_ground, band_cut=args.band_cut)
+                            up=args.up, track_ground=args.track_ground, band_cut=args.band_cut,
+                            gate_reach_px=args.gate_reach)
     if args.threads is None and backend.name != "sam":
         torch.set_num_threads(LABEL_THREADS)
     t0 = time.perf_counter()

@@ -6,6 +6,7 @@ that they measure what the command runs.
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
 from snaketrack.datasets.grabcut_backend import GrabCutBackend
 from snaketrack.datasets.motion_backend import MotionGuidedBackend
@@ -22,7 +23,7 @@ from snaketrack.tracker.calib.gravity import open_up
 def build_backend(name: str, source=None, robot: str | None = None, intrinsics=None,
                   sam_checkpoint: str | None = None, sam_model: str = "vit_b", device: str = "cpu", stride: int = 1,
                   motion: bool = True, fit: bool | None = None, gate: bool = True, up: str | None = None,
-                  track_ground: bool = False, band_cut: bool = True):
+                  track_ground: bool = False, band_cut: bool = True, gate_reach_px: int = 0):
     """The box-prompted backend ``label`` runs for ``--backend NAME``, its labels fitted to the robot model
     (:class:`~snaketrack.labelling.fit_labels.FittedBackend`) when ``fit``.
 
@@ -42,6 +43,7 @@ def build_backend(name: str, source=None, robot: str | None = None, intrinsics=N
     ``up``, ``track_ground``: the fit's up source (``--up``, :func:`~snaketrack.tracker.calib.gravity.open_up`) and
     ground following (:class:`~snaketrack.labelling.fit_labels.LabelFitter`). ``band_cut``: a gated label the
     fitted model explains is cut again in a band around its silhouette (:mod:`~snaketrack.labelling.band_cut`).
+    ``gate_reach_px``: the gate's ``GateConfig.reach_px`` (0: its prediction is not refined on the frame's cut).
     """
     meta = getattr(source, "meta", {}) or {}
     if name == "default":
@@ -65,7 +67,9 @@ def build_backend(name: str, source=None, robot: str | None = None, intrinsics=N
     up_source = open_up(up, getattr(source, "truth", None), int(meta.get("seed", 0) or 0))
     ground = {"up_source": up_source, "track_ground": bool(track_ground)}
     if gate:
-        gcfg = GateConfig() if band_cut else GateConfig(band=None)
+        gcfg = GateConfig(reach_px=int(gate_reach_px))
+        if not band_cut:
+            gcfg = replace(gcfg, band=None)
         return GatedBackend(backend, LabelFitter(fit_robot, camera, fps=fps, tracker_config=gate_tracker(gcfg),
                                                  **ground), gcfg)
     return FittedBackend(backend, LabelFitter(fit_robot, camera, fps=fps, **ground))

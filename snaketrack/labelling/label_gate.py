@@ -11,17 +11,16 @@ the first frame's label) says where the robot is next, and each frame is labelle
    tracker's constant-velocity prediction instead: on a panning camera it carries last frame's pan
    into this one, and the gate then cuts the robot off.) The prompt box is its box grown by ``box_px``, not
    the last label's, and it is the backend's prior (the motion-guided backend keeps the moving pieces near
-   it, so a leg stepping beside the robot is not its guide). The model is then refined from the predicted
-   pose on the backend's cut within ``reach_px`` of the predicted silhouette (the tracker's
-   :meth:`~snaketrack.tracker.tracker.Tracker.fit`, on the cut moved back with the camera into the last
+   it, so a leg stepping beside the robot is not its guide). With ``reach_px`` > 0 (off by default) the model is
+   then refined from the predicted pose on the backend's cut within ``reach_px`` of the predicted silhouette (the
+   tracker's :meth:`~snaketrack.tracker.tracker.Tracker.fit`, on the cut moved back with the camera into the last
    frame's image; the tracker's session untouched), and its silhouette, moved with the camera, replaces the
    predicted one when it agrees with that cut better by ``align_margin`` (IoU) and its area is within
    ``align_area`` of the predicted one's (``aligned``; a robot's apparent size changes little in a frame, a fit
-   that grew it took in a thing beside it, a chair or a person); a cut that holds more than
-   ``align_cut_ratio`` times the predicted silhouette's area within ``reach_px`` of it holds such a thing, and
-   is not fitted to: a robot whose
-   ends move farther in a frame than ``far_px`` would otherwise outrun the prediction, and the gate would
-   cut its moving ends off, frame after frame. A thing touching the body pulls this fit only as far as the
+   that grew it took in a thing beside it, a chair or a person); a cut that holds more than ``align_cut_ratio``
+   times the predicted silhouette's area within ``reach_px`` of it holds such a thing, and is not fitted to: a
+   robot whose ends move farther in a frame than ``far_px`` would otherwise outrun the prediction, and the gate
+   would cut its moving ends off, frame after frame. A thing touching the body pulls this fit only as far as the
    tracker's priors towards the prediction let it, and must make the silhouette agree with the cut better.
 2. **Cut at the model's boundary.** Whatever the backend cut farther than ``far_px`` from the predicted
    silhouette is not robot, whatever the colours say, and is cut off; so is a thick piece of the cut that
@@ -112,7 +111,9 @@ class GateConfig:
     follow_px: the predicted silhouette is moved with the image of the ground around it, corners within this
     of it (and outside it) tracked from the last frame (:func:`follow_camera`; 0: not moved) [pixels];
     reach_px: the model is refined from the predicted pose on the backend's cut within this of the predicted
-    silhouette (0: not) [pixels]; align_margin: the refined silhouette replaces the predicted one when it
+    silhouette (0, the default: not) [pixels]; 24 keeps the labels on a fast robot in a clear scene, and
+    with people and chairs beside the robot moves the model onto them (docs/benchmarks.md, "Labels in an
+    ordinary lab"); align_margin: the refined silhouette replaces the predicted one when it
     agrees with that cut better by this (IoU) and align_area: its area differs from the predicted one's by at
     most this fraction; align_cut_ratio: a cut holding more than this times the predicted silhouette's area
     within ``reach_px`` of it is not fitted to; band: a
@@ -131,7 +132,7 @@ class GateConfig:
     min_px: int = 20
     warmup_frames: int = 2
     follow_px: int = 80
-    reach_px: int = 24
+    reach_px: int = 0
     align_margin: float = 0.02
     align_area: float = 0.25
     align_cut_ratio: float = 1.5

@@ -94,7 +94,7 @@ def _moved_px(a, b):
 
 def test_the_labels_follow_a_robot_that_moves_beyond_far_px_a_frame(clip):
     truths = clip[2]
-    config = GateConfig(band=None)
+    config = GateConfig(band=None, reach_px=24)
     # the clip does what it is for: the robot's ends move beyond far_px a frame
     assert min(_moved_px(a, b) for a, b in zip(truths, truths[1:])) > config.far_px
     aligned, why = _gated(clip, config)
@@ -111,3 +111,21 @@ def test_gate_config_checks_the_alignment():
         GateConfig(reach_px=-1)
     with pytest.raises(InputError, match="align_margin"):
         GateConfig(align_margin=2.0)
+
+
+def test_label_gate_reach_reaches_the_gate_and_a_negative_one_is_refused(tmp_path, capsys):
+    from snaketrack.cli import main
+    from snaketrack.datasets.video import open_frames
+    from snaketrack.labelling.backends import build_backend
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from distractor_video import write_distractor_video
+
+    root = tmp_path / "clip"
+    write_distractor_video(root, 3, tether=False)
+    src = open_frames(str(root))
+    assert build_backend("grabcut", src, None).config.reach_px == 0  # off by default
+    assert build_backend("grabcut", src, None, gate_reach_px=24).config.reach_px == 24
+    assert build_backend("grabcut", src, None, band_cut=False, gate_reach_px=24).config.band is None
+    assert main(["label", str(root), "--box", "10,10,50,50", "--gate-reach", "-1", "--out", str(tmp_path / "o")]) == 2
+    assert "reach_px" in capsys.readouterr().err

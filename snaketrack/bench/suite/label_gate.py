@@ -25,6 +25,7 @@ from snaketrack.bench.registry import Benchmark
 BOX_MARGIN = 10
 BLOCK = 50
 LABELLERS = {"gate": [], "gate-noband": ["--no-band-cut"], "gate-ground": ["--up", "sim-imu", "--track-ground"],
+             "gate-reach": ["--gate-reach", "24"],
              "fit": ["--no-gate"], "plain": ["--no-fit"]}
 
 
@@ -69,7 +70,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--frames", type=int, default=150, help="frames a clip")
     ap.add_argument("--labellers", default=",".join(LABELLERS),
                     help="comma-separated of gate, gate-noband (--no-band-cut), gate-ground (--up sim-imu "
-                         "--track-ground), fit, plain")
+                         "--track-ground), gate-reach (--gate-reach 24), fit, plain")
 
 
 def run(args: argparse.Namespace) -> dict:

@@ -51,6 +51,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "the model's silhouette (half the body's width), so that the robot's dark housings, which "
                         "the box's cut takes for the floor's shade, are labelled and what is not of the robot's "
                         "colours in front of it is not (default: on)")
+    p.add_argument("--body-beyond", action="store_true",
+                   help="with the band cut, join the body past the model's ends in the robot's own colours (ones "
+                        "the floor around the first label lacks) to the label and the fit (default: off; on a real "
+                        "clip of a red robot it took in more than the body)")
     p.add_argument("--gate-reach", type=int, default=0, metavar="PX",
                    help="with the gate, refine the model from its prediction on each frame's cut within PX of the "
                         "predicted silhouette before gating: keeps the labels on a robot that moves fast in a clear "
@@ -102,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
                             sam_checkpoint=args.sam_checkpoint, sam_model=args.sam_model, device=args.device,
                             stride=args.stride, motion=not args.no_motion, fit=args.fit, gate=args.gate,
                             up=args.up, track_ground=args.track_ground, band_cut=args.band_cut,
-                            gate_reach_px=args.gate_reach)
+                            gate_reach_px=args.gate_reach, body_beyond=args.body_beyond)
     if args.threads is None and backend.name != "sam":
         torch.set_num_threads(LABEL_THREADS)
     t0 = time.perf_counter()

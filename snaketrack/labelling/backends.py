@@ -12,6 +12,7 @@ from snaketrack.datasets.grabcut_backend import GrabCutBackend
 from snaketrack.datasets.motion_backend import MotionGuidedBackend
 from snaketrack.errors import InputError, SnaketrackError, SnaketrackWarning
 from snaketrack.extras import require
+from snaketrack.labelling.band_cut import BandConfig
 from snaketrack.labelling.fit_labels import FittedBackend, LabelFitter
 from snaketrack.labelling.guided_backend import GuidedBackend
 from snaketrack.labelling.label_gate import GateConfig, GatedBackend, gate_tracker
@@ -23,7 +24,8 @@ from snaketrack.tracker.calib.gravity import open_up
 def build_backend(name: str, source=None, robot: str | None = None, intrinsics=None,
                   sam_checkpoint: str | None = None, sam_model: str = "vit_b", device: str = "cpu", stride: int = 1,
                   motion: bool = True, fit: bool | None = None, gate: bool = True, up: str | None = None,
-                  track_ground: bool = False, band_cut: bool = True, gate_reach_px: int = 0):
+                  track_ground: bool = False, band_cut: bool = True, gate_reach_px: int = 0,
+                  body_beyond: bool = False):
     """The box-prompted backend ``label`` runs for ``--backend NAME``, its labels fitted to the robot model
     (:class:`~snaketrack.labelling.fit_labels.FittedBackend`) when ``fit``.
 
@@ -44,6 +46,8 @@ def build_backend(name: str, source=None, robot: str | None = None, intrinsics=N
     ground following (:class:`~snaketrack.labelling.fit_labels.LabelFitter`). ``band_cut``: a gated label the
     fitted model explains is cut again in a band around its silhouette (:mod:`~snaketrack.labelling.band_cut`).
     ``gate_reach_px``: the gate's ``GateConfig.reach_px`` (0: its prediction is not refined on the frame's cut).
+    ``body_beyond``: with the band cut, the body past the model's ends in the robot's own colours joins the label
+    (:func:`~snaketrack.labelling.band_cut.body_beyond`; ``BandConfig().extend_frac``).
     """
     meta = getattr(source, "meta", {}) or {}
     if name == "default":
@@ -70,6 +74,8 @@ def build_backend(name: str, source=None, robot: str | None = None, intrinsics=N
         gcfg = GateConfig(reach_px=int(gate_reach_px))
         if not band_cut:
             gcfg = replace(gcfg, band=None)
+        elif body_beyond:
+            gcfg = replace(gcfg, band=BandConfig())
         return GatedBackend(backend, LabelFitter(fit_robot, camera, fps=fps, tracker_config=gate_tracker(gcfg),
                                                  **ground), gcfg)
     return FittedBackend(backend, LabelFitter(fit_robot, camera, fps=fps, **ground))

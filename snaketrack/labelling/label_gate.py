@@ -136,7 +136,7 @@ class GateConfig:
     align_margin: float = 0.02
     align_area: float = 0.25
     align_cut_ratio: float = 1.5
-    band: Optional[BandConfig] = BandConfig()
+    band: Optional[BandConfig] = BandConfig(extend_frac=0.0)  # the body past the model's ends: opt-in
 
     def __post_init__(self) -> None:
         for name in ("box_px", "near_px", "blob_px", "far_px", "fit_px", "off_px", "min_px", "warmup_frames",

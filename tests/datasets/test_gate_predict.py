@@ -127,5 +127,7 @@ def test_label_gate_reach_reaches_the_gate_and_a_negative_one_is_refused(tmp_pat
     assert build_backend("grabcut", src, None).config.reach_px == 0  # off by default
     assert build_backend("grabcut", src, None, gate_reach_px=24).config.reach_px == 24
     assert build_backend("grabcut", src, None, band_cut=False, gate_reach_px=24).config.band is None
+    assert build_backend("grabcut", src, None).config.band.extend_frac == 0  # the body past the ends: opt-in
+    assert build_backend("grabcut", src, None, body_beyond=True).config.band.extend_frac > 0
     assert main(["label", str(root), "--box", "10,10,50,50", "--gate-reach", "-1", "--out", str(tmp_path / "o")]) == 2
     assert "reach_px" in capsys.readouterr().err

@@ -41,13 +41,14 @@ the first frame's label) says where the robot is next, and each frame is labelle
    (:func:`~snaketrack.labelling.band_cut.band_cut`, ``band``; ``band_cut``): the robot's dark housings that
    the box's cut took for the floor's shade join it, and what is not of the robot's colours (those of the
    first label cut so) in front of the body leaves it.
-6. **The body past the model's ends.** Before the fit, the body past the prediction's ends in the robot's
-   own colours (:func:`~snaketrack.labelling.band_cut.body_beyond`) joins the label and the fit
-   (``body_beyond``). Two more rules are in ``BandConfig``, off by default: with ``foreign_fit``, pieces of
-   colours the robot does not have are not fitted (``foreign``); with ``wide_frac`` above 0, where the label
-   is wider than the body and the prediction is not (a leg or a shoe over or against the body,
-   :func:`~snaketrack.labelling.band_cut.wider_than_model`), only the body's width about the predicted axis
-   is fitted, and the label keeps the fitted silhouette's axis strip of that width (``wide``).
+6. **The body past the model's ends** (opt-in: ``band.extend_frac`` > 0, ``label --body-beyond``). Before the fit,
+   the body past the prediction's ends in the robot's own colours
+   (:func:`~snaketrack.labelling.band_cut.body_beyond`) joins the label and the fit (``body_beyond``). Two more
+   rules are in ``BandConfig``, off by default: with ``foreign_fit``, pieces of colours the robot does not have
+   are not fitted (``foreign``); with ``wide_frac`` above 0, where the label is wider than the body and the
+   prediction is not (a leg or a shoe over or against the body,
+   :func:`~snaketrack.labelling.band_cut.wider_than_model`), only the body's width about the predicted axis is
+   fitted, and the label keeps the fitted silhouette's axis strip of that width (``wide``).
 
 The first frame has no prediction: it is cut from the user's box (what the cut holds outside the box is cut
 off, ``cut_off_box``: the box is where the user said the robot is), the model is fitted to that cut, and the

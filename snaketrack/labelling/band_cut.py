@@ -46,7 +46,7 @@ import numpy as np
 from snaketrack.datasets.boxes import dilate_mask, mask_to_box
 from snaketrack.datasets.grabcut_rules import tone_map
 from snaketrack.errors import InputError
-from snaketrack.masks import mask_iou
+from snaketrack.masks import body_width_px, mask_iou
 
 
 @dataclass(frozen=True)
@@ -109,20 +109,6 @@ class BandConfig:
         for name in ("min_iou", "min_keep", "width_rate", "own_saturation", "own_share"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise InputError(f"{name} {getattr(self, name)}: expected a fraction in [0, 1]")
-
-
-def body_width_px(mask: np.ndarray) -> float:
-    """The width [pixels] of a long, thin mask (bool (H, W)): twice its area over its outline's length (a
-    ``w × L`` strip: ``2 w L / (2 L + 2 w)``, about ``w`` when ``L ≫ w``); 0 for an empty mask.
-
-    >>> m = np.zeros((40, 220), bool); m[10:22, 10:210] = True   # 12 × 200
-    >>> round(body_width_px(m), 1)
-    11.4
-    """
-    m = np.asarray(mask, np.uint8)
-    contours, _ = cv2.findContours(m, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
-    length = sum(cv2.arcLength(c, True) for c in contours)
-    return 2.0 * float(m.sum()) / length if length > 0 else 0.0
 
 
 def band_px(silhouette: np.ndarray, config: BandConfig = BandConfig()) -> int:

@@ -86,14 +86,13 @@ from snaketrack.labelling.band_cut import (
     axis_strip,
     band_cut,
     body_beyond,
-    body_width_px,
     foreign,
     own_colours,
     robot_colours,
     wider_than_model,
 )
 from snaketrack.labelling.fit_labels import FittedBackend, LabelFitter, fit_row, trimmed_label
-from snaketrack.masks import mask_iou
+from snaketrack.masks import body_width_px, mask_iou
 from snaketrack.tracker.config import TrackerConfig
 
 
@@ -252,7 +251,7 @@ class GatedBackend(FittedBackend):
         self._prev_gray: Optional[np.ndarray] = None
         self._colours: Optional[np.ndarray] = None  # the robot's colours for the band cut (band_cut.robot_colours)
         self._own: Optional[np.ndarray] = None  # the robot's colours the ground lacks (band_cut.own_colours)
-        self._width: Optional[float] = None  # the body's width [px] (band_cut.body_width_px), followed slowly
+        self._width: Optional[float] = None  # the body's width [px] (masks.body_width_px), followed slowly
 
     @property
     def robot_fit(self) -> dict[str, Any]:

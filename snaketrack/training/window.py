@@ -40,6 +40,8 @@ import cv2
 import numpy as np
 from scipy.spatial import cKDTree
 
+from snaketrack.masks import body_width_px
+
 ProbaAt = Callable[[Sequence[np.ndarray], tuple[int, int]], np.ndarray]
 Box = tuple[int, int, int, int]  # rows [y0, y1) and columns [x0, x1) of a frame [px]
 
@@ -227,8 +229,7 @@ def robot_pieces(mask: np.ndarray, gap_widths: float = GAP_WIDTHS, held: Optiona
         return mask.astype(bool)
     area = stats[1:, cv2.CC_STAT_AREA]
     largest = int(np.argmax(area)) + 1
-    contours, _ = cv2.findContours((labels == largest).astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
-    width = 2.0 * float(area[largest - 1]) / max(sum(cv2.arcLength(c, True) for c in contours), 1.0)
+    width = body_width_px(labels == largest)
     gap = np.full(n, gap_widths * width)  # each piece's reach [px]
     if held is not None:
         gap[np.unique(labels[held.astype(bool) & (labels > 0)])] = max(gap_widths, hold_widths) * width

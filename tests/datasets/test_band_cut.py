@@ -15,14 +15,13 @@ from snaketrack.labelling.band_cut import (
     band_cut,
     band_px,
     body_beyond,
-    body_width_px,
     covered_by,
     own_colours,
     robot_colours,
     wide_part,
     wider_than_model,
 )
-from snaketrack.masks import mask_iou
+from snaketrack.masks import body_width_px, mask_iou
 
 H, W, WIDTH = 160, 320, 20
 WIDE = BandConfig(wide_frac=1.6)  # the gate's cut of a label wider than the body, which is off by default

@@ -23,7 +23,7 @@ import os
 import time
 
 from snaketrack.bench.registry import Benchmark
-from snaketrack.errors import InputError
+from snaketrack.io import parse_size
 
 
 def add_arguments(ap: argparse.ArgumentParser) -> None:
@@ -33,6 +33,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict:
+    width, height = parse_size(args.size, "--size")  # a bad size fails before the minutes of work
     import mujoco
 
     from snaketrack.sim.oal import OALConfig, oal_model, simulate_oal
@@ -54,10 +55,6 @@ def run(args: argparse.Namespace) -> dict:
         mujoco.mj_step(model, data)
     ref_s = time.perf_counter() - t0
 
-    try:
-        width, height = (int(v) for v in args.size.lower().split("x"))
-    except ValueError:
-        raise InputError(f"--size {args.size!r}; expected WxH in pixels, e.g. 640x360") from None
     vcfg = VideoConfig(scene="drone", frames=args.frames, width=width, height=height)
     with VideoRenderer(vcfg) as r:
         r.frame(0)  # warm-up: first render allocates GL buffers

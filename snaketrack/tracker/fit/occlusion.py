@@ -27,6 +27,8 @@ import cv2
 import numpy as np
 import torch
 
+from snaketrack.masks import mask_iou
+
 if TYPE_CHECKING:
     from snaketrack.tracker.fit.observation import Observation
     from snaketrack.tracker.render.silhouette import SilhouetteRenderer
@@ -135,6 +137,4 @@ def visible_iou(obs: "Observation", silhouette: np.ndarray) -> float:
     that an occluder cuts. 0 when both are empty."""
     sil = np.asarray(silhouette, bool) & (obs.weight.numpy() > 0)
     m = obs.mask.numpy() > 0.5
-    inter = float((sil & m).sum())
-    union = float(sil.sum()) + float(m.sum()) - inter
-    return inter / union if union > 0 else 0.0
+    return mask_iou(sil, m) if sil.any() or m.any() else 0.0

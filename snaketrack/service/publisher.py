@@ -170,38 +170,34 @@ class Publisher:
         stamp = Timestamp(sec=ns // 1_000_000_000, nsec=ns % 1_000_000_000)
         ch = self.channels
         wanted = {topic for topic, channel in ch.items() if channel.has_sinks()}  # subscribed or recorded
-        if m.JOINT_STATES in wanted:
-            ch[m.JOINT_STATES].log(m.joint_state_message(state, capture_time), log_time=ns)
+
+        def log(topic: str, build) -> None:  # a message is built only for a topic someone takes
+            if topic in wanted:
+                ch[topic].log(build(), log_time=ns)
+
+        def pose(frame_id: str, position, rotation):
+            return PoseInFrame(timestamp=stamp, frame_id=frame_id, pose=_pose(position, rotation))
+
+        log(m.JOINT_STATES, lambda: m.joint_state_message(state, capture_time))
         head_R = _head_rotation(self.robot, state, np.asarray(state.base_rotation, float)) \
             if wanted & {m.HEAD_POSE, m.GROUND_HEAD_POSE} else None
-        if m.BASE_POSE in wanted:
-            ch[m.BASE_POSE].log(PoseInFrame(timestamp=stamp, frame_id=m.CAMERA_FRAME,
-                                            pose=_pose(state.base_position, state.base_rotation)), log_time=ns)
-        if m.HEAD_POSE in wanted:
-            ch[m.HEAD_POSE].log(PoseInFrame(timestamp=stamp, frame_id=m.CAMERA_FRAME,
-                                            pose=_pose(state.head, head_R)),
-                                log_time=ns)
-        transforms = []
-        if m.TF in wanted:
-            transforms = [FrameTransform(timestamp=stamp, parent_frame_id=p, child_frame_id=c,
-                                         translation=_vector(t), rotation=_quaternion(R))
-                          for p, c, t, R in m.link_transforms(self.robot, state)]
-        if up is not None and np.all(np.isfinite(up)) and wanted & {m.TF, m.GROUND_BASE_POSE, m.GROUND_HEAD_POSE}:
-            L = m.level_rotation(up)
-            if m.TF in wanted:
-                transforms.append(FrameTransform(timestamp=stamp, parent_frame_id=m.GROUND_FRAME,
-                                                 child_frame_id=m.CAMERA_FRAME, translation=_vector(np.zeros(3)),
-                                                 rotation=_quaternion(L)))
-            if m.GROUND_BASE_POSE in wanted:
-                ch[m.GROUND_BASE_POSE].log(PoseInFrame(timestamp=stamp, frame_id=m.GROUND_FRAME,
-                                                       pose=_pose(L @ state.base_position,
-                                                                  L @ state.base_rotation)), log_time=ns)
-            if m.GROUND_HEAD_POSE in wanted:
-                ch[m.GROUND_HEAD_POSE].log(PoseInFrame(timestamp=stamp, frame_id=m.GROUND_FRAME,
-                                                       pose=_pose(L @ state.head, L @ head_R)),
-                                           log_time=ns)
-        if m.TF in wanted:
-            ch[m.TF].log(FrameTransforms(transforms=transforms), log_time=ns)
+        log(m.BASE_POSE, lambda: pose(m.CAMERA_FRAME, state.base_position, state.base_rotation))
+        log(m.HEAD_POSE, lambda: pose(m.CAMERA_FRAME, state.head, head_R))
+        L = m.level_rotation(up) if up is not None and np.all(np.isfinite(up)) else None
+
+        def transforms():
+            out = [FrameTransform(timestamp=stamp, parent_frame_id=p, child_frame_id=c, translation=_vector(t),
+                                  rotation=_quaternion(R)) for p, c, t, R in m.link_transforms(self.robot, state)]
+            if L is not None:
+                out.append(FrameTransform(timestamp=stamp, parent_frame_id=m.GROUND_FRAME,
+                                          child_frame_id=m.CAMERA_FRAME, translation=_vector(np.zeros(3)),
+                                          rotation=_quaternion(L)))
+            return FrameTransforms(transforms=out)
+
+        log(m.TF, transforms)
+        if L is not None:
+            log(m.GROUND_BASE_POSE, lambda: pose(m.GROUND_FRAME, L @ state.base_position, L @ state.base_rotation))
+            log(m.GROUND_HEAD_POSE, lambda: pose(m.GROUND_FRAME, L @ state.head, L @ head_R))
         now = time.monotonic()
         if self.overlay_hz > 0 and m.OVERLAY in wanted and now - self._last_overlay >= 1.0 / self.overlay_hz:
             self._last_overlay = now
@@ -213,10 +209,8 @@ class Publisher:
                                                   format="jpeg"), log_time=ns)
 
         published = time.time()  # the forecast's time: the state as it stands when a client gets it
-        if m.STATE in wanted:
-            predicted = forecast(state, self.robot, max(0.0, published - capture_time))
-            ch[m.STATE].log(m.state_message(result.row, state, capture_time, published, reading_settled, predicted),
-                            log_time=ns)
+        log(m.STATE, lambda: m.state_message(result.row, state, capture_time, published, reading_settled,
+                                             forecast(state, self.robot, max(0.0, published - capture_time))))
         self.flush()
         return 1000.0 * (published - capture_time)
 

@@ -141,6 +141,11 @@ class TrackerConfig:
         plane): with ``ground_window`` the ground prior holds the base to it (times the camera's height
         ratio on a moving camera) from the first frame, instead of to the track's median; None (default).
     init_refine_steps: LM steps of each refined start of the search and of a wide-edge refinement; default 30.
+    gap_frames: on a frame more than this many frame times after the last one tracked (a live source
+        skipped frames) whose fit's IoU falls more than ``gap_margin`` below the last frame's, the last fit
+        is refined with the search's coarse-to-fine edge too, and the better fit kept (0: never); 1.5.
+    gap_margin: see ``gap_frames``; default 0.05.
+    gap_refine_steps: LM steps of that wide-edge refinement; default 12.
     init_candidates: how many of the search's ranked starts are refined; default 5.
     init_sigma_schedule: edge softness schedule [px] of the search's LM; default (4, 4, 2, 2, 1, 1).
     init_plane_tilts: the search's tilted ground planes, (tilt [deg], azimuths) pairs; default ((35, 6), (60, 6)).
@@ -194,6 +199,9 @@ class TrackerConfig:
     ground_min_frames: int = 5
     ground_height: Optional[float] = None
     init_refine_steps: int = 30
+    gap_frames: float = 1.5
+    gap_margin: float = 0.05
+    gap_refine_steps: int = 12
     init_candidates: int = 5
     init_sigma_schedule: tuple[float, ...] = (4.0, 4.0, 2.0, 2.0, 1.0, 1.0)
     init_plane_tilts: tuple[tuple[float, int], ...] = ((35.0, 6), (60.0, 6))
@@ -231,3 +239,6 @@ class TrackerConfig:
             raise InputError(f"tracker model {self.model!r}; expected 'visual', 'visual-capsule' or 'capsules'")
         if self.depth_anchor not in ("centre", "base"):
             raise InputError(f"depth_anchor {self.depth_anchor!r}; expected 'centre' or 'base'")
+        if not self.gap_frames >= 0 or self.gap_refine_steps < 1:
+            raise InputError(f"gap_frames {self.gap_frames!r}, gap_refine_steps {self.gap_refine_steps!r}; "
+                             "expected frames ≥ 0 and at least one step")

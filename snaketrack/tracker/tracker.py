@@ -27,6 +27,12 @@ coasts on its prediction (status ``coasting``) and, after ``lost_after`` such fr
 (velocity zeroed) and reports ``lost``. The first mask after a ``lost`` spell is refined from the held
 pose with the search's coarse-to-fine edge (the robot may have moved); whenever a fit's IoU stays below
 ``reacquire_iou`` the search runs too and the better result is kept.
+
+Skipped frames: a live source that runs ahead of the tracker hands it the newest frame, so the interval
+since the last fit may be several frame times. Past ``gap_frames`` of them the last fit, not the
+constant-velocity prediction, is refined with the search's coarse-to-fine edge (``gap_refine_steps``)
+before the frame's own refinement: tracked every 2nd to 5th frame, this keeps the fit on the body where
+the prediction's narrow basin let it slide off and re-search (docs/tracker.md, "Skipped frames").
 """
 from __future__ import annotations
 
@@ -191,6 +197,7 @@ class Tracker:
         self.filter.set_interval(dt if dt > 0 and abs(dt - 1.0 / self.fps) > 1e-9 else 1.0 / self.fps)
         self.t_prev = t
         cfg = self.config
+        held = self.filter.pose  # the last fit, before the prediction moves it
         pred = self.filter.predict()
         if m.sum() < cfg.min_mask_px:
             self.filter.coast()
@@ -221,7 +228,18 @@ class Tracker:
                 pred = self._wave_predicted(pred)
             refiner = self.occluded_refiner if occluded else self.refiner
             obs_cut = self._cut_weighted(pred, obs)
-            res = refiner.refine(pred, obs_cut, offset0=0.0, up=self.up, height=self.ground_prior.height(self.up))
+            height = self.ground_prior.height(self.up)
+            res = refiner.refine(pred, obs_cut, offset0=0.0, up=self.up, height=height)
+            gap = cfg.gap_frames > 0 and dt * self.fps > cfg.gap_frames
+            if gap and not occluded and self.last is not None and self.last.iou is not None and \
+                    res.iou < self.last.iou - cfg.gap_margin:
+                # frames were skipped (a live source behind) and the fit lost ground: the prediction may
+                # have carried a poor fit's rate over the gap, or the robot moved past the edge's reach;
+                # the last fit brought to this mask with the search's coarse-to-fine edge is tried too
+                wide = self.search.wide_refiner.refine(held, obs, steps=cfg.gap_refine_steps, up=self.up)
+                alt = refiner.refine(wide.x, obs_cut, offset0=wide.offset_px, up=self.up, height=height)
+                if alt.iou > res.iou:
+                    res = alt
             if occluded and cfg.occluded_visible_iou:
                 res = replace(res, iou=visible_iou(obs_cut, self.renderer.mask(res.x, res.offset_px)))
         reinit = False

@@ -216,8 +216,9 @@ def refine_figures(ds_path: Path, frames: int, renderer: str) -> dict:
             "iou": float(np.mean(ious)), "s_per_frame": (time.perf_counter() - t0) / frames}
 
 
-def track_figures(ds_path: Path, out: Path, frames: int, renderer: str) -> dict:
-    """``snaketrack track``'s benchmark run of the clip with ``renderer`` over ``frames`` frames: its summary's
+def track_figures(ds_path: Path, out: Path, frames: int, renderer: str, up: str = "none") -> dict:
+    """``snaketrack track``'s benchmark run of the clip with ``renderer`` over ``frames`` frames (``up``: the up
+    direction's source, ``none`` or ``sim-imu``, as ``bench tracker --up``): its summary's
     figures (:data:`~snaketrack.bench.tracking.REPORTED`), ``base_orientation_error_rad`` (the mean angle [rad]
     of the rotation from the true base orientation to the tracked one) and the run's wall time ``wall_s`` [s]."""
     from snaketrack.bench.tracking import REPORTED, bench_options
@@ -227,7 +228,7 @@ def track_figures(ds_path: Path, out: Path, frames: int, renderer: str) -> dict:
 
     meta = read_json(ds_path / "meta.json")
     scene = ds_path.name.split("-")[0]
-    pipeline, opts = bench_options(scene, int(meta.get("seed", 0)), frames, up="none", renderer=renderer)
+    pipeline, opts = bench_options(scene, int(meta.get("seed", 0)), frames, up=up, renderer=renderer)
     pipeline = replace(pipeline, hold_frames=0)
     run_dir = out / f"{ds_path.name}-{renderer}"
     t0 = time.perf_counter()
@@ -247,13 +248,13 @@ def track_figures(ds_path: Path, out: Path, frames: int, renderer: str) -> dict:
 ERRORS = ("base_position_error_m", "base_orientation_error_rad", "joint_error_rad", "joint_error_l2_rad")
 
 
-def track_comparison(ds_path: Path, out: Path, frames: int, shader: bool = False) -> dict:
+def track_comparison(ds_path: Path, out: Path, frames: int, shader: bool = False, up: str = "none") -> dict:
     """The clip tracked with each backend (:func:`track_figures`; with ``shader``, also ``pytorch3d-shader``),
     and PyTorch3D's errors over the own renderer's (``error_ratio``, per PyTorch3D run with the shader) and
     whether each is within 10 % of it (``within_10_percent``), and the own renderer's frames per second over
     PyTorch3D's (``time_ratio``)."""
     names = ("own", "pytorch3d") + (("pytorch3d-shader",) if shader else ())
-    runs = {r: track_figures(ds_path, out, frames, r) for r in names}
+    runs = {r: track_figures(ds_path, out, frames, r, up) for r in names}
     o = runs["own"]
 
     def ratios(p):
@@ -282,6 +283,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--refine-frames", type=int, default=0, metavar="N",
                     help="also the refinement alone over N frames from the true first pose with each backend")
     ap.add_argument("--threads", type=int, default=2, help="torch intra-op threads (default 2)")
+    ap.add_argument("--up", default="none", choices=["none", "sim-imu"],
+                    help="the tracking runs' up direction: none, or the clip's simulated IMU (the ground prior; "
+                         "without it a near-overhead view can be fitted with its plane mirrored; default none)")
     ap.add_argument("--shader", action="store_true",
                     help="also track with PyTorch3D's SoftSilhouetteShader blend (the renderer pytorch3d-shader)")
 
@@ -294,7 +298,8 @@ def run(args: argparse.Namespace) -> dict:
 
     check_renderer("pytorch3d")
     torch.set_num_threads(max(1, min(args.threads, os.cpu_count() or 1)))
-    result = {"size": [640, 360], "threads": torch.get_num_threads(), "frames": args.frames, "clips": {}}
+    result = {"size": [640, 360], "threads": torch.get_num_threads(), "frames": args.frames, "up": args.up,
+              "clips": {}}
     for clip in args.clips:
         scene, robot = clip.split("-", 1)
         ds = ensure_dataset(dataset_dir(data_dir(args), scene, robot, args.seed), scene, robot, args.seed,
@@ -309,7 +314,7 @@ def run(args: argparse.Namespace) -> dict:
             entry["refine"] = ref
             print(json.dumps({clip: ref}), file=sys.stderr)
         if not args.no_track:
-            entry["track"] = track_comparison(ds, Path(args.out), args.frames, args.shader)
+            entry["track"] = track_comparison(ds, Path(args.out), args.frames, args.shader, args.up)
             print(json.dumps({clip: entry["track"]}), file=sys.stderr)
         result["clips"][clip] = entry
         print(f"{clip}: done", file=sys.stderr)

@@ -29,10 +29,10 @@ pose with the search's coarse-to-fine edge (the robot may have moved); whenever 
 ``reacquire_iou`` the search runs too and the better result is kept.
 
 Skipped frames: a live source that runs ahead of the tracker hands it the newest frame, so the interval
-since the last fit may be several frame times. Past ``gap_frames`` of them the last fit, not the
-constant-velocity prediction, is refined with the search's coarse-to-fine edge (``gap_refine_steps``)
-before the frame's own refinement: tracked every 2nd to 5th frame, this keeps the fit on the body where
-the prediction's narrow basin let it slide off and re-search (docs/tracker.md, "Skipped frames").
+since the last fit may be several frame times. Past ``gap_frames`` of them, a fit whose IoU falls more
+than ``gap_margin`` below the last frame's is retried from the last fit with the search's coarse-to-fine
+edge (``gap_refine_steps``) and the better kept: tracked every 2nd or 3rd frame this keeps the fit on
+the body where the prediction let it slide off and re-search (docs/benchmarks.md, "Skipped frames").
 """
 from __future__ import annotations
 

@@ -120,6 +120,27 @@ def test_tf_places_the_links_where_forward_kinematics_does(dataset):
     assert [c for _, c, _, _ in chain[:3]] == ["base", "link_2", "link_3"]
 
 
+@pytest.mark.parametrize("name", ["planar-snake-11", "arcsnake-4"])
+def test_the_head_pose_is_the_head_point_in_the_head_link_s_orientation(name):
+    """``/snake/head_pose`` (and, levelled, ``/snake/ground/head_pose``) carries the head link's orientation:
+    the last link's rotation of the torch forward kinematics, not the base's."""
+    from scipy.spatial.transform import Rotation
+
+    from snaketrack.models.kinematics import forward_kinematics_np
+    from snaketrack.service.publisher import _head_rotation
+    from snaketrack.tracker.state import TrackState
+
+    robot = load_robot(name)
+    q = np.linspace(-0.5, 0.4, robot.dof)
+    R0 = Rotation.from_rotvec([0.2, 0.4, -0.3]).as_matrix()
+    p0 = np.array([-0.1, 0.05, 1.5])
+    state = TrackState(0, 0.0, q, Rotation.from_matrix(R0).as_quat()[[3, 0, 1, 2]], p0, np.zeros(3))
+    fk = forward_kinematics_np(robot, q, R0, p0)
+    head_R = _head_rotation(robot, state, R0)
+    np.testing.assert_allclose(head_R, fk["rotations"][-1], atol=1e-9)
+    assert not np.allclose(head_R, R0, atol=1e-3)  # not the base's
+
+
 def test_the_ground_frame_is_level_and_looks_along_the_optical_axis():
     up = np.array([0.0, -0.6, -0.8])  # a camera pitched down
     L = m.level_rotation(up)

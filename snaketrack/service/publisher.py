@@ -138,12 +138,12 @@ class Publisher:
         """Stop the server (and the gate) and finish the MCAP (its summary and index written)."""
         if self.server is not None and self._subscriptions.count > 0 and self.linger_s > 0:
             time.sleep(self.linger_s)
+        if self.server is not None:  # first, so that its clients' close handshakes still pass the gate
+            self.server.stop()
+            self.server = None
         if self.gate is not None:
             self.gate.stop()
             self.gate = None
-        if self.server is not None:
-            self.server.stop()
-            self.server = None
         if self.writer is not None:
             self.writer.close()
             self.writer = None

@@ -368,6 +368,28 @@ def test_a_subscribed_client_is_counted_so_that_closing_lets_its_last_messages_o
         publisher.close()
 
 
+def test_closing_with_a_client_connected_ends_its_connection_with_a_handshake(dataset, capfd, caplog):
+    """The server stops before the gate in front of it, so a connected client's WebSocket closes with its
+    handshake through the gate: the SDK's server reports no connection reset at shutdown."""
+    from snaketrack.service.publisher import Publisher
+
+    frames = open_frames(dataset)
+    publisher = Publisher(load_robot(frames.meta["robot"]), Camera.from_meta(frames.meta).K, port=0).start()
+    client = StateClient(publisher.url).connect()
+    try:
+        deadline = time.monotonic() + 10
+        while publisher._subscriptions.count == 0 and time.monotonic() < deadline:
+            list(client.messages(timeout=0.1))
+        assert publisher._subscriptions.count >= 1
+        publisher.close()
+        assert list(client.messages(timeout=5)) == []  # the service closed the connection
+    finally:
+        client.close()
+        publisher.close()
+    time.sleep(0.5)  # the server's log of a reset, had there been one (Python's logging or stderr)
+    assert "without closing handshake" not in capfd.readouterr().err + caplog.text
+
+
 def test_a_robot_not_yet_in_view_is_reported_lost_until_it_enters_and_no_frame_is_an_error(dataset):
     enters = 5
     service, got, statuses = _push_through_service(dataset, lambda k: k < enters)

@@ -14,8 +14,6 @@ joint coordinates, a rotation increment applied on the left of the base rotation
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 import torch
 
@@ -42,20 +40,10 @@ def chain_frames(robot: Robot, q: np.ndarray, R: np.ndarray, p: np.ndarray):
     return rots, origins, axes, pivots, joint_of
 
 
-#: the last (robot, q bytes, R bytes, result) of :func:`_rotations`: refinement asks for one state's chain
-#: several times (its end points and their Jacobian, then its body normal)
-_last_rotations: Optional[tuple] = None
-
-
 def _rotations(robot: Robot, q: np.ndarray, R: np.ndarray) -> tuple[list, list, list]:
     """The link rotations (L arrays (3, 3)), joint axes (J arrays (3,)) and each axis's joint index of
     :func:`chain_frames` (which do not depend on the base position)."""
-    global _last_rotations
     q, R = np.asarray(q, float), np.array(R, float)  # a copy: the result outlives the caller's array
-    key = (q.tobytes(), R.tobytes())
-    last = _last_rotations
-    if last is not None and last[0] is robot and last[1] == key:
-        return last[2]
     rots, axes, joint_of = [R], [], []
     k = 0
     for i, joint in enumerate(robot.joints):
@@ -65,9 +53,7 @@ def _rotations(robot: Robot, q: np.ndarray, R: np.ndarray) -> tuple[list, list, 
             R = R @ axis_rotation_np(ax, q[k])
             k += 1
         rots.append(R)
-    out = (rots, axes, joint_of)
-    _last_rotations = (robot, key, out)
-    return out
+    return rots, axes, joint_of
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -142,8 +142,11 @@ class TrackerConfig:
         ratio on a moving camera) from the first frame, instead of to the track's median; None (default).
     init_refine_steps: LM steps of each refined start of the search and of a wide-edge refinement; default 30.
     gap_frames: on a frame more than this many frame times after the last one tracked (a live source
-        skipped frames) whose fit's IoU falls more than ``gap_margin`` below the last frame's, the last fit
-        is refined with the search's coarse-to-fine edge too, and the better fit kept (0: never); 1.5.
+        skipped frames), and at most ``gap_max_frames``, whose fit's IoU falls more than ``gap_margin``
+        below the last frame's, the last fit is refined with the search's coarse-to-fine edge too, and
+        the better fit kept (0: never); 1.5.
+    gap_max_frames: see ``gap_frames``: over longer gaps the retry's fit can keep a fair IoU on a wrong
+        pose where a failed fit calls the search; default 4.
     gap_margin: see ``gap_frames``; default 0.05.
     gap_refine_steps: LM steps of that wide-edge refinement; default 12.
     init_candidates: how many of the search's ranked starts are refined; default 5.
@@ -200,6 +203,7 @@ class TrackerConfig:
     ground_height: Optional[float] = None
     init_refine_steps: int = 30
     gap_frames: float = 1.5
+    gap_max_frames: float = 4.0
     gap_margin: float = 0.05
     gap_refine_steps: int = 12
     init_candidates: int = 5
@@ -239,6 +243,7 @@ class TrackerConfig:
             raise InputError(f"tracker model {self.model!r}; expected 'visual', 'visual-capsule' or 'capsules'")
         if self.depth_anchor not in ("centre", "base"):
             raise InputError(f"depth_anchor {self.depth_anchor!r}; expected 'centre' or 'base'")
-        if not self.gap_frames >= 0 or self.gap_refine_steps < 1:
-            raise InputError(f"gap_frames {self.gap_frames!r}, gap_refine_steps {self.gap_refine_steps!r}; "
-                             "expected frames ≥ 0 and at least one step")
+        if not (self.gap_frames >= 0 and self.gap_max_frames >= self.gap_frames) or self.gap_refine_steps < 1:
+            raise InputError(f"gap_frames {self.gap_frames!r}, gap_max_frames {self.gap_max_frames!r}, "
+                             f"gap_refine_steps {self.gap_refine_steps!r}; expected 0 ≤ gap_frames ≤ "
+                             "gap_max_frames and at least one step")

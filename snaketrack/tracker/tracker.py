@@ -29,10 +29,11 @@ pose with the search's coarse-to-fine edge (the robot may have moved); whenever 
 ``reacquire_iou`` the search runs too and the better result is kept.
 
 Skipped frames: a live source that runs ahead of the tracker hands it the newest frame, so the interval
-since the last fit may be several frame times. Past ``gap_frames`` of them, a fit whose IoU falls more
-than ``gap_margin`` below the last frame's is retried from the last fit with the search's coarse-to-fine
-edge (``gap_refine_steps``) and the better kept: tracked every 2nd or 3rd frame this keeps the fit on
-the body where the prediction let it slide off and re-search (docs/benchmarks.md, "Skipped frames").
+since the last fit may be several frame times. Past ``gap_frames`` of them and up to ``gap_max_frames``,
+a fit whose IoU falls more than ``gap_margin`` below the last frame's is retried from the last fit with
+the search's coarse-to-fine edge (``gap_refine_steps``) and the better kept: tracked every 2nd to 4th
+frame this keeps the fit on the body where the prediction let it slide off and re-search
+(docs/benchmarks.md, "Skipped frames").
 """
 from __future__ import annotations
 
@@ -230,12 +231,14 @@ class Tracker:
             obs_cut = self._cut_weighted(pred, obs)
             height = self.ground_prior.height(self.up)
             res = refiner.refine(pred, obs_cut, offset0=0.0, up=self.up, height=height)
-            gap = cfg.gap_frames > 0 and dt * self.fps > cfg.gap_frames
+            gap = cfg.gap_frames > 0 and cfg.gap_frames < dt * self.fps < cfg.gap_max_frames + 1e-6
             if gap and not occluded and self.last is not None and self.last.iou is not None and \
                     res.iou < self.last.iou - cfg.gap_margin:
                 # frames were skipped (a live source behind) and the fit lost ground: the prediction may
                 # have carried a poor fit's rate over the gap, or the robot moved past the edge's reach;
-                # the last fit brought to this mask with the search's coarse-to-fine edge is tried too
+                # the last fit brought to this mask with the search's coarse-to-fine edge is tried too.
+                # Over longer gaps such a fit keeps a fair IoU with the body slid along itself, where a
+                # failed fit would have called the search: so only up to gap_max_frames
                 wide = self.search.wide_refiner.refine(held, obs, steps=cfg.gap_refine_steps, up=self.up)
                 alt = refiner.refine(wide.x, obs_cut, offset0=wide.offset_px, up=self.up, height=height)
                 if alt.iou > res.iou:

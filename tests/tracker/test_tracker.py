@@ -375,16 +375,17 @@ def test_warm_up_searches_until_one_confirms_the_track(sequence, monkeypatch, se
     assert not trk.warming
 
 
-def _gap_track(robot, K, frames, lay, gap_frames, stride, rate, calls=None):
+def _gap_track(robot, K, frames, lay, gap_frames, stride, rate, calls=None, config=None):
     """Frames 0, s, 2s of ``frames`` tracked (s = ``stride``), a wrong joint rate [rad/s] put into the
     filter before the third; returns the third frame's state."""
     from dataclasses import replace
 
-    trk = Tracker(robot, K, W, H, fps=30.0, config=replace(TrackerConfig(), gap_frames=gap_frames))
-    if calls is not None:
+    config = replace(config or TrackerConfig(), gap_frames=gap_frames)
+    trk = Tracker(robot, K, W, H, fps=30.0, config=config)
+    trk.start(frames[0][0], initial_guess=frames[0][1])
+    if calls is not None:  # the wide edge's refinements from here on (the search's too: none runs here)
         wide = trk.search.wide_refiner.refine
         trk.search.wide_refiner.refine = lambda *a, **k: calls.append(1) or wide(*a, **k)
-    trk.start(frames[0][0], initial_guess=frames[0][1])
     trk.step(frames[stride][0], t=stride / 30.0)
     trk.filter.x[lay.dim:][lay.q] += rate * np.resize([1.0, -1.0], lay.n_joints)  # a poor fit's rate
     return trk.step(frames[2 * stride][0], t=2 * stride / 30.0)
@@ -413,8 +414,22 @@ def test_no_retry_without_a_gap_or_while_the_fit_holds(sequence):
     assert calls == [] and st.iou > 0.9
 
 
+def test_no_retry_past_the_longest_gap(sequence):
+    """A gap longer than ``gap_max_frames`` gets no retry: the fit stands or fails as without one."""
+    from dataclasses import replace
+
+    robot, K, frames, lay = sequence
+    calls = []
+    _gap_track(robot, K, frames, lay, 1.5, 4, 5.0, calls, replace(TrackerConfig(), gap_max_frames=3.0))
+    assert calls == []
+    _gap_track(robot, K, frames, lay, 1.5, 4, 5.0, calls, replace(TrackerConfig(), gap_max_frames=4.0))
+    assert calls
+
+
 def test_gap_settings_are_checked():
     with pytest.raises(InputError, match="gap_frames"):
         TrackerConfig(gap_frames=-1.0)
     with pytest.raises(InputError, match="gap_refine_steps"):
         TrackerConfig(gap_refine_steps=0)
+    with pytest.raises(InputError, match="gap_max_frames"):
+        TrackerConfig(gap_frames=5.0, gap_max_frames=4.0)

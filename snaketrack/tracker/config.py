@@ -146,7 +146,7 @@ class TrackerConfig:
         below the last frame's, the last fit is refined with the search's coarse-to-fine edge too, and
         the better fit kept (0: never); 1.5.
     gap_max_frames: see ``gap_frames``: over longer gaps the retry's fit can keep a fair IoU on a wrong
-        pose where a failed fit calls the search; default 4.
+        pose where a failed fit calls the search; default 3.
     gap_margin: see ``gap_frames``; default 0.05.
     gap_refine_steps: LM steps of that wide-edge refinement; default 12.
     init_candidates: how many of the search's ranked starts are refined; default 5.
@@ -203,7 +203,7 @@ class TrackerConfig:
     ground_height: Optional[float] = None
     init_refine_steps: int = 30
     gap_frames: float = 1.5
-    gap_max_frames: float = 4.0
+    gap_max_frames: float = 3.0
     gap_margin: float = 0.05
     gap_refine_steps: int = 12
     init_candidates: int = 5

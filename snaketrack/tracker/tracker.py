@@ -31,7 +31,7 @@ pose with the search's coarse-to-fine edge (the robot may have moved); whenever 
 Skipped frames: a live source that runs ahead of the tracker hands it the newest frame, so the interval
 since the last fit may be several frame times. Past ``gap_frames`` of them and up to ``gap_max_frames``,
 a fit whose IoU falls more than ``gap_margin`` below the last frame's is retried from the last fit with
-the search's coarse-to-fine edge (``gap_refine_steps``) and the better kept: tracked every 2nd to 4th
+the search's coarse-to-fine edge (``gap_refine_steps``) and the better kept: tracked every 2nd or 3rd
 frame this keeps the fit on the body where the prediction let it slide off and re-search
 (docs/benchmarks.md, "Skipped frames").
 """

@@ -375,30 +375,50 @@ def test_warm_up_searches_until_one_confirms_the_track(sequence, monkeypatch, se
     assert not trk.warming
 
 
-def _gap_track(robot, K, frames, lay, gap_frames, stride, rate, calls=None, config=None):
+#: a wrong joint rate [rad/s] (alternating in sign along the chain) that throws the prediction off the body
+RATE = 7.0
+
+
+def _gap_track(robot, K, frames, lay, gap_frames, stride, rate, config=None):
     """Frames 0, s, 2s of ``frames`` tracked (s = ``stride``), a wrong joint rate [rad/s] put into the
-    filter before the third; returns the third frame's state."""
+    filter before the third: the third frame's state, and the wide-edge refinements run on it outside a
+    search (the retries) and the searches run on it."""
     from dataclasses import replace
 
     config = replace(config or TrackerConfig(), gap_frames=gap_frames)
     trk = Tracker(robot, K, W, H, fps=30.0, config=config)
     trk.start(frames[0][0], initial_guess=frames[0][1])
-    if calls is not None:  # the wide edge's refinements from here on (the search's too: none runs here)
-        wide = trk.search.wide_refiner.refine
-        trk.search.wide_refiner.refine = lambda *a, **k: calls.append(1) or wide(*a, **k)
     trk.step(frames[stride][0], t=stride / 30.0)
     trk.filter.x[lay.dim:][lay.q] += rate * np.resize([1.0, -1.0], lay.n_joints)  # a poor fit's rate
-    return trk.step(frames[2 * stride][0], t=2 * stride / 30.0)
+    calls = {"retries": 0, "searches": 0}
+    wide, search = trk.search.wide_refiner.refine, trk.initialise
+    searching = []
+
+    def counted_wide(*a, **k):
+        calls["retries"] += not searching
+        return wide(*a, **k)
+
+    def counted_search(*a, **k):
+        calls["searches"] += 1
+        searching.append(1)
+        try:
+            return search(*a, **k)
+        finally:
+            searching.pop()
+
+    trk.search.wide_refiner.refine, trk.initialise = counted_wide, counted_search
+    return trk.step(frames[2 * stride][0], t=2 * stride / 30.0), calls
 
 
 def test_a_frame_after_skipped_frames_is_retried_from_the_last_fit(sequence):
-    """Every 4th frame tracked (a live source skipping): a prediction thrown off the body by a wrong
+    """Every 3rd frame tracked (a live source skipping): a prediction thrown off the body by a wrong
     rate carried over the gap is retried from the last fit with the wide edge, and the better fit kept;
     without the retry (``gap_frames=0``) the fit stays off the body."""
     robot, K, frames, lay = sequence
-    truth = frames[8][1][lay.q]
-    off = _gap_track(robot, K, frames, lay, 0.0, 4, 5.0)
-    on = _gap_track(robot, K, frames, lay, 1.5, 4, 5.0)
+    truth = frames[6][1][lay.q]
+    off, off_calls = _gap_track(robot, K, frames, lay, 0.0, 3, RATE)
+    on, on_calls = _gap_track(robot, K, frames, lay, 1.5, 3, RATE)
+    assert off_calls == {"retries": 0, "searches": 0} and on_calls == {"retries": 1, "searches": 0}
     assert off.iou < 0.7 and on.iou > 0.85
     assert np.abs(on.q - truth).mean() < 0.5 * np.abs(off.q - truth).mean()
 
@@ -407,23 +427,22 @@ def test_no_retry_without_a_gap_or_while_the_fit_holds(sequence):
     """Consecutive frames (no gap) are never retried, whatever the fit; after a gap, a fit as good as the
     last frame's is kept without one."""
     robot, K, frames, lay = sequence
-    calls = []
-    _gap_track(robot, K, frames, lay, 1.5, 1, 5.0, calls)
-    assert calls == []
-    st = _gap_track(robot, K, frames, lay, 1.5, 4, 0.0, calls)
-    assert calls == [] and st.iou > 0.9
+    _, calls = _gap_track(robot, K, frames, lay, 1.5, 1, RATE)
+    assert calls["retries"] == 0
+    st, calls = _gap_track(robot, K, frames, lay, 1.5, 3, 0.0)
+    assert calls["retries"] == 0 and st.iou > 0.9
 
 
 def test_no_retry_past_the_longest_gap(sequence):
-    """A gap longer than ``gap_max_frames`` gets no retry: the fit stands or fails as without one."""
+    """A gap longer than ``gap_max_frames`` gets no retry: a fit that fails calls the search, which finds
+    the body; with the retry allowed there (``gap_max_frames=4``) its fit holds a lower IoU instead."""
     from dataclasses import replace
 
     robot, K, frames, lay = sequence
-    calls = []
-    _gap_track(robot, K, frames, lay, 1.5, 4, 5.0, calls, replace(TrackerConfig(), gap_max_frames=3.0))
-    assert calls == []
-    _gap_track(robot, K, frames, lay, 1.5, 4, 5.0, calls, replace(TrackerConfig(), gap_max_frames=4.0))
-    assert calls
+    st, calls = _gap_track(robot, K, frames, lay, 1.5, 4, RATE)  # the default gap_max_frames: 3
+    assert calls == {"retries": 0, "searches": 1} and st.iou > 0.9
+    st4, calls = _gap_track(robot, K, frames, lay, 1.5, 4, RATE, replace(TrackerConfig(), gap_max_frames=4.0))
+    assert calls["retries"] == 1 and st4.iou < st.iou
 
 
 def test_gap_settings_are_checked():

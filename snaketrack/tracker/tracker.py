@@ -198,7 +198,6 @@ class Tracker:
         self.filter.set_interval(dt if dt > 0 and abs(dt - 1.0 / self.fps) > 1e-9 else 1.0 / self.fps)
         self.t_prev = t
         cfg = self.config
-        held = self.filter.pose  # the last fit, before the prediction moves it
         pred = self.filter.predict()
         if m.sum() < cfg.min_mask_px:
             self.filter.coast()
@@ -239,7 +238,8 @@ class Tracker:
                 # the last fit brought to this mask with the search's coarse-to-fine edge is tried too.
                 # Over longer gaps such a fit keeps a fair IoU with the body slid along itself, where a
                 # failed fit would have called the search: so only up to gap_max_frames
-                wide = self.search.wide_refiner.refine(held, obs, steps=cfg.gap_refine_steps, up=self.up)
+                wide = self.search.wide_refiner.refine(self.filter.s_prev, obs, steps=cfg.gap_refine_steps,
+                                                       up=self.up)  # from the last frame's final pose
                 alt = refiner.refine(wide.x, obs_cut, offset0=wide.offset_px, up=self.up, height=height)
                 if alt.iou > res.iou:
                     res = alt

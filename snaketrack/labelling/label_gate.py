@@ -391,7 +391,8 @@ class GatedBackend(FittedBackend):
             return label
         if self._colours is None:  # the robot's colours, from the first label cut so (the first frame's, mostly)
             self._colours = robot_colours(self._frame, cut, self.config.band)
-            self._own = own_colours(self._frame, cut, self.config.band)
+            if self.config.band.extend_frac > 0:  # only the body past the model's ends (6) needs them
+                self._own = own_colours(self._frame, cut, self.config.band)
         self._reasons.append("band_cut")
         finish = getattr(self._grabcut, "polish", None)
         return np.asarray(finish(cut), bool) if finish is not None else cut
@@ -432,7 +433,7 @@ class GatedBackend(FittedBackend):
             if np.count_nonzero(out & ~kept) >= cfg.min_px:
                 self._reasons.append("trimmed_to_model")
             out = kept
-            if cfg.band is not None:
+            if cfg.band is not None and cfg.band.wide_frac > 0:  # the width only the wide rule (6) uses
                 w = body_width_px(sil)
                 if self._width is None:
                     self._width = w

@@ -45,6 +45,7 @@ import numpy as np
 
 from snaketrack.bench.cache import add_data_argument, data_dir
 from snaketrack.bench.registry import Benchmark
+from snaketrack.masks import mask_iou
 
 if TYPE_CHECKING:
     import torch
@@ -93,7 +94,7 @@ def render_figures(ds_path: Path, reps: int, shipped: bool, device: str = "cpu")
         hard_p3d = p3d(xt, roi)[0][0] > 0.5
     hard_own = target > 0.5
     out = {"clip": ds_path.name, "roi": list(roi), "faces": int(len(p3d.meshes.faces)), "device": device,
-           "iou_at_truth": float((hard_own & hard_p3d).sum() / (hard_own | hard_p3d).sum()),
+           "iou_at_truth": mask_iou(hard_own.cpu().numpy(), hard_p3d.cpu().numpy()),
            "outline": outline_figures(own, p3d, xt, p3d.screen_roi(xt, 12.0))}
 
     def fwd_bwd(ren, backward=None):
@@ -173,7 +174,7 @@ def outline_figures(own, p3d, x: torch.Tensor, roi) -> dict:
             for name, ren in rens.items():
                 o = ren(x, roi, s)[0][0].cpu().numpy()
                 b = o > 0.5
-                row[name] = {"offset_px": outline_offset_px(a, b), "iou": float((a & b).sum() / (a | b).sum()),
+                row[name] = {"offset_px": outline_offset_px(a, b), "iou": mask_iou(a, b),
                              "max_abs_diff": float(np.abs(o - soft).max())}
         out[f"sigma_{sigma:g}"] = row
     return out

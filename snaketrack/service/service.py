@@ -212,7 +212,7 @@ class TrackingService:
                     continue
                 try:
                     frame = frame.loaded()
-                    prepared = self.session.prepare(frame.rgb, frame.mask, frame.index)
+                    prepared = self.session.prepare(frame.rgb, frame.mask, frame.index, up=frame.up)
                 except Exception as e:  # a bad frame costs that frame, not the service
                     self._fail(frame, e)
                     continue

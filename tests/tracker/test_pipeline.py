@@ -89,6 +89,32 @@ def test_a_session_driven_by_hand_gives_the_command_s_rows(dataset, tmp_path):
     _assert_tracks_equal(by_hand, written, atol=1e-12)
 
 
+def test_the_ground_is_followed_as_frames_are_prepared(dataset, tmp_path):
+    """With a moving camera the ground tracker follows each frame as it is prepared (the command does so in
+    its reading thread, ahead of the tracker): the rows equal a session stepped by hand, and a frame
+    prepared elsewhere, without the ground followed, is a one-line error."""
+    config = PipelineConfig(track_ground=True, hold_frames=0)
+    track_source(dataset, tmp_path, config=config,
+                 options=RunOptions(up=str(dataset.parent / "imu.csv"), video=False, plots=False, progress=False))
+    frames = open_frames(dataset)
+    robot, camera = load_robot(frames.meta["robot"]), Camera.from_meta(frames.meta)
+    session = TrackingSession(robot, camera, frames.fps, config)
+    prepared = [session.prepare(rgb, frames.mask(i), i, up=UP) for i, rgb in frames.frames()]
+    assert all(p.ground for p in prepared) and prepared[0].height == 1.0
+    assert all(np.isfinite(p.height) for p in prepared[1:])
+    rows = [r.row for p in prepared for r in session.track(p, up=UP)]
+    by_hand = {k: [row[k] for row in rows] for k in rows[0]}
+    written = read_csv_columns(tmp_path / "track.csv")
+    del written["iou_truth"]
+    np.testing.assert_array_equal(by_hand["camera_height_ratio"], written["camera_height_ratio"])
+    _assert_tracks_equal(by_hand, written, atol=1e-12)
+
+    plain = TrackingSession(robot, camera, frames.fps, PipelineConfig(hold_frames=0))
+    rgb = next(iter(frames.frames()))[1]
+    with pytest.raises(InputError, match="without following the ground"):
+        TrackingSession(robot, camera, frames.fps, config).track(plain.prepare(rgb, frames.mask(0), 0), up=UP)
+
+
 def test_a_track_starts_on_the_first_frame_that_shows_the_robot(dataset, tmp_path):
     """The robot hidden in the first frames: they are written as lost with no pose (and no overlap with the
     truth), and the track from the first frame that shows it is the track of the clip cut to start there."""

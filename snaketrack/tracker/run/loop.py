@@ -355,7 +355,7 @@ def prepared_frames(frames, session: TrackingSession, mask_source: "MaskSource",
         truth = None
         if session.truth_masks:  # the observed mask when it is the truth: read once
             truth = mask if mask_source.kind == "truth" else frames.mask(i)
-        yield session.prepare(rgb, mask, i), up, truth
+        yield session.prepare(rgb, mask, i, up=up), up, truth
 
 
 def step_frames(frames, session: TrackingSession, mask_source: "MaskSource", up_source=None,

@@ -147,12 +147,20 @@ class PreparedFrame:
     """A frame ready to track (:meth:`TrackingSession.prepare`).
 
     index: the source's frame number. rgb: RGB uint8 (h, w, 3) undistorted, at the tracking size.
-    mask: the observed mask, bool (h, w), before any corruption or hiding the session applies.
+    mask: the observed mask as tracked, bool (h, w): corrupted or hidden where the session does so.
+    ground: with a ground tracker, whether it has followed this frame; then ``height`` (the camera's
+    height over the ground relative to the first frame's, or None), ``up`` (the up direction (3,) the frame
+    is tracked with, followed over the ground where it was not given) and ``rotation`` (the camera's
+    followed rotation (3, 3), or None) are its figures.
     """
 
     index: int
     rgb: np.ndarray
     mask: np.ndarray
+    ground: bool = False
+    height: Optional[float] = None
+    up: Optional[np.ndarray] = None
+    rotation: Optional[np.ndarray] = None
 
 
 @dataclass(frozen=True)
@@ -294,6 +302,8 @@ class TrackingSession:
         self.corrupt = None
         if config.corrupt_masks:
             self.corrupt = MaskCorruptor(config.corrupt_seed)
+        # the ground tracker follows the frames as they are prepared (the thread ahead of the tracker's)
+        self.ground = GroundTracker(self.camera.K, follow=config.follow_up) if config.track_ground else None
         self.tracker = None
         self.frames = 0  # frames stepped since start()
         self.started = False  # whether the tracker has begun a track (a mask large enough was seen)
@@ -314,15 +324,17 @@ class TrackingSession:
             (["up_x", "up_y", "up_z"] if self.config.follow_up else [])
 
     def start(self) -> "TrackingSession":
-        """A fresh track: a new tracker, ground tracker and reading hold."""
+        """A fresh track: a new tracker and reading hold, and a new ground tracker when one had tracked (frames
+        prepared before the first start keep the ground tracker that followed them: start a session again
+        only between frames, not while another thread prepares them)."""
         c = self.config
+        restart = self.tracker is not None
         self.tracker = make_tracker(self.robot, self.camera, self.fps, c.refine_steps, static_camera=c.static_camera,
                                     track_ground=c.track_ground, silhouette=c.silhouette, head=c.head,
                                     ground_height=c.ground_height, refine_core=c.refine_core,
                                     refine_budget_px=c.refine_budget_px, renderer=c.renderer, device=self.device,
                                     occluders=c.occluders)
-        self.ground = None
-        if c.track_ground:
+        if restart and c.track_ground:
             self.ground = GroundTracker(self.camera.K, follow=c.follow_up)
         self.hold = ReadingHold(self.tracker, c.hold_frames)
         self.frames, self.started, self.track_time_s = 0, False, 0.0
@@ -342,13 +354,16 @@ class TrackingSession:
         Returns the frames this step finished (class doc).
         """
         i = self.frames if index is None else int(index)
-        return self.track(self.prepare(frame, mask, i), up=up, t=t, truth_mask=truth_mask)
+        return self.track(self.prepare(frame, mask, i, up=up), up=up, t=t, truth_mask=truth_mask)
 
-    def prepare(self, frame: np.ndarray, mask: Optional[np.ndarray] = None, index: int = 0) -> PreparedFrame:
+    def prepare(self, frame: np.ndarray, mask: Optional[np.ndarray] = None, index: int = 0,
+                up: Optional[np.ndarray] = None) -> PreparedFrame:
         """Frame ``index`` undistorted and resized to the tracking size, and its observed mask: ``mask``
         (bool (H, W) at the camera's size) undistorted and resized alike, or, when None, the segmenter's
-        on the prepared frame. Needs nothing of the track: it may run in another thread, ahead of
-        :meth:`track` (:class:`~snaketrack.tracker.run.overlap.ReadAhead`)."""
+        on the prepared frame, then corrupted or hidden where the session does so; with ``track_ground``,
+        the ground tracker follows the frame (``up``: its up direction (3,), camera frame, or None). Needs
+        nothing of the track: it may run in another thread, ahead of :meth:`track`
+        (:class:`~snaketrack.tracker.run.overlap.ReadAhead`), one frame at a time in the source's order."""
         i = int(index)
         rgb = self.undistort.frame(frame)
         if mask is None:
@@ -361,7 +376,18 @@ class TrackingSession:
         else:
             mask = self.resize.mask(self.undistort.mask(mask))
             rgb = self.resize.frame(rgb)
-        return PreparedFrame(i, rgb, mask)
+        if self.corrupt is not None:
+            mask = self.corrupt(mask, i)
+        if any(a <= i < b for a, b in self.config.hidden):
+            mask = np.zeros_like(mask)
+        if self.ground is None:
+            return PreparedFrame(i, rgb, mask)
+        height = self.ground.step(cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY), up, mask > 0)
+        rotation = None
+        if self.config.follow_up:
+            up = self.ground.up if up is None else up
+            rotation = self.ground.rotation.copy()
+        return PreparedFrame(i, rgb, mask, True, height, None if up is None else np.array(up, float), rotation)
 
     def track(self, prepared: PreparedFrame, up: Optional[np.ndarray] = None, t: Optional[float] = None,
               truth_mask: Optional[np.ndarray] = None) -> list[FrameResult]:
@@ -370,10 +396,6 @@ class TrackingSession:
         if self.tracker is None:
             self.start()
         i, rgb, mask = prepared.index, prepared.rgb, prepared.mask
-        if self.corrupt is not None:
-            mask = self.corrupt(mask, i)
-        if any(a <= i < b for a, b in self.config.hidden):
-            mask = np.zeros_like(mask)
         time_s = i / self.fps if t is None else float(t)
         if not self.started and int(np.count_nonzero(mask)) < self.tracker.config.min_mask_px:
             self.frames += 1  # nothing to start from: the frame is lost, and the next one tries again
@@ -383,10 +405,12 @@ class TrackingSession:
         kw: dict[str, Any] = {}
         rotation = None
         if self.ground is not None:
-            kw["ground"] = self.ground.step(cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY), up, mask > 0)
+            if not prepared.ground:
+                raise InputError(f"frame {i}: prepared without following the ground; prepare it with this session")
+            kw["ground"] = prepared.height
             if self.config.follow_up:
-                up = self.ground.up if up is None else up
-                rotation = self.ground.rotation.copy()
+                up = prepared.up if up is None else up
+                rotation = prepared.rotation
         if up is not None:
             kw["up"] = up
         state = self.tracker.step(mask, t=time_s, **kw) if self.started else \

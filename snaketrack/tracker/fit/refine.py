@@ -48,9 +48,11 @@ import torch
 
 from snaketrack.errors import InputError
 from snaketrack.models.chain import point_jacobian
+from snaketrack.models.chain_kernel import CompiledChain
 from snaketrack.models.kinematics import forward_kinematics
 from snaketrack.models.rotations import axis_angle_to_matrix, axis_angle_to_matrix_np, matrix_to_axis_angle_np
 from snaketrack.tracker.config import RefineConfig
+from snaketrack.tracker.fit.coverage_kernel import coverage_terms_compiled
 from snaketrack.tracker.fit.observation import Observation
 from snaketrack.tracker.fit.refine_terms import coverage_terms, ground_terms
 from snaketrack.tracker.render.bands import primitive_boxes
@@ -112,6 +114,9 @@ class Refiner:
         self._obs: tuple = (None, None)  # the last observation given and its copy on the device
         self._grid: tuple = (None, None)  # the last observation on a block grid and its GridLevel
         self._render_jac = render_with_jacobian_compiled if self.core == "compiled" else render_with_jacobian
+        # the compiled core takes the end points' Jacobian compiled too (the numpy reference otherwise)
+        self._chain = CompiledChain(self.robot, renderer.model) if self.core == "compiled" else None
+        self._coverage = coverage_terms_compiled if self.core == "compiled" else coverage_terms
 
     # -- geometry -------------------------------------------------------
     def _points(self, theta: torch.Tensor, R_ref: torch.Tensor) -> torch.Tensor:
@@ -127,6 +132,8 @@ class Refiner:
         """End points (M, 2, 3) and their Jacobian (M, 2, 3, D) in θ = [q, δ, t] at δ = 0 (analytic)."""
         J = self.J
         R0 = _exp(theta[J:J + 3]) @ R_ref
+        if self._chain is not None:
+            return self._chain(theta[:J], R0, theta[J + 3:])
         return point_jacobian(self.robot, self.renderer.model, theta[:J], R0, theta[J + 3:])
 
     def _offset_floor(self, pts: torch.Tensor) -> float:
@@ -285,7 +292,7 @@ class Refiner:
             r = w * (rj.sil - m)
             a2 = level.k ** 2  # a coarse pixel stands for k² pixels
             cost_img = a2 * float((r * r).sum() - (w * w * m * m).sum())
-            cover_terms = coverage_terms(cfg, self.K.numpy(), self._radii.numpy(), pts, G, obs.skeleton, nP) \
+            cover_terms = self._coverage(cfg, self.K.numpy(), self._radii.numpy(), pts, G, obs.skeleton, nP) \
                 if cover else None
             if cover_terms is not None:
                 cost_img += cover_terms[2]

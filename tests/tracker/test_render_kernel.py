@@ -163,3 +163,29 @@ def test_renderer_mask_is_the_torch_silhouette_over_the_image(offset):
     m = ren.mask(x, offset)
     assert m.shape == (120, 160) and 200 < m.sum() < m.size
     np.testing.assert_array_equal(m, ref[0].numpy() > 0.5)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_roi_box_is_the_union_of_the_reference_boxes(seed):
+    """The compiled image box equals the union of bands.primitive_boxes' boxes over the primitives in view,
+    also with links off the image, an end behind the camera, and none in view (w = 0)."""
+    from snaketrack.tracker.render.bands import primitive_boxes
+
+    A, Bp, r, _ = _scene(seed, n=6)
+    if seed % 2:
+        Bp[0, 1, 2] = -0.2
+        A[0, 2] += torch.tensor([0.6, 0.0, 0.0], dtype=torch.float64)
+    if seed == 4:
+        A[0, :, 0] += 5.0  # every primitive far off to the side
+        Bp[0, :, 0] += 5.0
+    for W, H, pad in ((80, 60, 4.0), (41, 33, 16.5), (80, 60, 0.0)):
+        boxes = primitive_boxes(A, Bp, r, K64, (0, 0, W, H), pad)
+        good = boxes[:, 2] >= boxes[:, 0]
+        box = render_kernel.roi_box(A[0].numpy().copy(), Bp[0].numpy().copy(), r.numpy().copy(), K64.numpy().copy(),
+                                    W, H, pad)
+        if not good.any():
+            assert seed == 4 and box[2] == 0
+            continue
+        b = boxes[good]
+        ul, vl = b[:, 0].min(), b[:, 1].min()
+        assert box.tolist() == [ul, vl, b[:, 2].max() - ul + 1, b[:, 3].max() - vl + 1]

@@ -111,6 +111,9 @@ class Refiner:
         self.device = torch.device(getattr(renderer, "device", "cpu")) if self._pose_jacobian is None \
             else torch.device("cpu")
         self.core = refine_core(config.core, own_renderer=self._pose_jacobian is None, device=self.device)
+        if self.core == "compiled":
+            from snaketrack.tracker.render import render_kernel  # deferred: imports numba
+            self._kernels = render_kernel
         self._obs: tuple = (None, None)  # the last observation given and its copy on the device
         self._grid: tuple = (None, None)  # the last observation on a block grid and its GridLevel
         self._render_jac = render_with_jacobian_compiled if self.core == "compiled" else render_with_jacobian
@@ -147,6 +150,10 @@ class Refiner:
             (level.K, level.size)
         full = (0, 0, W, Hh)
         pad = self.renderer.settings.margin_sigmas * sigma + abs(offset) + self.config.roi_pad_px + margin_extra
+        if self.core == "compiled":
+            box = self._kernels.roi_box(*(np.ascontiguousarray(a.detach().numpy(), dtype=np.float64) for a in
+                                          (pts[:, 0], pts[:, 1], self._radii, K)), W, Hh, float(pad))
+            return None if box[2] == 0 else tuple(int(v) for v in box)
         boxes = primitive_boxes(pts[None, :, 0], pts[None, :, 1], self._radii, K, full, pad)
         good = boxes[:, 2] >= boxes[:, 0]
         if not good.any():
@@ -269,6 +276,7 @@ class Refiner:
         # the compiled core renders a trial step's silhouette first and its Jacobian rows only when the
         # step's linearisation is used (_Linearisation)
         deferred = {"deferred": True} if self.core == "compiled" else {}
+        on_cpu = self.device.type == "cpu"
 
         def linearise(theta, R_ref, b, sigma, points=None):
             pts, G = points if points is not None else self._points_and_jac(theta, R_ref)
@@ -298,9 +306,15 @@ class Refiner:
                 cost_img += cover_terms[2]
 
             def normal_equations():
-                Jw = rj.jac * w[rj.rows, None]
-                H = (a2 * (Jw.T @ Jw)).cpu()
-                g = (a2 * (Jw.T @ r[rj.rows])).cpu()
+                if on_cpu:  # numpy's products on the CPU take about two thirds of torch's time at these sizes
+                    rows = rj.rows.numpy()
+                    Jw = rj.jac.numpy() * w.numpy()[rows, None]
+                    H = torch.from_numpy(a2 * (Jw.T @ Jw))
+                    g = torch.from_numpy(a2 * (Jw.T @ r.numpy()[rows]))
+                else:
+                    Jw = rj.jac * w[rj.rows, None]
+                    H = (a2 * (Jw.T @ Jw)).cpu()
+                    g = (a2 * (Jw.T @ r[rj.rows])).cpu()
                 if cover_terms is not None:
                     H, g = H + cover_terms[0], g + cover_terms[1]
                 return H, g, rj.rows.numel()

@@ -498,3 +498,47 @@ def band_pairs(S, E, rad, K, roi, pad_px):
                         prim[q] = i
                         q += 1
     return pix, prim
+
+
+@_jit
+def roi_box(S, E, rad, K, W, H, pad_px):
+    """The image box (u0, v0, w, h) [px] holding every primitive's silhouette band of one state, int64 (4,), or
+    w = 0 when none is in the image: the union of :func:`snaketrack.tracker.render.bands.primitive_boxes`
+    over the primitives with a box, for the whole image (W × H) as the ROI.
+
+    S, E: (M, 3) end points [m]; rad: (M,) [m]; K: (3, 3) [px]; pad_px [px]."""
+    M = S.shape[0]
+    f = 0.5 * (K[0, 0] + K[1, 1])
+    out = np.zeros(4, np.int64)
+    ul, vl, uh, vh = np.inf, np.inf, -np.inf, -np.inf
+    found = False
+    for i in range(M):
+        rho2 = -np.inf
+        zmax = -np.inf
+        zcmin = np.inf
+        umin, umax, vmin, vmax = np.inf, -np.inf, np.inf, -np.inf
+        for j in range(2):
+            P = S[i] if j == 0 else E[i]
+            z = P[2]
+            zc = max(z, 1e-3)
+            u = K[0, 0] * P[0] / zc + K[0, 1] * P[1] / zc + K[0, 2]
+            v = K[1, 1] * P[1] / zc + K[1, 2]
+            rho2 = max(rho2, (u - K[0, 2]) ** 2 + (v - K[1, 2]) ** 2)
+            umin, umax, vmin, vmax = min(umin, u), max(umax, u), min(vmin, v), max(vmax, v)
+            zmax, zcmin = max(zmax, z), min(zcmin, zc)
+        rpx = f * rad[i] / zcmin
+        mag = math.sqrt(1.0 + (math.sqrt(rho2) + rpx) ** 2 / f ** 2)
+        half = rpx * mag + pad_px * mag * mag + 1.0
+        lo_u, hi_u = math.floor(umin - half), math.ceil(umax + half)
+        lo_v, hi_v = math.floor(vmin - half), math.ceil(vmax + half)
+        if hi_u < 0 or lo_u > W - 1 or zmax < 1e-3 or hi_v < 0 or lo_v > H - 1:
+            continue
+        found = True
+        ul = min(ul, min(max(max(lo_u, 0.0), -1e6), 1e6))
+        vl = min(vl, min(max(max(lo_v, 0.0), -1e6), 1e6))
+        uh = max(uh, min(max(min(hi_u, W - 1.0), -1e6), 1e6))
+        vh = max(vh, min(max(min(hi_v, H - 1.0), -1e6), 1e6))
+    if found:
+        out[0], out[1] = int(ul), int(vl)
+        out[2], out[3] = int(uh) - int(ul) + 1, int(vh) - int(vl) + 1
+    return out

@@ -47,7 +47,7 @@ STAGES = [
     ("edge derivatives", 3, [("edges.py", "edge_px_grads")]),
     ("compiled kernel: silhouette (edges, union)", 3, [("render_kernel.py", "silhouette_edges")]),
     ("compiled kernel: Jacobian rows (where used)", 3, [("render_kernel.py", "jacobian_rows")]),
-    ("coverage term", 2, [("refine_terms.py", "coverage_terms")]),
+    ("coverage term", 2, [("refine_terms.py", "coverage_terms"), ("coverage_kernel.py", "coverage_terms_compiled")]),
     ("up / ground terms", 2, [("refine_terms.py", "ground_terms")]),
     ("linear solve", 2, [("__init__", "solve"), ("~", "<built-in method torch._C._linalg.linalg_solve>")]),
     ("covariance (inverse)", 2, [("~", "<built-in method torch._C._linalg.linalg_inv>")]),

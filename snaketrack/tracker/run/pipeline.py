@@ -147,7 +147,7 @@ class PreparedFrame:
     """A frame ready to track (:meth:`TrackingSession.prepare`).
 
     index: the source's frame number. rgb: RGB uint8 (h, w, 3) undistorted, at the tracking size.
-    mask: the observed mask as tracked, bool (h, w): corrupted or hidden where the session does so.
+    mask: the observed mask, bool (h, w), before any corruption or hiding the session applies.
     ground: with a ground tracker, whether it has followed this frame; then ``height`` (the camera's
     height over the ground relative to the first frame's, or None), ``up`` (the up direction (3,) the frame
     is tracked with, followed over the ground where it was not given) and ``rotation`` (the camera's
@@ -360,8 +360,7 @@ class TrackingSession:
                 up: Optional[np.ndarray] = None) -> PreparedFrame:
         """Frame ``index`` undistorted and resized to the tracking size, and its observed mask: ``mask``
         (bool (H, W) at the camera's size) undistorted and resized alike, or, when None, the segmenter's
-        on the prepared frame, then corrupted or hidden where the session does so; with ``track_ground``,
-        the ground tracker follows the frame (``up``: its up direction (3,), camera frame, or None). Needs
+        on the prepared frame; with ``track_ground``, the ground tracker follows the frame (``up``: its up direction (3,), camera frame, or None). Needs
         nothing of the track: it may run in another thread, ahead of :meth:`track`
         (:class:`~snaketrack.tracker.run.overlap.ReadAhead`), one frame at a time in the source's order."""
         i = int(index)
@@ -376,10 +375,6 @@ class TrackingSession:
         else:
             mask = self.resize.mask(self.undistort.mask(mask))
             rgb = self.resize.frame(rgb)
-        if self.corrupt is not None:
-            mask = self.corrupt(mask, i)
-        if any(a <= i < b for a, b in self.config.hidden):
-            mask = np.zeros_like(mask)
         if self.ground is None:
             return PreparedFrame(i, rgb, mask)
         height = self.ground.step(cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY), up, mask > 0)
@@ -396,6 +391,12 @@ class TrackingSession:
         if self.tracker is None:
             self.start()
         i, rgb, mask = prepared.index, prepared.rgb, prepared.mask
+        # the benchmarks' corruption stays in the tracker's thread (outside its time): a second thread's numpy
+        # work holds the interpreter's lock the tracker's Python waits for (docs/benchmarks.md, "Threads")
+        if self.corrupt is not None:
+            mask = self.corrupt(mask, i)
+        if any(a <= i < b for a, b in self.config.hidden):
+            mask = np.zeros_like(mask)
         time_s = i / self.fps if t is None else float(t)
         if not self.started and int(np.count_nonzero(mask)) < self.tracker.config.min_mask_px:
             self.frames += 1  # nothing to start from: the frame is lost, and the next one tries again

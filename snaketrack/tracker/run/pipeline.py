@@ -360,9 +360,10 @@ class TrackingSession:
                 up: Optional[np.ndarray] = None) -> PreparedFrame:
         """Frame ``index`` undistorted and resized to the tracking size, and its observed mask: ``mask``
         (bool (H, W) at the camera's size) undistorted and resized alike, or, when None, the segmenter's
-        on the prepared frame; with ``track_ground``, the ground tracker follows the frame (``up``: its up direction (3,), camera frame, or None). Needs
-        nothing of the track: it may run in another thread, ahead of :meth:`track`
-        (:class:`~snaketrack.tracker.run.overlap.ReadAhead`), one frame at a time in the source's order."""
+        on the prepared frame; with ``track_ground``, the ground tracker follows the frame (``up``: its up
+        direction (3,), camera frame, or None). Needs nothing of the track: it may run in another thread,
+        ahead of :meth:`track` (:class:`~snaketrack.tracker.run.overlap.ReadAhead`), one frame at a time in
+        the source's order."""
         i = int(index)
         rgb = self.undistort.frame(frame)
         if mask is None:

@@ -12,6 +12,7 @@ from snaketrack.tracker.filter import FilterConfig
 METHODS = ("lm", "adam")
 LOSSES = ("ssd", "dt")
 CORES = ("auto", "compiled", "torch")
+HELPERS = ("compiled", "numpy")
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,10 @@ class RefineConfig:
         pixels, :mod:`~snaketrack.tracker.render.render_kernel`, float64), ``"torch"`` (the vectorised torch
         reference, in ``compute_dtype``) or ``"auto"`` (compiled when numba is importable); default
         ``"auto"``.
+    helpers: with the compiled core, the work around each render: ``"compiled"`` (the end points' Jacobian,
+        the coverage term and the image box compiled, :mod:`~snaketrack.models.chain_kernel`,
+        :mod:`~snaketrack.tracker.fit.coverage_kernel`) or ``"numpy"`` (their references, the same values);
+        default ``"compiled"``.
     budget_width_px: LM's image terms are evaluated on blocks of k × k pixels, k the body's median image
         width over this, rounded up (0: always on the image's pixels): a body wider than this costs what a
         body this wide costs; default 12 [px].
@@ -99,6 +104,7 @@ class RefineConfig:
     height_prior_m: float = 0.02
     up_on_body: bool = True
     core: str = "auto"
+    helpers: str = "compiled"
     budget_width_px: float = 12.0
 
     def __post_init__(self):
@@ -106,6 +112,8 @@ class RefineConfig:
             raise InputError(f"refine method {self.method!r}; expected one of {', '.join(METHODS)}")
         if self.core not in CORES:
             raise InputError(f"refine core {self.core!r}; expected one of {', '.join(CORES)}")
+        if self.helpers not in HELPERS:
+            raise InputError(f"refine helpers {self.helpers!r}; expected one of {', '.join(HELPERS)}")
         if self.loss not in LOSSES:
             raise InputError(f"refine loss {self.loss!r}; expected one of {', '.join(LOSSES)}")
         if not (isinstance(self.steps, int) and self.steps >= 0):

@@ -117,9 +117,10 @@ class Refiner:
         self._obs: tuple = (None, None)  # the last observation given and its copy on the device
         self._grid: tuple = (None, None)  # the last observation on a block grid and its GridLevel
         self._render_jac = render_with_jacobian_compiled if self.core == "compiled" else render_with_jacobian
-        # the compiled core takes the end points' Jacobian compiled too (the numpy reference otherwise)
-        self._chain = CompiledChain(self.robot, renderer.model) if self.core == "compiled" else None
-        self._coverage = coverage_terms_compiled if self.core == "compiled" else coverage_terms
+        # the compiled core takes the work around each render compiled too (RefineConfig.helpers)
+        self._helpers = self.core == "compiled" and config.helpers == "compiled"
+        self._chain = CompiledChain(self.robot, renderer.model) if self._helpers else None
+        self._coverage = coverage_terms_compiled if self._helpers else coverage_terms
 
     # -- geometry -------------------------------------------------------
     def _points(self, theta: torch.Tensor, R_ref: torch.Tensor) -> torch.Tensor:
@@ -150,7 +151,7 @@ class Refiner:
             (level.K, level.size)
         full = (0, 0, W, Hh)
         pad = self.renderer.settings.margin_sigmas * sigma + abs(offset) + self.config.roi_pad_px + margin_extra
-        if self.core == "compiled":
+        if self._helpers:
             box = self._kernels.roi_box(*(np.ascontiguousarray(a.detach().numpy(), dtype=np.float64) for a in
                                           (pts[:, 0], pts[:, 1], self._radii, K)), W, Hh, float(pad))
             return None if box[2] == 0 else tuple(int(v) for v in box)

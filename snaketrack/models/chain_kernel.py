@@ -15,26 +15,13 @@ import math
 import numpy as np
 import torch
 
+from snaketrack.jit import available, jit  # noqa: F401  (available: this module's kernels can run)
 from snaketrack.models.robot import Robot
-
-try:
-    from numba import njit
-except ImportError:  # pragma: no cover - exercised only without numba
-    njit = None
 
 _AXIS_INDEX = {"x": 0, "y": 1, "z": 2}
 
 
-def available() -> bool:
-    """Whether the compiled chain can run (numba is importable)."""
-    return njit is not None
-
-
-def _jit(fn):
-    return njit(cache=True, nogil=True, error_model="numpy")(fn) if njit is not None else fn
-
-
-@_jit
+@jit
 def _points_and_jacobian(q, R, p, axis, joint_of, lengths, link, a_local, b_local):
     """End points (M, 2, 3) and their Jacobian (M, 2, 3, J + 6) of one state (module doc).
 

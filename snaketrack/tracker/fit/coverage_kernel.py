@@ -13,22 +13,10 @@ import math
 import numpy as np
 import torch
 
-try:
-    from numba import njit
-except ImportError:  # pragma: no cover - exercised only without numba
-    njit = None
+from snaketrack.jit import available, jit  # noqa: F401  (available: this module's kernels can run)
 
 
-def available() -> bool:
-    """Whether the compiled coverage term can run (numba is importable)."""
-    return njit is not None
-
-
-def _jit(fn):
-    return njit(cache=True, nogil=True, error_model="numpy")(fn) if njit is not None else fn
-
-
-@_jit
+@jit
 def _coverage(K, radii, P, G, skel, margin_px, max_px, weight):
     """(H (D, D), g (D,), cost) of the coverage term; the arguments as
     :func:`~snaketrack.tracker.fit.refine_terms.coverage_terms` takes them (P (M, 2, 3), G (M, 2, 3, D),

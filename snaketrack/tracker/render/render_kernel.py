@@ -22,24 +22,10 @@ import math
 
 import numpy as np
 
-try:
-    from numba import njit
-except ImportError:  # pragma: no cover - exercised only without numba
-    njit = None
+from snaketrack.jit import available, jit  # noqa: F401  (available: this module's kernels can run)
 
 
-def available() -> bool:
-    """Whether the compiled kernel can run (numba is importable)."""
-    return njit is not None
-
-
-
-
-def _jit(fn):
-    return njit(cache=True, nogil=True, error_model="numpy")(fn) if njit is not None else fn
-
-
-@_jit
+@jit
 def _ray(p, w, u0, v0, fx, fy, cx, cy, skew):
     """Unit ray (3-tuple) through the centre of ROI pixel ``p`` (row-major, ROI width ``w``)."""
     u = float(p % w + u0)
@@ -50,7 +36,7 @@ def _ray(p, w, u0, v0, fx, fy, cx, cy, skew):
     return (x * n, y * n, n)
 
 
-@_jit
+@jit
 def _capsule(A, B, r, d, f, min_depth):
     """Edge distance [px] of a capsule (end points A, B, radius r) along unit ray d (3-tuples) and
     ∂e/∂A, ∂e/∂B (the closed form of edges.capsule_edge_px_grad)."""
@@ -86,28 +72,28 @@ def _capsule(A, B, r, d, f, min_depth):
     return e, gA, gB
 
 
-@_jit
+@jit
 def _dot(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
-@_jit
+@jit
 def _cross(a, b):
     return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
 
 
-@_jit
+@jit
 def _axpy(s, a, b):
     """s a + b for 3-tuples."""
     return (s * a[0] + b[0], s * a[1] + b[1], s * a[2] + b[2])
 
 
-@_jit
+@jit
 def _scale(s, a):
     return (s * a[0], s * a[1], s * a[2])
 
 
-@_jit
+@jit
 def _cylinder_frame(A, B):
     """The ray-independent frame of a cylinder with axis A→B (3-tuples) [m]: its centre m, half axis w and
     its length h, |m| (zm), the unit axis u and view direction v = m/|m|, their cosine c and |c| held above
@@ -128,7 +114,7 @@ def _cylinder_frame(A, B):
     return m, w, h, zm, u, v, c, ca, p, sn, y, x
 
 
-@_jit
+@jit
 def _cylinder(A, B, r, d, f, min_depth):
     """Edge distance [px] of a flat-ended cylinder (axis A→B, radius r) along unit ray d (3-tuples) and
     ∂e/∂A, ∂e/∂B (the adjoint steps of edges.cylinder_edge_px_grad)."""
@@ -196,7 +182,7 @@ def _cylinder(A, B, r, d, f, min_depth):
     return e, gA, gB
 
 
-@_jit
+@jit
 def _primitive_table(S, E, cyl):
     """Per primitive, the quantities of its edge distance that do not depend on the ray: (M, 16).
 
@@ -227,7 +213,7 @@ def _primitive_table(S, E, cyl):
     return T
 
 
-@_jit
+@jit
 def _edge_table(T, i, cyl, r, d, f, min_depth):
     """:func:`_edge`'s value from primitive ``i``'s row of :func:`_primitive_table` (the same arithmetic,
     the ray-independent part done once per primitive)."""
@@ -263,14 +249,14 @@ def _edge_table(T, i, cyl, r, d, f, min_depth):
     return f * ((r - sq) * math.sqrt(D / N)) / zm
 
 
-@_jit
+@jit
 def _edge(A, B, r, cyl, d, f, min_depth):
     if cyl:
         return _cylinder(A, B, r, d, f, min_depth)
     return _capsule(A, B, r, d, f, min_depth)
 
 
-@_jit
+@jit
 def _log_sigmoid(x):
     if x < -40.0:  # exp(x) below double precision relative to x
         return x
@@ -281,7 +267,7 @@ def _log_sigmoid(x):
     return -math.log1p(math.exp(-x))
 
 
-@_jit
+@jit
 def _sigmoid(x):
     if x >= 0.0:
         return 1.0 / (1.0 + math.exp(-x))
@@ -289,7 +275,7 @@ def _sigmoid(x):
     return z / (1.0 + z)
 
 
-@_jit
+@jit
 def silhouette_jacobian(pix, prim, roi, cam, S, E, rad, cyl, f, min_depth, sig, offset, tol, G6, with_offset):
     """The ROI's soft silhouette and the non-zero rows of its Jacobian, for one state.
 
@@ -306,7 +292,7 @@ def silhouette_jacobian(pix, prim, roi, cam, S, E, rad, cyl, f, min_depth, sig, 
     return sil, rows, jac
 
 
-@_jit
+@jit
 def silhouette_edges(pix, prim, roi, cam, S, E, rad, cyl, f, min_depth, sig, offset):
     """The ROI's soft silhouette sil (P,), each pair's signed edge distance e_all (Q,) [px, the edge
     offset added] and the pixels' unit rays (P, 3) (set at the pairs' pixels only; arguments as
@@ -340,7 +326,7 @@ def silhouette_edges(pix, prim, roi, cam, S, E, rad, cyl, f, min_depth, sig, off
     return sil, e_all, rays
 
 
-@_jit
+@jit
 def jacobian_rows(pix, prim, roi, S, E, rad, cyl, f, min_depth, sig, tol, G6, with_offset, sil, e_all, rays):
     """The non-zero rows of the silhouette's Jacobian, rows (R,) int64 and jac (R, D[+1]), from the
     silhouette ``sil``, edge distances ``e_all`` and rays of :func:`silhouette_edges` (other arguments as
@@ -389,7 +375,7 @@ def jacobian_rows(pix, prim, roi, S, E, rad, cyl, f, min_depth, sig, tol, G6, wi
     return rows, jac
 
 
-@_jit
+@jit
 def _row_span(au, av, bu, bv, half, vv):
     """The span [lo, hi] (float) where row ``vv`` meets the band within ``half`` px of the segment a→b
     (:func:`snaketrack.tracker.render.bands._band_spans` for one row; lo > hi when it misses)."""
@@ -428,7 +414,44 @@ def _row_span(au, av, bu, bv, half, vv):
     return lo, hi
 
 
-@_jit
+@jit
+def _primitive_band(A, B, r, K, f, u0, v0, w, h, pad_px):
+    """One primitive's band in a ROI (u0, v0, w, h): its end points projected into ROI pixels (ua, va, ub,
+    vb), the band's half-width [px] (:func:`snaketrack.tracker.render.bands._projected`), its integer box
+    clipped to the ROI (u_lo, v_lo, u_hi, v_hi; u_lo = 0 and u_hi = −1 when it misses the ROI, as
+    :func:`snaketrack.tracker.render.bands.primitive_boxes` gives it) and whether an end lies behind the
+    camera (the band then unbounded)."""
+    rho2 = -np.inf
+    zmin = np.inf
+    zmax = -np.inf
+    zcmin = np.inf
+    uv = np.empty(4)
+    for j in range(2):
+        P = A if j == 0 else B
+        z = P[2]
+        zc = max(z, 1e-3)
+        u = K[0, 0] * P[0] / zc + K[0, 1] * P[1] / zc + K[0, 2]
+        v = K[1, 1] * P[1] / zc + K[1, 2]
+        rho2 = max(rho2, (u - K[0, 2]) ** 2 + (v - K[1, 2]) ** 2)
+        uv[2 * j] = u - u0
+        uv[2 * j + 1] = v - v0
+        zmin, zmax, zcmin = min(zmin, z), max(zmax, z), min(zcmin, zc)
+    rpx = f * r / zcmin
+    mag = math.sqrt(1.0 + (math.sqrt(rho2) + rpx) ** 2 / f ** 2)
+    half = rpx * mag + pad_px * mag * mag + 1.0
+    ulo = math.floor(min(uv[0], uv[2]) - half)
+    uhi = math.ceil(max(uv[0], uv[2]) + half)
+    vlo = math.floor(min(uv[1], uv[3]) - half)
+    vhi = math.ceil(max(uv[1], uv[3]) + half)
+    out = uhi < 0 or ulo > w - 1 or zmax < 1e-3 or vhi < 0 or vlo > h - 1
+    b0 = 0 if out else int(min(max(min(max(ulo, 0.0), w - 1.0), -1e6), 1e6))
+    b1 = int(min(max(min(max(vlo, 0.0), h - 1.0), -1e6), 1e6))
+    b2 = -1 if out else int(min(max(min(max(uhi, -1.0), w - 1.0), -1e6), 1e6))
+    b3 = int(min(max(min(max(vhi, -1.0), h - 1.0), -1e6), 1e6))
+    return uv[0], uv[1], uv[2], uv[3], half, b0, b1, b2, b3, zmin < 1e-3
+
+
+@jit
 def band_pairs(S, E, rad, K, roi, pad_px):
     """The (ROI pixel, primitive) pairs of one state, int64 arrays (Q,), (Q,): the same pairs, in the same
     order, as :func:`snaketrack.tracker.render.bands.primitive_pixels` (band=True) for a batch of one.
@@ -443,33 +466,9 @@ def band_pairs(S, E, rad, K, roi, pad_px):
     box = np.empty((M, 4), np.int64)
     unbounded = np.empty(M, np.bool_)
     for i in range(M):
-        rho2 = -np.inf
-        zmin = np.inf
-        zmax = -np.inf
-        zcmin = np.inf
-        for j in range(2):
-            P = S[i] if j == 0 else E[i]
-            z = P[2]
-            zc = max(z, 1e-3)
-            u = K[0, 0] * P[0] / zc + K[0, 1] * P[1] / zc + K[0, 2]
-            v = K[1, 1] * P[1] / zc + K[1, 2]
-            rho2 = max(rho2, (u - K[0, 2]) ** 2 + (v - K[1, 2]) ** 2)
-            U[i, j] = u - u0
-            V[i, j] = v - v0
-            zmin, zmax, zcmin = min(zmin, z), max(zmax, z), min(zcmin, zc)
-        rpx = f * rad[i] / zcmin
-        mag = math.sqrt(1.0 + (math.sqrt(rho2) + rpx) ** 2 / f ** 2)
-        half[i] = rpx * mag + pad_px * mag * mag + 1.0
-        ulo = math.floor(min(U[i, 0], U[i, 1]) - half[i])
-        uhi = math.ceil(max(U[i, 0], U[i, 1]) + half[i])
-        vlo = math.floor(min(V[i, 0], V[i, 1]) - half[i])
-        vhi = math.ceil(max(V[i, 0], V[i, 1]) + half[i])
-        out = uhi < 0 or ulo > w - 1 or zmax < 1e-3 or vhi < 0 or vlo > h - 1
-        box[i, 0] = 0 if out else int(min(max(min(max(ulo, 0.0), w - 1.0), -1e6), 1e6))
-        box[i, 1] = int(min(max(min(max(vlo, 0.0), h - 1.0), -1e6), 1e6))
-        box[i, 2] = -1 if out else int(min(max(min(max(uhi, -1.0), w - 1.0), -1e6), 1e6))
-        box[i, 3] = int(min(max(min(max(vhi, -1.0), h - 1.0), -1e6), 1e6))
-        unbounded[i] = zmin < 1e-3
+        U[i, 0], V[i, 0], U[i, 1], V[i, 1], half[i], b0, b1, b2, b3, unbounded[i] = _primitive_band(
+            S[i], E[i], rad[i], K, f, u0, v0, w, h, pad_px)
+        box[i, 0], box[i, 1], box[i, 2], box[i, 3] = b0, b1, b2, b3
     total = 0
     for sweep in range(2):  # count, then fill
         if sweep == 1:
@@ -500,45 +499,21 @@ def band_pairs(S, E, rad, K, roi, pad_px):
     return pix, prim
 
 
-@_jit
+@jit
 def roi_box(S, E, rad, K, W, H, pad_px):
     """The image box (u0, v0, w, h) [px] holding every primitive's silhouette band of one state, int64 (4,), or
     w = 0 when none is in the image: the union of :func:`snaketrack.tracker.render.bands.primitive_boxes`
     over the primitives with a box, for the whole image (W × H) as the ROI.
 
     S, E: (M, 3) end points [m]; rad: (M,) [m]; K: (3, 3) [px]; pad_px [px]."""
-    M = S.shape[0]
     f = 0.5 * (K[0, 0] + K[1, 1])
     out = np.zeros(4, np.int64)
-    ul, vl, uh, vh = np.inf, np.inf, -np.inf, -np.inf
-    found = False
-    for i in range(M):
-        rho2 = -np.inf
-        zmax = -np.inf
-        zcmin = np.inf
-        umin, umax, vmin, vmax = np.inf, -np.inf, np.inf, -np.inf
-        for j in range(2):
-            P = S[i] if j == 0 else E[i]
-            z = P[2]
-            zc = max(z, 1e-3)
-            u = K[0, 0] * P[0] / zc + K[0, 1] * P[1] / zc + K[0, 2]
-            v = K[1, 1] * P[1] / zc + K[1, 2]
-            rho2 = max(rho2, (u - K[0, 2]) ** 2 + (v - K[1, 2]) ** 2)
-            umin, umax, vmin, vmax = min(umin, u), max(umax, u), min(vmin, v), max(vmax, v)
-            zmax, zcmin = max(zmax, z), min(zcmin, zc)
-        rpx = f * rad[i] / zcmin
-        mag = math.sqrt(1.0 + (math.sqrt(rho2) + rpx) ** 2 / f ** 2)
-        half = rpx * mag + pad_px * mag * mag + 1.0
-        lo_u, hi_u = math.floor(umin - half), math.ceil(umax + half)
-        lo_v, hi_v = math.floor(vmin - half), math.ceil(vmax + half)
-        if hi_u < 0 or lo_u > W - 1 or zmax < 1e-3 or hi_v < 0 or lo_v > H - 1:
+    ul, vl, uh, vh = W, H, -1, -1
+    for i in range(S.shape[0]):
+        b = _primitive_band(S[i], E[i], rad[i], K, f, 0.0, 0.0, W, H, pad_px)
+        if b[7] < b[5]:  # no box: off the image or behind the camera
             continue
-        found = True
-        ul = min(ul, min(max(max(lo_u, 0.0), -1e6), 1e6))
-        vl = min(vl, min(max(max(lo_v, 0.0), -1e6), 1e6))
-        uh = max(uh, min(max(min(hi_u, W - 1.0), -1e6), 1e6))
-        vh = max(vh, min(max(min(hi_v, H - 1.0), -1e6), 1e6))
-    if found:
-        out[0], out[1] = int(ul), int(vl)
-        out[2], out[3] = int(uh) - int(ul) + 1, int(vh) - int(vl) + 1
+        ul, vl, uh, vh = min(ul, b[5]), min(vl, b[6]), max(uh, b[7]), max(vh, b[8])
+    if uh >= ul:
+        out[0], out[1], out[2], out[3] = ul, vl, uh - ul + 1, vh - vl + 1
     return out

@@ -412,7 +412,8 @@ class TrackingSession:
         rotation = None
         if self.ground is not None:
             if not prepared.ground:
-                raise InputError(f"frame {i}: prepared without following the ground; prepare it with this session")
+                raise InputError(f"frame {i}: prepared without following the ground; prepare each frame with the "
+                                 "pipeline that tracks it")
             kw["ground"] = prepared.height
             if self.config.follow_up:
                 up = prepared.up if up is None else up

@@ -421,34 +421,30 @@ def _primitive_band(A, B, r, K, f, u0, v0, w, h, pad_px):
     clipped to the ROI (u_lo, v_lo, u_hi, v_hi; u_lo = 0 and u_hi = −1 when it misses the ROI, as
     :func:`snaketrack.tracker.render.bands.primitive_boxes` gives it) and whether an end lies behind the
     camera (the band then unbounded)."""
-    rho2 = -np.inf
-    zmin = np.inf
-    zmax = -np.inf
-    zcmin = np.inf
-    uv = np.empty(4)
-    for j in range(2):
-        P = A if j == 0 else B
-        z = P[2]
-        zc = max(z, 1e-3)
-        u = K[0, 0] * P[0] / zc + K[0, 1] * P[1] / zc + K[0, 2]
-        v = K[1, 1] * P[1] / zc + K[1, 2]
-        rho2 = max(rho2, (u - K[0, 2]) ** 2 + (v - K[1, 2]) ** 2)
-        uv[2 * j] = u - u0
-        uv[2 * j + 1] = v - v0
-        zmin, zmax, zcmin = min(zmin, z), max(zmax, z), min(zcmin, zc)
-    rpx = f * r / zcmin
+    pa, qa, zca = _project(A, K)
+    pb, qb, zcb = _project(B, K)
+    rho2 = max((pa - K[0, 2]) ** 2 + (qa - K[1, 2]) ** 2, (pb - K[0, 2]) ** 2 + (qb - K[1, 2]) ** 2)
+    ua, va, ub, vb = pa - u0, qa - v0, pb - u0, qb - v0
+    rpx = f * r / min(zca, zcb)
     mag = math.sqrt(1.0 + (math.sqrt(rho2) + rpx) ** 2 / f ** 2)
     half = rpx * mag + pad_px * mag * mag + 1.0
-    ulo = math.floor(min(uv[0], uv[2]) - half)
-    uhi = math.ceil(max(uv[0], uv[2]) + half)
-    vlo = math.floor(min(uv[1], uv[3]) - half)
-    vhi = math.ceil(max(uv[1], uv[3]) + half)
-    out = uhi < 0 or ulo > w - 1 or zmax < 1e-3 or vhi < 0 or vlo > h - 1
+    ulo = math.floor(min(ua, ub) - half)
+    uhi = math.ceil(max(ua, ub) + half)
+    vlo = math.floor(min(va, vb) - half)
+    vhi = math.ceil(max(va, vb) + half)
+    out = uhi < 0 or ulo > w - 1 or max(A[2], B[2]) < 1e-3 or vhi < 0 or vlo > h - 1
     b0 = 0 if out else int(min(max(min(max(ulo, 0.0), w - 1.0), -1e6), 1e6))
     b1 = int(min(max(min(max(vlo, 0.0), h - 1.0), -1e6), 1e6))
     b2 = -1 if out else int(min(max(min(max(uhi, -1.0), w - 1.0), -1e6), 1e6))
     b3 = int(min(max(min(max(vhi, -1.0), h - 1.0), -1e6), 1e6))
-    return uv[0], uv[1], uv[2], uv[3], half, b0, b1, b2, b3, zmin < 1e-3
+    return ua, va, ub, vb, half, b0, b1, b2, b3, min(A[2], B[2]) < 1e-3
+
+
+@jit
+def _project(P, K):
+    """Point P (3,) [m] projected to image pixels (u, v) (its depth clamped to 1 mm) and that depth."""
+    zc = max(P[2], 1e-3)
+    return K[0, 0] * P[0] / zc + K[0, 1] * P[1] / zc + K[0, 2], K[1, 1] * P[1] / zc + K[1, 2], zc
 
 
 @jit

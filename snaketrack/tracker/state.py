@@ -41,6 +41,7 @@ from snaketrack.errors import InputError
 from snaketrack.models.robot import Robot
 from snaketrack.models.rotations import (
     axis_angle_to_matrix,
+    axis_angle_to_matrix_np,
     matrix_to_axis_angle,
     matrix_to_quat,
     quat_to_matrix,
@@ -115,8 +116,7 @@ class StateLayout:
         """(q (J,), R0 (3, 3), t0 (3,)) of one pose vector (D,)."""
         x = np.asarray(x, float)
         self.check(x)
-        R = axis_angle_to_matrix(torch.as_tensor(x[self.rot])).numpy()
-        return x[self.q].copy(), R, x[self.trans].copy()
+        return x[self.q].copy(), axis_angle_to_matrix_np(x[self.rot]), x[self.trans].copy()
 
     def from_quat(self, q: np.ndarray, quat_wxyz: np.ndarray, t0: np.ndarray,
                   reference: Optional[np.ndarray] = None) -> np.ndarray:

@@ -45,6 +45,8 @@ import numpy as np
 import torch
 
 from snaketrack.errors import InputError, StateError
+from snaketrack.models import chain_kernel
+from snaketrack.models.chain_kernel import CompiledBody
 from snaketrack.models.kinematics import forward_kinematics, forward_kinematics_np
 from snaketrack.models.robot import Robot
 from snaketrack.tracker.calib.ground_prior import GroundPrior
@@ -104,11 +106,17 @@ class Tracker:
             Refiner(self.renderer, replace(config.refine, prior_q=config.refine.prior_q * k,
                                            prior_rot=config.refine.prior_rot * k,
                                            prior_trans=config.refine.prior_trans * k))
+        # the body's centre, which the filter's depth damping evaluates a few times a frame, compiled with
+        # the refinement's other helpers (forward_kinematics_np the reference)
+        self._centre = CompiledBody(robot).centre \
+            if config.refine.helpers == "compiled" and chain_kernel.available() else None
         self.reset()
 
     def body_centre(self, x: np.ndarray) -> np.ndarray:
         """Mean of the link centres (3,) [m], camera frame, at pose ``x`` (D,)."""
         q, R, t = self.layout.unpack(x)
+        if self._centre is not None:
+            return self._centre(q, R, t)
         return forward_kinematics_np(self.robot, q, R, t)["centres"].mean(axis=0)
 
     # -- session --------------------------------------------------------

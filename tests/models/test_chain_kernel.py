@@ -54,3 +54,52 @@ def test_the_compiled_jacobian_is_the_derivative_of_its_points():
             dt[k - J - 3] += h
         P2, _ = compiled(dq, dR, dt)
         np.testing.assert_allclose(((P2 - P) / h).numpy(), G[..., k].numpy(), atol=2e-5)
+
+
+@pytest.mark.parametrize("name", ["planar-snake-11", "arcsnake-4", "cobra-12", "cmu-snake-16"])
+def test_the_compiled_body_centre_is_the_mean_of_the_reference_link_centres(name):
+    from snaketrack.models.kinematics import forward_kinematics_np
+
+    robot = load_robot(name)
+    body = chain_kernel.CompiledBody(robot)
+    rng = np.random.default_rng(11)
+    for _ in range(5):
+        q, R, t = (a.numpy() for a in _state(robot, rng))
+        ref = forward_kinematics_np(robot, q, R, t)["centres"].mean(axis=0)
+        np.testing.assert_allclose(body.centre(q, R, t), ref, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["planar-snake-11", "arcsnake-4", "cobra-12", "cmu-snake-16"])
+def test_the_compiled_body_normal_equals_the_reference(name):
+    from snaketrack.models.chain import body_normal
+
+    robot = load_robot(name)
+    body = chain_kernel.CompiledBody(robot)
+    rng = np.random.default_rng(13)
+    for _ in range(5):
+        q, R, _ = (a.numpy() for a in _state(robot, rng))
+        n_ref, dn_ref = body_normal(robot, q, R)
+        n, dn = body.normal(q, R)
+        assert dn.shape == dn_ref.shape == (3, robot.dof + 3)
+        np.testing.assert_allclose(n, n_ref, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(dn, dn_ref, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["planar-snake-11", "arcsnake-4", "cobra-12"])
+def test_the_renderers_compiled_end_points_are_its_forward_kinematics(name):
+    """SilhouetteRenderer.primitives without autograd (the compiled chain) gives what its torch forward
+    kinematics gives, for a batch of poses, a base rotation near zero (the rotation's series) among them."""
+    from snaketrack.tracker.render.silhouette import SilhouetteRenderer
+
+    robot = load_robot(name)
+    ren = SilhouetteRenderer(robot, np.diag([300.0, 300.0, 1.0]), 64, 48)
+    rng = np.random.default_rng(17)
+    X = np.concatenate([rng.uniform(robot.lower, robot.upper, (6, robot.dof)), rng.normal(size=(6, 3)),
+                        rng.normal(size=(6, 3))], axis=1)
+    X[0, robot.dof:robot.dof + 3] = [1e-6, -2e-6, 0.0]
+    x = torch.as_tensor(X)
+    a, b, r = ren.primitives(x)
+    a_ref, b_ref, r_ref = ren.primitives(x.clone().requires_grad_(True))  # autograd: the torch kinematics
+    np.testing.assert_allclose(a.numpy(), a_ref.detach().numpy(), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(b.numpy(), b_ref.detach().numpy(), rtol=0, atol=1e-12)
+    assert torch.equal(r, r_ref)

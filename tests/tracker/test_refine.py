@@ -343,9 +343,28 @@ def test_grid_level_renders_the_block_average_of_the_image():
         assert float(lvl.obs.mask.sum()) * k * k == pytest.approx(float((full > 0.5).sum()))
         assert float(diff.sum()) < 0.25 * float(lvl.obs.mask.sum())
         # a block's weight: the root mean square over its k² pixels, those past the image's edge counting 0
-        assert float(lvl.obs.weight[:size[1] // k, :size[0] // k].min()) == 1.0
+        assert float(lvl.obs.weight[:size[1] // k, :size[0] // k].min()) == pytest.approx(1.0, abs=1e-8)
         assert float(lvl.obs.weight[-1, -1]) == pytest.approx(((size[0] % k) * (size[1] % k) / k ** 2) ** 0.5)
 
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_block_mean_is_torchs_average_pool(dtype):
+    """The block mean on the CPU (OpenCV's area resize) is avg_pool2d over the zero-padded image, for block
+    sizes that do and do not divide the image (to 3e-7 of values in [0, 1]: OpenCV's area weights are single
+    precision)."""
+    from snaketrack.tracker.fit.refine import block_mean
+
+    a = torch.rand(91, 125, generator=torch.Generator().manual_seed(3), dtype=torch.float64).to(dtype)
+    a[a < 0.6] = 0.0
+    for k in (1, 2, 3, 5, 8):
+        Hk, Wk = -(-91 // k), -(-125 // k)
+        pad = torch.zeros(Hk * k, Wk * k, dtype=dtype)
+        pad[:91, :125] = a
+        ref = torch.nn.functional.avg_pool2d(pad[None, None], k)[0, 0]
+        got = block_mean(a, k)
+        assert got.shape == ref.shape and got.dtype == dtype
+        assert float((got - ref).abs().max()) < 3e-7
 
 def test_a_wide_body_is_refined_on_blocks_as_well_as_on_pixels():
     """A body ~30 px wide: refinement on 3 × 3 blocks (budget 12 px) recovers the pose as refinement on the

@@ -92,14 +92,15 @@ def coverage_terms(config: "RefineConfig", K: np.ndarray, radii: np.ndarray, pts
 
 
 def ground_terms(robot: Robot, config: "RefineConfig", theta: torch.Tensor, R_ref: torch.Tensor,
-                 up_t: Optional[torch.Tensor], height: Optional[float], nP: int):
+                 up_t: Optional[torch.Tensor], height: Optional[float], nP: int, normal=None):
     """Gauss–Newton terms (H (nP, nP), g (nP,), cost) of the up prior ‖z − up‖²/σ² (z: the base's
     z axis, or the body's normal with ``up_on_body``) and the ground prior (up·t − height)²/σ_h²
     on the base's translation t; ``up_t`` None: no terms.
 
     theta (D,): the local parameters ``[q, δ, t]`` around the base rotation ``R_ref`` (3, 3); ``up_t`` (3,):
     the unit up direction; ``height`` [m] or None (no ground prior); ``nP``: parameters (D, or D + 1 with
-    the edge offset).
+    the edge offset); ``normal``: ``(q, R0) -> (n, ∂n/∂[q, δ])`` in place of
+    :func:`~snaketrack.models.chain.body_normal` (its compiled twin, ``CompiledBody.normal``).
     """
     cfg = config
     J = robot.dof
@@ -120,7 +121,7 @@ def ground_terms(robot: Robot, config: "RefineConfig", theta: torch.Tensor, R_re
         ch = w_h * e * e
     R0 = axis_angle_to_matrix_np(th[J:J + 3]) @ R_ref.numpy()
     if cfg.up_on_body:
-        z, Jz = body_normal(robot, th[:J], R0)
+        z, Jz = body_normal(robot, th[:J], R0) if normal is None else normal(th[:J], R0)
         sl = slice(0, J + 3)
     else:
         z = R0[:, 2]

@@ -50,6 +50,8 @@ import torch
 import torch.nn.functional as F
 
 from snaketrack.errors import InputError
+from snaketrack.models import chain_kernel
+from snaketrack.models.chain_kernel import CompiledChain
 from snaketrack.models.kinematics import forward_kinematics
 from snaketrack.models.robot import Robot
 from snaketrack.tracker.render.bands import (
@@ -381,13 +383,24 @@ class SilhouetteRenderer:
         self.model = model if model is not None else CapsuleModel.from_visual(robot)
         self.settings = settings
         self.layout = StateLayout.for_robot(robot)
+        self._chain = CompiledChain(robot, self.model) if chain_kernel.available() else None
 
     def primitives(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Primitive end points (B, M, 3), (B, M, 3) and radii (M,) of pose vectors (B, D)."""
+        """Primitive end points (B, M, 3), (B, M, 3) and radii (M,) of pose vectors (B, D).
+
+        Without autograd on the CPU (``x`` not requiring a gradient) by the compiled chain
+        (:meth:`~snaketrack.models.chain_kernel.CompiledChain.end_points`) where numba is importable: the
+        same values as the torch forward kinematics, which the tracker's per-frame calls would spend a
+        millisecond each on."""
+        r = torch.as_tensor(self.model.radius, dtype=x.dtype)
+        if not x.requires_grad and x.device.type == "cpu" and x.dtype == torch.float64 and x.ndim == 2 \
+                and self._chain is not None:
+            P = torch.from_numpy(self._chain.end_points(x.numpy()))
+            return P[:, :, 0], P[:, :, 1], r
         q, R0, t0 = self.layout.to_fk(x)
         pose = forward_kinematics(self.robot, q, R0, t0)
         a, b = self.model.place(pose.rotations, pose.origins)
-        return a, b, torch.as_tensor(self.model.radius, dtype=x.dtype)
+        return a, b, r
 
     def screen_roi(self, x: torch.Tensor, pad_px: float = 4.0) -> tuple[int, int, int, int]:
         """The image box (u0, v0, w, h) holding the silhouettes of all states ``x`` (B, D)."""

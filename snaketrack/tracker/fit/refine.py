@@ -272,7 +272,7 @@ class Refiner:
         R_prior_T = axis_angle_to_matrix_np(prior[J:J + 3]).T
         nP = D + (1 if cfg.estimate_offset else 0)
         # prior information over [q, δ, t, b] (diagonal)
-        Pi = torch.as_tensor(np.concatenate([1.0 / std ** 2, [1.0 / cfg.offset_prior_px ** 2]])[:nP])
+        Pi = np.concatenate([1.0 / std ** 2, [1.0 / cfg.offset_prior_px ** 2]])[:nP]
         lam = cfg.lambda0
         cover = cfg.cover_weight > 0 and obs.skeleton is not None and len(obs.skeleton) > 0
 
@@ -324,13 +324,16 @@ class Refiner:
 
             return _Linearisation(roi, rj.sil, cost_img, normal_equations)
 
+        # LM's own bookkeeping (priors, damping, the step) in numpy: a few dozen operations on vectors of
+        # D + 1 per trial step, where torch's per-call overhead would cost more than the arithmetic
         def prior_terms(theta, R_ref, b):
             # residual of the prior in the local parameters (δ measured from the prior rotation)
-            d = torch.zeros(nP, dtype=torch.float64)
-            d[:J] = theta[:J] - torch.as_tensor(prior[:J])
-            Rcur = axis_angle_to_matrix_np(theta[J:J + 3].numpy()) @ R_ref.numpy()
-            d[J:J + 3] = torch.from_numpy(matrix_to_axis_angle_np(Rcur @ R_prior_T))
-            d[J + 3:D] = theta[J + 3:] - torch.as_tensor(prior[J + 3:])
+            th = theta.numpy()
+            d = np.zeros(nP)
+            d[:J] = th[:J] - prior[:J]
+            Rcur = axis_angle_to_matrix_np(th[J:J + 3]) @ R_ref.numpy()
+            d[J:J + 3] = matrix_to_axis_angle_np(Rcur @ R_prior_T)
+            d[J + 3:D] = th[J + 3:] - prior[J + 3:]
             if cfg.estimate_offset:
                 d[D] = b
             return d
@@ -339,7 +342,7 @@ class Refiner:
         # (every axis but yaw: the pitch of a yaw–pitch joint, a pitch joint between yaw joints):
         # a robot on the ground bends little out of its plane, and a silhouette cannot tell a
         # rolled base with swapped yaw/pitch apart
-        Wb = torch.zeros(nP, dtype=torch.float64)
+        Wb = np.zeros(nP)
         k = 0
         for joint in self.robot.joints:
             for axis in joint.axes:
@@ -347,15 +350,16 @@ class Refiner:
                     Wb[k] = 1.0 / cfg.out_of_plane_prior_rad ** 2
                 k += 1
 
-        def absolute(th):
-            v = torch.zeros(nP, dtype=torch.float64)
-            v[:J] = th[:J]
+        def absolute(theta):
+            v = np.zeros(nP)
+            v[:J] = theta.numpy()[:J]
             return v
 
         up_t = None if up is None else torch.as_tensor(up)
 
         def up_terms(theta, R_ref):
-            return ground_terms(self.robot, cfg, theta, R_ref, up_t, height, nP, self._normal)
+            Hu, gu, cu = ground_terms(self.robot, cfg, theta, R_ref, up_t, height, nP, self._normal)
+            return Hu.numpy(), gu.numpy(), cu
 
         it_done = 0
         # the floor at the start's depth: a refinement moves the body too little to change it
@@ -381,33 +385,35 @@ class Refiner:
                 if relin is None:  # off-screen at the new edge: keep the last linearisation
                     break
                 lin = relin
-            H = lin.H + torch.diag(Pi + Wb) + Hu
-            g = lin.g + Pi * d + Wb * absolute(theta) + gu
-            cost = lin.cost_img + float((Pi * d * d).sum()) + float((Wb * absolute(theta) ** 2).sum()) + cu
-            A = H + lam * torch.diag(torch.diag(H).clamp_min(1e-9))
+            ab = absolute(theta)
+            H = lin.H.numpy() + np.diag(Pi + Wb) + Hu
+            g = lin.g.numpy() + Pi * d + Wb * ab + gu
+            cost = lin.cost_img + float(Pi @ (d * d)) + float(Wb @ (ab * ab)) + cu
+            A = H + lam * np.diag(np.maximum(np.diag(H), 1e-9))
             try:
-                step = -torch.linalg.solve(A, g)
-            except RuntimeError:
+                step = -np.linalg.solve(A, g)
+            except np.linalg.LinAlgError:
                 break
-            new_theta = theta.clone()
-            new_theta[:J] = theta[:J] + step[:J]
-            new_theta[:J] = torch.maximum(torch.minimum(new_theta[:J], self.upper), self.lower)
-            new_theta[J + 3:] = theta[J + 3:] + step[J + 3:D]
-            new_R = _exp(step[J:J + 3]) @ R_ref
-            new_theta[J:J + 3] = 0.0
+            th = theta.numpy()
+            new = th.copy()
+            new[:J] = np.maximum(np.minimum(th[:J] + step[:J], self.robot.upper), self.robot.lower)
+            new[J + 3:] = th[J + 3:] + step[J + 3:D]
+            new[J:J + 3] = 0.0
+            new_theta = torch.from_numpy(new)
+            new_R = torch.from_numpy(axis_angle_to_matrix_np(step[J:J + 3]) @ R_ref.numpy())
             new_b = max(b + float(step[D]), b_floor) if cfg.estimate_offset else 0.0
             new_lin = linearise(new_theta, new_R, new_b, sigma)
             if new_lin is None:
                 lam *= 10
                 continue
             d2, up2 = prior_terms(new_theta, new_R, new_b), up_terms(new_theta, new_R)
-            new_cost = new_lin.cost_img + float((Pi * d2 * d2).sum()) + \
-                float((Wb * absolute(new_theta) ** 2).sum()) + up2[2]
+            ab2 = absolute(new_theta)
+            new_cost = new_lin.cost_img + float(Pi @ (d2 * d2)) + float(Wb @ (ab2 * ab2)) + up2[2]
             if new_cost < cost:
                 theta, R_ref, b, lin = new_theta, new_R, new_b, new_lin
                 d, (Hu, gu, cu) = d2, up2
                 lam = max(lam / 3, 1e-6)
-                if float(step.norm()) < cfg.min_step:
+                if float(np.linalg.norm(step)) < cfg.min_step:
                     break
                 if it >= len(cfg.sigma_schedule) and cost - new_cost < cfg.cost_tol_px:
                     break  # converged at the final edge softness
@@ -419,12 +425,12 @@ class Refiner:
         sigma_f = cfg.sigma(it_done - 1) if it_done else cfg.sigma(0)
         cost, iou = self._cost_iou(lin.sil, obs_l, lin.roi)
         # covariance: residual variance × inverse information (pose part)
-        H = lin.H + torch.diag(Pi + Wb) + Hu
+        H = lin.H.numpy() + np.diag(Pi + Wb) + Hu
         dof = max(lin.n * level.k ** 2 - nP, 1)
         s2 = max(lin.cost_img + float((obs.weight ** 2 * obs.mask).sum()), 1.0) / max(obs.area + dof, 1.0)
         try:
-            cov = (s2 * torch.linalg.inv(H))[:D, :D].numpy()
-        except RuntimeError:
+            cov = (s2 * np.linalg.inv(H))[:D, :D]
+        except np.linalg.LinAlgError:
             cov = None
         return RefineResult(x, b * level.k, cost, iou, cov, it_done,
                             {"sigma": sigma_f, "lambda": lam, "level": level.k})

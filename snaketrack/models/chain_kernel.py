@@ -142,6 +142,14 @@ def _body_centre(q, R, p, axis, joint_of, lengths, all_lengths):
 
 
 @jit
+def _head_point(q, R, p, axis, joint_of, lengths, all_lengths):
+    """The head point (3,) [m] of one state: the centre of the last link's axis."""
+    rots, origins, _ = _link_frames(q, R, p, axis, joint_of, lengths)
+    h = origins.shape[0] - 1
+    return origins[h] + 0.5 * all_lengths[h] * rots[h, :, 0]
+
+
+@jit
 def _body_normal(q, R, axis, joint_of, lengths):
     """The body's plane normal n (3,) and ∂n/∂[q, δ] (3, J + 3) of one state, as
     :func:`snaketrack.models.chain.body_normal` (its reference); arguments as :func:`_points_and_jacobian`'s."""
@@ -183,11 +191,13 @@ def _axes(robot: Robot) -> tuple[np.ndarray, np.ndarray]:
 
 
 class CompiledBody:
-    """Two figures of the whole body, compiled, for one robot; arguments are arrays, ``q`` (J,) [rad] and the
+    """Three figures of the whole body, compiled, for one robot; arguments are arrays, ``q`` (J,) [rad] and the
     base's ``R0`` (3, 3) and ``t0`` (3,) [m] in the camera frame:
 
     - ``centre(q, R0, t0)``: the mean of the link centres of
       :func:`snaketrack.models.kinematics.forward_kinematics` (the reference), (3,) [m];
+    - ``head(q, R0, t0)``: the head point of :func:`~snaketrack.models.kinematics.forward_kinematics` (the
+      reference), the centre of the last link's axis, (3,) [m];
     - ``normal(q, R0)``: :func:`snaketrack.models.chain.body_normal` (the reference), n (3,) and
       ∂n/∂[q, δ] (3, J + 3).
     """
@@ -199,6 +209,9 @@ class CompiledBody:
 
     def centre(self, q, R0, t0) -> np.ndarray:
         return _body_centre(_f64(q), _f64(R0), _f64(t0), self.axis, self.joint_of, self.lengths, self.all_lengths)
+
+    def head(self, q, R0, t0) -> np.ndarray:
+        return _head_point(_f64(q), _f64(R0), _f64(t0), self.axis, self.joint_of, self.lengths, self.all_lengths)
 
     def normal(self, q, R0) -> tuple[np.ndarray, np.ndarray]:
         return _body_normal(_f64(q), _f64(R0), self.axis, self.joint_of, self.lengths)

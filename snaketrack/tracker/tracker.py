@@ -106,17 +106,17 @@ class Tracker:
             Refiner(self.renderer, replace(config.refine, prior_q=config.refine.prior_q * k,
                                            prior_rot=config.refine.prior_rot * k,
                                            prior_trans=config.refine.prior_trans * k))
-        # the body's centre, which the filter's depth damping evaluates a few times a frame, compiled with
-        # the refinement's other helpers (forward_kinematics_np the reference)
-        self._centre = CompiledBody(robot).centre \
-            if config.refine.helpers == "compiled" and chain_kernel.available() else None
+        # the body's centre (which the filter's depth damping evaluates a few times a frame) and head point
+        # compiled with the refinement's other helpers (forward_kinematics the reference)
+        self._body = CompiledBody(robot) if config.refine.helpers == "compiled" and chain_kernel.available() \
+            else None
         self.reset()
 
     def body_centre(self, x: np.ndarray) -> np.ndarray:
         """Mean of the link centres (3,) [m], camera frame, at pose ``x`` (D,)."""
         q, R, t = self.layout.unpack(x)
-        if self._centre is not None:
-            return self._centre(q, R, t)
+        if self._body is not None:
+            return self._body.centre(q, R, t)
         return forward_kinematics_np(self.robot, q, R, t)["centres"].mean(axis=0)
 
     # -- session --------------------------------------------------------
@@ -422,9 +422,11 @@ class Tracker:
     def _state(self, x: np.ndarray, frame: int, t: float, res, status: str, cov_trace: Optional[float] = None,
                velocity: Optional[np.ndarray] = None) -> TrackState:
         """The :class:`TrackState` of pose ``x`` (D,) and refinement result ``res`` (or None)."""
-        xt = torch.as_tensor(np.asarray(x, float))[None]
-        q, R0, t0 = self.layout.to_fk(xt)
-        head = forward_kinematics(self.robot, q, R0, t0).head[0].numpy()
+        if self._body is not None:
+            head = self._body.head(*self.layout.unpack(x))
+        else:
+            q, R0, t0 = self.layout.to_fk(torch.as_tensor(np.asarray(x, float))[None])
+            head = forward_kinematics(self.robot, q, R0, t0).head[0].numpy()
         if cov_trace is None:
             cov_trace = float(np.trace(res.covariance)) if res is not None and res.covariance is not None \
                 else float("nan")

@@ -57,7 +57,7 @@ def test_the_compiled_jacobian_is_the_derivative_of_its_points():
 
 
 @pytest.mark.parametrize("name", ["planar-snake-11", "arcsnake-4", "cobra-12", "cmu-snake-16"])
-def test_the_compiled_body_centre_is_the_mean_of_the_reference_link_centres(name):
+def test_the_compiled_body_centre_and_head_are_the_references(name):
     from snaketrack.models.kinematics import forward_kinematics_np
 
     robot = load_robot(name)
@@ -65,8 +65,9 @@ def test_the_compiled_body_centre_is_the_mean_of_the_reference_link_centres(name
     rng = np.random.default_rng(11)
     for _ in range(5):
         q, R, t = (a.numpy() for a in _state(robot, rng))
-        ref = forward_kinematics_np(robot, q, R, t)["centres"].mean(axis=0)
-        np.testing.assert_allclose(body.centre(q, R, t), ref, rtol=0, atol=1e-12)
+        fk = forward_kinematics_np(robot, q, R, t)
+        np.testing.assert_allclose(body.centre(q, R, t), fk["centres"].mean(axis=0), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(body.head(q, R, t), fk["head"], rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("name", ["planar-snake-11", "arcsnake-4", "cobra-12", "cmu-snake-16"])

@@ -84,11 +84,10 @@ def observe(mask: np.ndarray, config: "RefineConfig", far: bool = True) -> Obser
 
 def _skeleton_samples(mask: np.ndarray, step_px: float) -> np.ndarray:
     """Skeleton pixels (n, 2) (u, v) of a bool mask (H, W), thinned to about one every ``step_px``."""
-    if not mask.any():
+    u0, v0, bw, bh = cv2.boundingRect(mask.astype(np.uint8))
+    if bw == 0:
         return np.zeros((0, 2))
-    vv, uu = np.nonzero(mask)
-    v0, v1, u0, u1 = vv.min(), vv.max() + 1, uu.min(), uu.max() + 1
-    sk = skeletonize(mask[v0:v1, u0:u1])
+    sk = skeletonize(mask[v0:v0 + bh, u0:u0 + bw])
     sv, su = np.nonzero(sk)
     pts = np.stack([su + u0, sv + v0], 1).astype(float)
     if step_px > 1 and len(pts):

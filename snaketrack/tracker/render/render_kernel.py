@@ -257,17 +257,6 @@ def _edge(A, B, r, cyl, d, f, min_depth):
 
 
 @jit
-def _log_sigmoid(x):
-    if x < -40.0:  # exp(x) below double precision relative to x
-        return x
-    if x < 0.0:
-        return x - math.log1p(math.exp(x))
-    if x > 40.0:
-        return -math.exp(-x)
-    return -math.log1p(math.exp(-x))
-
-
-@jit
 def _sigmoid(x):
     if x >= 0.0:
         return 1.0 / (1.0 + math.exp(-x))
@@ -301,7 +290,7 @@ def silhouette_edges(pix, prim, roi, cam, S, E, rad, cyl, f, min_depth, sig, off
     fx, fy, cx, cy, skew = cam[0], cam[1], cam[2], cam[3], cam[4]
     Q = pix.shape[0]
     P = w * h
-    L = np.zeros(P)
+    L = np.ones(P)  # the product over the pixel's pairs of the probability that the primitive misses it
     e_all = np.empty(Q)
     T = _primitive_table(S, E, cyl)
     # a pixel lies in the bands of several primitives: its ray is computed once
@@ -318,11 +307,11 @@ def silhouette_edges(pix, prim, roi, cam, S, E, rad, cyl, f, min_depth, sig, off
             have[p] = True
         e = _edge_table(T, m, cyl[m], rad[m], d, f, min_depth) + offset
         e_all[i] = e
-        L[p] += _log_sigmoid(-e / sig)
+        L[p] *= _sigmoid(-e / sig)
     sil = np.zeros(P)
     for p in range(P):
-        if L[p] != 0.0:  # most of the ROI lies outside every primitive's band: 0 there
-            sil[p] = -math.expm1(L[p])
+        if L[p] != 1.0:  # most of the ROI lies outside every primitive's band: 0 there
+            sil[p] = 1.0 - L[p]
     return sil, e_all, rays
 
 

@@ -68,6 +68,10 @@ class RefineConfig:
         the coverage term and the image box compiled, :mod:`~snaketrack.models.chain_kernel`,
         :mod:`~snaketrack.tracker.fit.coverage_kernel`) or ``"numpy"`` (their references, the same values);
         default ``"compiled"``.
+    coarse_sigma_px: LM's stages whose edge softness σ is at least this [px of their grid] are evaluated on
+        blocks twice as wide at the same softness in the image (σ / 2 blocks): a soft edge is smooth over
+        a block, and those stages' bands, the widest, cost a quarter of their pixels (0: on the grid of
+        ``budget_width_px`` throughout); default 2.
     budget_width_px: LM's image terms are evaluated on blocks of k × k pixels, k the body's median image
         width over this, rounded up (0: always on the image's pixels): a body wider than this costs what a
         body this wide costs; default 12 [px].
@@ -105,6 +109,7 @@ class RefineConfig:
     up_on_body: bool = True
     core: str = "auto"
     helpers: str = "compiled"
+    coarse_sigma_px: float = 2.0
     budget_width_px: float = 12.0
 
     def __post_init__(self):

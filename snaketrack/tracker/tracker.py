@@ -89,8 +89,10 @@ class Tracker:
         self.layout: StateLayout = self.renderer.layout
         self.refiner = Refiner(self.renderer, config.refine)
         oop = config.init_out_of_plane_prior_rad
-        self.search_refiner = self.refiner if oop is None else \
-            Refiner(self.renderer, replace(config.refine, out_of_plane_prior_rad=float(oop)))
+        # the searches start far from the answer: their soft-edged stages stay on the full grid
+        search_refine = replace(config.refine, coarse_sigma_px=0.0,
+                                **({} if oop is None else {"out_of_plane_prior_rad": float(oop)}))
+        self.search_refiner = Refiner(self.renderer, search_refine)
         # the search's hypotheses (ranking, coarse-to-fine LM) are drawn by the own renderer (search.py)
         if type(self.renderer) is SilhouetteRenderer:
             self.search_renderer, coarse, coarse_search = self.renderer, self.refiner, self.search_refiner
@@ -98,8 +100,7 @@ class Tracker:
             self.search_renderer = SilhouetteRenderer(robot, K, width, height, self.renderer.model,
                                                       self.renderer.settings)
             coarse = Refiner(self.search_renderer, config.refine)
-            coarse_search = coarse if oop is None else \
-                Refiner(self.search_renderer, replace(config.refine, out_of_plane_prior_rad=float(oop)))
+            coarse_search = Refiner(self.search_renderer, search_refine)
         self._coarse_refiners = (coarse, coarse_search)
         k = config.occluded_prior_scale
         self.occluded_refiner = self.refiner if k == 1.0 else \

@@ -112,6 +112,46 @@ def test_edge_offset_absorbs_mask_dilation(scene):
     assert _errors(with_b.x, xt, lay)[0] < 0.05
 
 
+def test_the_soft_edged_stages_on_coarser_blocks_refine_as_on_pixels(scene, monkeypatch):
+    """LM's stages at σ ≥ coarse_sigma_px evaluated on 2 × 2 blocks (at the same softness in the image) end
+    where those on the image's pixels do, for a pose off by about a frame's motion and for a mask grown by
+    2 px (the edge offset, whose derivative is scaled to the block grid), with under half the (pixel,
+    primitive) pairs in those stages."""
+    from snaketrack.tracker.render import render_kernel
+
+    if not render_kernel.available():
+        pytest.skip("numba is not installed")
+    robot, K, mask, xt, lay = scene
+    ren = SilhouetteRenderer(robot, K, W, H)
+    pairs = []
+    band_pairs = render_kernel.band_pairs
+    monkeypatch.setattr(render_kernel, "band_pairs", lambda *a: (lambda r: pairs.append(len(r[0])) or r)(
+        band_pairs(*a)))
+    disc = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (5, 5))
+    fat = cv2.dilate(mask.astype(np.uint8), disc) > 0
+    rng = np.random.default_rng(4)
+    x0 = xt.copy()
+    x0[lay.q] += rng.normal(0, 0.03, robot.dof)
+    x0[lay.trans] += np.array([0.004, -0.003, 0.012])
+    for m in (mask, fat):
+        obs = Observation.from_mask(m)
+        out, n = {}, {}
+        for c in (0.0, 2.0):
+            pairs.clear()
+            cfg = RefineConfig(core="compiled", coarse_sigma_px=c, budget_width_px=0.0, cost_tol_px=0.0,
+                               min_step=0.0, sigma_schedule=(2.0, 2.0, 2.0, 1.0))
+            out[c] = Refiner(ren, cfg).refine(x0, obs)
+            n[c] = sum(pairs[:4])  # the first linearisation and three trial steps at σ = 2
+        assert out[2.0].info["level"] == out[0.0].info["level"] == 1
+        eq0, et0 = _errors(out[0.0].x, xt, lay)
+        eq2, et2 = _errors(out[2.0].x, xt, lay)
+        assert eq2 < 1.2 * eq0 + 0.002 and et2 < 1.2 * et0 + 0.001
+        assert out[2.0].offset_px == pytest.approx(out[0.0].offset_px, abs=0.25)
+        assert out[2.0].iou == pytest.approx(out[0.0].iou, abs=0.01)
+        assert n[2.0] < 0.5 * n[0.0]
+    assert 1.0 < out[2.0].offset_px < 3.0  # the grown mask's offset, found on the blocks too
+
+
 def _silhouette_px(ren, x, offset_px):
     sil = ren(torch.as_tensor(x)[None], (0, 0, W, H), offset_px=torch.tensor([offset_px], dtype=torch.float64))[0]
     return int((sil[0] > 0.5).sum())

@@ -1,4 +1,6 @@
 """Tracker session end to end on MuJoCo-rendered masks: initialisation, tracking, lost and found."""
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -228,14 +230,16 @@ def test_a_known_ground_height_holds_the_base_from_the_first_frame():
             GroundPrior(robot, window=-1, min_frames=5, known=bad)
 
 
-def test_searches_use_their_own_pitch_prior(sequence):
+def test_searches_use_their_own_pitch_prior_and_no_coarse_stage(sequence):
     robot, K, frames, lay = sequence
     trk = Tracker(robot, K, W, H, fps=30.0)
     assert trk.refiner.config.out_of_plane_prior_rad == 0.05
     assert trk.search_refiner.config.out_of_plane_prior_rad == 0.15
     assert trk.search.wide_refiner.config.out_of_plane_prior_rad == 0.15
+    assert trk.refiner.config.coarse_sigma_px == 2.0
+    assert trk.search_refiner.config.coarse_sigma_px == trk.search.wide_refiner.config.coarse_sigma_px == 0.0
     same = Tracker(robot, K, W, H, fps=30.0, config=TrackerConfig(init_out_of_plane_prior_rad=None))
-    assert same.search_refiner is same.refiner
+    assert same.search_refiner.config == replace(same.refiner.config, coarse_sigma_px=0.0)
 
 
 def test_search_closes_with_the_trackers_own_refiner(sequence):

@@ -116,7 +116,7 @@ class Refiner:
             from snaketrack.tracker.render import render_kernel  # deferred: imports numba
             self._kernels = render_kernel
         self._obs: tuple = (None, None)  # the last observation given and its copy on the device
-        self._grid: tuple = (None, None)  # the last observation on a block grid and its GridLevel
+        self._grids: tuple = (None, {})  # the last observation and its GridLevels by block size
         self._render_jac = render_with_jacobian_compiled if self.core == "compiled" else render_with_jacobian
         # the compiled core takes the work around each render compiled too (RefineConfig.helpers)
         self._helpers = self.core == "compiled" and config.helpers == "compiled"
@@ -178,11 +178,19 @@ class Refiner:
             if bool(front.any()):
                 width = 2.0 * float(self.K[0, 0]) * (self._radii[front] / depth[front])
                 k = max(1, int(math.ceil(float(width.median()) / cfg.budget_width_px - 1e-9)))
+        return self._grid_level(k, obs)
+
+    def _grid_level(self, k: int, obs: Observation) -> "GridLevel":
+        """``obs`` on the grid of k × k blocks, kept for the next call on the same observation (a search
+        refines many starts on one, and a refinement's coarse stage and its later ones share it)."""
         if k == 1:
             return GridLevel(1, self.K, (self.renderer.width, self.renderer.height), obs)
-        if self._grid[0] is not obs or self._grid[1].k != k:  # a search refines many starts on one observation
-            self._grid = (obs, GridLevel.of(k, self.K, (self.renderer.width, self.renderer.height), obs))
-        return self._grid[1]
+        if self._grids[0] is not obs:
+            self._grids = (obs, {})
+        grids = self._grids[1]
+        if k not in grids:
+            grids[k] = GridLevel.of(k, self.K, (self.renderer.width, self.renderer.height), obs)
+        return grids[k]
 
     def to_pose_vector(self, theta: torch.Tensor, R_ref: torch.Tensor, reference: np.ndarray) -> np.ndarray:
         J = self.J
@@ -281,27 +289,36 @@ class Refiner:
         deferred = {"deferred": True} if self.core == "compiled" else {}
         on_cpu = self.device.type == "cpu"
 
+        def stage_level(sigma):
+            # the edges softer than coarse_sigma_px: on blocks twice as large, at the same softness in the image
+            if cfg.coarse_sigma_px > 0 and sigma >= cfg.coarse_sigma_px and self._pose_jacobian is None:
+                return self._grid_level(2 * level.k, obs)
+            return level
+
         def linearise(theta, R_ref, b, sigma, points=None):
             pts, G = points if points is not None else self._points_and_jac(theta, R_ref)
-            roi = self._roi(pts, sigma, b, level=level)
+            lv = stage_level(sigma)
+            c = lv.k // level.k  # LM's σ and b are in the pixels of `level`: in those of `lv`, over c
+            roi = self._roi(pts, sigma / c, b / c, level=lv)
             if roi is None:
                 return None
-            s = replace(self.renderer.settings, sigma_px=sigma)
+            s = replace(self.renderer.settings, sigma_px=sigma / c)
             if self._pose_jacobian is not None:  # on the same grid (_level)
                 rj = self._pose_jacobian(theta[:J], _exp(theta[J:J + 3]) @ R_ref, theta[J + 3:], roi, s,
                                          offset_px=b, with_offset=cfg.estimate_offset, tol=cfg.jac_tol / sigma,
                                          K=level.K)
             else:
                 ends = pts.to(self.device)  # (M, 2, 3): the per-pixel work runs on the device
-                rj = self._render_jac(ends[None, :, 0], ends[None, :, 1], self._radii, level.K, roi, G, s,
-                                      offset_px=b, with_offset=cfg.estimate_offset, tol=cfg.jac_tol / sigma,
+                rj = self._render_jac(ends[None, :, 0], ends[None, :, 1], self._radii, lv.K, roi, G, s,
+                                      offset_px=b / c, with_offset=cfg.estimate_offset, tol=cfg.jac_tol * c / sigma,
                                       compute_dtype=getattr(torch, cfg.compute_dtype),
-                                      image_size=level.size,
+                                      image_size=lv.size,
                                       cylinders=self.renderer.model.cylinders, **deferred)
-            m = obs_l.crop(roi, obs_l.mask)
-            w = obs_l.crop(roi, obs_l.weight)
+            obs_v = lv.obs
+            m = obs_v.crop(roi, obs_v.mask)
+            w = obs_v.crop(roi, obs_v.weight)
             r = w * (rj.sil - m)
-            a2 = level.k ** 2  # a coarse pixel stands for k² pixels
+            a2 = lv.k ** 2  # a coarse pixel stands for k² pixels
             cost_img = a2 * float((r * r).sum() - (w * w * m * m).sum())
             cover_terms = self._coverage(cfg, self.K.numpy(), self._radii.numpy(), pts, G, obs.skeleton, nP) \
                 if cover else None
@@ -312,17 +329,21 @@ class Refiner:
                 if on_cpu:  # numpy's products on the CPU take about two thirds of torch's time at these sizes
                     rows = rj.rows.numpy()
                     Jw = rj.jac.numpy() * w.numpy()[rows, None]
+                    if c > 1 and cfg.estimate_offset:
+                        Jw[:, -1] /= c  # ∂/∂b of the offset b / c drawn
                     H = torch.from_numpy(a2 * (Jw.T @ Jw))
                     g = torch.from_numpy(a2 * (Jw.T @ r.numpy()[rows]))
                 else:
                     Jw = rj.jac * w[rj.rows, None]
+                    if c > 1 and cfg.estimate_offset:
+                        Jw[:, -1] /= c
                     H = (a2 * (Jw.T @ Jw)).cpu()
                     g = (a2 * (Jw.T @ r[rj.rows])).cpu()
                 if cover_terms is not None:
                     H, g = H + cover_terms[0], g + cover_terms[1]
                 return H, g, rj.rows.numel()
 
-            return _Linearisation(roi, rj.sil, cost_img, normal_equations)
+            return _Linearisation(roi, rj.sil, cost_img, normal_equations, lv)
 
         # LM's own bookkeeping (priors, damping, the step) in numpy: a few dozen operations on vectors of
         # D + 1 per trial step, where torch's per-call overhead would cost more than the arithmetic
@@ -369,7 +390,6 @@ class Refiner:
             b /= level.k
             if cfg.estimate_offset:
                 Pi[D] *= level.k ** 2
-        obs_l = level.obs
         b_floor = self._offset_floor(start[0]) / level.k if cfg.estimate_offset else 0.0
         b = max(b, b_floor)
         lin = linearise(theta, R_ref, b, cfg.sigma(0), start)
@@ -423,17 +443,17 @@ class Refiner:
                     break
         x = self.to_pose_vector(theta, R_ref, x0)
         sigma_f = cfg.sigma(it_done - 1) if it_done else cfg.sigma(0)
-        cost, iou = self._cost_iou(lin.sil, obs_l, lin.roi)
+        cost, iou = self._cost_iou(lin.sil, lin.level.obs, lin.roi)
         # covariance: residual variance × inverse information (pose part)
         H = lin.H.numpy() + np.diag(Pi + Wb) + Hu
-        dof = max(lin.n * level.k ** 2 - nP, 1)
+        dof = max(lin.n * lin.level.k ** 2 - nP, 1)
         s2 = max(lin.cost_img + float((obs.weight ** 2 * obs.mask).sum()), 1.0) / max(obs.area + dof, 1.0)
         try:
             cov = (s2 * np.linalg.inv(H))[:D, :D]
         except np.linalg.LinAlgError:
             cov = None
         return RefineResult(x, b * level.k, cost, iou, cov, it_done,
-                            {"sigma": sigma_f, "lambda": lam, "level": level.k})
+                            {"sigma": sigma_f, "lambda": lam, "level": lin.level.k})
 
     # -- Adam (the paper) -------------------------------------------------
     def _adam(self, x0: np.ndarray, obs: Observation, steps: Optional[int]) -> RefineResult:
@@ -470,10 +490,11 @@ class Refiner:
 class _Linearisation:
     """LM's image terms at one state: roi (u0, v0, w, h) and sil (P,) of the render, cost_img [px²] (the
     silhouette's and coverage term's cost), and the normal equations' H (nP, nP), g (nP,) and n (the pixel
-    rows with a derivative) from ``normal_equations()``, called when first read."""
+    rows with a derivative) from ``normal_equations()``, called when first read; level: the grid it was
+    drawn on."""
 
-    def __init__(self, roi, sil: torch.Tensor, cost_img: float, normal_equations):
-        self.roi, self.sil, self.cost_img = roi, sil, cost_img
+    def __init__(self, roi, sil: torch.Tensor, cost_img: float, normal_equations, level: "GridLevel"):
+        self.roi, self.sil, self.cost_img, self.level = roi, sil, cost_img, level
         self._normal_equations = normal_equations
 
     @cached_property

@@ -1,5 +1,5 @@
 """The shared-CPU benchmark's check that a stopped ``serve`` closed its recording with a summary, against the
-mcap library's reader."""
+mcap library's reader; a command it does not know is one line."""
 from mcap.reader import make_reader
 from mcap.writer import Writer
 
@@ -29,3 +29,9 @@ def test_a_finished_recording_has_its_summary_and_a_cut_one_has_none(tmp_path):
     assert not mcap_has_summary(tmp_path / "missing.mcap")
     cut.write_bytes(done.read_bytes()[:-5])  # the magic cut short
     assert not mcap_has_summary(cut)
+
+
+def test_an_unknown_command_is_one_line(tmp_path, capsys, run_bench):
+    assert run_bench("shared-cpu", ["--clip", str(tmp_path), "--commands", "both"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "both" in err[0] and "track" in err[0]

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from snaketrack.bench.registry import Benchmark
 from snaketrack.cpu_load import Competitor
+from snaketrack.errors import InputError
 
 #: the folder that holds the package, put on the commands' PYTHONPATH
 ROOT = Path(__file__).resolve().parents[3]
@@ -118,7 +119,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--frames", type=int, default=60, help="frames per run (default 60)")
     ap.add_argument("--threads", type=int, default=None, help="also run each command with --threads N")
     ap.add_argument("--commands", default="track,serve",
-                    help="track, serve or both (default both); none: only --stop-after")
+                    help="comma-separated: track, serve (default track,serve); none: only --stop-after")
     ap.add_argument("--timeout", type=float, default=240.0, help="each run's limit [s] (default 240)")
     ap.add_argument("--stop-after", type=float, default=None, metavar="S",
                     help="also signal serve (SIGTERM) S seconds after it serves, beside a competitor, and time its "
@@ -129,7 +130,12 @@ def run(args: argparse.Namespace) -> dict:
     runners = {"track": run_track, "serve": run_serve}
     result: dict = {"clip": args.clip, "frames": args.frames, "cpus": os.cpu_count()}
     policies = [None] + ([args.threads] if args.threads is not None else [])
-    for name in [c for c in args.commands.split(",") if c and c != "none"]:
+    names = [c for c in args.commands.split(",") if c and c != "none"]
+    unknown = [c for c in names if c not in runners]
+    if unknown:
+        raise InputError(f"--commands {args.commands!r}: {', '.join(unknown)} unknown; expected track and/or serve, "
+                         "comma-separated, or none")
+    for name in names:
         runner = runners[name]
         for threads in policies:
             key = f"{name}" + ("" if threads is None else f"_threads{threads}")

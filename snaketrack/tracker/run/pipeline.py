@@ -88,6 +88,8 @@ class PipelineConfig:
         ``compiled``, ``torch``). Default ``auto``.
     refine_budget_px: ``RefineConfig.budget_width_px`` (0: refinement on the image's own pixels). Default 12.
     refine_helpers: ``RefineConfig.helpers`` (``compiled``, ``numpy``). Default ``compiled``.
+    refine_coarse_sigma_px: ``RefineConfig.coarse_sigma_px`` [px] (0: a tracked frame's every stage on the
+        tracking grid). Default 2.
     occluders: things in front of the robot cut its mask for tens of frames (legs, a shoe, a post): on an
         occluded frame the hidden joints follow the body wave, the priors towards the prediction are four
         times tighter and fits are judged by their unhidden part (:data:`OCCLUDER_SETTINGS`). Default False.
@@ -114,6 +116,7 @@ class PipelineConfig:
     refine_core: str = "auto"
     refine_budget_px: float = 12.0
     refine_helpers: str = "compiled"
+    refine_coarse_sigma_px: float = 2.0
     occluders: bool = False
     device: str = "auto"
 
@@ -232,7 +235,7 @@ def make_tracker(robot, camera, fps: float, refine_steps: Optional[int] = None, 
                  track_ground: bool = False, silhouette: str = "visual", head: str = "wave",
                  ground_height: Optional[float] = None, refine_core: str = "auto",
                  refine_budget_px: float = 12.0, renderer: str = "own", device: str = "cpu",
-                 occluders: bool = False, refine_helpers: str = "compiled"):
+                 occluders: bool = False, refine_helpers: str = "compiled", refine_coarse_sigma_px: float = 2.0):
     """The :class:`~snaketrack.tracker.tracker.Tracker` for this camera (its K and size) and frame rate [1/s];
     ``static_camera`` / ``track_ground`` set the ground prior, ``silhouette`` the model (``TrackerConfig.model``),
     ``head`` the reading of the chain, ``ground_height`` a known camera height, ``renderer`` the silhouette
@@ -241,7 +244,8 @@ def make_tracker(robot, camera, fps: float, refine_steps: Optional[int] = None, 
     config = TrackerConfig(model=silhouette, renderer=renderer, wave_check=head == "wave",
                            **(OCCLUDER_SETTINGS if occluders else {}))
     config = replace(config, refine=replace(config.refine, core=refine_core, budget_width_px=float(refine_budget_px),
-                                            helpers=refine_helpers))
+                                            helpers=refine_helpers,
+                                            coarse_sigma_px=float(refine_coarse_sigma_px)))
     if refine_steps is not None:
         config = replace(config, refine=replace(config.refine, steps=int(refine_steps)))
     if static_camera:
@@ -336,6 +340,7 @@ class TrackingSession:
                                     track_ground=c.track_ground, silhouette=c.silhouette, head=c.head,
                                     ground_height=c.ground_height, refine_core=c.refine_core,
                                     refine_budget_px=c.refine_budget_px, refine_helpers=c.refine_helpers,
+                                    refine_coarse_sigma_px=c.refine_coarse_sigma_px,
                                     renderer=c.renderer, device=self.device,
                                     occluders=c.occluders)
         if restart and c.track_ground:

@@ -1,5 +1,6 @@
-"""The compiled chain against the numpy reference (:func:`snaketrack.models.chain.point_jacobian`), and the
-reference's Jacobian against finite differences of the compiled end points."""
+"""The compiled chain against the numpy reference (:func:`snaketrack.models.chain.point_jacobian`), the
+reference's Jacobian against finite differences of the compiled end points, and the compiled body figures
+and renderer end points against their numpy and torch references."""
 import numpy as np
 import pytest
 import torch
@@ -57,7 +58,10 @@ def test_the_compiled_jacobian_is_the_derivative_of_its_points():
 
 
 @pytest.mark.parametrize("name", ["planar-snake-11", "arcsnake-4", "cobra-12", "cmu-snake-16"])
-def test_the_compiled_body_centre_and_head_are_the_references(name):
+def test_the_compiled_body_figures_are_the_references(name):
+    """The body's centre and head point against the torch forward kinematics, its plane normal and that
+    normal's derivatives against body_normal (numpy)."""
+    from snaketrack.models.chain import body_normal
     from snaketrack.models.kinematics import forward_kinematics_np
 
     robot = load_robot(name)
@@ -68,17 +72,6 @@ def test_the_compiled_body_centre_and_head_are_the_references(name):
         fk = forward_kinematics_np(robot, q, R, t)
         np.testing.assert_allclose(body.centre(q, R, t), fk["centres"].mean(axis=0), rtol=0, atol=1e-12)
         np.testing.assert_allclose(body.head(q, R, t), fk["head"], rtol=0, atol=1e-12)
-
-
-@pytest.mark.parametrize("name", ["planar-snake-11", "arcsnake-4", "cobra-12", "cmu-snake-16"])
-def test_the_compiled_body_normal_equals_the_reference(name):
-    from snaketrack.models.chain import body_normal
-
-    robot = load_robot(name)
-    body = chain_kernel.CompiledBody(robot)
-    rng = np.random.default_rng(13)
-    for _ in range(5):
-        q, R, _ = (a.numpy() for a in _state(robot, rng))
         n_ref, dn_ref = body_normal(robot, q, R)
         n, dn = body.normal(q, R)
         assert dn.shape == dn_ref.shape == (3, robot.dof + 3)

@@ -84,6 +84,6 @@ def run(args: argparse.Namespace) -> dict:
     return result
 
 
-BENCHMARK = Benchmark("refine-settings", "one refinement setting of the compiled core against its reference "
-                      "(--setting helpers|coarse), alternated in one process", add_arguments, run,
+BENCHMARK = Benchmark("refine-settings", "a refinement setting (helpers, coarse) against its reference, alternated "
+                      "in one process", add_arguments, run,
                       quick={"scenes": ["static"], "robots": ["arcsnake-4"], "frames": 6, "reps": 1})

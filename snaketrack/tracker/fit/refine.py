@@ -19,7 +19,10 @@ Two optimisers over the same silhouette (:mod:`snaketrack.tracker.render.silhoue
   an unbounded ``b`` shrinks the body away and the fit says nothing. The
   edge softness follows ``sigma_schedule`` (coarse to fine: a wide edge
   attracts from farther away, the final sharp edge removes the soft-union
-  depth bias).
+  depth bias). The image terms are evaluated on the grid of
+  ``budget_width_px`` (blocks of k × k pixels for a wide body), and the
+  stages at σ ≥ ``coarse_sigma_px`` on blocks twice as wide, at the same
+  softness in the image (:class:`GridLevel`).
 - ``method="adam"``: the paper's refinement, Adam (lr 0.005) on the summed
   squared difference ``Σ (o − m)²`` over the pose vector, ``steps`` steps.
 
@@ -290,7 +293,7 @@ class Refiner:
         on_cpu = self.device.type == "cpu"
 
         def stage_level(sigma):
-            # the edges softer than coarse_sigma_px: on blocks twice as large, at the same softness in the image
+            # edges at least coarse_sigma_px soft: on blocks twice as wide, at the same softness in the image
             if cfg.coarse_sigma_px > 0 and sigma >= cfg.coarse_sigma_px and self._pose_jacobian is None:
                 return self._grid_level(2 * level.k, obs)
             return level

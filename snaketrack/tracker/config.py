@@ -64,10 +64,11 @@ class RefineConfig:
         pixels, :mod:`~snaketrack.tracker.render.render_kernel`, float64), ``"torch"`` (the vectorised torch
         reference, in ``compute_dtype``) or ``"auto"`` (compiled when numba is importable); default
         ``"auto"``.
-    helpers: with the compiled core, the work around each render: ``"compiled"`` (the end points' Jacobian,
-        the coverage term and the image box compiled, :mod:`~snaketrack.models.chain_kernel`,
-        :mod:`~snaketrack.tracker.fit.coverage_kernel`) or ``"numpy"`` (their references, the same values);
-        default ``"compiled"``.
+    helpers: with the compiled core, the work around each render and each frame: ``"compiled"`` (the end
+        points' Jacobian, the coverage term, the image box, the body's plane normal for the up prior and
+        the tracker's body centre and head point compiled, :mod:`~snaketrack.models.chain_kernel`,
+        :mod:`~snaketrack.tracker.fit.coverage_kernel`) or ``"numpy"`` (their numpy and torch references,
+        the same values); default ``"compiled"``.
     coarse_sigma_px: LM's stages whose edge softness σ is at least this [px of their grid] are evaluated on
         blocks twice as wide at the same softness in the image (σ / 2 blocks): a soft edge is smooth over
         a block, and those stages' bands, the widest, cost a quarter of their pixels (0: on the grid of

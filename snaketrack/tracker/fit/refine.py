@@ -331,17 +331,13 @@ class Refiner:
             def normal_equations():
                 if on_cpu:  # numpy's products on the CPU take about two thirds of torch's time at these sizes
                     rows = rj.rows.numpy()
-                    Jw = rj.jac.numpy() * w.numpy()[rows, None]
-                    if c > 1 and cfg.estimate_offset:
-                        Jw[:, -1] /= c  # ∂/∂b of the offset b / c drawn
-                    H = torch.from_numpy(a2 * (Jw.T @ Jw))
-                    g = torch.from_numpy(a2 * (Jw.T @ r.numpy()[rows]))
+                    Jw, rw = rj.jac.numpy() * w.numpy()[rows, None], r.numpy()[rows]
                 else:
-                    Jw = rj.jac * w[rj.rows, None]
-                    if c > 1 and cfg.estimate_offset:
-                        Jw[:, -1] /= c
-                    H = (a2 * (Jw.T @ Jw)).cpu()
-                    g = (a2 * (Jw.T @ r[rj.rows])).cpu()
+                    Jw, rw = rj.jac * w[rj.rows, None], r[rj.rows]
+                if c > 1 and cfg.estimate_offset:
+                    Jw[:, -1] /= c  # ∂/∂b of the offset b / c drawn
+                H, g = a2 * (Jw.T @ Jw), a2 * (Jw.T @ rw)
+                H, g = (torch.from_numpy(H), torch.from_numpy(g)) if on_cpu else (H.cpu(), g.cpu())
                 if cover_terms is not None:
                     H, g = H + cover_terms[0], g + cover_terms[1]
                 return H, g, rj.rows.numel()

@@ -86,6 +86,11 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
     add_device_argument(p, "the tracker and the segmenter (on a GPU the live setting runs the torch network: "
                            "OpenVINO and ONNX Runtime run on the CPU)")
     add_threads_argument(p)
+    p.add_argument("--catch-up-gap", type=int, default=3, metavar="FRAMES",
+                   help="after a slow frame (a pose search) track every FRAMES-th of the frames that came meanwhile, "
+                        "back to the newest (default 3; 0: always the newest)")
+    p.add_argument("--catch-up-s", type=float, default=1.0, metavar="S",
+                   help="frames at most S seconds behind the newest are kept for that catch-up (default 1)")
     p.add_argument("--client-queue", type=int, default=256,
                    help="messages queued per client before its oldest are dropped (default 256)")
 
@@ -111,7 +116,8 @@ def open_service(args: argparse.Namespace):
         if not Path(record).resolve().parent.is_dir():
             raise MissingFileError(f"--record {record}: no such folder {Path(record).parent}")
     config = ServiceConfig(host=args.host, port=args.port, token=token, record=record,
-                           client_queue=args.client_queue, overlay_hz=args.overlay_hz)
+                           client_queue=args.client_queue, overlay_hz=args.overlay_hz,
+                           catch_up_gap=args.catch_up_gap, catch_up_s=args.catch_up_s)
     if args.max_frames is not None and args.max_frames < 1:
         raise InputError(f"--max-frames {args.max_frames}; expected a positive number of frames")
     device = resolve_device(args.device)

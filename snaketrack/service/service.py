@@ -10,9 +10,11 @@ MCAP). The stages overlap, each in a thread of its own: capture; preparing
 newest prepared frame); publishing (each tracked state, its overlay and
 forecast, in order, :class:`~snaketrack.tracker.run.overlap.WriteBehind`); the
 status (at least ``status_hz`` a second, also while the tracker is inside a
-long frame); and the SDK's server. Between capture and preparing, and between preparing and
-tracking, one slot each holds the newest frame (:class:`LatestFrame`): a
-frame replaced before it was taken counts as dropped. ``snaketrack serve``
+long frame); and the SDK's server. Between capture and preparing one slot holds the newest frame
+(:class:`~snaketrack.service.capture.LatestFrame`); between preparing and tracking the frames of the
+last second wait (:class:`~snaketrack.service.catch_up.RecentFrames`): the tracker takes the newest, or,
+after a slow frame, every third frame on its way back to the newest. A frame replaced or passed over
+before it was taken counts as dropped. ``snaketrack serve``
 runs one.
 
 Stopping (:meth:`TrackingService.stop`) takes at most ``stop_timeout_s``: the
@@ -36,7 +38,7 @@ from typing import Any, Optional
 import numpy as np
 
 from snaketrack.errors import InputError
-from snaketrack.service.capture import LatestFrame
+from snaketrack.service.catch_up import RecentFrames
 from snaketrack.service.publisher import LOOPBACK, Publisher
 from snaketrack.tracker.run.overlap import WriteBehind
 from snaketrack.tracker.run.pipeline import PipelineConfig, TrackingSession
@@ -53,6 +55,9 @@ class ServiceConfig:
     overlay_hz: the most overlay images published per second [1/s]; 0: none. Default 5.
     status_hz: how often the status is published while nothing changes [1/s]; a change of the tracking
         state (tracking, coasting, lost) or of the source is published at once. Default 2.
+    catch_up_gap, catch_up_s: after a slow frame (a pose search) the tracker catches up through the frames
+        prepared meanwhile, taking every ``catch_up_gap``-th [frames], those at most ``catch_up_s`` behind the
+        newest [s] (:mod:`snaketrack.service.catch_up`); gap 0: always the newest frame. Default 3 frames, 1 s.
     """
 
     host: str = "127.0.0.1"
@@ -62,6 +67,8 @@ class ServiceConfig:
     client_queue: int = 256
     overlay_hz: float = 5.0
     status_hz: float = 2.0
+    catch_up_gap: int = 3
+    catch_up_s: float = 1.0
 
     def __post_init__(self):
         if self.host not in LOOPBACK and not self.token:
@@ -72,6 +79,9 @@ class ServiceConfig:
             raise InputError(f"--client-queue {self.client_queue}; expected a positive number of messages")
         if self.overlay_hz < 0 or self.status_hz <= 0:
             raise InputError("overlay_hz must be >= 0 and status_hz > 0 [1/s]")
+        if int(self.catch_up_gap) < 0 or not self.catch_up_s >= 0:
+            raise InputError(f"--catch-up-gap {self.catch_up_gap} and --catch-up-s {self.catch_up_s}; expected both "
+                             ">= 0")
 
 
 class TrackingService:
@@ -110,7 +120,8 @@ class TrackingService:
         self.first_tracked = threading.Event()  # the first frame is tracked (its search done)
         self.first_state_s: Optional[float] = None  # from the capture's start to the first state published [s]
         self._capture_started: Optional[float] = None
-        self.prepared = LatestFrame()  # the newest prepared frame, waiting for the tracker
+        self.prepared = RecentFrames(config.catch_up_gap, config.catch_up_s)  # prepared, waiting for the tracker
+        self._last_index: Optional[int] = None  # the frame tracked last
         self._paced = bool(getattr(source, "paced", False))  # a recording at the tracker's pace: nothing dropped
         self._last: dict[str, Any] = {}
         self._stop = threading.Event()
@@ -218,7 +229,7 @@ class TrackingService:
                     continue
                 if self._paced:
                     self.prepared.wait_empty()
-                self.prepared.put((frame, prepared))
+                self.prepared.put((frame, prepared), frame.index, frame.t)
         finally:
             self.prepared.close()
 
@@ -226,7 +237,7 @@ class TrackingService:
         period = 1.0 / self.config.status_hz
         try:
             while not self._stop.is_set():
-                item = self.prepared.take(timeout=period)
+                item = self.prepared.take(self._last_index, timeout=period)
                 if item is None:
                     if self.prepared.closed:
                         break
@@ -234,6 +245,7 @@ class TrackingService:
                         self.state = self.source.status
                     continue
                 before = self.state
+                self._last_index = item[0].index
                 self._track(*item)
                 if self.state != before:  # a change is told at once
                     self._publish_status()

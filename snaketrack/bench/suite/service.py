@@ -40,6 +40,11 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--track-size", default="640x360", metavar="WxH", help="tracking size (default 640x360)")
     ap.add_argument("--threads", type=int, default=None,
                     help="the tracker's and the segmenter's threads (default: serve's policy, one each)")
+    ap.add_argument("--catch-up-gap", type=int, default=3, metavar="FRAMES",
+                    help="after a slow frame the tracker takes every FRAMES-th frame back to the newest (default 3; "
+                         "0: always the newest)")
+    ap.add_argument("--catch-up-s", type=float, default=1.0, metavar="S",
+                    help="frames at most S seconds behind the newest are kept for the catch-up (default 1)")
     ap.add_argument("--out", default="bench_out/service", help="folder for soak.png and soak.json")
 
 
@@ -49,7 +54,8 @@ def run(args: argparse.Namespace) -> dict:
     from snaketrack.io import parse_size
     from snaketrack.threads import ThreadPolicy
 
-    config = ServiceBenchConfig(seconds=args.seconds, track_size=parse_size(args.track_size, "--track-size"))
+    config = ServiceBenchConfig(seconds=args.seconds, track_size=parse_size(args.track_size, "--track-size"),
+                                catch_up_gap=args.catch_up_gap, catch_up_s=args.catch_up_s)
     if args.dataset:
         dataset = Path(args.dataset)
     else:

@@ -53,8 +53,12 @@ class RecentFrames:
             return len(self._items)
 
     def put(self, item: Any, index: int, t: float) -> None:
-        """Add frame ``index`` (source order) of source time ``t`` [s]; frames older than the horizon go."""
+        """Add frame ``index`` (source order) of source time ``t`` [s]; frames older than the horizon go, and so
+        do all those kept when ``t`` or ``index`` runs backwards (a source whose clock restarted)."""
         with self._cond:
+            if self._items and (t < self._items[-1][1] or int(index) <= self._items[-1][0]):
+                self.dropped += len(self._items)
+                self._items.clear()
             self._items.append((int(index), float(t), item))
             self.captured += 1
             while len(self._items) > 1 and (self.max_gap == 0 or self._items[0][1] < t - self.horizon_s):

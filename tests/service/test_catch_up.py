@@ -50,6 +50,12 @@ def test_frames_older_than_the_horizon_are_dropped_and_the_newest_is_taken_past_
     assert slot.take(10) == 59  # frames 11-13 are gone: nothing within the gap, the newest
 
 
+def test_a_source_whose_clock_restarts_keeps_only_the_new_frames():
+    slot = _filled(0, 10)
+    slot.put("again", 0, 0.0)  # times and indices from the start again: what was kept cannot be caught up to
+    assert len(slot) == 1 and slot.dropped == 10 and slot.take(9) == "again"
+
+
 def test_a_closed_buffer_hands_out_what_it_holds_then_none_at_once():
     slot = _filled(0, 2)
     slot.close()

@@ -13,7 +13,7 @@ after its last) gets the newest, as from a one-frame slot. Frames passed over, a
 the horizon, count as dropped.
 
 >>> slot = RecentFrames(max_gap=3, horizon_s=1.0)
->>> for i in range(10):
+>>> for i in range(1, 10):  # frames 1-9 prepared while frame 0 was tracked
 ...     slot.put(f"frame {i}", i, i / 30)
 >>> slot.take(last=0), slot.take(last=3), slot.take(last=6), slot.take(last=9, timeout=0)
 ('frame 3', 'frame 6', 'frame 9', None)

@@ -28,6 +28,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from snaketrack.errors import InputError, SnaketrackError, SnaketrackWarning
+from snaketrack.service.catch_up import RecentFrames
 
 
 @dataclass
@@ -62,7 +63,7 @@ class SourceDropped(Exception):
     """A live source stopped delivering frames (the feed may be reopened)."""
 
 
-class LatestFrame:
+class LatestFrame(RecentFrames):
     """A one-frame slot: ``put`` replaces what is there (counting it as dropped), ``take`` waits for a frame.
 
     ``captured``: frames put. ``dropped``: frames replaced before they were taken.
@@ -70,47 +71,14 @@ class LatestFrame:
     """
 
     def __init__(self):
-        self._cond = threading.Condition()
-        self._frame: Optional[Frame] = None
-        self.captured = 0
-        self.dropped = 0
-        self.closed = False
-
-    def wait_empty(self) -> None:
-        """Wait until the frame in the slot was taken (or the slot closed)."""
-        with self._cond:
-            while self._frame is not None and not self.closed:
-                self._cond.wait(0.5)
+        super().__init__(max_gap=0)
 
     def put(self, frame: Frame) -> None:
-        with self._cond:
-            if self._frame is not None:
-                self.dropped += 1
-            self._frame = frame
-            self.captured += 1
-            self._cond.notify()
+        super().put(frame, frame.index, frame.t)
 
     def take(self, timeout: Optional[float] = None) -> Optional[Frame]:
         """The newest frame (removed from the slot), or None after ``timeout`` [s] or once closed and empty."""
-        with self._cond:
-            if self._frame is None and not self.closed:
-                self._cond.wait(timeout)
-            frame, self._frame = self._frame, None
-            self._cond.notify_all()
-            return frame
-
-    def close(self) -> None:
-        with self._cond:
-            self.closed = True
-            self._cond.notify_all()
-
-    def discard(self) -> None:
-        """Remove the frame in the slot, if any, counting it as dropped (it will not be taken)."""
-        with self._cond:
-            if self._frame is not None:
-                self._frame = None
-                self.dropped += 1
-            self._cond.notify_all()
+        return super().take(None, timeout)
 
 
 class PushSource:

@@ -64,7 +64,8 @@ camera); ``labels_report.json`` counts them (``fit.gate_counts``).
 On a low view (a phone held near the floor) give the fit the up direction and, on a moving camera, the
 ground (:class:`~snaketrack.labelling.fit_labels.LabelFitter`, ``snaketrack label --up ... --track-ground``):
 a model fitted to masks alone trades tilt against depth there, and a label a distractor spoils pulls it
-nearer the camera frame by frame.
+nearer the camera frame by frame. With the band cut (step 5) they lowered three of four lab clips' labels
+(docs/benchmarks.md, "A phone that follows the robot"): not a default.
 
 Cost: the prediction is two silhouettes drawn and one refinement a frame; a re-cut is one more GrabCut, only
 on a frame whose cut disagrees. The fit's tracker runs its pose search on the first frame and on at most

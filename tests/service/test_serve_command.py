@@ -130,6 +130,7 @@ def test_bad_arguments_get_one_line_and_status_2(dataset, tmp_path, capsys):
     _fails(["serve", dataset, "--record", existing], "the file exists", capsys)
     _fails(["serve", tmp_path / "nothing.mp4"], "no such video file", capsys)
     _fails(["serve", dataset, "--threads", "0"], "--threads 0: expected at least 1", capsys)
+    _fails(["serve", dataset, "--catch-up-gap", "-1"], "--catch-up-gap -1 and --catch-up-s 1.0", capsys)
     _fails(["listen", "ws://127.0.0.1:9"], "no service answered", capsys)
     _fails(["listen", "http://127.0.0.1:9"], "expected a WebSocket URL")
     _fails(["listen", "ws://127.0.0.1:99999"], "Port out of range", capsys)

@@ -26,8 +26,7 @@ class ServiceBenchConfig:
     """seconds: the soak's length [s] (wall clock). reference_frames: frames tracked without the service.
     slow_factor: the slow client's time per message, in tracker frame times. track_size: (w, h) [px] or None.
     corrupt_masks: corrupt the clip's truth masks like a segmenter's. sample_s: memory sampling period [s].
-    catch_up_gap, catch_up_s, defer_search: the service's ``ServiceConfig.catch_up_gap`` [frames], ``catch_up_s``
-    [s] and ``defer_search``."""
+    catch_up_gap, catch_up_s: the service's ``ServiceConfig.catch_up_gap`` [frames] and ``catch_up_s`` [s]."""
 
     seconds: float = 60.0
     reference_frames: int = 60
@@ -37,7 +36,6 @@ class ServiceBenchConfig:
     sample_s: float = 1.0
     catch_up_gap: int = 3
     catch_up_s: float = 1.0
-    defer_search: bool = True
 
 
 def rss_mb() -> float:
@@ -130,8 +128,7 @@ def run_service_benchmark(dataset: str | os.PathLike, config: ServiceBenchConfig
     reference_fps, reference_cpu_ms, _, _ = _reference(frames, robot, camera, pipeline, config.reference_frames)
 
     feed = RecordedFeed(frames, masks=frames.mask, realtime=True, loop=True, bounce=True)
-    service_config = ServiceConfig(port=0, catch_up_gap=config.catch_up_gap, catch_up_s=config.catch_up_s,
-                                   defer_search=config.defer_search)
+    service_config = ServiceConfig(port=0, catch_up_gap=config.catch_up_gap, catch_up_s=config.catch_up_s)
     service = TrackingService(Capture(feed), robot, camera, pipeline, service_config)
     service.start(capture=False)
     import multiprocessing as mp

@@ -91,9 +91,6 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
                         "back to the newest (default 3; 0: always the newest)")
     p.add_argument("--catch-up-s", type=float, default=1.0, metavar="S",
                    help="frames at most S seconds behind the newest are kept for that catch-up (default 1)")
-    p.add_argument("--no-defer-search", action="store_true",
-                   help="search for the pose on the first failed fit after a tracked frame (default: coast on that "
-                        "frame and search if the next one fails too)")
     p.add_argument("--client-queue", type=int, default=256,
                    help="messages queued per client before its oldest are dropped (default 256)")
 
@@ -120,8 +117,7 @@ def open_service(args: argparse.Namespace):
             raise MissingFileError(f"--record {record}: no such folder {Path(record).parent}")
     config = ServiceConfig(host=args.host, port=args.port, token=token, record=record,
                            client_queue=args.client_queue, overlay_hz=args.overlay_hz,
-                           catch_up_gap=args.catch_up_gap, catch_up_s=args.catch_up_s,
-                           defer_search=not args.no_defer_search)
+                           catch_up_gap=args.catch_up_gap, catch_up_s=args.catch_up_s)
     if args.max_frames is not None and args.max_frames < 1:
         raise InputError(f"--max-frames {args.max_frames}; expected a positive number of frames")
     device = resolve_device(args.device)

@@ -58,9 +58,6 @@ class ServiceConfig:
     catch_up_gap, catch_up_s: after a slow frame (a pose search) the tracker catches up through the frames
         prepared meanwhile, taking every ``catch_up_gap``-th [frames], those at most ``catch_up_s`` behind the
         newest [s] (:mod:`snaketrack.service.catch_up`); gap 0: always the newest frame. Default 3 frames, 1 s.
-    defer_search: a fit that fails right after a tracked frame coasts on the prediction, and the pose search
-        waits for a second failure (``TrackerConfig.defer_search``): one bad mask costs one frame, not the
-        frames that come during a search. Default True.
     """
 
     host: str = "127.0.0.1"
@@ -72,7 +69,6 @@ class ServiceConfig:
     status_hz: float = 2.0
     catch_up_gap: int = 3
     catch_up_s: float = 1.0
-    defer_search: bool = True
 
     def __post_init__(self):
         if self.host not in LOOPBACK and not self.token:
@@ -97,7 +93,7 @@ class TrackingService:
     robot, camera: the tracked :class:`~snaketrack.models.robot.Robot` and the source's
         :class:`~snaketrack.tracker.calib.camera.Camera`.
     pipeline: the session's :class:`PipelineConfig`; its ``hold_frames`` is set to 0 (a live
-        service publishes each frame as it is tracked) and its ``defer_search`` to the config's.
+        service publishes each frame as it is tracked).
     config: a :class:`ServiceConfig`. segmenter: predicts masks for frames that come without one.
 
     ``start()``, then ``wait()`` until the source ends (or ``stop()`` from another thread or a
@@ -110,8 +106,7 @@ class TrackingService:
         if (camera.width, camera.height) != (source.width, source.height):
             raise InputError(f"camera of {camera.width}x{camera.height} px; the source's frames are "
                              f"{source.width}x{source.height}")
-        self.session = TrackingSession(robot, camera, source.fps,
-                                       replace(pipeline, hold_frames=0, defer_search=config.defer_search),
+        self.session = TrackingSession(robot, camera, source.fps, replace(pipeline, hold_frames=0),
                                        segmenter=segmenter)
         self.publisher = Publisher(robot, self.session.camera.K, config.host, config.port, config.token,
                                    config.record, config.client_queue, config.overlay_hz)

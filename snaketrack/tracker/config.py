@@ -149,10 +149,6 @@ class TrackerConfig:
     reacquire_iou: below this IoU after refinement, the search runs too; default 0.35.
     reacquired_iou: on the first frame after a ``lost`` spell, the search also runs below this IoU; default 0.8.
     reinit_margin: while tracking, a search result replaces the refined one only if its IoU is higher by this; 0.15.
-    defer_search: while tracking, a frame whose fit falls below ``reacquire_iou`` right after a tracked frame
-        coasts on the prediction (``coasting``) instead of searching; the search runs if the next frame fails too.
-        One bad mask (a segmenter's false blob or lost chunk) then costs a frame, not a search of 0.5–1 s and,
-        on a live source, the frames that come meanwhile. Default False (``snaketrack serve`` turns it on).
     ground_window: fixed camera's ground prior: median of the last this many tracked heights (−1 all, 0 off); 0.
     ground_min_frames: tracked frames before the ground prior starts; default 5.
     ground_height: the camera's height over the ground at the first frame [m], when known (``--up auto``'s
@@ -216,7 +212,6 @@ class TrackerConfig:
     reacquire_iou: float = 0.35
     reacquired_iou: float = 0.8
     reinit_margin: float = 0.15
-    defer_search: bool = False
     ground_window: int = 0
     ground_min_frames: int = 5
     ground_height: Optional[float] = None

@@ -254,14 +254,6 @@ class Tracker:
                     res = alt
             if occluded and cfg.occluded_visible_iou:
                 res = replace(res, iou=visible_iou(obs_cut, self.renderer.mask(res.x, res.offset_px)))
-        if cfg.defer_search and res.iou < cfg.reacquire_iou and not was_lost and not self.warming and \
-                self.last is not None and self.last.status == "tracked":
-            # one failed fit after a tracked frame: coast on the prediction; the next frame searches if it fails too
-            self.filter.coast()
-            self.n_coast += 1
-            if self.wave is not None:
-                self.wave.add(pred[self.layout.q])
-            return self._record(pred, t, None, "coasting")
         reinit = False
         if res.iou < cfg.reacquire_iou or (was_lost and res.iou < cfg.reacquired_iou):
             # while tracking, keep the track's reading of the chain (tail vs head): a silhouette barely

@@ -459,35 +459,3 @@ def test_gap_settings_are_checked():
         TrackerConfig(gap_refine_steps=0)
     with pytest.raises(InputError, match="gap_max_frames"):
         TrackerConfig(gap_frames=5.0, gap_max_frames=4.0)
-
-
-def _track_with_bad_masks(robot, K, frames, bad, defer):
-    """Frames 0-9 of ``frames`` tracked from the truth pose, those in ``bad`` replaced by the mask moved 100 px
-    to the right (a mask the track's fit cannot reach: a segmenter's false blob, the body lost): the statuses
-    and the frames the search ran on."""
-    from dataclasses import replace
-
-    trk = Tracker(robot, K, W, H, fps=30.0, config=replace(TrackerConfig(), defer_search=defer, warmup_frames=0))
-    trk.start(frames[0][0], initial_guess=frames[0][1])
-    searched, search = [], trk.initialise
-
-    def counted(*a, **k):
-        searched.append(trk.frame)
-        return search(*a, **k)
-
-    trk.initialise = counted
-    statuses = []
-    for k in range(1, 10):
-        mask = np.roll(frames[k][0], 100, axis=1) if k in bad else frames[k][0]
-        statuses.append(trk.step(mask, t=k / 30.0).status)
-    return statuses, searched
-
-
-def test_a_deferred_search_coasts_over_one_bad_mask_and_searches_on_the_second(sequence):
-    robot, K, frames, lay = sequence
-    statuses, searched = _track_with_bad_masks(robot, K, frames, {5}, defer=False)
-    assert searched[:1] == [5]  # the search on the bad mask itself (it finds the moved body)
-    statuses, searched = _track_with_bad_masks(robot, K, frames, {5}, defer=True)
-    assert searched == [] and statuses == ["tracked"] * 4 + ["coasting"] + ["tracked"] * 4
-    statuses, searched = _track_with_bad_masks(robot, K, frames, {5, 6}, defer=True)
-    assert searched[:1] == [6] and statuses[4] == "coasting" and statuses[5] == "tracked"

@@ -45,8 +45,6 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
                          "0: always the newest)")
     ap.add_argument("--catch-up-s", type=float, default=1.0, metavar="S",
                     help="frames at most S seconds behind the newest are kept for the catch-up (default 1)")
-    ap.add_argument("--no-defer-search", action="store_true",
-                    help="search on the first failed fit after a tracked frame, not on the second (serve's default)")
     ap.add_argument("--out", default="bench_out/service", help="folder for soak.png and soak.json")
 
 
@@ -57,8 +55,7 @@ def run(args: argparse.Namespace) -> dict:
     from snaketrack.threads import ThreadPolicy
 
     config = ServiceBenchConfig(seconds=args.seconds, track_size=parse_size(args.track_size, "--track-size"),
-                                catch_up_gap=args.catch_up_gap, catch_up_s=args.catch_up_s,
-                                defer_search=not args.no_defer_search)
+                                catch_up_gap=args.catch_up_gap, catch_up_s=args.catch_up_s)
     if args.dataset:
         dataset = Path(args.dataset)
     else:

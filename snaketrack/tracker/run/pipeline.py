@@ -90,8 +90,6 @@ class PipelineConfig:
     refine_helpers: ``RefineConfig.helpers`` (``compiled``, ``numpy``). Default ``compiled``.
     refine_coarse_sigma_px: ``RefineConfig.coarse_sigma_px`` [px] (0: a tracked frame's every stage on the
         tracking grid). Default 2.
-    defer_search: ``TrackerConfig.defer_search``: a failed fit right after a tracked frame coasts instead of
-        searching. Default False.
     occluders: things in front of the robot cut its mask for tens of frames (legs, a shoe, a post): on an
         occluded frame the hidden joints follow the body wave, the priors towards the prediction are four
         times tighter and fits are judged by their unhidden part (:data:`OCCLUDER_SETTINGS`). Default False.
@@ -119,7 +117,6 @@ class PipelineConfig:
     refine_budget_px: float = 12.0
     refine_helpers: str = "compiled"
     refine_coarse_sigma_px: float = 2.0
-    defer_search: bool = False
     occluders: bool = False
     device: str = "auto"
 
@@ -238,15 +235,13 @@ def make_tracker(robot, camera, fps: float, refine_steps: Optional[int] = None, 
                  track_ground: bool = False, silhouette: str = "visual", head: str = "wave",
                  ground_height: Optional[float] = None, refine_core: str = "auto",
                  refine_budget_px: float = 12.0, renderer: str = "own", device: str = "cpu",
-                 occluders: bool = False, refine_helpers: str = "compiled", refine_coarse_sigma_px: float = 2.0,
-                 defer_search: bool = False):
+                 occluders: bool = False, refine_helpers: str = "compiled", refine_coarse_sigma_px: float = 2.0):
     """The :class:`~snaketrack.tracker.tracker.Tracker` for this camera (its K and size) and frame rate [1/s];
     ``static_camera`` / ``track_ground`` set the ground prior, ``silhouette`` the model (``TrackerConfig.model``),
     ``head`` the reading of the chain, ``ground_height`` a known camera height, ``renderer`` the silhouette
     renderer (:class:`PipelineConfig`), ``device`` the torch device it renders on (a resolved name),
-    ``occluders`` the occluded frames' settings (:data:`OCCLUDER_SETTINGS`), ``defer_search``
-    ``TrackerConfig.defer_search``."""
-    config = TrackerConfig(model=silhouette, renderer=renderer, wave_check=head == "wave", defer_search=defer_search,
+    ``occluders`` the occluded frames' settings (:data:`OCCLUDER_SETTINGS`)."""
+    config = TrackerConfig(model=silhouette, renderer=renderer, wave_check=head == "wave",
                            **(OCCLUDER_SETTINGS if occluders else {}))
     config = replace(config, refine=replace(config.refine, core=refine_core, budget_width_px=float(refine_budget_px),
                                             helpers=refine_helpers,
@@ -347,7 +342,7 @@ class TrackingSession:
                                     refine_budget_px=c.refine_budget_px, refine_helpers=c.refine_helpers,
                                     refine_coarse_sigma_px=c.refine_coarse_sigma_px,
                                     renderer=c.renderer, device=self.device,
-                                    occluders=c.occluders, defer_search=c.defer_search)
+                                    occluders=c.occluders)
         if restart and c.track_ground:
             self.ground = GroundTracker(self.camera.K, follow=c.follow_up)
         self.hold = ReadingHold(self.tracker, c.hold_frames)

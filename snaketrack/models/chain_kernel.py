@@ -180,14 +180,16 @@ def _body_normal(q, R, axis, joint_of, lengths):
     return n, (P @ dm) / nm
 
 
-def _axes(robot: Robot) -> tuple[np.ndarray, np.ndarray]:
-    """Each joint coordinate's axis index (J,) (0, 1, 2: x, y, z) and its joint (J,)."""
+def _chain_arrays(robot: Robot) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The kernels' description of the chain: each joint coordinate's axis index (J,) (0, 1, 2: x, y, z), its
+    joint (J,), and the lengths (L − 1,) [m] of the links before the last."""
     axis, joint_of = [], []
     for i, joint in enumerate(robot.joints):
         for ax in joint.axes:
             axis.append(_AXIS_INDEX[ax])
             joint_of.append(i)
-    return np.asarray(axis, np.int64), np.asarray(joint_of, np.int64)
+    lengths = np.ascontiguousarray(np.asarray(robot.lengths, float)[:len(robot.joints)])
+    return np.asarray(axis, np.int64), np.asarray(joint_of, np.int64), lengths
 
 
 class CompiledBody:
@@ -203,9 +205,8 @@ class CompiledBody:
     """
 
     def __init__(self, robot: Robot):
-        self.axis, self.joint_of = _axes(robot)
+        self.axis, self.joint_of, self.lengths = _chain_arrays(robot)
         self.all_lengths = np.ascontiguousarray(np.asarray(robot.lengths, float))
-        self.lengths = np.ascontiguousarray(self.all_lengths[:len(robot.joints)])
 
     def centre(self, q, R0, t0) -> np.ndarray:
         return _body_centre(_f64(q), _f64(R0), _f64(t0), self.axis, self.joint_of, self.lengths, self.all_lengths)
@@ -218,6 +219,9 @@ class CompiledBody:
 
 
 def _f64(a) -> np.ndarray:
+    """``a`` (an array or a tensor) as a contiguous float64 numpy array on the CPU."""
+    if isinstance(a, torch.Tensor):
+        a = a.detach().cpu().numpy()
     return np.ascontiguousarray(a, np.float64)
 
 
@@ -230,8 +234,7 @@ class CompiledChain:
     """
 
     def __init__(self, robot: Robot, model):
-        self.axis, self.joint_of = _axes(robot)
-        self.lengths = np.ascontiguousarray(np.asarray(robot.lengths, float)[:len(robot.joints)])
+        self.axis, self.joint_of, self.lengths = _chain_arrays(robot)
         self.link = np.ascontiguousarray(np.asarray(model.link, np.int64))
         self.a_local = np.ascontiguousarray(np.asarray(model.a_local, float))
         self.b_local = np.ascontiguousarray(np.asarray(model.b_local, float))
@@ -240,14 +243,11 @@ class CompiledChain:
         """The primitives' end points (B, M, 2, 3) [m] of pose vectors ``x`` (B, J + 6), ``[q, w, t]`` as
         :class:`~snaketrack.tracker.state.StateLayout` packs them: ``SilhouetteRenderer.primitives``
         without autograd (its torch forward kinematics the reference)."""
-        return _end_points(np.ascontiguousarray(x, np.float64), self.axis, self.joint_of, self.lengths, self.link,
+        return _end_points(_f64(x), self.axis, self.joint_of, self.lengths, self.link,
                            self.a_local, self.b_local)
 
     def __call__(self, q: torch.Tensor, R0: torch.Tensor, t0: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        P, G = _points_and_jacobian(_np64(q), _np64(R0), _np64(t0), self.axis, self.joint_of, self.lengths,
+        P, G = _points_and_jacobian(_f64(q), _f64(R0), _f64(t0), self.axis, self.joint_of, self.lengths,
                                     self.link, self.a_local, self.b_local)
         return torch.from_numpy(P).to(q.dtype), torch.from_numpy(G).to(q.dtype)
 
-
-def _np64(t: torch.Tensor) -> np.ndarray:
-    return np.ascontiguousarray(t.detach().cpu().numpy(), dtype=np.float64)

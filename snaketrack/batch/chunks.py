@@ -95,11 +95,12 @@ def stitch(parts: list[list[dict]], n_joints: int, agree: float = 0.1) -> tuple[
 
 def track_range(source: str, robot: Optional[str], intrinsics, masks: Optional[str],
                 config: PipelineConfig, up: Optional[str], start: int, stop: int, threads: int = 1,
-                segmenter_setting: str = "live", segmenter_flips: Optional[int] = None) -> dict:
+                segmenter_setting: str = "live", segmenter_flips: Optional[int] = None,
+                segmenter_scale: Optional[float] = None) -> dict:
     """Track frames ``[start, stop)`` of ``source`` from scratch; ``{"rows": [...], "track_s": float}``."""
     torch.set_num_threads(max(1, threads))
     frames, session, mask_source = open_session(source, robot, intrinsics, masks, config, segmenter_setting,
-                                                segmenter_flips)
+                                                segmenter_flips, segmenter_scale)
     up_source = open_up_source(frames, up, config)
     rows = []
     session.start()
@@ -114,11 +115,12 @@ def track_chunked(source: str | os.PathLike, out: str | os.PathLike, chunks: int
                   robot: Optional[str] = None, intrinsics=None, masks: Optional[str] = None,
                   config: PipelineConfig = PipelineConfig(), up: Optional[str] = None,
                   address: Optional[str] = None, workers: Optional[int] = None,
-                  segmenter_setting: str = "live", segmenter_flips: Optional[int] = None) -> dict:
+                  segmenter_setting: str = "live", segmenter_flips: Optional[int] = None,
+                  segmenter_scale: Optional[float] = None) -> dict:
     """Track ``source`` in ``chunks`` overlapping chunks on Ray and stitch them (module doc) into
     ``out/track.csv`` and ``out/summary.json`` (with ``metrics.json`` when the source has truth);
     ``segmenter_setting``: ``live`` or ``accurate`` for ``masks="segmenter:MODEL.pt"``, ``segmenter_flips``
-    its test-time flips (None: the setting's)."""
+    its test-time flips (None: the setting's), ``segmenter_scale`` its input scale (None: the model file's)."""
     import ray  # deferred: optional, the batch extra
 
     frames = open_frames(source)
@@ -128,7 +130,8 @@ def track_chunked(source: str | os.PathLike, out: str | os.PathLike, chunks: int
     task = ray.remote(num_cpus=1, max_retries=2)(track_range)
     t0 = time.time()
     refs = [task.remote(str(source), robot, intrinsics, masks, config, up, a, b,
-                        segmenter_setting=segmenter_setting, segmenter_flips=segmenter_flips)
+                        segmenter_setting=segmenter_setting, segmenter_flips=segmenter_flips,
+                        segmenter_scale=segmenter_scale)
             for a, b in ranges]
     parts = ray.get(refs)
     wall = time.time() - t0

@@ -26,7 +26,11 @@ class ServiceBenchConfig:
     """seconds: the soak's length [s] (wall clock). reference_frames: frames tracked without the service.
     slow_factor: the slow client's time per message, in tracker frame times. track_size: (w, h) [px] or None.
     corrupt_masks: corrupt the clip's truth masks like a segmenter's. sample_s: memory sampling period [s].
-    catch_up_gap, catch_up_s: the service's ``ServiceConfig.catch_up_gap`` [frames] and ``catch_up_s`` [s]."""
+    catch_up_gap, catch_up_s: the service's ``ServiceConfig.catch_up_gap`` [frames] and ``catch_up_s`` [s].
+    masks: ``segmenter:MODEL.pt`` to segment each frame with the model's live setting (the service's and the
+    reference's own segmenter) instead of the source's masks, with ``segmenter_flips`` and ``segmenter_scale``
+    (None: the live setting's); robot: the robot's name or file, for a source
+    whose meta.json names none (a video)."""
 
     seconds: float = 60.0
     reference_frames: int = 60
@@ -36,6 +40,10 @@ class ServiceBenchConfig:
     sample_s: float = 1.0
     catch_up_gap: int = 3
     catch_up_s: float = 1.0
+    masks: Optional[str] = None
+    segmenter_flips: Optional[int] = None
+    segmenter_scale: Optional[float] = None
+    robot: Optional[str] = None
 
 
 def rss_mb() -> float:
@@ -89,15 +97,18 @@ def _client(url: str, delay_s: float, name: str, results, stop) -> None:
         results.put((name, got, time.process_time() - cpu0))
 
 
-def _reference(frames, robot, camera, pipeline, n: int, stride: int = 1,
-               max_s: float = float("inf")) -> tuple[float, float, float, int]:
+def _reference(frames, robot, camera, pipeline, n: int, stride: int = 1, max_s: float = float("inf"),
+               segmenter=None) -> tuple[float, float, float, int]:
     """``n`` frames tracked without the service, every ``stride``-th of the clip played forward and back (as
     the service plays it; its frame times), or fewer when ``max_s`` [s] of wall clock have passed: the
     tracker's rate [1/s] (its own time, as the service's ``track_fps``), the CPU time [ms] a frame took in all
-    (reading, preparing, tracking), the time the pose searches took [s] and the frames tracked."""
+    (reading, preparing, tracking), the time the pose searches took [s] and the frames tracked. With a
+    ``segmenter`` it segments each frame (its CPU time counts in the frame's; it runs in this thread)."""
     from snaketrack.tracker.run.pipeline import TrackingSession
 
-    session = TrackingSession(robot, camera, frames.fps, pipeline).start()
+    if segmenter is not None:
+        segmenter.reset()
+    session = TrackingSession(robot, camera, frames.fps, pipeline, segmenter=segmenter).start()
     period = max(2 * len(frames) - 2, 1)
     cpu0, t0 = time.thread_time(), time.monotonic()
     for j in range(n):
@@ -106,8 +117,25 @@ def _reference(frames, robot, camera, pipeline, n: int, stride: int = 1,
             break
         k = j * stride
         i = k % period if k % period < len(frames) else period - k % period
-        session.step(frames.frame(i), frames.mask(i), t=k / frames.fps, index=i)
-    return n / session.track_time_s, 1000 * (time.thread_time() - cpu0) / n, session.search_time_s, n
+        session.step(frames.frame(i), None if segmenter is not None else frames.mask(i), t=k / frames.fps, index=i)
+    fps = n / session.track_time_s if session.track_time_s > 0 else float("nan")  # nan: every frame was lost
+    return fps, 1000 * (time.thread_time() - cpu0) / n, session.search_time_s, n
+
+
+def _frames_folder(video, out: Path, progress: bool = True) -> Path:
+    """``video``'s frames as a folder of PNG frames (``out/frames/``, ``out/meta.json`` with its frame rate),
+    which the feed can play back and forth; returns ``out``."""
+    import cv2
+    from tqdm import tqdm
+
+    from snaketrack.io import write_json
+
+    (out / "frames").mkdir(parents=True, exist_ok=True)
+    for i, rgb in tqdm(video.frames(), total=len(video) or None, desc="frames", unit="frame", disable=not progress):
+        cv2.imwrite(str(out / "frames" / f"{i:06d}.png"), cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR),
+                    [cv2.IMWRITE_PNG_COMPRESSION, 1])
+    write_json(out / "meta.json", {"fps": video.fps})
+    return out
 
 
 def run_service_benchmark(dataset: str | os.PathLike, config: ServiceBenchConfig = ServiceBenchConfig(),
@@ -118,23 +146,36 @@ def run_service_benchmark(dataset: str | os.PathLike, config: ServiceBenchConfig
     from snaketrack.models.robot import source_robot
     from snaketrack.service import Capture, RecordedFeed, ServiceConfig, TrackingService
     from snaketrack.tracker.calib.camera import source_camera
+    from snaketrack.tracker.run.loop import MaskSource
     from snaketrack.tracker.run.pipeline import PipelineConfig
 
     frames = open_frames(dataset)
-    robot = source_robot(None, frames.meta)
-    camera = source_camera(frames.meta, frames.width, frames.height)
-    pipeline = PipelineConfig(hold_frames=0, track_size=config.track_size, corrupt_masks=config.corrupt_masks,
-                              render=False)
-    reference_fps, reference_cpu_ms, _, _ = _reference(frames, robot, camera, pipeline, config.reference_frames)
+    if not hasattr(frames, "frame"):  # a video: played back and forth from a folder of its frames
+        import tempfile
 
-    feed = RecordedFeed(frames, masks=frames.mask, realtime=True, loop=True, bounce=True)
+        tmp = tempfile.TemporaryDirectory(prefix="snaketrack-service-")
+        frames = open_frames(_frames_folder(frames, Path(tmp.name), progress))
+    robot = source_robot(config.robot, frames.meta)
+    camera = source_camera(frames.meta, frames.width, frames.height)
+    segmenter = (MaskSource(config.masks, frames, "live", config.segmenter_flips,
+                            segmenter_scale=config.segmenter_scale).segmenter if config.masks else None)
+    pipeline = PipelineConfig(hold_frames=0, track_size=config.track_size,
+                              corrupt_masks=config.corrupt_masks and segmenter is None, render=False)
+    reference_fps, reference_cpu_ms, _, _ = _reference(frames, robot, camera, pipeline, config.reference_frames,
+                                                       segmenter=segmenter)
+
+    feed = RecordedFeed(frames, masks=None if segmenter is not None else frames.mask, realtime=True, loop=True,
+                        bounce=True)
     service_config = ServiceConfig(port=0, catch_up_gap=config.catch_up_gap, catch_up_s=config.catch_up_s)
-    service = TrackingService(Capture(feed), robot, camera, pipeline, service_config)
+    if segmenter is not None:
+        segmenter.reset()
+        segmenter.wait = False  # a camera's pace, as serve runs it
+    service = TrackingService(Capture(feed), robot, camera, pipeline, service_config, segmenter=segmenter)
     service.start(capture=False)
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")  # the clients are processes of their own, as a controller would be
-    slow_delay = config.slow_factor / reference_fps
+    slow_delay = config.slow_factor / (reference_fps if reference_fps > 0 else frames.fps)
     results, stop = ctx.Queue(), ctx.Event()
     clients = [ctx.Process(target=_client, args=(service.url, 0.0, "fast", results, stop), daemon=True),
                ctx.Process(target=_client, args=(service.url, slow_delay, "slow", results, stop), daemon=True)]
@@ -167,8 +208,10 @@ def run_service_benchmark(dataset: str | os.PathLike, config: ServiceBenchConfig
     fast, slow = got["fast"], [frame for _, frame, _ in got["slow"]]
     # the tracker's own work at the service's skip: every stride-th frame, without the service
     stride = max(1, round(figures["frames_captured"] / max(figures["frames_tracked"], 1)))
-    stride_fps, stride_cpu_ms, stride_search_s, stride_frames = _reference(frames, robot, camera, pipeline,
-                                                            config.reference_frames, stride, config.seconds / 2)
+    if segmenter is not None:
+        segmenter.wait = True
+    stride_fps, stride_cpu_ms, stride_search_s, stride_frames = _reference(
+        frames, robot, camera, pipeline, config.reference_frames, stride, config.seconds / 2, segmenter)
 
     lat = np.array([x[2] for x in fast], float)
     times = np.array([x[0] for x in fast], float) - t0
@@ -215,6 +258,7 @@ def run_service_benchmark(dataset: str | os.PathLike, config: ServiceBenchConfig
         "rss_mb_end": float(rss[-1]) if rss.size else float("nan"),
         "rss_mb_max": float(rss.max()) if rss.size else float("nan"),
         "track_size": list(service.session.size),
+        "masks": config.masks or ("truth, corrupted" if config.corrupt_masks else "truth"),
     }
     if out is not None:
         _plot(Path(out), rss_t, rss, times, lat, result)

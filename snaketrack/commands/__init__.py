@@ -125,11 +125,12 @@ def camera_of(args: argparse.Namespace):
 
 
 def add_setting_argument(p: argparse.ArgumentParser, default: str, flag: str = "--setting",
-                         flips_flag: Optional[str] = None) -> None:
+                         flips_flag: Optional[str] = None, scale_flag: Optional[str] = None) -> None:
     """The segmenter's setting flag: ``live`` (the model file's scale and flips, at most the left-right
     pair, OpenVINO or ONNX Runtime) or ``accurate`` (the model file's scale and flips, torch), both in a
     window that follows the robot; ``--scale``/``--flips`` given explicitly override either. ``flips_flag``
-    (e.g. ``--segmenter-flips``) adds that override of the flips where the command has no ``--flips``."""
+    (e.g. ``--segmenter-flips``) adds that override of the flips where the command has no ``--flips``, and
+    ``scale_flag`` (``--segmenter-scale``) that of the input scale."""
     p.add_argument(flag, default=default, choices=["live", "accurate"],
                    help="segmenter setting: live (the model's stored scale and flips, at most left-right, "
                         "OpenVINO) or accurate (the stored scale and flips, torch; up to seconds a frame), "
@@ -139,6 +140,10 @@ def add_setting_argument(p: argparse.ArgumentParser, default: str, flag: str = "
         p.add_argument(flips_flag, type=int, default=None, choices=[1, 2, 4],
                        help="test-time flips of the segmenter: 1 none (fastest), 2 left-right, 4 and up-down "
                             "(default: the setting's; live: the model's, at most 2)")
+    if scale_flag is not None:
+        p.add_argument(scale_flag, type=float, default=None, metavar="S",
+                       help="run the segmenter on frames resized to S times its trained input size (default: "
+                            "the model's, chosen on validation; a smaller S is faster)")
 
 
 def add_all_pieces_argument(p: argparse.ArgumentParser) -> None:

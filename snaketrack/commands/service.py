@@ -57,7 +57,7 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--masks", default=None,
                    help="segmenter:MODEL.pt (cameras and streams need it), DIR of PNG masks named like the frames, "
                         "or truth (a dataset's masks/, its default)")
-    add_setting_argument(p, "live", "--segmenter-setting", "--segmenter-flips")
+    add_setting_argument(p, "live", "--segmenter-setting", "--segmenter-flips", "--segmenter-scale")
     p.add_argument("--up", default=None, metavar="sim-imu|FILE|none",
                    help="the up direction per frame for a recorded source: an IMU CSV or sim-imu (default none); "
                         "with it the poses are also published in the gravity-aligned 'ground' frame")
@@ -135,7 +135,8 @@ def open_service(args: argparse.Namespace):
         stream = StreamSource(args.source)
         try:
             camera = source_camera({}, stream.width, stream.height, camera_of(args), args.source)
-            segmenter = open_segmenter(args.masks, args.segmenter_setting, args.segmenter_flips, device)
+            segmenter = open_segmenter(args.masks, args.segmenter_setting, args.segmenter_flips, device,
+                                       args.segmenter_scale)
         except BaseException:
             stream.release()
             raise
@@ -144,7 +145,8 @@ def open_service(args: argparse.Namespace):
         frames = open_frames(args.source)
         robot = source_robot(args.robot, frames.meta)
         camera = source_camera(frames.meta, frames.width, frames.height, camera_of(args), args.source)
-        mask_source = MaskSource(args.masks, frames, args.segmenter_setting, args.segmenter_flips, device)
+        mask_source = MaskSource(args.masks, frames, args.segmenter_setting, args.segmenter_flips, device,
+                                 args.segmenter_scale)
         if mask_source.kind != "segmenter" and len(frames):
             mask_source(0)  # a folder without the first frame's mask is refused before the service starts
         up = open_up(args.up, frames.truth, int(frames.meta.get("seed", 0) or 0))

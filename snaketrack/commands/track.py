@@ -40,7 +40,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    help="truth (the dataset's masks/, default for datasets), DIR of PNG masks named like the "
                         "frames, or segmenter:MODEL.pt")
     p.add_argument("--refine-steps", type=int, default=None, help="refinement iterations per frame (default 10)")
-    add_setting_argument(p, "live", "--segmenter-setting", "--segmenter-flips")
+    add_setting_argument(p, "live", "--segmenter-setting", "--segmenter-flips", "--segmenter-scale")
     p.add_argument("--corrupt-masks", action="store_true",
                    help="apply realistic segmentation errors to the masks (1-3 px bias, ragged edges, "
                         "missing chunks, false blobs)")
@@ -137,13 +137,15 @@ def _run(args: argparse.Namespace) -> int:
             raise InputError("--chunks: tracks whole chunks in parallel; --states and --max-frames need one pass")
         summary = track_chunked(src, args.out, args.chunks, args.chunk_overlap, args.robot, camera_of(args),
                                 args.masks, config, args.up, args.address, args.workers,
-                                segmenter_setting=args.segmenter_setting, segmenter_flips=args.segmenter_flips)
+                                segmenter_setting=args.segmenter_setting, segmenter_flips=args.segmenter_flips,
+                                segmenter_scale=args.segmenter_scale)
         seams = ", ".join(f"{s['frame']}{'' if s['agreed'] else ' (disagree)'}" for s in summary["seams"])
         print(f"frames={summary['frames']}  chunks={args.chunks}  seams at {seams}  wall_s={summary['wall_s']:.1f}")
         print(f"wrote {args.out}/track.csv")
         return 0
     options = RunOptions(up=args.up, max_frames=args.max_frames, video=not args.no_video, states=args.states,
                          segmenter_setting=args.segmenter_setting, segmenter_flips=args.segmenter_flips,
+                         segmenter_scale=args.segmenter_scale,
                          refine_focal=args.refine_focal,
                          calibration_frames=args.calibration_frames)
     summary = track_source(src, args.out, args.robot, camera_of(args), args.masks, config, options)

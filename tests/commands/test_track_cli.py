@@ -96,6 +96,9 @@ def test_dataset_outputs_and_metrics_match_known_offsets(dataset, oracle, tmp_pa
     assert m["joint_error_rad"] == pytest.approx(0.02, abs=1e-9)
     assert m["joint_error_l2_rad"] == pytest.approx(0.02 * np.sqrt(10), abs=1e-9)
     assert m["frames"] == N and m["frames_lost"] == 0 and m["fps"] > 0
+    summary = json.loads((out / "summary.json").read_text())
+    # the tracker's own time lies within the tracking pass's wall time
+    assert 0 < summary["fps_wall"] <= summary["fps"]
     assert 0 <= m["iou_truth"] < 0.9  # the offset pose does not cover the truth mask
     # beside the truth's figures, those that need none
     assert m["frames_tracked"] == N and m["skeleton_residual_frames"] == N and 0 < m["silhouette_iou_mean"] < 0.9
@@ -278,14 +281,15 @@ def test_segmenter_setting_reaches_the_segmenter(dataset, oracle, tmp_path, caps
             m[10:20, 10:40] = True
             return m
 
-    def load(path, setting="accurate", flips=None, **kw):
-        settings.append((setting, flips))
+    def load(path, setting="accurate", flips=None, scale=None, **kw):
+        settings.append((setting, flips) if scale is None else (setting, flips, scale))
         return Stub()
 
     monkeypatch.setattr(run, "load_segmenter", load)
     (tmp_path / "m.pt").write_bytes(b"stub")
     for extra, want in (([], ("live", None)), (["--segmenter-setting", "accurate"], ("accurate", None)),
-                        (["--segmenter-flips", "1"], ("live", 1))):
+                        (["--segmenter-flips", "1"], ("live", 1)),
+                        (["--segmenter-flips", "1", "--segmenter-scale", "0.75"], ("live", 1, 0.75))):
         code, _, err = _main(["track", dataset, "--masks", f"segmenter:{tmp_path / 'm.pt'}", *extra,
                               "--max-frames", "1", "--no-video", "--out", tmp_path / "-".join(map(str, want))],
                              capsys)

@@ -34,3 +34,20 @@ def test_the_segmenter_flips_are_the_settings_unless_given(served, extra, flips)
     dataset, model = served  # the model file stores one pass
     argv = ["serve", str(dataset), "--masks", f"segmenter:{model}", *extra]
     assert open_service(build_parser().parse_args(argv)).session.segmenter.flips == flips
+
+
+@pytest.mark.parametrize("extra, scale", [([], 1.0), (["--segmenter-scale", "0.5"], 0.5)])
+def test_the_segmenter_scale_is_the_models_unless_given(served, extra, scale):
+    dataset, model = served  # the model file stores scale 1: the network sees 64x96 at 1, 32x48 at 0.5
+    argv = ["serve", str(dataset), "--masks", f"segmenter:{model}", *extra]
+    segmenter = open_service(build_parser().parse_args(argv)).session.segmenter
+    assert segmenter.scale == scale and segmenter.size == (round(64 * scale), round(96 * scale))
+
+
+def test_a_segmenter_scale_out_of_range_is_one_line(served, capsys):
+    from snaketrack import cli
+
+    dataset, model = served
+    code = cli.main(["serve", str(dataset), "--masks", f"segmenter:{model}", "--segmenter-scale", "0"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "--segmenter-scale 0" in err and len(err.splitlines()) == 1

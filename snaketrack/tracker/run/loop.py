@@ -21,7 +21,9 @@ frames it held as tracked.
 ``fps`` counts the tracker alone (the first frame's pose search, any later
 searches and the reading hold's re-reading included), not reading,
 segmentation, rendering or writing; ``fps_excluding_search`` leaves the
-searches out (``search_s`` is their time). ``iou`` is the tracker's fit
+searches out (``search_s`` is their time). ``fps_wall`` is the frames over the tracking pass's wall
+time: reading, segmenting, tracking and writing, as they overlap (a segmenter reads ahead on a thread of its
+own, the writing follows on another). ``iou`` is the tracker's fit
 against the observed mask with its fitted edge offset; ``iou_no_offset`` the
 model's own silhouette against the observed mask; ``iou_truth`` against the
 truth mask.
@@ -75,6 +77,7 @@ class RunOptions:
     states: also stream each finished row as a JSON line to this file, or ``"-"`` for standard output.
     segmenter_setting: ``live`` (default) or ``accurate``, for ``masks="segmenter:MODEL.pt"``.
     segmenter_flips: the segmenter's test-time flips (1, 2, 4); None: the setting's.
+    segmenter_scale: the segmenter's input size over its trained size; None: the model file's.
     """
 
     up: Optional[str] = None
@@ -85,6 +88,7 @@ class RunOptions:
     states: Optional[str] = None
     segmenter_setting: str = "live"
     segmenter_flips: Optional[int] = None
+    segmenter_scale: Optional[float] = None
     refine_focal: bool = False
     calibration_frames: int = 60
 
@@ -101,11 +105,14 @@ def segmenter_file(spec: str) -> Path:
     return model
 
 
-def open_segmenter(spec: str, setting: str = "live", flips: Optional[int] = None, device: str = "cpu"):
+def open_segmenter(spec: str, setting: str = "live", flips: Optional[int] = None, device: str = "cpu",
+                   scale: Optional[float] = None):
     """The segmenter of ``--masks segmenter:MODEL.pt`` in ``setting`` with ``flips`` (None: the setting's)
-    on ``device`` (a resolved torch device name; on a GPU the live setting runs the torch network:
-    :func:`~snaketrack.training.segmenter.load_segmenter`)."""
-    return load_segmenter(segmenter_file(spec), device=device, setting=setting, flips=flips)
+    at ``scale`` (None: the model file's) on ``device`` (a resolved torch device name; on a GPU the live
+    setting runs the torch network: :func:`~snaketrack.training.segmenter.load_segmenter`)."""
+    if scale is not None and not 0.25 <= float(scale) <= 4.0:
+        raise InputError(f"--segmenter-scale {scale:g}: expected a factor between 0.25 and 4")
+    return load_segmenter(segmenter_file(spec), device=device, setting=setting, flips=flips, scale=scale)
 
 
 class MaskSource:
@@ -114,11 +121,13 @@ class MaskSource:
     ``spec`` None means ``truth`` for a dataset. Calling it with a frame index gives the mask, bool (H, W)
     at the source's size, or None when the session's segmenter (``self.segmenter``) predicts it.
     ``segmenter_setting``: ``live`` or ``accurate``, ``segmenter_flips``: its test-time flips, None the
-    setting's, ``device``: where it runs (:func:`open_segmenter`).
+    setting's, ``segmenter_scale``: its input scale, None the model file's, ``device``: where it runs
+    (:func:`open_segmenter`).
     """
 
     def __init__(self, spec: Optional[str], frames, segmenter_setting: str = "live",
-                 segmenter_flips: Optional[int] = None, device: str = "cpu"):
+                 segmenter_flips: Optional[int] = None, device: str = "cpu",
+                 segmenter_scale: Optional[float] = None):
         self.frames, self.segmenter, self.dir = frames, None, None
         if spec is None:
             if not frames.has_masks:
@@ -132,7 +141,7 @@ class MaskSource:
                                  "--masks segmenter:MODEL.pt")
         elif spec.startswith("segmenter:"):
             self.kind, self.segmenter = "segmenter", open_segmenter(spec, segmenter_setting, segmenter_flips,
-                                                                    device)
+                                                                    device, segmenter_scale)
         else:
             d = Path(spec)
             if not d.is_dir():
@@ -156,15 +165,16 @@ class MaskSource:
 
 def open_session(source: str | os.PathLike, robot: Optional[str] = None, intrinsics=None,
                  masks: Optional[str] = None, config: PipelineConfig = PipelineConfig(),
-                 segmenter_setting: str = "live", segmenter_flips: Optional[int] = None):
+                 segmenter_setting: str = "live", segmenter_flips: Optional[int] = None,
+                 segmenter_scale: Optional[float] = None):
     """Open a recorded source for tracking: ``(frames, session, mask_source)``.
 
     ``robot``: a shipped name or YAML file; default the dataset's ``meta.json`` robot.
     ``intrinsics``: a calibration file or a :class:`~snaketrack.tracker.calib.camera.FieldOfView`; default the
     dataset's ``meta.json`` K.
     ``masks``: ``truth`` (default for datasets), a folder of PNGs or ``segmenter:MODEL.pt``, run in
-    ``segmenter_setting`` (``live`` or ``accurate``) with ``segmenter_flips`` (None: the setting's), on
-    ``config.device`` like the tracker.
+    ``segmenter_setting`` (``live`` or ``accurate``) with ``segmenter_flips`` (None: the setting's) at
+    ``segmenter_scale`` (None: the model file's), on ``config.device`` like the tracker.
     """
     frames = open_frames(source)
     robot = source_robot(robot, frames.meta)
@@ -174,7 +184,7 @@ def open_session(source: str | os.PathLike, robot: Optional[str] = None, intrins
         raise InputError(f"--robot {robot.name}: {robot.dof} joint angles, but {source}/truth.jsonl has "
                          f"{len(truth[0].get('joint_angles', []))}; expected the dataset's robot")
     device = resolve_device(config.device)
-    mask_source = MaskSource(masks, frames, segmenter_setting, segmenter_flips, device)
+    mask_source = MaskSource(masks, frames, segmenter_setting, segmenter_flips, device, segmenter_scale)
     session = TrackingSession(robot, camera, frames.fps, config, segmenter=mask_source.segmenter,
                               truth_masks=frames.has_masks, device=device)
     return frames, session, mask_source
@@ -382,7 +392,7 @@ def track_source(source: str | os.PathLike, out: str | os.PathLike, robot: Optio
     figures when the source has truth, and its headline figures without truth)."""
     out = Path(out)
     frames, session, mask_source = open_session(source, robot, intrinsics, masks, config, options.segmenter_setting,
-                                                options.segmenter_flips)
+                                                options.segmenter_flips, options.segmenter_scale)
     log = (lambda line: print(line, file=sys.stderr)) if options.progress else None
     t0 = time.perf_counter()
     session, up_source, calibration = self_calibrate(frames, session, mask_source, options, config, log)
@@ -414,6 +424,7 @@ def track_source(source: str | os.PathLike, out: str | os.PathLike, robot: Optio
 
     n = 0
     session.start()
+    wall0 = time.perf_counter()
     behind = WriteBehind(emit)  # rows, overlay drawing and encoding off the tracker's thread, in order
     try:
         try:
@@ -438,12 +449,15 @@ def track_source(source: str | os.PathLike, out: str | os.PathLike, robot: Optio
             video.close()
     if n == 0:
         raise FileFormatError(f"{source}: no frames were read")
-    return _summarise(out, source, session, frames, n, masks, config, options, calibration)
+    return _summarise(out, source, session, frames, n, masks, config, options, calibration,
+                      wall_s=time.perf_counter() - wall0)
 
 
 def _summarise(out: Path, source, session: TrackingSession, frames, n: int, masks: Optional[str],
-               config: PipelineConfig, options: RunOptions, calibration: Optional[dict] = None) -> dict:
-    """``summary.json``, ``metrics.json`` and plots of a finished run."""
+               config: PipelineConfig, options: RunOptions, calibration: Optional[dict] = None,
+               wall_s: float = float("nan")) -> dict:
+    """``summary.json``, ``metrics.json`` and plots of a finished run; ``wall_s``: the tracking pass's wall
+    time [s] (reading, segmenting, tracking and writing as they overlap)."""
     robot = session.robot
     track_time, search_s = session.track_time_s, session.search_time_s
     fps = n / track_time if track_time > 0 else float("nan")
@@ -453,6 +467,7 @@ def _summarise(out: Path, source, session: TrackingSession, frames, n: int, mask
     quality = quality_metrics(track, robot.dof, frames.fps, per_frame)
     summary: dict[str, Any] = {"source": str(source), "robot": robot.name, "frames": n, "fps": fps,
                                "fps_excluding_search": fps_tracking, "search_s": search_s,
+                               "fps_wall": n / wall_s if wall_s > 0 else float("nan"),
                                "masks": masks or "truth", "corrupt_masks": bool(config.corrupt_masks),
                                "refine_steps": config.refine_steps, "up": options.up or "none",
                                "static_camera": bool(config.static_camera),

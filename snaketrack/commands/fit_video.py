@@ -53,7 +53,7 @@ _RUN_KEYS = ("video", "robot", "box", "fov_deg", "intrinsics", "camera", "head",
 _TRACK_KEYS = ("frames", "frames_lost", "frames_coasting", "flips", "silhouette_iou_mean", "silhouette_iou_p5",
                "skeleton_residual_px", "skeleton_residual_p95_px", "joint_second_difference_rad",
                "gait_frequency_hz", "gait_frequency_spread", "gait_power_fraction", "fps", "fps_excluding_search",
-               "search_s")
+               "search_s", "fps_wall")
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:

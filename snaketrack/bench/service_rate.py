@@ -38,7 +38,7 @@ class ServiceBenchConfig:
     track_size: Optional[tuple[int, int]] = None
     corrupt_masks: bool = True
     sample_s: float = 1.0
-    catch_up_gap: int = 3
+    catch_up_gap: Optional[int] = None
     catch_up_s: float = 1.0
     masks: Optional[str] = None
     segmenter_flips: Optional[int] = None
@@ -247,6 +247,7 @@ def run_service_benchmark(dataset: str | os.PathLike, config: ServiceBenchConfig
         "track_fps_in_service": figures["track_fps"],
         "search_s_in_service": service.session.search_time_s,
         "frames_dropped": figures["frames_dropped"],
+        "catch_up_gap": figures["catch_up_gap"],
         "latency_ms_p50": float(np.percentile(lat, 50)) if lat.size else float("nan"),
         "latency_ms_p95": float(np.percentile(lat, 95)) if lat.size else float("nan"),
         "latency_ms_p50_first_tenth": p50((times >= tenth) & (times < 2 * tenth)),  # after the first search

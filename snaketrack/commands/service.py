@@ -86,9 +86,10 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
     add_device_argument(p, "the tracker and the segmenter (on a GPU the live setting runs the torch network: "
                            "OpenVINO and ONNX Runtime run on the CPU)")
     add_threads_argument(p)
-    p.add_argument("--catch-up-gap", type=int, default=3, metavar="FRAMES",
+    p.add_argument("--catch-up-gap", type=int, default=None, metavar="FRAMES",
                    help="after a slow frame (a pose search) track every FRAMES-th of the frames that came meanwhile, "
-                        "back to the newest (default 3; 0: always the newest)")
+                        "back to the newest (default: the frames within 0.1 s, 3 at 30 frames/s and 1 at 15; 0: "
+                        "always the newest)")
     p.add_argument("--catch-up-s", type=float, default=1.0, metavar="S",
                    help="frames at most S seconds behind the newest are kept for that catch-up (default 1)")
     p.add_argument("--client-queue", type=int, default=256,

@@ -28,6 +28,23 @@ from typing import Any, Optional
 
 from snaketrack.errors import InputError
 
+#: the source time [s] a catch-up step spans by default: the tracker's fit and its retry after a gap hold
+#: about this much of the robot's motion (docs/benchmarks.md, "Live service" and "Closed loop")
+GAP_S = 0.1
+
+
+def default_gap(fps: float, most: float = 3.0) -> int:
+    """The catch-up gap [frames] for a source of ``fps`` [1/s]: the whole frames within :data:`GAP_S` of source
+    time (a source a tenth of a frame short of it, 29.97 frames/s, counts as 30), at least 1 and at most
+    ``most`` (the tracker's ``TrackerConfig.gap_max_frames``, beyond which its retry after a gap does not run).
+
+    >>> default_gap(30.0), default_gap(29.97), default_gap(25.0), default_gap(15.0), default_gap(60.0)
+    (3, 3, 2, 1, 3)
+    """
+    if not fps > 0:
+        raise InputError(f"frame rate {fps!r}; expected a positive number of frames per second")
+    return int(min(max(1, int(GAP_S * fps + 0.1)), int(most)))
+
 
 class RecentFrames:
     """Frames in source order, the newest ``horizon_s`` of source time kept (module doc).

@@ -38,8 +38,9 @@ from typing import Any, Optional
 import numpy as np
 
 from snaketrack.errors import InputError
-from snaketrack.service.catch_up import RecentFrames
+from snaketrack.service.catch_up import RecentFrames, default_gap
 from snaketrack.service.publisher import LOOPBACK, Publisher
+from snaketrack.tracker.config import TrackerConfig
 from snaketrack.tracker.run.overlap import WriteBehind
 from snaketrack.tracker.run.pipeline import PipelineConfig, TrackingSession
 
@@ -57,7 +58,9 @@ class ServiceConfig:
         state (tracking, coasting, lost) or of the source is published at once. Default 2.
     catch_up_gap, catch_up_s: after a slow frame (a pose search) the tracker catches up through the frames
         prepared meanwhile, taking every ``catch_up_gap``-th [frames], those at most ``catch_up_s`` behind the
-        newest [s] (:mod:`snaketrack.service.catch_up`); gap 0: always the newest frame. Default 3 frames, 1 s.
+        newest [s] (:mod:`snaketrack.service.catch_up`); gap 0: always the newest frame. Default None, the frames
+        within 0.1 s of source time (:func:`~snaketrack.service.catch_up.default_gap`: 3 at 30 frames/s, 1 at
+        15), and 1 s.
     """
 
     host: str = "127.0.0.1"
@@ -67,7 +70,7 @@ class ServiceConfig:
     client_queue: int = 256
     overlay_hz: float = 5.0
     status_hz: float = 2.0
-    catch_up_gap: int = 3
+    catch_up_gap: Optional[int] = None
     catch_up_s: float = 1.0
 
     def __post_init__(self):
@@ -79,7 +82,7 @@ class ServiceConfig:
             raise InputError(f"--client-queue {self.client_queue}; expected a positive number of messages")
         if self.overlay_hz < 0 or self.status_hz <= 0:
             raise InputError("overlay_hz must be >= 0 and status_hz > 0 [1/s]")
-        if int(self.catch_up_gap) < 0 or not self.catch_up_s >= 0:
+        if (self.catch_up_gap is not None and int(self.catch_up_gap) < 0) or not self.catch_up_s >= 0:
             raise InputError(f"--catch-up-gap {self.catch_up_gap} and --catch-up-s {self.catch_up_s}; expected both "
                              ">= 0")
 
@@ -120,7 +123,9 @@ class TrackingService:
         self.first_tracked = threading.Event()  # the first frame is tracked (its search done)
         self.first_state_s: Optional[float] = None  # from the capture's start to the first state published [s]
         self._capture_started: Optional[float] = None
-        self.prepared = RecentFrames(config.catch_up_gap, config.catch_up_s)  # prepared, waiting for the tracker
+        gap = (default_gap(source.fps, TrackerConfig.gap_max_frames) if config.catch_up_gap is None
+               else config.catch_up_gap)
+        self.prepared = RecentFrames(gap, config.catch_up_s)  # prepared, waiting for the tracker
         self._last_index: Optional[int] = None  # the frame tracked last
         self._paced = bool(getattr(source, "paced", False))  # a recording at the tracker's pace: nothing dropped
         self._last: dict[str, Any] = {}
@@ -330,7 +335,8 @@ class TrackingService:
         tracker failed on and frames the source could not give),
         ``track_fps`` (the tracker's own rate, searches included [1/s]), ``first_state_s`` (from the
         capture's start to the first state published [s]: the first frame read and prepared, its pose searched
-        and published; None before) and the capture-to-publish latency percentiles ``latency_ms_p50/p95/max``."""
+        and published; None before), the capture-to-publish latency percentiles ``latency_ms_p50/p95/max``
+        and ``catch_up_gap`` (the catch-up's gap in use [frames])."""
         lat = np.asarray(self.latencies_ms, float)
         pct = (lambda p: float(np.percentile(lat, p))) if lat.size else (lambda p: float("nan"))
         return {"frames_captured": self.source.slot.captured, "frames_tracked": self.frames_tracked,
@@ -339,4 +345,5 @@ class TrackingService:
                 "track_fps": self.frames_tracked / self.session.track_time_s if self.session.track_time_s else 0.0,
                 "first_state_s": self.first_state_s,
                 "latency_ms_p50": pct(50), "latency_ms_p95": pct(95),
-                "latency_ms_max": float(lat.max()) if lat.size else float("nan")}
+                "latency_ms_max": float(lat.max()) if lat.size else float("nan"),
+                "catch_up_gap": self.prepared.max_gap}

@@ -117,3 +117,23 @@ def test_the_service_tracks_its_way_back_through_the_frames_that_came_during_a_s
     assert figures["frames_tracked"] + figures["frames_dropped"] == N
     assert [r.status for r in results] == ["tracked"] * len(tracked)
     assert min(r.state.iou for r in results) > 0.6
+
+
+@pytest.mark.parametrize("fps, gap", [(30.0, 3), (29.97, 3), (25.0, 2), (15.0, 1), (10.0, 1), (120.0, 3)])
+def test_the_default_gap_spans_a_tenth_of_a_second_of_the_source(fps, gap):
+    from snaketrack.service.catch_up import default_gap
+    from snaketrack.tracker.config import TrackerConfig
+
+    assert default_gap(fps, TrackerConfig.gap_max_frames) == gap
+
+
+def test_the_service_takes_the_default_gap_from_its_source_unless_given():
+    from posed_dataset import H, K, W
+
+    robot = load_robot("planar-snake-11")
+    for fps, given, want in ((15.0, None, 1), (30.0, None, 3), (15.0, 2, 2)):
+        source = PushSource(W, H, fps)
+        camera = Camera.from_K(K, W, H)
+        service = TrackingService(source, robot, camera, PipelineConfig(refine_steps=4),
+                                  ServiceConfig(port=0, overlay_hz=0, catch_up_gap=given))
+        assert service.prepared.max_gap == want and service.figures()["catch_up_gap"] == want

@@ -54,9 +54,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--track-size", default="640x360", metavar="WxH", help="tracking size (default 640x360)")
     ap.add_argument("--threads", type=int, default=None,
                     help="the tracker's and the segmenter's threads (default: serve's policy, one each)")
-    ap.add_argument("--catch-up-gap", type=int, default=3, metavar="FRAMES",
-                    help="after a slow frame the tracker takes every FRAMES-th frame back to the newest (default 3; "
-                         "0: always the newest)")
+    ap.add_argument("--catch-up-gap", type=int, default=None, metavar="FRAMES",
+                    help="after a slow frame the tracker takes every FRAMES-th frame back to the newest (default: "
+                         "serve's, the frames within 0.1 s; 0: always the newest)")
     ap.add_argument("--catch-up-s", type=float, default=1.0, metavar="S",
                     help="frames at most S seconds behind the newest are kept for the catch-up (default 1)")
     ap.add_argument("--out", default="bench_out/service", help="folder for soak.png and soak.json")

@@ -148,6 +148,28 @@ def workers_device(spec: str, workers: int) -> str:
     return "cuda"
 
 
+#: what a worker says when another one died under it (gloo's lost connection): a consequence, not the cause
+_PEER_LOST = ("closed by peer", "reset by peer", "remote worker crashing")
+
+
+def _failure_lines(failure) -> list[str]:
+    """The lines of a worker failure's error message (empty when the worker left none, e.g. killed)."""
+    msg = failure.message
+    if isinstance(msg, dict):
+        msg = msg.get("message", "")
+    return str(msg or "").strip().splitlines()
+
+
+def _root_failure(error) -> tuple:
+    """``(rank, failure)`` of the worker whose failure caused the others': the first failure (by time) that is
+    not a lost connection to a failed peer, else the first of all. A worker that dies without a message
+    (``os._exit``, a signal) is seen by the launcher only at its next poll, after its peers' errors about it."""
+    failures = sorted(error.failures.items(), key=lambda kv: (kv[1].timestamp, kv[0]))
+    causes = [(r, f) for r, f in failures
+              if not any(p in line for line in _failure_lines(f) for p in _PEER_LOST)]
+    return (causes or failures)[0]
+
+
 def launch(fn: Callable[..., Any], args: tuple = (), workers: int = 2, address: Optional[str] = None,
            nnodes: int = 1, node_rank: int = 0, device: str = "auto") -> list[Any]:
     """Run ``fn(Workers, *args)`` in ``workers`` new processes on this machine; their return values
@@ -177,11 +199,8 @@ def launch(fn: Callable[..., Any], args: tuple = (), workers: int = 2, address: 
             raise KeyboardInterrupt from None
         raise WorkerError(f"training stopped by {signal.Signals(e.sigval).name}") from None
     except ChildFailedError as e:
-        rank, failure = e.get_first_failure()
-        msg = failure.message
-        if isinstance(msg, dict):
-            msg = msg.get("message", "")
-        msg = str(msg or "").strip().splitlines()
+        rank, failure = _root_failure(e)
+        msg = _failure_lines(failure)
         why = msg[-1] if msg else (f"killed by signal {failure.signal_name()}" if failure.exitcode < 0
                                    else f"exit status {failure.exitcode}")
         raise WorkerError(f"training worker {rank} failed: {why}; the other workers were stopped") from None

@@ -114,3 +114,22 @@ def test_a_crashed_worker_ends_the_run_in_one_line(toy_root):
         launch(_die_on_rank_1, (), workers=2)
     assert "worker 1 failed" in str(e.value) and "\n" not in str(e.value)
     assert time.perf_counter() - t0 < 60
+
+
+def test_the_worker_that_died_is_named_not_the_one_that_lost_it():
+    from types import SimpleNamespace
+
+    from snaketrack.training.distributed import _root_failure
+
+    def failure(message, timestamp):
+        return SimpleNamespace(message=message, timestamp=timestamp)
+
+    lost = {"message": "RuntimeError: [pair.cc:561] Connection closed by peer [127.0.0.1]:29091. This is typically "
+                       "caused by a remote worker crashing."}
+    # the worker that exited without a word is seen at the launcher's next poll, after its peer's error
+    error = SimpleNamespace(failures={0: failure(lost, 10), 1: failure("", 11)})
+    assert _root_failure(error)[0] == 1
+    error = SimpleNamespace(failures={0: failure({"message": "ValueError: bad batch"}, 12), 1: failure(lost, 11)})
+    assert _root_failure(error)[0] == 0
+    error = SimpleNamespace(failures={0: failure(lost, 12), 1: failure(lost, 11)})  # only lost peers: the first
+    assert _root_failure(error)[0] == 1

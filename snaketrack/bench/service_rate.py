@@ -140,25 +140,32 @@ def _frames_folder(video, out: Path, progress: bool = True) -> Path:
 
 def run_service_benchmark(dataset: str | os.PathLike, config: ServiceBenchConfig = ServiceBenchConfig(),
                           out: Optional[str | os.PathLike] = None, progress: bool = True) -> dict:
-    """Benchmark the service on ``dataset`` (module doc); with ``out``, also ``soak.png`` (memory and
-    latency over the run) and ``soak.json`` there. Returns the figures."""
-    from snaketrack.datasets.video import open_frames
+    """Benchmark the service on ``dataset`` (a dataset or frames folder, or a video: played from a
+    temporary folder of its frames, which the feed can play back and forth; module doc); with ``out``, also
+    ``soak.png`` (memory and latency over the run) and ``soak.json`` there. Returns the figures."""
+    from snaketrack.datasets.video import VideoSource, open_frames
+
+    frames = open_frames(dataset)
+    if isinstance(frames, VideoSource):
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="snaketrack-service-") as tmp:
+            return _soak(open_frames(_frames_folder(frames, Path(tmp), progress)), config, out, progress)
+    return _soak(frames, config, out, progress)
+
+
+def _soak(frames, config: ServiceBenchConfig, out: Optional[str | os.PathLike], progress: bool) -> dict:
+    """:func:`run_service_benchmark` on an opened folder of ``frames``."""
     from snaketrack.models.robot import source_robot
     from snaketrack.service import Capture, RecordedFeed, ServiceConfig, TrackingService
     from snaketrack.tracker.calib.camera import source_camera
-    from snaketrack.tracker.run.loop import MaskSource
+    from snaketrack.tracker.run.loop import open_segmenter
     from snaketrack.tracker.run.pipeline import PipelineConfig
 
-    frames = open_frames(dataset)
-    if not hasattr(frames, "frame"):  # a video: played back and forth from a folder of its frames
-        import tempfile
-
-        tmp = tempfile.TemporaryDirectory(prefix="snaketrack-service-")
-        frames = open_frames(_frames_folder(frames, Path(tmp.name), progress))
     robot = source_robot(config.robot, frames.meta)
     camera = source_camera(frames.meta, frames.width, frames.height)
-    segmenter = (MaskSource(config.masks, frames, "live", config.segmenter_flips,
-                            segmenter_scale=config.segmenter_scale).segmenter if config.masks else None)
+    segmenter = (open_segmenter(config.masks, "live", config.segmenter_flips, scale=config.segmenter_scale)
+                 if config.masks else None)
     pipeline = PipelineConfig(hold_frames=0, track_size=config.track_size,
                               corrupt_masks=config.corrupt_masks and segmenter is None, render=False)
     reference_fps, reference_cpu_ms, _, _ = _reference(frames, robot, camera, pipeline, config.reference_frames,

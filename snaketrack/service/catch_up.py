@@ -33,13 +33,13 @@ from snaketrack.errors import InputError
 GAP_S = 0.1
 
 
-def default_gap(fps: float, most: float = 3.0) -> int:
+def default_gap(fps: float, most: float) -> int:
     """The catch-up gap [frames] for a source of ``fps`` [1/s]: the whole frames within :data:`GAP_S` of source
     time (a source a tenth of a frame short of it, 29.97 frames/s, counts as 30), at least 1 and at most
     ``most`` (the tracker's ``TrackerConfig.gap_max_frames``, beyond which its retry after a gap does not run).
 
-    >>> default_gap(30.0), default_gap(29.97), default_gap(25.0), default_gap(15.0), default_gap(60.0)
-    (3, 3, 2, 1, 3)
+    >>> [default_gap(fps, most=3) for fps in (30.0, 29.97, 25.0, 15.0, 60.0)]
+    [3, 3, 2, 1, 3]
     """
     if not fps > 0:
         raise InputError(f"frame rate {fps!r}; expected a positive number of frames per second")
